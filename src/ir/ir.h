@@ -1,0 +1,289 @@
+/* src/ir/ir.h: the internal header of the IR (DESIGN.md §2). Sections follow
+ * the files: arena.c, ctx.c, dtype.c, prims.c (+ prims.def), param.c,
+ * jaxpr.c (construction), shape.c (shape/dtype rules), verify.c, print.c,
+ * parse.c, hash.c, dot.c.
+ *
+ * Depends on nothing but libc and xxHash. */
+#ifndef FT_IR_H
+#define FT_IR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ft.h"
+
+/* Internal invariant check: aborts with file:line. Not for user errors. */
+#define FT_ASSERT(cond)                                                        \
+  do {                                                                         \
+    if (!(cond)) ft_assert_fail(#cond, __FILE__, __LINE__);                    \
+  } while (0)
+_Noreturn void ft_assert_fail(const char *what, const char *file, int line);
+
+#define FT_COUNTOF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ================================================================ arena.c */
+/* A bump allocator. Every IR node of a jaxpr (and of its sub-jaxprs) lives in
+ * one arena and is freed at once with it. Allocation failure is reported as
+ * NULL (and the arena remembers it in .failed). */
+typedef struct ft_arena ft_arena;
+
+ft_arena *ft_arena_new(void);
+void ft_arena_free(ft_arena *a);
+/* Zeroed memory, 16-byte aligned. NULL when out of memory. */
+void *ft_arena_alloc(ft_arena *a, size_t n);
+/* A NUL-terminated copy of s[0..len). */
+char *ft_arena_strndup(ft_arena *a, const char *s, size_t len);
+/* The next variable id of this arena: ids are unique among all the vars of
+ * the jaxprs that share the arena, and dense, so evaluators can index by id. */
+uint32_t ft_arena_next_var_id(ft_arena *a);
+uint32_t ft_arena_num_var_ids(const ft_arena *a);
+/* Bytes in use (for statistics). */
+size_t ft_arena_bytes(const ft_arena *a);
+
+/* ================================================================== ctx.c */
+struct ft_ledger;
+
+struct ft_ctx {
+  ft_ctx_options opts;
+  ft_status status;
+  char err[4096];
+  struct ft_ledger *ledger;  /* attached ledger, or NULL (src/ledger owns it) */
+};
+
+/* Records a failure on ctx (message formatted like printf) and returns st, so
+ * callers can write `return ft_set_error(ctx, FT_ERR_SHAPE, "...", ...)`.
+ * ctx may be NULL (then only st is returned). */
+ft_status ft_set_error(ft_ctx *ctx, ft_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+ft_status ft_set_errorv(ft_ctx *ctx, ft_status st, const char *fmt, va_list ap);
+/* Prepends "prefix: " to the current message (for context on the way out). */
+void ft_error_prefix(ft_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ================================================================ dtype.c */
+bool ft_dtype_is_float(ft_dtype dt);    /* f16 bf16 f32 f64 */
+bool ft_dtype_is_complex(ft_dtype dt);  /* c64 c128 */
+bool ft_dtype_is_inexact(ft_dtype dt);  /* float or complex */
+bool ft_dtype_is_int(ft_dtype dt);      /* signed or unsigned integer */
+bool ft_dtype_is_signed(ft_dtype dt);   /* i8..i64 */
+bool ft_dtype_is_unsigned(ft_dtype dt); /* u8..u64 */
+/* Bit width of one element (bool: 8; float0: 0). */
+int ft_dtype_bits(ft_dtype dt);
+
+bool ft_aval_eq(const ft_aval *a, const ft_aval *b);  /* dtype + shape (not weak_type) */
+bool ft_shape_eq(const ft_aval *a, const ft_aval *b);
+/* Writes "f32[3,4]" into buf; returns buf. */
+char *ft_aval_str(const ft_aval *a, char *buf, size_t n);
+ft_aval ft_aval_scalar(ft_dtype dt);
+ft_aval ft_aval_make(ft_dtype dt, int rank, const int64_t *dims);
+
+/* ======================================================= prims.c, prims.def */
+typedef enum ft_prim {
+#define FT_PRIM(id, name, nin, nout, fam, params) FT_P_##id,
+#include "prims.def"
+#undef FT_PRIM
+  FT_NUM_PRIMS
+} ft_prim;
+
+/* Families group primitives that share shape, batching and lowering logic. */
+typedef enum ft_family {
+  FT_FAM_UNARY,     /* elementwise, one operand, result of the operand's type */
+  FT_FAM_BINARY,    /* elementwise, two operands of one type, result of that type */
+  FT_FAM_COMPARE,   /* elementwise, two operands of one type, bool result */
+  FT_FAM_SELECT,    /* select_n, clamp */
+  FT_FAM_CONVERT,   /* convert_element_type, bitcast_convert_type */
+  FT_FAM_LAYOUT,    /* data movement: broadcast, reshape, transpose, slices, pad, ... */
+  FT_FAM_REDUCE,    /* reductions over axes, argmax/argmin */
+  FT_FAM_CUMULATIVE,/* cumsum and friends */
+  FT_FAM_DOT,       /* dot_general */
+  FT_FAM_OTHER,     /* iota, sort, fft, ... */
+  FT_FAM_CONTROL    /* cond, while, scan, jit, custom_jvp_call, custom_vjp_call */
+} ft_family;
+
+/* Kinds of parameter values (the schema language of prims.def). */
+typedef enum ft_pkind {
+  FT_PK_ANY,      /* any value; kept as parsed (typed tree), printed back */
+  FT_PK_INT,
+  FT_PK_INTS,     /* tuple of ints */
+  FT_PK_INTS_OR_NONE,
+  FT_PK_BOOL,
+  FT_PK_BOOLS,
+  FT_PK_FLOAT,
+  FT_PK_DTYPE,
+  FT_PK_DTYPE_OR_NONE,
+  FT_PK_SYM,      /* an identifier from a fixed set (an enum), see ft_param_spec.syms */
+  FT_PK_NAME,     /* a free identifier (e.g. pjit's name=f) */
+  FT_PK_JAXPR,    /* a closed sub-jaxpr */
+  FT_PK_JAXPRS,   /* a tuple of closed sub-jaxprs */
+  FT_PK_DOTDIMS,  /* ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)) */
+  FT_PK_PADCFG    /* ((lo, hi, interior), ...) */
+} ft_pkind;
+
+typedef struct ft_param_spec {
+  const char *name;
+  ft_pkind kind;
+  const char *dflt;     /* default's text (NULL: required) */
+  const char **syms;    /* FT_PK_SYM: NULL-terminated allowed spellings */
+  bool legacy;          /* accepted from older JAX printouts, dropped, never printed */
+} ft_param_spec;
+
+typedef struct ft_prim_info {
+  const char *name;     /* as JAX 0.10 prints it */
+  int n_in, n_out;      /* -1: variadic */
+  ft_family family;
+  const char *schema;   /* the param schema text from prims.def */
+  int n_params;         /* canonical (non-legacy) params, sorted by name */
+  const ft_param_spec *params;   /* n_params canonical, then the legacy ones */
+  int n_legacy;
+} ft_prim_info;
+
+/* The table, with schemas parsed (thread-safe, once). Never NULL. */
+const ft_prim_info *ft_prim_get(ft_prim p);
+/* Looks a primitive up by its printed name (also accepts aliases such as
+ * "pjit" for jit). Returns FT_NUM_PRIMS when unknown. */
+ft_prim ft_prim_lookup(const char *name, size_t len);
+/* Index of a canonical param of p by name, or -1. */
+int ft_prim_param_index(ft_prim p, const char *name);
+
+/* ================================================================ param.c */
+typedef enum ft_pv_tag {
+  FT_PV_NONE, FT_PV_BOOL, FT_PV_INT, FT_PV_FLOAT, FT_PV_DTYPE, FT_PV_SYM,
+  FT_PV_STR,     /* a quoted string or a name */
+  FT_PV_OPAQUE,  /* text JAX prints for Python objects, e.g. <function f at 0x..> */
+  FT_PV_TUPLE,   /* (a, b) or [a, b]: items */
+  FT_PV_JAXPR
+} ft_pv_tag;
+
+struct ft_jaxpr;
+
+/* A typed parameter value. Tuples own an array of items in the arena. */
+typedef struct ft_pval {
+  ft_pv_tag tag;
+  bool list;            /* FT_PV_TUPLE printed with [ ] rather than ( ) */
+  int n;                /* FT_PV_TUPLE: number of items */
+  union {
+    bool b;
+    int64_t i;          /* FT_PV_INT; FT_PV_SYM: index into the spec's syms */
+    double f;
+    ft_dtype dt;
+    struct ft_pval *items;
+    struct ft_jaxpr *jaxpr;
+  } u;
+  const char *s;        /* FT_PV_SYM/STR/OPAQUE: the spelling */
+} ft_pval;
+
+ft_pval ft_pv_none(void);
+ft_pval ft_pv_int(int64_t i);
+ft_pval ft_pv_bool(bool b);
+ft_pval ft_pv_dtype(ft_dtype dt);
+ft_pval ft_pv_jaxpr(struct ft_jaxpr *j);
+/* A tuple of n ints (copied into a). */
+ft_pval ft_pv_ints(ft_arena *a, int n, const int64_t *v);
+/* An empty tuple of n items to fill in. */
+ft_pval ft_pv_tuple(ft_arena *a, int n);
+/* Reads a tuple of ints; returns false if v is not one. Writes at most max. */
+bool ft_pv_get_ints(const ft_pval *v, int64_t *out, int max, int *n_out);
+bool ft_pval_eq(const ft_pval *a, const ft_pval *b);
+
+/* ================================================================ jaxpr.c */
+typedef enum ft_var_kind { FT_VAR, FT_LIT, FT_DROP } ft_var_kind;
+
+/* A variable, a literal (FT_LIT: a scalar constant), or a dropped output
+ * (FT_DROP, printed as `_`). Atoms — equation inputs and jaxpr outputs — are
+ * ft_var pointers of kind FT_VAR or FT_LIT. */
+typedef struct ft_var {
+  ft_aval aval;
+  ft_var_kind kind;
+  uint32_t id;          /* unique and dense within the arena */
+  union {               /* FT_LIT: the value, by dtype class */
+    int64_t i;          /* signed ints and bool (0/1) */
+    uint64_t u;         /* unsigned ints */
+    double f;           /* floats (exactly the value of the narrower type) */
+  } lit;
+  double lit_im;        /* complex literals: imaginary part */
+} ft_var;
+
+typedef struct ft_eqn {
+  ft_prim prim;
+  int n_in, n_out;
+  ft_var **in;          /* atoms */
+  ft_var **out;         /* FT_VAR or FT_DROP */
+  ft_pval *params;      /* ft_prim_get(prim)->n_params values, canonical order */
+} ft_eqn;
+
+/* A jaxpr: constvars; invars; equations; outvars (atoms). Sub-jaxprs (params
+ * of control flow) share the arena of the top-level jaxpr. */
+struct ft_jaxpr {
+  ft_arena *arena;
+  bool owns_arena;      /* top level: frees the arena */
+  int n_const, n_in, n_out, n_eqn;
+  ft_var **constvars, **invars, **outvars;
+  ft_eqn *eqns;
+  /* Values of the constvars when known (traced constants): n_const C-order
+   * buffers in the arena, shaped by constvars[i]->aval; or NULL (parsed text
+   * carries no values: callers pass them as leading inputs). */
+  void **const_data;
+};
+
+/* A new, empty top-level jaxpr with its own arena (a == NULL), or a
+ * sub-jaxpr in a's arena. NULL when out of memory. */
+struct ft_jaxpr *ft_jaxpr_new(ft_arena *a);
+ft_var *ft_var_new(ft_arena *a, const ft_aval *aval);
+ft_var *ft_drop_new(ft_arena *a, const ft_aval *aval);
+ft_var *ft_lit_new_int(ft_arena *a, ft_dtype dt, int64_t v);
+ft_var *ft_lit_new_uint(ft_arena *a, ft_dtype dt, uint64_t v);
+ft_var *ft_lit_new_float(ft_arena *a, ft_dtype dt, double v);
+ft_var *ft_lit_new_bool(ft_arena *a, bool v);
+
+/* A growable equation list used while building a jaxpr (parser, tracer,
+ * transforms). Arrays grow in the arena; ft_jb_finish installs them. */
+typedef struct ft_jb {
+  ft_arena *arena;
+  struct ft_jaxpr *j;
+  int cap_eqn;
+} ft_jb;
+
+void ft_jb_init(ft_jb *b, struct ft_jaxpr *j);
+/* Appends an equation; in/out arrays are copied; params (may be NULL when
+ * the primitive has none) is copied. Returns the equation or NULL (no memory). */
+ft_eqn *ft_jb_add(ft_jb *b, ft_prim p, int n_in, ft_var *const *in, int n_out,
+                  ft_var *const *out, const ft_pval *params);
+/* Sets the var lists (copied into the arena). */
+bool ft_jaxpr_set_vars(struct ft_jaxpr *j, int n_const, ft_var *const *constvars,
+                       int n_in, ft_var *const *invars, int n_out, ft_var *const *outvars);
+/* A param array for p filled with the schema defaults (required ones NONE). */
+ft_pval *ft_params_default(ft_arena *a, ft_prim p);
+
+/* ================================================================ shape.c */
+/* The shape/dtype rule of every primitive: given the params and the input
+ * avals, computes the output avals (n_out_expected of them) or reports the
+ * misuse (primitive, shapes, dtypes) on ctx. Sub-jaxpr params are checked
+ * against the inputs here too. */
+ft_status ft_infer(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in,
+                   const ft_aval *in, int *n_out, ft_aval *out, int max_out);
+
+/* ================================================================ print.c */
+/* Appends to a malloc'd growable string; all print functions use it. */
+typedef struct ft_buf {
+  char *p;
+  size_t len, cap;
+  bool failed;          /* an allocation failed; contents are incomplete */
+} ft_buf;
+void ft_buf_puts(ft_buf *b, const char *s);
+void ft_buf_putn(ft_buf *b, const char *s, size_t n);
+void ft_buf_printf(ft_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes a literal's value as JAX prints it (without the :dtype suffix). */
+void ft_print_lit_value(ft_buf *b, const ft_var *lit);
+/* Writes a param value as JAX prints it (sub-jaxprs at the given indent). */
+void ft_print_pval(ft_buf *b, const ft_pval *v, int indent);
+
+/* =============================================================== verify.c */
+/* ft_jaxpr_verify is public (ft.h). */
+
+/* ================================================================= hash.c */
+/* ft_jaxpr_hash is public (ft.h): XXH3-128 of the canonical printed form. */
+
+#endif /* FT_IR_H */

@@ -1,0 +1,128 @@
+/* src/ir/jaxpr.c: constructing jaxprs, variables, literals and equations, and
+ * the small public accessors. */
+#include <string.h>
+
+#include "ir.h"
+
+ft_jaxpr *ft_jaxpr_new(ft_arena *a) {
+  bool own = a == NULL;
+  if (own && !(a = ft_arena_new())) return NULL;
+  ft_jaxpr *j = ft_arena_alloc(a, sizeof *j);
+  if (!j) {
+    if (own) ft_arena_free(a);
+    return NULL;
+  }
+  j->arena = a;
+  j->owns_arena = own;
+  return j;
+}
+
+void ft_jaxpr_free(ft_jaxpr *j) {
+  if (!j || !j->owns_arena) return;
+  ft_arena_free(j->arena);
+}
+
+static ft_var *var_alloc(ft_arena *a, const ft_aval *aval, ft_var_kind k) {
+  ft_var *v = ft_arena_alloc(a, sizeof *v);
+  if (!v) return NULL;
+  v->aval = *aval;
+  v->kind = k;
+  v->id = ft_arena_next_var_id(a);
+  return v;
+}
+
+ft_var *ft_var_new(ft_arena *a, const ft_aval *aval) { return var_alloc(a, aval, FT_VAR); }
+ft_var *ft_drop_new(ft_arena *a, const ft_aval *aval) { return var_alloc(a, aval, FT_DROP); }
+
+ft_var *ft_lit_new_int(ft_arena *a, ft_dtype dt, int64_t v) {
+  ft_aval av = ft_aval_scalar(dt);
+  ft_var *x = var_alloc(a, &av, FT_LIT);
+  if (x) x->lit.i = v;
+  return x;
+}
+
+ft_var *ft_lit_new_uint(ft_arena *a, ft_dtype dt, uint64_t v) {
+  ft_aval av = ft_aval_scalar(dt);
+  ft_var *x = var_alloc(a, &av, FT_LIT);
+  if (x) x->lit.u = v;
+  return x;
+}
+
+ft_var *ft_lit_new_float(ft_arena *a, ft_dtype dt, double v) {
+  ft_aval av = ft_aval_scalar(dt);
+  ft_var *x = var_alloc(a, &av, FT_LIT);
+  if (x) x->lit.f = v;
+  return x;
+}
+
+ft_var *ft_lit_new_bool(ft_arena *a, bool v) { return ft_lit_new_int(a, FT_BOOL, v); }
+
+void ft_jb_init(ft_jb *b, ft_jaxpr *j) {
+  b->arena = j->arena;
+  b->j = j;
+  b->cap_eqn = j->n_eqn;
+}
+
+static ft_var **copy_vars(ft_arena *a, int n, ft_var *const *v) {
+  ft_var **p = ft_arena_alloc(a, sizeof(ft_var *) * (size_t)(n ? n : 1));
+  if (p && n) memcpy(p, v, sizeof(ft_var *) * (size_t)n);
+  return p;
+}
+
+ft_eqn *ft_jb_add(ft_jb *b, ft_prim p, int n_in, ft_var *const *in, int n_out,
+                  ft_var *const *out, const ft_pval *params) {
+  ft_jaxpr *j = b->j;
+  if (j->n_eqn == b->cap_eqn) {
+    /* Doubling in the arena wastes the old array; amortized it is 2x. */
+    int cap = b->cap_eqn ? b->cap_eqn * 2 : 16;
+    ft_eqn *e = ft_arena_alloc(b->arena, sizeof(ft_eqn) * (size_t)cap);
+    if (!e) return NULL;
+    if (j->n_eqn) memcpy(e, j->eqns, sizeof(ft_eqn) * (size_t)j->n_eqn);
+    j->eqns = e;
+    b->cap_eqn = cap;
+  }
+  ft_eqn *e = &j->eqns[j->n_eqn];
+  memset(e, 0, sizeof *e);
+  e->prim = p;
+  e->n_in = n_in;
+  e->n_out = n_out;
+  e->in = copy_vars(b->arena, n_in, in);
+  e->out = copy_vars(b->arena, n_out, out);
+  const ft_prim_info *pi = ft_prim_get(p);
+  if (params) {
+    e->params = ft_arena_alloc(b->arena, sizeof(ft_pval) * (size_t)(pi->n_params + 1));
+    if (e->params && pi->n_params) memcpy(e->params, params, sizeof(ft_pval) * (size_t)pi->n_params);
+  } else {
+    e->params = ft_params_default(b->arena, p);
+  }
+  if (!e->in || !e->out || !e->params) return NULL;
+  j->n_eqn++;
+  return e;
+}
+
+bool ft_jaxpr_set_vars(ft_jaxpr *j, int n_const, ft_var *const *constvars, int n_in,
+                       ft_var *const *invars, int n_out, ft_var *const *outvars) {
+  j->n_const = n_const;
+  j->n_in = n_in;
+  j->n_out = n_out;
+  j->constvars = copy_vars(j->arena, n_const, constvars);
+  j->invars = copy_vars(j->arena, n_in, invars);
+  j->outvars = copy_vars(j->arena, n_out, outvars);
+  return j->constvars && j->invars && j->outvars;
+}
+
+int ft_jaxpr_num_inputs(const ft_jaxpr *j) { return j ? j->n_in : 0; }
+int ft_jaxpr_num_outputs(const ft_jaxpr *j) { return j ? j->n_out : 0; }
+int ft_jaxpr_num_eqns(const ft_jaxpr *j) { return j ? j->n_eqn : 0; }
+
+ft_status ft_jaxpr_input_aval(const ft_jaxpr *j, int i, ft_aval *out) {
+  if (!j || i < 0 || i >= j->n_in || !out) return FT_ERR_INVALID_ARG;
+  *out = j->invars[i]->aval;
+  return FT_OK;
+}
+
+ft_status ft_jaxpr_output_aval(const ft_jaxpr *j, int i, ft_aval *out) {
+  if (!j || i < 0 || i >= j->n_out || !out) return FT_ERR_INVALID_ARG;
+  *out = j->outvars[i]->aval;
+  return FT_OK;
+}

@@ -1,0 +1,17 @@
+/* tools/ftc.h: shared declarations of the ftc command-line tool. Only tools/
+ * prints and exits; the library never does. */
+#ifndef FTC_H
+#define FTC_H
+#include "ft.h"
+
+#define FTC_CMD(name, summary) int ftc_cmd_##name(int argc, char **argv);
+#include "ftc_cmds.def"
+#undef FTC_CMD
+
+/* True when argv holds -h or --help. */
+int ftc_wants_help(int argc, char **argv);
+/* Prints "ftc <cmd>: <message>" to stderr; returns 1 (the exit status for bad input). */
+int ftc_fail(const char *cmd, const char *fmt, ...);
+/* Reads a whole file ("-" = stdin) into a malloc'd NUL-terminated buffer; NULL on error. */
+char *ftc_read_file(const char *path, size_t *len_out);
+#endif
