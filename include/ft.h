@@ -18,6 +18,7 @@
  *   arrays and .npy                        — src/runtime
  *   interpreter                            — src/runtime
  *   tracing                                — src/trace
+ *   transforms                             — src/transforms
  *   ledger                                 — src/ledger
  */
 #ifndef FT_H
@@ -115,6 +116,8 @@ FT_API ft_status ft_dtype_from_name(const char *name, ft_dtype *out);
 FT_API size_t ft_dtype_size(ft_dtype dt);
 /* Number of elements of an aval (1 for a scalar). */
 FT_API int64_t ft_aval_size(const ft_aval *a);
+/* Writes an aval as JAX prints it ("f32[3,4]") into buf (n bytes); returns buf. */
+FT_API char *ft_aval_str(const ft_aval *a, char *buf, size_t n);
 
 /* ==================================================================== jaxpr */
 
@@ -153,16 +156,635 @@ FT_API ft_status ft_jaxpr_output_aval(const ft_jaxpr *j, int i, ft_aval *out);
 FT_API char *ft_jaxpr_dot(ft_ctx *ctx, const ft_jaxpr *j);
 
 /* ================================================================== arrays */
-/* (declarations of src/runtime: ft_array, .npy I/O) */
+/* A host array: a dtype, a shape (C order, rank <= FT_MAX_RANK) and an owned,
+ * 64-byte aligned buffer of ft_array_nbytes() bytes. */
+typedef struct ft_array ft_array;
+
+/* A new zero-filled array. dims has rank entries (may be NULL for rank 0);
+ * each must be >= 0. Returns NULL with FT_ERR_INVALID_ARG (bad dtype, rank
+ * or dims) or FT_ERR_NOMEM on ctx. The caller frees it with ft_array_free(). */
+FT_API ft_array *ft_array_new(ft_ctx *ctx, ft_dtype dtype, int rank, const int64_t *dims);
+/* A new array holding a copy of data (C order, ft_array_nbytes() bytes; not
+ * retained). Fails like ft_array_new, or when data is NULL for a non-empty
+ * array. The caller frees it with ft_array_free(). */
+FT_API ft_array *ft_array_from_data(ft_ctx *ctx, ft_dtype dtype, int rank, const int64_t *dims,
+                                    const void *data);
+FT_API void ft_array_free(ft_array *a);
+/* The buffer (owned by a, valid until ft_array_free; writable). NULL for NULL. */
+FT_API void *ft_array_data(const ft_array *a);
+/* The dtype and shape (weak_type false). */
+FT_API ft_aval ft_array_aval(const ft_array *a);
+FT_API size_t ft_array_nbytes(const ft_array *a);
+/* True when a and b have the same dtype, the same shape and the same bytes
+ * (so NaN payloads and the sign of zero count). */
+FT_API bool ft_array_equal_bits(const ft_array *a, const ft_array *b);
+
+/* Reads a NumPy .npy file (format 1.0, 2.0 or 3.0; little-endian, C order;
+ * bool, int8..int64, uint8..uint64, float16, bfloat16 (descr '<V2' as
+ * ml_dtypes/JAX write it, or 'bfloat16'), float32, float64, complex64,
+ * complex128). Fortran order, big-endian, structured or object dtypes,
+ * pickles and malformed or truncated files fail with FT_ERR_IO and a
+ * message naming the file and the problem. The caller frees the result with
+ * ft_array_free(). */
+FT_API ft_array *ft_npy_read(ft_ctx *ctx, const char *path);
+/* The same from len bytes at buf (not retained); name is used in messages
+ * (may be NULL). */
+FT_API ft_array *ft_npy_read_mem(ft_ctx *ctx, const void *buf, size_t len, const char *name);
+/* Writes a as a format 1.0 .npy file (bf16 as '<V2'). FT_ERR_IO on failure. */
+FT_API ft_status ft_npy_write(ft_ctx *ctx, const ft_array *a, const char *path);
+/* The same file contents in memory: *out is malloc'd (free with ft_free()),
+ * *out_len its size. */
+FT_API ft_status ft_npy_write_mem(ft_ctx *ctx, const ft_array *a, void **out, size_t *out_len);
 
 /* ============================================================= interpreter */
-/* (declarations of src/runtime: ft_eval) */
+/* Evaluates j with the reference interpreter (simple, slow, the oracle for
+ * compiled code; every primitive, control flow included).
+ *
+ * Inputs: when j carries constant values (traced constants), in[] holds
+ * only its n inputs; when it does not (a parsed jaxpr with constvars), in[]
+ * holds the constvars' values first, then the inputs. Each must match its
+ * variable's dtype and shape (FT_ERR_TYPE / FT_ERR_SHAPE naming the input).
+ * The inputs are borrowed.
+ *
+ * out receives n_out (== the number of outputs) new arrays the caller frees
+ * with ft_array_free(); on failure none are left and the message names the
+ * equation (index and primitive) and the problem. Reductions follow the
+ * canonical order of docs/determinism.md, so the results are bit-identical
+ * to the JIT's. */
+FT_API ft_status ft_eval(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
+                         int n_out, ft_array **out);
 
 /* ================================================================= tracing */
-/* (declarations of src/trace: ft_trace and the op functions) */
+/* Tracing turns a C function into a jaxpr (DESIGN.md §3). ft_trace calls
+ * your function with symbolic values (ft_val *); each op below appends one
+ * equation (after the primitive's shape rule) and returns a new value.
+ *
+ *  - Values know their trace, so ops take no tracer argument; only ops with
+ *    no array operand (constants, iota, control flow) take the ft_tracer *.
+ *  - Values live until ft_trace returns; never free them.
+ *  - Errors are sticky: the first misuse (shape mismatch, wrong dtype, bad
+ *    axis, NULL operand) is recorded with the primitive, the shapes and the
+ *    dtypes; from then on every op returns NULL (int-returning ops -1) and
+ *    ft_trace returns NULL with that message on the context. So you may chain
+ *    calls freely and check once.
+ *  - Primitive ops (ft_add, ft_dot_general, ...) have lax semantics: equal
+ *    dtypes; elementwise ops broadcast rank-0 operands and size-1 axes of
+ *    equal-rank operands, nothing more. A weakly typed literal operand
+ *    (ft_weak_f/ft_weak_i, like a Python scalar) takes the other operand's
+ *    dtype. The ft_np_* ops and the conveniences (ft_matmul, ft_sum, ...)
+ *    have jax.numpy semantics: dtype promotion and rank broadcasting,
+ *    emitted as the primitives jax.numpy emits.
+ *  - Axes: primitive ops take non-negative axes, as the printed params show;
+ *    the conveniences accept negative axes (counted from the end).
+ *  - Tracing the same function twice gives the same jaxpr (same text, same
+ *    hash). Sub-traces (branches, loop bodies) may use values of the
+ *    enclosing function directly: they are captured as extra operands. */
+typedef struct ft_tracer ft_tracer;
+typedef struct ft_val ft_val;
+
+/* Capacity of the out array given to a traced function. */
+#define FT_TRACE_MAX_OUT 256
+
+/* A function to trace: reads in[0..n_in) (n_in as given to ft_trace or the
+ * control-flow op), writes its results to out[0..max_out) and returns their
+ * number, or a negative number to abort the trace. */
+typedef int (*ft_trace_fn)(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user);
+
+/* Traces fn on n_in inputs of the given avals. Returns a verified jaxpr
+ * (free with ft_jaxpr_free) whose constvars hold the arrays made by
+ * ft_constant (their data in the jaxpr), or NULL with the first error on ctx. */
+FT_API ft_jaxpr *ft_trace(ft_ctx *ctx, ft_trace_fn fn, void *user, int n_in, const ft_aval *in_avals);
+
+/* ---- values */
+/* The aval of v (a zeroed aval for NULL). */
+FT_API ft_aval ft_val_aval(const ft_val *v);
+FT_API ft_dtype ft_val_dtype(const ft_val *v);
+FT_API int ft_val_rank(const ft_val *v);
+/* Size of axis (negative counts from the end); -1 when out of range. */
+FT_API int64_t ft_val_dim(const ft_val *v, int axis);
+FT_API ft_tracer *ft_val_tracer(const ft_val *v);
+/* Whether the trace has failed (then ft_trace will return NULL). */
+FT_API bool ft_tracer_failed(const ft_tracer *t);
+/* Fails the trace with a message of yours (first error wins). */
+FT_API void ft_tracer_fail(ft_tracer *t, const char *msg);
+
+/* ---- constants */
+/* Scalar literals, printed inline (`2.0:f32[]`). */
+FT_API ft_val *ft_const_f32(ft_tracer *t, float v);
+FT_API ft_val *ft_const_f64(ft_tracer *t, double v);
+FT_API ft_val *ft_const_i32(ft_tracer *t, int32_t v);
+FT_API ft_val *ft_const_i64(ft_tracer *t, int64_t v);
+FT_API ft_val *ft_const_u32(ft_tracer *t, uint32_t v);
+FT_API ft_val *ft_const_bool(ft_tracer *t, bool v);
+/* A scalar literal of any dtype (v converted as a C cast would). */
+FT_API ft_val *ft_scalar(ft_tracer *t, ft_dtype dt, double v);
+/* Weakly typed scalars, like Python's 2.0 and 2: they take the dtype of the
+ * array they meet (weak float: float32 alone; weak int: int32 alone). */
+FT_API ft_val *ft_weak_f(ft_tracer *t, double v);
+FT_API ft_val *ft_weak_i(ft_tracer *t, int64_t v);
+/* An array constant: data (C order, ft_dtype_size(dt) bytes per element) is
+ * copied. Rank 0 gives a literal; otherwise a constvar of the jaxpr. */
+FT_API ft_val *ft_constant(ft_tracer *t, ft_dtype dt, int rank, const int64_t *dims, const void *data);
+/* An array filled with value: broadcast_in_dim of a literal (lax.full). */
+FT_API ft_val *ft_full(ft_tracer *t, ft_dtype dt, int rank, const int64_t *dims, double value);
+
+/* ---- elementwise unary primitives */
+FT_API ft_val *ft_neg(ft_val *x);
+FT_API ft_val *ft_sign(ft_val *x);
+FT_API ft_val *ft_floor(ft_val *x);
+FT_API ft_val *ft_ceil(ft_val *x);
+/* rounding_method: 0 away from zero, 1 to nearest even (JAX's RoundingMethod). */
+FT_API ft_val *ft_round(ft_val *x, int rounding_method);
+FT_API ft_val *ft_is_finite(ft_val *x);
+FT_API ft_val *ft_exp(ft_val *x);
+FT_API ft_val *ft_exp2(ft_val *x);
+FT_API ft_val *ft_log(ft_val *x);
+FT_API ft_val *ft_log1p(ft_val *x);
+FT_API ft_val *ft_expm1(ft_val *x);
+FT_API ft_val *ft_tanh(ft_val *x);
+FT_API ft_val *ft_logistic(ft_val *x);
+FT_API ft_val *ft_sin(ft_val *x);
+FT_API ft_val *ft_cos(ft_val *x);
+FT_API ft_val *ft_tan(ft_val *x);
+FT_API ft_val *ft_asin(ft_val *x);
+FT_API ft_val *ft_acos(ft_val *x);
+FT_API ft_val *ft_atan(ft_val *x);
+FT_API ft_val *ft_sinh(ft_val *x);
+FT_API ft_val *ft_cosh(ft_val *x);
+FT_API ft_val *ft_asinh(ft_val *x);
+FT_API ft_val *ft_acosh(ft_val *x);
+FT_API ft_val *ft_atanh(ft_val *x);
+FT_API ft_val *ft_sqrt(ft_val *x);
+FT_API ft_val *ft_rsqrt(ft_val *x);
+FT_API ft_val *ft_cbrt(ft_val *x);
+FT_API ft_val *ft_square(ft_val *x);
+FT_API ft_val *ft_abs(ft_val *x);
+FT_API ft_val *ft_erf(ft_val *x);
+FT_API ft_val *ft_erfc(ft_val *x);
+FT_API ft_val *ft_erf_inv(ft_val *x);
+FT_API ft_val *ft_integer_pow(ft_val *x, int y);
+FT_API ft_val *ft_not(ft_val *x);
+FT_API ft_val *ft_copy(ft_val *x);
+FT_API ft_val *ft_copy_p(ft_val *x);
+FT_API ft_val *ft_stop_gradient(ft_val *x);
+FT_API ft_val *ft_reduce_precision(ft_val *x, int exponent_bits, int mantissa_bits);
+
+/* ---- elementwise binary primitives and comparisons */
+FT_API ft_val *ft_add(ft_val *a, ft_val *b);
+FT_API ft_val *ft_add_any(ft_val *a, ft_val *b);
+FT_API ft_val *ft_sub(ft_val *a, ft_val *b);
+FT_API ft_val *ft_mul(ft_val *a, ft_val *b);
+FT_API ft_val *ft_div(ft_val *a, ft_val *b);
+FT_API ft_val *ft_rem(ft_val *a, ft_val *b);
+FT_API ft_val *ft_pow(ft_val *a, ft_val *b);
+FT_API ft_val *ft_max(ft_val *a, ft_val *b);
+FT_API ft_val *ft_min(ft_val *a, ft_val *b);
+FT_API ft_val *ft_atan2(ft_val *a, ft_val *b);
+FT_API ft_val *ft_nextafter(ft_val *a, ft_val *b);
+FT_API ft_val *ft_and(ft_val *a, ft_val *b);
+FT_API ft_val *ft_or(ft_val *a, ft_val *b);
+FT_API ft_val *ft_xor(ft_val *a, ft_val *b);
+FT_API ft_val *ft_shift_left(ft_val *a, ft_val *b);
+FT_API ft_val *ft_shift_right_logical(ft_val *a, ft_val *b);
+FT_API ft_val *ft_shift_right_arithmetic(ft_val *a, ft_val *b);
+FT_API ft_val *ft_eq(ft_val *a, ft_val *b);
+FT_API ft_val *ft_ne(ft_val *a, ft_val *b);
+FT_API ft_val *ft_lt(ft_val *a, ft_val *b);
+FT_API ft_val *ft_le(ft_val *a, ft_val *b);
+FT_API ft_val *ft_gt(ft_val *a, ft_val *b);
+FT_API ft_val *ft_ge(ft_val *a, ft_val *b);
+/* select_n(which, cases): cases[which] elementwise; which is bool (2 cases)
+ * or int32, a scalar or of the cases' shape. */
+FT_API ft_val *ft_select_n(ft_val *which, int n_cases, ft_val *const *cases);
+FT_API ft_val *ft_clamp(ft_val *lo, ft_val *x, ft_val *hi);
+
+/* ---- conversions */
+/* convert_element_type[new_dtype weak_type=False] (on a literal: folded). */
+FT_API ft_val *ft_convert(ft_val *x, ft_dtype dt);
+FT_API ft_val *ft_bitcast_convert(ft_val *x, ft_dtype dt);
+
+/* ---- layout */
+/* Output of rank `rank` and the given shape; bdims[i] is the output axis of
+ * operand axis i (strictly increasing; NULL for a rank-0 operand). */
+FT_API ft_val *ft_broadcast_in_dim(ft_val *x, int rank, const int64_t *shape, const int *bdims);
+FT_API ft_val *ft_reshape(ft_val *x, int rank, const int64_t *new_sizes);
+FT_API ft_val *ft_transpose(ft_val *x, const int *permutation);
+FT_API ft_val *ft_squeeze(ft_val *x, int n, const int *dims);
+FT_API ft_val *ft_expand_dims(ft_val *x, int n, const int *dims);
+FT_API ft_val *ft_rev(ft_val *x, int n, const int *dims);
+/* strides may be NULL (all 1). Each array has one entry per axis of x. */
+FT_API ft_val *ft_slice(ft_val *x, const int64_t *start, const int64_t *limit, const int64_t *strides);
+/* start_indices: rank(x) integer scalars. */
+FT_API ft_val *ft_dynamic_slice(ft_val *x, ft_val *const *start_indices, const int64_t *sizes);
+FT_API ft_val *ft_dynamic_update_slice(ft_val *x, ft_val *update, ft_val *const *start_indices);
+FT_API ft_val *ft_concatenate(int n, ft_val *const *xs, int dimension);
+/* config: 3 entries (lo, hi, interior) per axis of x; pad_value a scalar of x's dtype. */
+FT_API ft_val *ft_pad(ft_val *x, ft_val *pad_value, const int64_t *config);
+/* Splits x along axis into n pieces of the given sizes; returns n or -1. */
+FT_API int ft_split(ft_val *x, int axis, int n, const int64_t *sizes, ft_val **out);
+
+/* ---- reductions (axes non-negative, distinct) */
+FT_API ft_val *ft_reduce_sum(ft_val *x, int naxes, const int *axes);
+FT_API ft_val *ft_reduce_max(ft_val *x, int naxes, const int *axes);
+FT_API ft_val *ft_reduce_min(ft_val *x, int naxes, const int *axes);
+FT_API ft_val *ft_reduce_prod(ft_val *x, int naxes, const int *axes);
+FT_API ft_val *ft_reduce_and(ft_val *x, int naxes, const int *axes);
+FT_API ft_val *ft_reduce_or(ft_val *x, int naxes, const int *axes);
+FT_API ft_val *ft_argmax(ft_val *x, int axis, ft_dtype index_dtype);
+FT_API ft_val *ft_argmin(ft_val *x, int axis, ft_dtype index_dtype);
+FT_API ft_val *ft_cumsum(ft_val *x, int axis, bool reverse);
+FT_API ft_val *ft_cumprod(ft_val *x, int axis, bool reverse);
+FT_API ft_val *ft_cummax(ft_val *x, int axis, bool reverse);
+FT_API ft_val *ft_cummin(ft_val *x, int axis, bool reverse);
+FT_API ft_val *ft_cumlogsumexp(ft_val *x, int axis, bool reverse);
+
+/* ---- dot_general */
+typedef struct ft_dot_dims {
+  int n_contract;
+  int lhs_contract[FT_MAX_RANK], rhs_contract[FT_MAX_RANK];
+  int n_batch;
+  int lhs_batch[FT_MAX_RANK], rhs_batch[FT_MAX_RANK];
+} ft_dot_dims;
+/* No preferred element type (the operand type decides). */
+#define FT_DTYPE_NONE ((ft_dtype)FT_NUM_DTYPES)
+FT_API ft_val *ft_dot_general(ft_val *a, ft_val *b, const ft_dot_dims *dims, ft_dtype preferred);
+
+/* ---- other primitives */
+FT_API ft_val *ft_iota(ft_tracer *t, ft_dtype dt, int rank, const int64_t *shape, int dimension);
+/* Sorts x along dimension (lax.sort of one operand). */
+FT_API ft_val *ft_sort(ft_val *x, int dimension, bool is_stable);
+/* Sorts n operands of one shape by the first num_keys (lexicographically);
+ * returns n or -1. */
+FT_API int ft_sort_multi(int n, ft_val *const *xs, int dimension, bool is_stable, int num_keys,
+                         ft_val **out);
+/* The k largest along the last axis of x (values, int32 indices); returns 2 or -1. */
+FT_API int ft_top_k(ft_val *x, int k, ft_val **values, ft_val **indices);
+typedef enum ft_fft_type { FT_FFT = 0, FT_IFFT = 1, FT_RFFT = 2, FT_IRFFT = 3 } ft_fft_type;
+/* n (1..3) fft_lengths over the trailing axes. */
+FT_API ft_val *ft_fft(ft_val *x, ft_fft_type type, int n, const int64_t *fft_lengths);
+
+/* ---- control flow: each traces C callbacks into sub-jaxprs. They return
+ * the number of outputs written to out, or -1 on error. */
+/* lax.switch: runs branches[index] on ops (index int, clamped to range; or
+ * bool for two branches, false -> branches[0], as lax.cond). Every branch
+ * must return the same avals. */
+FT_API int ft_cond(ft_tracer *t, ft_val *index, int n_branches, const ft_trace_fn *branches,
+                   void *user, int n_ops, ft_val *const *ops, ft_val **out, int max_out);
+/* lax.while_loop: cond_fn(carry) returns one bool[]; body_fn(carry) returns
+ * the next carry (same avals). out receives n_carry values. */
+FT_API int ft_while_loop(ft_tracer *t, ft_trace_fn cond_fn, ft_trace_fn body_fn, void *user,
+                         int n_carry, ft_val *const *init, ft_val **out);
+/* lax.scan: body(carry..., x slices...) returns (carry..., y...). length < 0
+ * takes it from xs; out receives the final carry, then each y stacked. */
+FT_API int ft_scan(ft_tracer *t, ft_trace_fn body, void *user, int64_t length, bool reverse,
+                   int n_carry, ft_val *const *init, int n_xs, ft_val *const *xs, ft_val **out,
+                   int max_out);
+/* jax.jit inside a trace: fn traced into jit[name=... jaxpr=...]. */
+FT_API int ft_jit_call(ft_tracer *t, const char *name, ft_trace_fn fn, void *user, int n_args,
+                       ft_val *const *args, ft_val **out, int max_out);
+
+/* ---- jax.numpy-style ops (promotion and broadcasting as jnp does) */
+FT_API ft_val *ft_np_add(ft_val *a, ft_val *b);
+FT_API ft_val *ft_np_sub(ft_val *a, ft_val *b);
+FT_API ft_val *ft_np_mul(ft_val *a, ft_val *b);
+/* true division: integer operands give float32, as jnp.true_divide */
+FT_API ft_val *ft_np_div(ft_val *a, ft_val *b);
+FT_API ft_val *ft_np_pow(ft_val *a, ft_val *b);
+FT_API ft_val *ft_np_maximum(ft_val *a, ft_val *b);
+FT_API ft_val *ft_np_minimum(ft_val *a, ft_val *b);
+FT_API ft_val *ft_np_eq(ft_val *a, ft_val *b);
+FT_API ft_val *ft_np_ne(ft_val *a, ft_val *b);
+FT_API ft_val *ft_np_lt(ft_val *a, ft_val *b);
+FT_API ft_val *ft_np_le(ft_val *a, ft_val *b);
+FT_API ft_val *ft_np_gt(ft_val *a, ft_val *b);
+FT_API ft_val *ft_np_ge(ft_val *a, ft_val *b);
+/* jnp.where(cond, x, y): cond bool; all three broadcast together. */
+FT_API ft_val *ft_np_where(ft_val *cond, ft_val *x, ft_val *y);
+/* jnp.astype (no equation when the dtype already matches). */
+FT_API ft_val *ft_astype(ft_val *x, ft_dtype dt);
+FT_API ft_val *ft_broadcast_to(ft_val *x, int rank, const int64_t *shape);
+/* jnp.matmul for ranks 1 and 2, equal-rank batches (>= 3) and rank >= 3 @ 2. */
+FT_API ft_val *ft_matmul(ft_val *a, ft_val *b);
+/* Reductions over naxes axes (naxes < 0: all axes; negative axes allowed). */
+FT_API ft_val *ft_sum(ft_val *x, int naxes, const int *axes, bool keepdims);
+FT_API ft_val *ft_mean(ft_val *x, int naxes, const int *axes, bool keepdims);
+FT_API ft_val *ft_amax(ft_val *x, int naxes, const int *axes, bool keepdims);
+FT_API ft_val *ft_amin(ft_val *x, int naxes, const int *axes, bool keepdims);
+/* jax.nn: softmax and log_softmax along one axis; logsumexp over axes. */
+FT_API ft_val *ft_softmax(ft_val *x, int axis);
+FT_API ft_val *ft_log_softmax(ft_val *x, int axis);
+FT_API ft_val *ft_logsumexp(ft_val *x, int naxes, const int *axes, bool keepdims);
+/* max(x, 0) */
+FT_API ft_val *ft_relu(ft_val *x);
+/* jax.nn.one_hot of integer labels: labels.shape + (n,), in dtype dt. */
+FT_API ft_val *ft_one_hot(ft_val *labels, int n, ft_dtype dt);
+
+/* ============================================================== transforms */
+/* Automatic differentiation as jaxpr -> jaxpr transforms (DESIGN.md §4,
+ * docs/autodiff.md). Every result is a new, verified jaxpr the caller frees
+ * with ft_jaxpr_free(); the input is not modified and may be freed at once.
+ * They compose: ft_grad(ft_grad(f)) is the second derivative, exactly (no
+ * finite differences anywhere in the library).
+ *
+ * Tangents and cotangents exist for inexact (float, complex) values only;
+ * integer and boolean values have JAX's float0 tangents, which carry no data
+ * and are omitted from the signatures below. Constvars stay constvars. On
+ * failure: NULL (or a status), the message on ctx, nothing allocated. */
+
+/* Forward mode: (x_1..x_n, t_i for each inexact x_i) ->
+ * (y_1..y_m, dy_k for each inexact y_k). */
+FT_API ft_jaxpr *ft_jvp(ft_ctx *ctx, const ft_jaxpr *j);
+
+/* Linearization: *primal: x -> (y..., residuals...), *tangent:
+ * (residuals..., t for each inexact x) -> (dy for each inexact y), linear in
+ * t. *n_res receives the number of residuals (may be NULL). */
+FT_API ft_status ft_linearize(ft_ctx *ctx, const ft_jaxpr *j, ft_jaxpr **primal, ft_jaxpr **tangent,
+                              int *n_res);
+
+/* Transposes a jaxpr that is linear in its inputs from n_nonlinear on (the
+ * first n_nonlinear are constants, e.g. residuals): the result maps
+ * (nonlinear inputs..., cotangent of each output...) -> (cotangent of each
+ * linear input...). Fails with FT_ERR_UNSUPPORTED naming the equation when
+ * it is not linear or uses a primitive without a transpose rule. */
+FT_API ft_jaxpr *ft_linear_transpose(ft_ctx *ctx, const ft_jaxpr *lin, int n_nonlinear);
+
+/* Reverse mode, split: *fwd: x -> (y..., residuals...); *bwd: (residuals...,
+ * ct of each inexact y...) -> (ct of each inexact x...). */
+FT_API ft_status ft_vjp(ft_ctx *ctx, const ft_jaxpr *j, ft_jaxpr **fwd, ft_jaxpr **bwd, int *n_res);
+/* Reverse mode in one jaxpr: (x..., ct of each inexact y...) ->
+ * (y..., ct of each inexact x...). */
+FT_API ft_jaxpr *ft_vjp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j);
+
+/* jax.grad: j must return one real scalar (then aux outputs when has_aux).
+ * argnums (n_argnums entries; NULL/0 means {0}) picks the inputs, which must
+ * be floating. Result: x -> (d out0/d x_argnums[0], ..., aux...).
+ * Errors: a non-scalar or non-float output, more than one output without
+ * has_aux, an argnum out of range, an integer input (FT_ERR_TYPE). */
+FT_API ft_jaxpr *ft_grad(ft_ctx *ctx, const ft_jaxpr *j, int n_argnums, const int *argnums, bool has_aux);
+/* jax.value_and_grad: x -> (value, aux..., grads...). */
+FT_API ft_jaxpr *ft_value_and_grad(ft_ctx *ctx, const ft_jaxpr *j, int n_argnums, const int *argnums,
+                                   bool has_aux);
+
+/* Dead-code elimination (recursive through jit, cond and scan). */
+FT_API ft_jaxpr *ft_dce(ft_ctx *ctx, const ft_jaxpr *j);
 
 /* ================================================================== ledger */
-/* (declarations of src/ledger) */
+/* A ledger is a directory that records, hash-chained and repairable, every
+ * trace, parse, transform, optimization, compilation and (opt-in) call made
+ * through a context it is attached to (DESIGN.md §8, docs/ledger.md). The
+ * hashes (XXH3-128) protect against accidents, not against an adversary. */
+typedef struct ft_ledger ft_ledger;
+
+/* What a record is about. The names ("trace", "parse", ...) appear in records. */
+typedef enum ft_ledger_kind {
+  FT_LEDGER_TRACE = 0, FT_LEDGER_PARSE, FT_LEDGER_TRANSFORM, FT_LEDGER_OPTIMIZE,
+  FT_LEDGER_COMPILE, FT_LEDGER_CALL, FT_LEDGER_GUARD, FT_LEDGER_NUM_KINDS
+} ft_ledger_kind;
+
+typedef enum ft_ledger_fsync {
+  FT_LEDGER_FSYNC_EVERY = 0, /* fsync data, parity and directories after each record */
+  FT_LEDGER_FSYNC_CLOSE,     /* once, at ft_ledger_sync() and ft_ledger_close() */
+  FT_LEDGER_FSYNC_NEVER      /* leave it to the OS (tests, throwaway ledgers) */
+} ft_ledger_fsync;
+
+/* How much of each call (running a program) is logged. */
+typedef enum ft_ledger_calls {
+  FT_LEDGER_CALLS_NONE = 0,  /* calls are not recorded */
+  FT_LEDGER_CALLS_HASHES,    /* a record with the hash and size of each input and output */
+  FT_LEDGER_CALLS_BYTES      /* also the bytes of each array up to call_byte_cap */
+} ft_ledger_calls;
+
+/* Zero-initialized options give the defaults. k, m and block_size apply when
+ * a ledger is created; an existing ledger keeps its own. */
+typedef struct ft_ledger_options {
+  ft_ledger_fsync fsync;
+  ft_ledger_calls calls;
+  size_t call_byte_cap;      /* 0: 1 MiB per array */
+  int parity_k;              /* data blocks per stripe; 0: 8 (1..64) */
+  int parity_m;              /* parity blocks per stripe; 0: 2 (1..16) */
+  int block_size;            /* bytes per block; 0: 4096 (16..1 MiB, a multiple of 16) */
+  bool auto_recover;         /* open a torn ledger by running ft_ledger_recover first */
+} ft_ledger_options;
+
+/* Opens the ledger in dir, creating dir and the ledger when absent. Only one
+ * writer may have a ledger open (an advisory lock; FT_ERR_IO otherwise). A
+ * ledger with a torn tail is refused unless opts->auto_recover. opts may be
+ * NULL. Returns NULL on failure (message on ctx). Close with ft_ledger_close();
+ * close it before freeing a context it is attached to. */
+FT_API ft_ledger *ft_ledger_open(ft_ctx *ctx, const char *dir, const ft_ledger_options *opts);
+/* Syncs per the fsync policy, detaches from its context, frees. NULL is fine.
+ * Returns FT_ERR_IO when the final sync failed (the ledger is freed anyway). */
+FT_API ft_status ft_ledger_close(ft_ledger *lg);
+/* Makes every later call on ctx that changes or runs a program append to lg
+ * (lg NULL detaches). Does not transfer ownership. */
+FT_API ft_status ft_ctx_attach_ledger(ft_ctx *ctx, ft_ledger *lg);
+/* Forces data and parity to stable storage now. */
+FT_API ft_status ft_ledger_sync(ft_ledger *lg);
+/* Records written so far (the seq of the last one; seqs start at 1). */
+FT_API int64_t ft_ledger_num_records(const ft_ledger *lg);
+
+/* ---- checking and maintenance of a ledger directory ---- */
+
+typedef enum ft_ledger_health {
+  FT_LEDGER_CLEAN = 0,  /* every check passed */
+  FT_LEDGER_TORN,       /* only a crash's traces: a torn last record and/or parity
+                           behind the log; ft_ledger_recover fixes it */
+  FT_LEDGER_CORRUPT     /* damaged or missing bytes; ft_ledger_repair may fix it */
+} ft_ledger_health;
+
+/* The outcome of a check. Every command fills the summary fields it concerns
+ * (the others are 0) and json, the full report. Free with ft_ledger_report_free. */
+typedef struct ft_ledger_report {
+  ft_ledger_health health;
+  int64_t records;          /* valid complete records */
+  int64_t first_bad_seq;    /* verify: first bad record; replay/reexec: first
+                               divergence; diff: first divergent seq; 0: none */
+  int64_t checked;          /* replay/reexec: records recomputed */
+  int64_t diverged;         /* replay/reexec: records whose check failed */
+  int64_t not_replayable;   /* replay/reexec: records with no registered replayer
+                               or without stored inputs */
+  int64_t repaired_blocks;  /* repair: blocks rebuilt; recover: bytes truncated */
+  int64_t unrecoverable;    /* repair: stripes or files beyond repair */
+  char *json;               /* canonical JSON of the whole report (malloc'd) */
+} ft_ledger_report;
+FT_API void ft_ledger_report_free(ft_ledger_report *r);
+
+/* Checks record checksums, the hash chain, block hashes against parity, every
+ * object's hash and every parity entry. Returns FT_OK when the check ran (the
+ * verdict is in out->health); FT_ERR_IO when dir is not a ledger. */
+FT_API ft_status ft_ledger_verify(ft_ctx *ctx, const char *dir, ft_ledger_report *out);
+/* Truncates a torn last record, brings parity up to date and removes crash
+ * leftovers; never changes a complete record. FT_OK when the ledger is then
+ * clean; FT_ERR_IO (nothing changed) when it is corrupt rather than torn. */
+FT_API ft_status ft_ledger_recover(ft_ctx *ctx, const char *dir, ft_ledger_report *out);
+/* Rebuilds damaged blocks of the log and objects from Reed-Solomon parity
+ * (up to m per stripe), and parity from verified data. FT_OK when the ledger
+ * is then clean (or torn only); FT_ERR_IO when damage remains: those stripes
+ * are left untouched, never guessed. */
+FT_API ft_status ft_ledger_repair(ft_ctx *ctx, const char *dir, ft_ledger_report *out);
+
+/* ---- replay and re-execution ---- */
+
+typedef struct ft_ledger_blob {
+  const void *data;
+  size_t len;
+} ft_ledger_blob;
+
+typedef struct ft_ledger_buf {
+  void *data;   /* malloc'd by the replayer; the ledger frees it with free() */
+  size_t len;
+} ft_ledger_buf;
+
+/* Recomputes one record: given its op, params (canonical JSON text) and input
+ * objects, fills out[0..n_out) with the outputs (n_out is the number the
+ * record holds). A failure is reported as a divergence with ctx's message. */
+typedef ft_status (*ft_ledger_replayer)(ft_ctx *ctx, void *user, const char *op,
+                                        const char *params_json, const ft_ledger_blob *in,
+                                        int n_in, ft_ledger_buf *out, int n_out);
+
+/* Registers (process-wide, thread-safe) the replayer of records of kind with
+ * operation op (NULL: any op of that kind; an exact op wins). fn NULL removes
+ * it. FT_LEDGER_CALL replayers are the executors used by ft_ledger_reexec. */
+FT_API ft_status ft_ledger_register_replayer(ft_ledger_kind kind, const char *op,
+                                             ft_ledger_replayer fn, void *user);
+/* Recomputes every non-call record that has a replayer and checks each output
+ * hash; records without one are counted as not replayable yet. FT_OK when the
+ * replay ran; the verdict is in the report (first divergence by seq). */
+FT_API ft_status ft_ledger_replay(ft_ctx *ctx, const char *dir, ft_ledger_report *out);
+/* The same for call records, with their stored inputs, bit for bit. */
+FT_API ft_status ft_ledger_reexec(ft_ctx *ctx, const char *dir, ft_ledger_report *out);
+/* The first record where ledgers a and b differ (kind, op, params, input and
+ * output hashes, fired, mode; timings ignored) and what differs. */
+FT_API ft_status ft_ledger_diff(ft_ctx *ctx, const char *a, const char *b, ft_ledger_report *out);
+
+/* ---- reading and export ---- */
+
+typedef enum ft_ledger_format {
+  FT_LEDGER_JSON = 0,  /* the valid records as a JSON array */
+  FT_LEDGER_HTML,      /* a self-contained page: the chain as SVG, IR before/after, rules */
+  FT_LEDGER_DOT        /* Graphviz: records and the objects flowing between them */
+} ft_ledger_format;
+/* The ledger in dir rendered as fmt. malloc'd NUL-terminated string, free
+ * with ft_free(); NULL on failure. */
+FT_API char *ft_ledger_export(ft_ctx *ctx, const char *dir, ft_ledger_format fmt);
+/* Reads the object with the given 32-hex-digit hash, checking its hash.
+ * *data is malloc'd (plus a NUL byte), free with ft_free(). */
+FT_API ft_status ft_ledger_object_read(ft_ctx *ctx, const char *dir, const char *hash_hex,
+                                       void **data, size_t *len);
+/* "trace", "parse", ... ; NULL when out of range. Static storage. */
+FT_API const char *ft_ledger_kind_name(ft_ledger_kind kind);
+
+/* ==================================================================== vmap */
+/* Batching (jax.vmap) as a jaxpr-to-jaxpr transform (DESIGN.md §4,
+ * docs/vmap.md). Owned by src/transforms/vmap*.c, batching*.c, jac*.c. */
+
+/* An in_axes / out_axes entry meaning "not mapped" (JAX's None). */
+#define FT_VMAP_NONE (-2147483647 - 1)
+
+/* jax.vmap of j, the per-example program: the result takes inputs with a
+ * batch axis of size axis_size (>= 0) inserted at in_axes[i] (FT_VMAP_NONE:
+ * input i is not mapped and keeps its aval; a negative axis counts from the
+ * end of the batched input, so -1 appends the batch axis) and returns each
+ * output with the batch axis at out_axes[k] (FT_VMAP_NONE: output k must
+ * not depend on a mapped input; negative: counted from the end of the
+ * batched output). in_axes NULL maps every input at axis 0; out_axes NULL
+ * puts every batch axis at 0. Outputs that do not depend on a mapped input
+ * are broadcast along the batch axis (unless out_axes says none).
+ * Constvars (and their values) are kept, unbatched.
+ *
+ * Evaluated by the interpreter, the result is bit-identical to evaluating j
+ * on each slice of the inputs and stacking the results (docs/vmap.md).
+ *
+ * Errors: FT_ERR_INVALID_ARG for an axis out of range, axis_size < 0, or a
+ * mapped output with out_axes none. The result is verified; free it with
+ * ft_jaxpr_free(). */
+FT_API ft_jaxpr *ft_vmap(ft_ctx *ctx, const ft_jaxpr *j, const int *in_axes, const int *out_axes,
+                         int64_t axis_size);
+/* The same, with the batch size taken from the avals of the batched
+ * arguments (batched_in, one per input of j) as jax.vmap(f)(*args) does:
+ * each mapped argument must be j's input aval with one axis inserted at its
+ * in_axes entry, all of one size (FT_ERR_SHAPE names the first two that
+ * disagree); unmapped arguments must equal j's input avals. */
+FT_API ft_jaxpr *ft_vmap_avals(ft_ctx *ctx, const ft_jaxpr *j, const int *in_axes,
+                               const int *out_axes, const ft_aval *batched_in);
+
+/* Jacobians and Hessians, as JAX builds them (docs/vmap.md). Each takes
+ * j's inputs and returns, for each inexact output y_k of j (in order), the
+ * derivative d y_k / d x_argnum shaped y_k.shape + x.shape (x = input
+ * argnum, which must be floating). jacfwd = vmap of jvp over the standard
+ * basis of x; jacrev = vmap of vjp over the basis of each output; hessian =
+ * jacfwd(jacrev(j)). Free the result with ft_jaxpr_free(). */
+FT_API ft_jaxpr *ft_jacfwd(ft_ctx *ctx, const ft_jaxpr *j, int argnum);
+FT_API ft_jaxpr *ft_jacrev(ft_ctx *ctx, const ft_jaxpr *j, int argnum);
+FT_API ft_jaxpr *ft_hessian(ft_ctx *ctx, const ft_jaxpr *j, int argnum);
+
+/* ===================================================================== jit */
+/* Compilation to native code (DESIGN.md §6, docs/jit.md). Owned by src/lower.
+ * ft_jit plans a jaxpr into steps — fused loop kernels compiled by LLVM (one
+ * module per program, host CPU, no FP contraction, the shared math library
+ * inlined), GEMM calls through the project's one GEMM routine, and, for what
+ * is not compiled yet, fallback steps that run the interpreter's own rule for
+ * that one equation (listed by ftc compile --emit plan). Results are
+ * bit-identical to ft_eval. */
+typedef struct ft_fn ft_fn;
+
+/* Zero-initialized options give the defaults. */
+typedef struct ft_jit_options {
+  int opt_level;          /* LLVM pipeline default<On>: 0 means 2; 1..3 */
+  bool no_cache;          /* bypass both compile caches */
+  bool no_disk_cache;     /* in-memory cache only */
+  const char *cache_dir;  /* NULL: $XDG_CACHE_HOME/frankentrace, else ~/.cache/frankentrace */
+  bool no_fusion;         /* one kernel per equation (debugging) */
+  bool interpret_all;     /* every equation a fallback step (debugging) */
+} ft_jit_options;
+
+/* What one ft_jit did (ft_fn_stats). Times in milliseconds. */
+typedef struct ft_jit_stats {
+  bool mem_hit;           /* the compiled code came from the in-memory cache */
+  bool disk_hit;          /* ... from the disk cache (LLVM was not run) */
+  bool disk_corrupt;      /* a disk entry failed its check and was rebuilt */
+  int n_steps, n_kernels, n_fused_eqns, n_gemm, n_fallback;
+  double plan_ms, opt_ms, codegen_ms, load_ms, total_ms;
+  size_t arena_bytes;     /* intermediate buffers of one call */
+} ft_jit_stats;
+
+/* Compiles j (inputs as ft_eval takes them: the constvars' values first
+ * when j carries none). opts may be NULL. The jaxpr is copied: it may be
+ * freed at once. Returns NULL with the message on ctx. ctx must outlive the
+ * ft_fn (calls report their errors on it). Free with ft_fn_free(). */
+FT_API ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts);
+/* Runs fn: in[] like ft_eval's (borrowed, checked against the avals); out
+ * receives n_out new arrays the caller frees with ft_array_free(). Results
+ * are bit-identical to ft_eval. Calls on one fn are serialized (a lock). */
+FT_API ft_status ft_call(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_array **out);
+/* The same into caller-provided arrays of the output avals: no allocation
+ * unless a fallback step runs. An output array must not also be an input. */
+FT_API ft_status ft_call_into(ft_fn *fn, int n_in, ft_array *const *in, int n_out,
+                              ft_array *const *out);
+FT_API void ft_fn_free(ft_fn *fn);
+FT_API ft_status ft_fn_stats(const ft_fn *fn, ft_jit_stats *out);
+/* The execution plan as text: each step, fused, GEMM or fallback (not
+ * compiled, with the reason). malloc'd; free with ft_free(). */
+FT_API char *ft_fn_plan(const ft_fn *fn);
+
+typedef enum ft_emit_kind {
+  FT_EMIT_PLAN = 0,       /* the plan text of ft_fn_plan */
+  FT_EMIT_LLVM,           /* optimized LLVM IR of the kernels */
+  FT_EMIT_ASM,            /* host assembly */
+  FT_EMIT_OBJ,            /* an ELF object: the kernels and an entry function */
+  FT_EMIT_SO,             /* a shared library (needs cc on PATH) with the entry function */
+  FT_EMIT_HEADER          /* the C header declaring the entry function */
+} ft_emit_kind;
+/* Writes j's compiled form to path (ahead of time). The entry function of
+ * OBJ/SO is `int <name>(const void *const *in, void *const *out)` (C-order
+ * buffers of the input and output avals; returns 0); name NULL gives
+ * "ft_main". A program with fallback steps cannot be emitted as OBJ/SO
+ * (FT_ERR_UNSUPPORTED names the step). */
+FT_API ft_status ft_jit_emit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts,
+                             ft_emit_kind kind, const char *name, const char *path);
+/* Empties the in-memory compile cache (compiled code still used by an
+ * ft_fn lives until that ft_fn is freed). */
+FT_API void ft_jit_cache_clear(void);
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,11 @@ ft_ctx *ft_ctx_new(const ft_ctx_options *opts) {
   return ctx;
 }
 
-void ft_ctx_free(ft_ctx *ctx) { free(ctx); }
+void ft_ctx_free(ft_ctx *ctx) {
+  /* The ledger is the caller's to close; detaching keeps it from pointing here. */
+  if (ctx && ctx->ledger) ft_ctx_attach_ledger(ctx, NULL);
+  free(ctx);
+}
 
 const char *ft_ctx_error(const ft_ctx *ctx) { return ctx ? ctx->err : ""; }
 ft_status ft_ctx_status(const ft_ctx *ctx) { return ctx ? ctx->status : FT_OK; }
@@ -53,7 +57,15 @@ void ft_error_prefix(ft_ctx *ctx, const char *fmt, ...) {
   vsnprintf(pre, sizeof pre, fmt, ap);
   va_end(ap);
   memcpy(old, ctx->err, sizeof old);
-  snprintf(ctx->err, sizeof ctx->err, "%s: %s", pre, old);
+  /* Truncation keeps the prefix and as much of the old message as fits. */
+  size_t n = strlen(pre);
+  if (n > sizeof ctx->err - 3) n = sizeof ctx->err - 3;
+  memcpy(ctx->err, pre, n);
+  memcpy(ctx->err + n, ": ", 2);
+  size_t room = sizeof ctx->err - n - 3, m = strlen(old);
+  if (m > room) m = room;
+  memcpy(ctx->err + n + 2, old, m);
+  ctx->err[n + 2 + m] = 0;
 }
 
 void ft_free(void *p) { free(p); }

@@ -75,8 +75,6 @@ int ft_dtype_bits(ft_dtype dt);
 
 bool ft_aval_eq(const ft_aval *a, const ft_aval *b);  /* dtype + shape (not weak_type) */
 bool ft_shape_eq(const ft_aval *a, const ft_aval *b);
-/* Writes "f32[3,4]" into buf; returns buf. */
-char *ft_aval_str(const ft_aval *a, char *buf, size_t n);
 ft_aval ft_aval_scalar(ft_dtype dt);
 ft_aval ft_aval_make(ft_dtype dt, int rank, const int64_t *dims);
 
@@ -266,6 +264,8 @@ ft_status ft_infer(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in,
                    const ft_aval *in, int *n_out, ft_aval *out, int max_out);
 
 /* ================================================================ print.c */
+/* (pp.c holds the layout engine and the number formatting; print.c builds
+ * JAX's document for a jaxpr.) */
 /* Appends to a malloc'd growable string; all print functions use it. */
 typedef struct ft_buf {
   char *p;
@@ -279,6 +279,74 @@ void ft_buf_printf(ft_buf *b, const char *fmt, ...) __attribute__((format(printf
 void ft_print_lit_value(ft_buf *b, const ft_var *lit);
 /* Writes a param value as JAX prints it (sub-jaxprs at the given indent). */
 void ft_print_pval(ft_buf *b, const ft_pval *v, int indent);
+/* Writes an aval as JAX does in a binder, e.g. "f32[3,4]". */
+void ft_print_aval(ft_buf *b, const ft_aval *a);
+
+/* pp.c: JAX's Wadler–Lindig document printer. Documents are built in
+ * pp->arena (freed with it); a failed allocation sets pp->oom and yields the
+ * empty document, so builders need not check each step. */
+typedef struct ft_pdoc ft_pdoc;
+typedef struct ft_pp {
+  ft_arena *arena;
+  bool oom;
+} ft_pp;
+ft_pdoc *ft_pd_nil(void);
+ft_pdoc *ft_pd_text(ft_pp *pp, const char *s);            /* s must outlive the doc */
+ft_pdoc *ft_pd_textn(ft_pp *pp, const char *s, size_t n);
+ft_pdoc *ft_pd_textcopy(ft_pp *pp, const char *s, size_t n); /* copies s */
+ft_pdoc *ft_pd_cat(ft_pp *pp, ft_pdoc *a, ft_pdoc *b);
+ft_pdoc *ft_pd_brk(ft_pp *pp, const char *s);             /* s: static text */
+ft_pdoc *ft_pd_group(ft_pp *pp, ft_pdoc *a);
+ft_pdoc *ft_pd_nest(ft_pp *pp, int n, ft_pdoc *a);
+ft_pdoc *ft_pd_join(ft_pp *pp, ft_pdoc *sep, ft_pdoc **docs, int n);
+/* Lays doc out at the given width, starting at column `indent`. */
+void ft_pd_format(ft_buf *out, const ft_pdoc *doc, int width, int indent);
+/* Python's repr(float) (add_dot_0: "1.0" rather than "1", as float.__repr__
+ * does; complex parts omit it) and repr(complex). */
+void ft_py_float_repr(ft_buf *b, double x, bool add_dot_0);
+void ft_py_complex_repr(ft_buf *b, double re, double im);
+
+/* ================================================================ parse.c */
+/* The parser's state, shared by parse.c (jaxprs, equations, atoms) and
+ * parse_params.c (param values). Errors longjmp out through ft_parse_fail,
+ * so everything is allocated in arenas that ft_parse frees on the way out. */
+struct ft_scope;
+typedef struct ft_parser {
+  ft_ctx *ctx;
+  const char *src, *name;     /* text and its name for messages */
+  size_t len, pos;
+  void *jmp;                  /* jmp_buf *: where ft_parse_fail returns to */
+  ft_arena *arena;            /* the result's arena */
+  ft_arena *tmp;              /* scratch: scopes, growing arrays */
+  struct ft_scope *scope;     /* names of the jaxpr being parsed */
+  int depth;                  /* nesting of jaxprs and tuples (bounded) */
+  int n_named, cap_named;     /* hoisted `let name = { ... } in` jaxprs */
+  struct ft_named *named;     /*   (and forward references to them) */
+} ft_parser;
+
+/* Records "name:line:col: message", the line and a caret under pos, then
+ * unwinds the parse. */
+_Noreturn void ft_parse_fail(ft_parser *p, size_t pos, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ft_parse_skip_ws(ft_parser *p);
+/* The current byte (0 at the end of the text). */
+char ft_parse_peek(const ft_parser *p);
+/* Skips whitespace and consumes c if it is next. */
+bool ft_parse_accept(ft_parser *p, char c);
+void ft_parse_expect(ft_parser *p, char c, const char *what);
+/* Length of the identifier at pos (letters, digits, '_'; extra: more allowed
+ * characters such as "-" or "."), 0 if none. */
+size_t ft_parse_ident_len(const ft_parser *p, const char *extra);
+/* A sub-jaxpr `{ lambda ... }` at pos (own scope). */
+struct ft_jaxpr *ft_parse_subjaxpr(ft_parser *p);
+/* The hoisted jaxpr named src[start..start+n): defined before or later in
+ * the text (a forward reference is checked at the end). */
+struct ft_jaxpr *ft_parse_named_ref(ft_parser *p, size_t start, size_t n);
+/* A param value of the given kind at pos (parse_params.c). */
+ft_pval ft_parse_param_value(ft_parser *p, ft_prim prim, const ft_param_spec *spec);
+/* Rewrites values older JAX printed into 0.10.2's form (trivial jit params
+ * become None, function reprs become names). */
+void ft_parse_normalize_params(ft_parser *p, ft_prim prim, ft_pval *params);
 
 /* =============================================================== verify.c */
 /* ft_jaxpr_verify is public (ft.h). */

@@ -1,0 +1,1380 @@
+/* src/ir/shape.c: the shape/dtype rule of every primitive (ft_infer).
+ *
+ * Each rule follows JAX's abstract evaluation (jax._src.lax): the same
+ * accepted dtypes, the same broadcasting (rank-0 operands and size-1 axes
+ * of equal-rank operands broadcast in elementwise primitives, nothing else),
+ * the same checks on params. Errors start with the primitive's name and
+ * show the avals involved, e.g. "add: operand shapes f32[3] and f32[4] do
+ * not match". The verifier rewrites the "add: " prefix to "eqn 3 (add): ".
+ *
+ * Weak types follow JAX's default rule (the result is weak when every
+ * operand is weak); rules that fix the result dtype make it strong. */
+#include <string.h>
+
+#include "ir.h"
+
+/* dtype classes, as sets (JAX's _bool, _int, _float, _complex, ...) */
+enum {
+  K_BOOL = 1, K_SINT = 2, K_UINT = 4, K_FLOAT = 8, K_COMPLEX = 16, K_FLOAT0 = 32,
+  K_INT = K_SINT | K_UINT,
+  K_INEXACT = K_FLOAT | K_COMPLEX,
+  K_NUM = K_INT | K_INEXACT,
+  K_ORDERED = K_BOOL | K_INT | K_FLOAT,
+  K_BOOL_INT = K_BOOL | K_INT,
+  K_ANY = K_BOOL | K_NUM,
+  K_ALL = K_ANY | K_FLOAT0,
+};
+
+static int dtype_class(ft_dtype dt) {
+  if (dt == FT_BOOL) return K_BOOL;
+  if (ft_dtype_is_signed(dt)) return K_SINT;
+  if (ft_dtype_is_unsigned(dt)) return K_UINT;
+  if (ft_dtype_is_float(dt)) return K_FLOAT;
+  if (ft_dtype_is_complex(dt)) return K_COMPLEX;
+  if (dt == FT_FLOAT0) return K_FLOAT0;
+  return 0;
+}
+
+static const char *class_text(int mask) {
+  switch (mask) {
+  case K_NUM: return "an integer, floating or complex type";
+  case K_FLOAT: return "a floating type";
+  case K_INEXACT: return "a floating or complex type";
+  case K_INT: return "an integer type";
+  case K_BOOL_INT: return "bool or an integer type";
+  case K_ORDERED: return "bool, an integer or a floating type";
+  case K_INT | K_FLOAT: return "an integer or a floating type";
+  case K_BOOL: return "bool";
+  default: return "an array type";
+  }
+}
+
+/* The state of one rule application: inputs, params, outputs, and scratch
+ * buffers for the avals an error message shows. */
+typedef struct R {
+  ft_ctx *ctx;
+  ft_prim p;
+  const ft_prim_info *pi;
+  const ft_pval *params;
+  int n_in;
+  const ft_aval *in;
+  ft_aval *out;
+  int max_out, n_out;
+  char sbuf[6][256];
+  int si;
+} R;
+
+static const char *S(R *r, const ft_aval *a) {
+  char *b = r->sbuf[r->si++ % 6];
+  return ft_aval_str(a, b, sizeof r->sbuf[0]);
+}
+
+/* Formats an int tuple "(0, 1)" for messages. */
+static const char *T(R *r, int n, const int64_t *v) {
+  char *b = r->sbuf[r->si++ % 6];
+  size_t k = (size_t)snprintf(b, sizeof r->sbuf[0], "(");
+  for (int i = 0; i < n && k < sizeof r->sbuf[0]; i++)
+    k += (size_t)snprintf(b + k, sizeof r->sbuf[0] - k, i ? ", %lld" : "%lld", (long long)v[i]);
+  if (n == 1 && k < sizeof r->sbuf[0]) k += (size_t)snprintf(b + k, sizeof r->sbuf[0] - k, ",");
+  if (k < sizeof r->sbuf[0]) snprintf(b + k, sizeof r->sbuf[0] - k, ")");
+  return b;
+}
+
+static ft_status fail(R *r, ft_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static ft_status fail(R *r, ft_status st, const char *fmt, ...) {
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return ft_set_error(r->ctx, st, "%s: %s", r->pi->name, msg);
+}
+
+/* Appends one output aval. */
+static ft_status put(R *r, ft_aval a) {
+  if (r->n_out >= r->max_out)
+    return fail(r, FT_ERR_INVALID_ARG, "more than %d outputs", r->max_out);
+  r->out[r->n_out++] = a;
+  return FT_OK;
+}
+
+/* ------------------------------------------------------------- params */
+
+/* The param named `name`, or NULL when the schema has no such param or it
+ * is None (absent): optional params read as "not given". */
+static const ft_pval *param(R *r, const char *name) {
+  if (!r->params) return NULL;
+  int i = ft_prim_param_index(r->p, name);
+  if (i < 0 || r->params[i].tag == FT_PV_NONE) return NULL;
+  return &r->params[i];
+}
+
+static ft_status need_int(R *r, const char *name, int64_t *v) {
+  const ft_pval *pv = param(r, name);
+  if (!pv) return fail(r, FT_ERR_TYPE, "missing param %s", name);
+  if (pv->tag == FT_PV_BOOL) { *v = pv->u.b; return FT_OK; }
+  if (pv->tag != FT_PV_INT) return fail(r, FT_ERR_TYPE, "param %s must be an int", name);
+  *v = pv->u.i;
+  return FT_OK;
+}
+
+static bool opt_bool(R *r, const char *name, bool dflt) {
+  const ft_pval *pv = param(r, name);
+  if (!pv) return dflt;
+  if (pv->tag == FT_PV_BOOL) return pv->u.b;
+  if (pv->tag == FT_PV_INT) return pv->u.i != 0;
+  return dflt;
+}
+
+#define MAX_INTS 256
+
+/* Reads a tuple of ints (at most MAX_INTS). *present tells whether it was given. */
+static ft_status get_ints(R *r, const char *name, bool required, int64_t *v, int *n) {
+  const ft_pval *pv = param(r, name);
+  *n = 0;
+  if (!pv) return required ? fail(r, FT_ERR_TYPE, "missing param %s", name) : FT_OK;
+  if (!ft_pv_get_ints(pv, v, MAX_INTS, n))
+    return fail(r, FT_ERR_TYPE, "param %s must be a tuple of ints", name);
+  if (*n > MAX_INTS) return fail(r, FT_ERR_TYPE, "param %s has more than %d entries", name, MAX_INTS);
+  return FT_OK;
+}
+
+static ft_status need_dtype(R *r, const char *name, ft_dtype *dt) {
+  const ft_pval *pv = param(r, name);
+  if (!pv) return fail(r, FT_ERR_TYPE, "missing param %s", name);
+  if (pv->tag != FT_PV_DTYPE || (unsigned)pv->u.dt >= FT_NUM_DTYPES)
+    return fail(r, FT_ERR_TYPE, "param %s must be a dtype", name);
+  *dt = pv->u.dt;
+  return FT_OK;
+}
+
+static ft_status need_jaxpr(R *r, const char *name, const ft_jaxpr **j) {
+  const ft_pval *pv = param(r, name);
+  if (!pv || pv->tag != FT_PV_JAXPR || !pv->u.jaxpr)
+    return fail(r, FT_ERR_TYPE, "param %s must be a jaxpr", name);
+  *j = pv->u.jaxpr;
+  return FT_OK;
+}
+
+/* -------------------------------------------------------------- checks */
+
+static ft_status check_dtype(R *r, int i, int mask, const char *what) {
+  if (dtype_class(r->in[i].dtype) & mask) return FT_OK;
+  return fail(r, FT_ERR_TYPE, "%s dtype %s is not accepted (expects %s), got %s", what,
+              ft_dtype_name(r->in[i].dtype), class_text(mask), S(r, &r->in[i]));
+}
+
+static ft_status check_count(R *r, int min) {
+  if (r->n_in >= min) return FT_OK;
+  return fail(r, FT_ERR_TYPE, "expects at least %d operands, got %d", min, r->n_in);
+}
+
+/* Axis lists (reductions, squeeze, rev): each in [0, rank), no repeats. */
+static ft_status check_axes(R *r, const char *name, int n, const int64_t *ax, int rank,
+                            const ft_aval *a) {
+  bool seen[FT_MAX_RANK] = {false};
+  for (int i = 0; i < n; i++) {
+    if (ax[i] < 0 || ax[i] >= rank)
+      return fail(r, FT_ERR_SHAPE, "%s %s out of range for operand %s", name, T(r, n, ax), S(r, a));
+    if (seen[ax[i]])
+      return fail(r, FT_ERR_SHAPE, "%s %s repeats axis %lld", name, T(r, n, ax), (long long)ax[i]);
+    seen[ax[i]] = true;
+  }
+  return FT_OK;
+}
+
+static ft_status check_dims_nonneg(R *r, const char *name, int n, const int64_t *d) {
+  if (n > FT_MAX_RANK)
+    return fail(r, FT_ERR_SHAPE, "%s %s has rank %d, more than %d", name, T(r, n, d), n, FT_MAX_RANK);
+  for (int i = 0; i < n; i++)
+    if (d[i] < 0) return fail(r, FT_ERR_SHAPE, "%s %s has a negative size", name, T(r, n, d));
+  return FT_OK;
+}
+
+static bool all_weak(R *r, int from, int to) {
+  for (int i = from; i < to; i++)
+    if (!r->in[i].weak_type) return false;
+  return to > from;
+}
+
+/* ------------------------------------------------------- elementwise */
+
+static int unary_mask(ft_prim p) {
+  switch (p) {
+  case FT_P_NEG: case FT_P_SIGN: case FT_P_SQUARE: case FT_P_ABS: case FT_P_INTEGER_POW:
+    return K_NUM;
+  case FT_P_FLOOR: case FT_P_CEIL: case FT_P_ROUND: case FT_P_IS_FINITE: case FT_P_CBRT:
+  case FT_P_ERF: case FT_P_ERFC: case FT_P_ERF_INV: case FT_P_REDUCE_PRECISION:
+    return K_FLOAT;
+  case FT_P_NOT: return K_BOOL_INT;
+  case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: return K_ALL;
+  default: return K_INEXACT; /* exp log tanh logistic sin ... sqrt rsqrt */
+  }
+}
+
+static ft_status rule_unary(R *r) {
+  ft_status st = check_dtype(r, 0, unary_mask(r->p), "operand");
+  if (st) return st;
+  ft_aval o = r->in[0];
+  if (r->p == FT_P_IS_FINITE) {
+    o.dtype = FT_BOOL;
+    o.weak_type = false;
+  } else if (r->p == FT_P_ABS && ft_dtype_is_complex(o.dtype)) {
+    o.dtype = o.dtype == FT_C64 ? FT_F32 : FT_F64;
+  } else if (r->p == FT_P_INTEGER_POW) {
+    int64_t y;
+    if ((st = need_int(r, "y", &y))) return st;
+    if (y < 0 && ft_dtype_is_int(o.dtype))
+      return fail(r, FT_ERR_TYPE, "integer_pow with a negative exponent y=%lld needs an inexact "
+                  "dtype, got %s", (long long)y, S(r, &r->in[0]));
+  } else if (r->p == FT_P_REDUCE_PRECISION) {
+    int64_t e, m;
+    if ((st = need_int(r, "exponent_bits", &e)) || (st = need_int(r, "mantissa_bits", &m))) return st;
+    if (e < 1 || m < 0)
+      return fail(r, FT_ERR_TYPE, "exponent_bits=%lld must be >= 1 and mantissa_bits=%lld >= 0",
+                  (long long)e, (long long)m);
+  }
+  return put(r, o);
+}
+
+/* JAX's broadcasting_shape_rule: rank-0 operands broadcast against anything;
+ * the others must have one rank, and each axis one size or size 1. */
+static ft_status nary_shape(R *r, int n, const ft_aval *const *ops, ft_aval *o) {
+  const ft_aval *ref = NULL;
+  for (int i = 0; i < n; i++) {
+    if (ops[i]->rank == 0) continue;
+    if (!ref) { ref = ops[i]; *o = *ops[i]; continue; }
+    bool ok = ops[i]->rank == ref->rank;
+    for (int d = 0; ok && d < ref->rank; d++) {
+      int64_t x = o->dims[d], y = ops[i]->dims[d];
+      if (x == y) continue;
+      if (x == 1) o->dims[d] = y;
+      else if (y != 1) ok = false;
+    }
+    if (!ok)
+      return fail(r, FT_ERR_SHAPE, "operand shapes %s and %s do not match", S(r, ref), S(r, ops[i]));
+  }
+  if (!ref) *o = *ops[0];
+  return FT_OK;
+}
+
+static int binary_mask(ft_prim p) {
+  switch (p) {
+  case FT_P_ADD: case FT_P_SUB: case FT_P_MUL: case FT_P_DIV: return K_NUM;
+  case FT_P_REM: return K_INT | K_FLOAT;
+  case FT_P_POW: return K_INEXACT;
+  case FT_P_MAX: case FT_P_MIN: return K_ANY;
+  case FT_P_ATAN2: case FT_P_NEXTAFTER: return K_FLOAT;
+  case FT_P_AND: case FT_P_OR: case FT_P_XOR: return K_BOOL_INT;
+  case FT_P_SHIFT_LEFT: case FT_P_SHIFT_RIGHT_LOGICAL: case FT_P_SHIFT_RIGHT_ARITHMETIC:
+    return K_INT;
+  case FT_P_ADD_ANY: return K_ALL;
+  case FT_P_EQ: case FT_P_NE: return K_ANY;
+  default: return K_ORDERED; /* lt le gt ge */
+  }
+}
+
+static ft_status rule_binary(R *r) {
+  const ft_aval *a = &r->in[0], *b = &r->in[1];
+  int mask = binary_mask(r->p);
+  ft_status st = check_dtype(r, 0, mask, "operand");
+  if (st) return st;
+  if (r->p == FT_P_POW) {
+    /* pow: an inexact base; the exponent is an integer or the base's dtype. */
+    if (!ft_dtype_is_int(b->dtype) && b->dtype != a->dtype)
+      return fail(r, FT_ERR_TYPE, "exponent dtype %s must be an integer type or match the base "
+                  "dtype %s (%s, %s)", ft_dtype_name(b->dtype), ft_dtype_name(a->dtype), S(r, a), S(r, b));
+  } else {
+    if ((st = check_dtype(r, 1, mask, "operand"))) return st;
+    if (a->dtype != b->dtype)
+      return fail(r, FT_ERR_TYPE, "operand dtypes %s and %s do not match (%s, %s)",
+                  ft_dtype_name(a->dtype), ft_dtype_name(b->dtype), S(r, a), S(r, b));
+  }
+  const ft_aval *ops[2] = {a, b};
+  ft_aval o;
+  if ((st = nary_shape(r, 2, ops, &o))) return st;
+  o.dtype = r->pi->family == FT_FAM_COMPARE ? FT_BOOL : a->dtype;
+  /* mul[out_dtype=...] (JAX 0.10's accumulation-type hint) sets the result. */
+  if (r->p == FT_P_MUL) {
+    const ft_pval *od = param(r, "out_dtype");
+    if (od && od->tag == FT_PV_DTYPE) o.dtype = od->u.dt;
+  }
+  o.weak_type = all_weak(r, 0, 2);
+  return put(r, o);
+}
+
+static ft_status rule_select_n(R *r) {
+  ft_status st = check_count(r, 2);
+  if (st) return st;
+  const ft_aval *w = &r->in[0], *c0 = &r->in[1];
+  if (w->dtype != FT_BOOL && w->dtype != FT_I32)
+    return fail(r, FT_ERR_TYPE, "which must be bool or int32, got %s", S(r, w));
+  if (w->dtype == FT_BOOL && r->n_in > 3)
+    return fail(r, FT_ERR_TYPE, "a bool which selects between at most 2 cases, got %d cases", r->n_in - 1);
+  for (int i = 2; i < r->n_in; i++)
+    if (!ft_aval_eq(&r->in[i], c0))
+      return fail(r, ft_shape_eq(&r->in[i], c0) ? FT_ERR_TYPE : FT_ERR_SHAPE,
+                  "cases must have the same shape and dtype, got %s and %s", S(r, c0), S(r, &r->in[i]));
+  if (w->rank != 0 && !ft_shape_eq(w, c0))
+    return fail(r, FT_ERR_SHAPE, "which must be a scalar or have the cases' shape, got which %s and "
+                "cases %s", S(r, w), S(r, c0));
+  ft_aval o = *c0;
+  o.weak_type = all_weak(r, 1, r->n_in);
+  return put(r, o);
+}
+
+static ft_status rule_clamp(R *r) {
+  const ft_aval *lo = &r->in[0], *x = &r->in[1], *hi = &r->in[2];
+  ft_status st = check_dtype(r, 1, K_ORDERED, "operand");
+  if (st) return st;
+  if (lo->dtype != x->dtype || hi->dtype != x->dtype)
+    return fail(r, FT_ERR_TYPE, "operand dtypes must match, got min %s, operand %s, max %s",
+                S(r, lo), S(r, x), S(r, hi));
+  if ((lo->rank && !ft_shape_eq(lo, x)) || (hi->rank && !ft_shape_eq(hi, x)))
+    return fail(r, FT_ERR_SHAPE, "min and max must be scalars or have the operand's shape, got "
+                "min %s, operand %s, max %s", S(r, lo), S(r, x), S(r, hi));
+  ft_aval o = *x;
+  o.weak_type = all_weak(r, 0, 3);
+  return put(r, o);
+}
+
+/* ---------------------------------------------------------- conversions */
+
+static ft_status rule_convert(R *r) {
+  ft_dtype nd;
+  ft_status st = need_dtype(r, "new_dtype", &nd);
+  if (st) return st;
+  if (nd == FT_FLOAT0 || r->in[0].dtype == FT_FLOAT0)
+    return fail(r, FT_ERR_TYPE, "cannot convert %s to %s", S(r, &r->in[0]), ft_dtype_name(nd));
+  ft_aval o = r->in[0];
+  o.dtype = nd;
+  o.weak_type = false;
+  if (r->p == FT_P_CONVERT_ELEMENT_TYPE) {
+    o.weak_type = opt_bool(r, "weak_type", false);
+    return put(r, o);
+  }
+  /* bitcast_convert_type: equal widths keep the shape; a wider input gains
+   * a minor axis of the width ratio; a narrower one loses it. */
+  int ib = ft_dtype_bits(r->in[0].dtype), ob = ft_dtype_bits(nd);
+  bool odd = r->in[0].dtype == FT_BOOL || nd == FT_BOOL || ft_dtype_is_complex(r->in[0].dtype) ||
+             ft_dtype_is_complex(nd);
+  if (ib == ob) return put(r, o);
+  if (odd)
+    return fail(r, FT_ERR_TYPE, "cannot bitcast %s to %s of a different width", S(r, &r->in[0]),
+                ft_dtype_name(nd));
+  if (ib > ob) {
+    if (o.rank == FT_MAX_RANK) return fail(r, FT_ERR_SHAPE, "result of %s would exceed rank %d", S(r, &r->in[0]), FT_MAX_RANK);
+    o.dims[o.rank++] = ib / ob;
+    return put(r, o);
+  }
+  if (o.rank == 0 || o.dims[o.rank - 1] != ob / ib)
+    return fail(r, FT_ERR_SHAPE, "bitcasting %s to the wider %s needs a last axis of size %d",
+                S(r, &r->in[0]), ft_dtype_name(nd), ob / ib);
+  o.rank--;
+  return put(r, o);
+}
+
+/* --------------------------------------------------------------- layout */
+
+static ft_status rule_broadcast_in_dim(R *r) {
+  int64_t shape[MAX_INTS], bd[MAX_INTS];
+  int ns, nb;
+  ft_status st;
+  const ft_aval *a = &r->in[0];
+  if ((st = get_ints(r, "shape", true, shape, &ns)) || (st = get_ints(r, "broadcast_dimensions", false, bd, &nb)))
+    return st;
+  if ((st = check_dims_nonneg(r, "shape", ns, shape))) return st;
+  if (nb != a->rank)
+    return fail(r, FT_ERR_SHAPE, "broadcast_dimensions %s must have one entry per operand axis, "
+                "operand %s", T(r, nb, bd), S(r, a));
+  for (int i = 0; i < nb; i++) {
+    if (bd[i] < 0 || bd[i] >= ns)
+      return fail(r, FT_ERR_SHAPE, "broadcast_dimensions %s out of range for shape %s",
+                  T(r, nb, bd), T(r, ns, shape));
+    if (i && bd[i] <= bd[i - 1])
+      return fail(r, FT_ERR_SHAPE, "broadcast_dimensions %s must be strictly increasing", T(r, nb, bd));
+    if (a->dims[i] != 1 && a->dims[i] != shape[bd[i]])
+      return fail(r, FT_ERR_SHAPE, "operand %s cannot broadcast to shape %s: axis %d (size %lld) "
+                  "maps to size %lld", S(r, a), T(r, ns, shape), i, (long long)a->dims[i],
+                  (long long)shape[bd[i]]);
+  }
+  ft_aval o = ft_aval_make(a->dtype, ns, shape);
+  o.weak_type = a->weak_type;
+  return put(r, o);
+}
+
+static ft_status rule_reshape(R *r) {
+  int64_t ns[MAX_INTS], dims[MAX_INTS];
+  int n, nd;
+  ft_status st;
+  const ft_aval *a = &r->in[0];
+  if ((st = get_ints(r, "new_sizes", true, ns, &n)) || (st = check_dims_nonneg(r, "new_sizes", n, ns)))
+    return st;
+  if ((st = get_ints(r, "dimensions", false, dims, &nd))) return st;
+  if (param(r, "dimensions")) {
+    if (nd != a->rank || check_axes(r, "dimensions", nd, dims, a->rank, a))
+      return fail(r, FT_ERR_SHAPE, "dimensions %s must be a permutation of the axes of %s",
+                  T(r, nd, dims), S(r, a));
+  }
+  ft_aval o = ft_aval_make(a->dtype, n, ns);
+  o.weak_type = a->weak_type;
+  if (ft_aval_size(&o) != ft_aval_size(a))
+    return fail(r, FT_ERR_SHAPE, "cannot reshape %s (%lld elements) to new_sizes %s (%lld elements)",
+                S(r, a), (long long)ft_aval_size(a), T(r, n, ns), (long long)ft_aval_size(&o));
+  return put(r, o);
+}
+
+static ft_status rule_transpose(R *r) {
+  int64_t perm[MAX_INTS];
+  int n;
+  ft_status st;
+  const ft_aval *a = &r->in[0];
+  if ((st = get_ints(r, "permutation", true, perm, &n))) return st;
+  if (n != a->rank || check_axes(r, "permutation", n, perm, a->rank, a))
+    return fail(r, FT_ERR_SHAPE, "permutation %s is not a permutation of the axes of %s",
+                T(r, n, perm), S(r, a));
+  ft_aval o = *a;
+  for (int i = 0; i < n; i++) o.dims[i] = a->dims[perm[i]];
+  return put(r, o);
+}
+
+static ft_status rule_squeeze(R *r) {
+  int64_t d[MAX_INTS];
+  int n;
+  ft_status st;
+  const ft_aval *a = &r->in[0];
+  if ((st = get_ints(r, "dimensions", true, d, &n)) || (st = check_axes(r, "dimensions", n, d, a->rank, a)))
+    return st;
+  bool drop[FT_MAX_RANK] = {false};
+  for (int i = 0; i < n; i++) {
+    if (a->dims[d[i]] != 1)
+      return fail(r, FT_ERR_SHAPE, "cannot squeeze axis %lld of %s: its size is not 1",
+                  (long long)d[i], S(r, a));
+    drop[d[i]] = true;
+  }
+  ft_aval o = *a;
+  o.rank = 0;
+  for (int i = 0; i < a->rank; i++)
+    if (!drop[i]) o.dims[o.rank++] = a->dims[i];
+  return put(r, o);
+}
+
+static ft_status rule_expand_dims(R *r) {
+  int64_t d[MAX_INTS];
+  int n;
+  ft_status st;
+  const ft_aval *a = &r->in[0];
+  if ((st = get_ints(r, "dimensions", true, d, &n))) return st;
+  int orank = a->rank + n;
+  if (orank > FT_MAX_RANK)
+    return fail(r, FT_ERR_SHAPE, "expanding %s by %d axes exceeds rank %d", S(r, a), n, FT_MAX_RANK);
+  bool ins[FT_MAX_RANK] = {false};
+  for (int i = 0; i < n; i++) {
+    if (d[i] < 0 || d[i] >= orank || ins[d[i]])
+      return fail(r, FT_ERR_SHAPE, "dimensions %s invalid for %s (result rank %d)", T(r, n, d),
+                  S(r, a), orank);
+    ins[d[i]] = true;
+  }
+  ft_aval o = *a;
+  o.rank = orank;
+  for (int i = 0, k = 0; i < orank; i++) o.dims[i] = ins[i] ? 1 : a->dims[k++];
+  return put(r, o);
+}
+
+static ft_status rule_rev(R *r) {
+  int64_t d[MAX_INTS];
+  int n;
+  ft_status st;
+  if ((st = get_ints(r, "dimensions", true, d, &n)) ||
+      (st = check_axes(r, "dimensions", n, d, r->in[0].rank, &r->in[0])))
+    return st;
+  return put(r, r->in[0]);
+}
+
+static ft_status rule_slice(R *r) {
+  int64_t s[MAX_INTS], l[MAX_INTS], k[MAX_INTS];
+  int ns, nl, nk;
+  ft_status st;
+  const ft_aval *a = &r->in[0];
+  if ((st = get_ints(r, "start_indices", true, s, &ns)) || (st = get_ints(r, "limit_indices", true, l, &nl)) ||
+      (st = get_ints(r, "strides", false, k, &nk)))
+    return st;
+  bool has_strides = param(r, "strides") != NULL;
+  if (ns != a->rank || nl != a->rank || (has_strides && nk != a->rank))
+    return fail(r, FT_ERR_SHAPE, "start_indices %s, limit_indices %s%s need one entry per axis of %s",
+                T(r, ns, s), T(r, nl, l), has_strides ? " and strides" : "", S(r, a));
+  ft_aval o = *a;
+  for (int i = 0; i < a->rank; i++) {
+    int64_t stride = has_strides ? k[i] : 1;
+    if (stride < 1)
+      return fail(r, FT_ERR_SHAPE, "strides %s must be positive", T(r, nk, k));
+    if (s[i] < 0 || s[i] > l[i] || l[i] > a->dims[i])
+      return fail(r, FT_ERR_SHAPE, "start_indices %s and limit_indices %s out of bounds for %s "
+                  "(need 0 <= start <= limit <= size)", T(r, ns, s), T(r, nl, l), S(r, a));
+    o.dims[i] = (l[i] - s[i] + stride - 1) / stride;
+  }
+  return put(r, o);
+}
+
+/* The scalar integer index operands [from, to) of dynamic_(update_)slice. */
+static ft_status check_indices(R *r, int from, int to) {
+  for (int i = from; i < to; i++) {
+    if (r->in[i].rank != 0 || !ft_dtype_is_int(r->in[i].dtype))
+      return fail(r, FT_ERR_TYPE, "start index %d must be an integer scalar, got %s", i - from,
+                  S(r, &r->in[i]));
+    if (r->in[i].dtype != r->in[from].dtype)
+      return fail(r, FT_ERR_TYPE, "start indices must have one dtype, got %s and %s",
+                  S(r, &r->in[from]), S(r, &r->in[i]));
+  }
+  return FT_OK;
+}
+
+static ft_status rule_dynamic_slice(R *r) {
+  ft_status st = check_count(r, 1);
+  if (st) return st;
+  const ft_aval *a = &r->in[0];
+  int64_t sz[MAX_INTS];
+  int n;
+  if ((st = get_ints(r, "slice_sizes", true, sz, &n))) return st;
+  if (r->n_in != 1 + a->rank)
+    return fail(r, FT_ERR_TYPE, "operand %s needs %d start indices, got %d", S(r, a), a->rank, r->n_in - 1);
+  if ((st = check_indices(r, 1, r->n_in))) return st;
+  if (n != a->rank)
+    return fail(r, FT_ERR_SHAPE, "slice_sizes %s must have one entry per axis of %s", T(r, n, sz), S(r, a));
+  ft_aval o = *a;
+  for (int i = 0; i < n; i++) {
+    if (sz[i] < 0 || sz[i] > a->dims[i])
+      return fail(r, FT_ERR_SHAPE, "slice_sizes %s out of bounds for %s", T(r, n, sz), S(r, a));
+    o.dims[i] = sz[i];
+  }
+  return put(r, o);
+}
+
+static ft_status rule_dynamic_update_slice(R *r) {
+  ft_status st = check_count(r, 2);
+  if (st) return st;
+  const ft_aval *a = &r->in[0], *u = &r->in[1];
+  if (r->n_in != 2 + a->rank)
+    return fail(r, FT_ERR_TYPE, "operand %s needs %d start indices, got %d", S(r, a), a->rank, r->n_in - 2);
+  if ((st = check_indices(r, 2, r->n_in))) return st;
+  if (a->dtype != u->dtype)
+    return fail(r, FT_ERR_TYPE, "update dtype must match the operand's, got operand %s and update %s",
+                S(r, a), S(r, u));
+  bool ok = u->rank == a->rank;
+  for (int i = 0; ok && i < a->rank; i++) ok = u->dims[i] <= a->dims[i];
+  if (!ok)
+    return fail(r, FT_ERR_SHAPE, "update %s must have the rank of operand %s and fit in it", S(r, u), S(r, a));
+  return put(r, *a);
+}
+
+static ft_status rule_concatenate(R *r) {
+  ft_status st = check_count(r, 1);
+  if (st) return st;
+  int64_t dim;
+  if ((st = need_int(r, "dimension", &dim))) return st;
+  const ft_aval *a = &r->in[0];
+  if (a->rank == 0) return fail(r, FT_ERR_SHAPE, "cannot concatenate scalars (%s)", S(r, a));
+  if (dim < 0 || dim >= a->rank)
+    return fail(r, FT_ERR_SHAPE, "dimension %lld out of range for operand %s", (long long)dim, S(r, a));
+  ft_aval o = *a;
+  for (int i = 1; i < r->n_in; i++) {
+    const ft_aval *b = &r->in[i];
+    if (b->dtype != a->dtype)
+      return fail(r, FT_ERR_TYPE, "operand dtypes must match, got %s and %s", S(r, a), S(r, b));
+    bool ok = b->rank == a->rank;
+    for (int d = 0; ok && d < a->rank; d++) ok = d == dim || b->dims[d] == a->dims[d];
+    if (!ok)
+      return fail(r, FT_ERR_SHAPE, "operand shapes %s and %s must match except in dimension %lld",
+                  S(r, a), S(r, b), (long long)dim);
+    o.dims[dim] += b->dims[dim];
+  }
+  o.weak_type = all_weak(r, 0, r->n_in);
+  return put(r, o);
+}
+
+static ft_status rule_pad(R *r) {
+  const ft_aval *a = &r->in[0], *pv = &r->in[1];
+  if (pv->rank != 0 || pv->dtype != a->dtype)
+    return fail(r, FT_ERR_TYPE, "padding value must be a scalar of the operand's dtype, got operand "
+                "%s and padding value %s", S(r, a), S(r, pv));
+  const ft_pval *cfg = param(r, "padding_config");
+  if (!cfg || cfg->tag != FT_PV_TUPLE)
+    return fail(r, FT_ERR_TYPE, "param padding_config must be a tuple of (lo, hi, interior)");
+  if (cfg->n != a->rank)
+    return fail(r, FT_ERR_SHAPE, "padding_config has %d entries for operand %s", cfg->n, S(r, a));
+  ft_aval o = *a;
+  for (int i = 0; i < a->rank; i++) {
+    int64_t t[3];
+    int n;
+    if (!ft_pv_get_ints(&cfg->u.items[i], t, 3, &n) || n != 3)
+      return fail(r, FT_ERR_TYPE, "padding_config entry %d must be (lo, hi, interior)", i);
+    if (t[2] < 0)
+      return fail(r, FT_ERR_SHAPE, "interior padding %lld of axis %d must be >= 0", (long long)t[2], i);
+    int64_t d = a->dims[i];
+    o.dims[i] = t[0] + t[1] + d + (d > 0 ? (d - 1) * t[2] : 0);
+    if (o.dims[i] < 0)
+      return fail(r, FT_ERR_SHAPE, "padding (%lld, %lld, %lld) of axis %d of %s gives a negative size",
+                  (long long)t[0], (long long)t[1], (long long)t[2], i, S(r, a));
+  }
+  o.weak_type = all_weak(r, 0, 2);
+  return put(r, o);
+}
+
+static ft_status rule_split(R *r) {
+  int64_t axis, sz[MAX_INTS];
+  int n;
+  ft_status st;
+  const ft_aval *a = &r->in[0];
+  if ((st = need_int(r, "axis", &axis)) || (st = get_ints(r, "sizes", true, sz, &n))) return st;
+  if (axis < 0 || axis >= a->rank)
+    return fail(r, FT_ERR_SHAPE, "axis %lld out of range for operand %s", (long long)axis, S(r, a));
+  int64_t sum = 0;
+  for (int i = 0; i < n; i++) {
+    if (sz[i] < 0) return fail(r, FT_ERR_SHAPE, "sizes %s must be >= 0", T(r, n, sz));
+    sum += sz[i];
+  }
+  if (sum != a->dims[axis])
+    return fail(r, FT_ERR_SHAPE, "sizes %s must add up to the size %lld of axis %lld of %s",
+                T(r, n, sz), (long long)a->dims[axis], (long long)axis, S(r, a));
+  for (int i = 0; i < n; i++) {
+    ft_aval o = *a;
+    o.dims[axis] = sz[i];
+    if ((st = put(r, o))) return st;
+  }
+  return FT_OK;
+}
+
+/* ----------------------------------------------------------- reductions */
+
+static ft_status rule_reduce(R *r) {
+  int64_t ax[MAX_INTS];
+  int n;
+  ft_status st;
+  const ft_aval *a = &r->in[0];
+  bool arg = r->p == FT_P_ARGMAX || r->p == FT_P_ARGMIN;
+  int mask = r->p == FT_P_REDUCE_SUM || r->p == FT_P_REDUCE_PROD ? K_NUM
+           : r->p == FT_P_REDUCE_AND || r->p == FT_P_REDUCE_OR ? K_BOOL_INT
+           : arg ? K_ORDERED : K_ANY;
+  if ((st = check_dtype(r, 0, mask, "operand"))) return st;
+  if ((st = get_ints(r, "axes", true, ax, &n)) || (st = check_axes(r, "axes", n, ax, a->rank, a)))
+    return st;
+  ft_aval o = *a;
+  if (arg) {
+    ft_dtype it;
+    if ((st = need_dtype(r, "index_dtype", &it))) return st;
+    if (!ft_dtype_is_int(it))
+      return fail(r, FT_ERR_TYPE, "index_dtype must be an integer type, got %s", ft_dtype_long_name(it));
+    if (n != 1) return fail(r, FT_ERR_SHAPE, "axes %s must name exactly one axis", T(r, n, ax));
+    if (a->dims[ax[0]] == 0)
+      return fail(r, FT_ERR_SHAPE, "the reduced axis %lld of %s is empty", (long long)ax[0], S(r, a));
+    o.dtype = it;
+    o.weak_type = false;
+  }
+  bool drop[FT_MAX_RANK] = {false};
+  for (int i = 0; i < n; i++) drop[ax[i]] = true;
+  o.rank = 0;
+  for (int i = 0; i < a->rank; i++)
+    if (!drop[i]) o.dims[o.rank++] = a->dims[i];
+  return put(r, o);
+}
+
+static ft_status rule_cumulative(R *r) {
+  int64_t axis;
+  ft_status st;
+  if ((st = check_dtype(r, 0, K_NUM, "operand")) || (st = need_int(r, "axis", &axis))) return st;
+  if (axis < 0 || axis >= r->in[0].rank)
+    return fail(r, FT_ERR_SHAPE, "axis %lld out of range for operand %s", (long long)axis, S(r, &r->in[0]));
+  return put(r, r->in[0]);
+}
+
+/* ------------------------------------------------------------------ dot */
+
+/* XLA's "higher precision type" order used by JAX's dot_general dtype rule:
+ * complex first, then exponent range, mantissa, width, signedness. */
+static void dot_props(ft_dtype dt, int p[5]) {
+  ft_dtype c = dt == FT_C64 ? FT_F32 : dt == FT_C128 ? FT_F64 : dt;
+  static const int maxexp[FT_NUM_DTYPES] = {[FT_F16] = 16, [FT_BF16] = 128, [FT_F32] = 128, [FT_F64] = 1024};
+  static const int nmant[FT_NUM_DTYPES] = {[FT_F16] = 10, [FT_BF16] = 7, [FT_F32] = 23, [FT_F64] = 52};
+  bool fl = ft_dtype_is_float(c);
+  p[0] = ft_dtype_is_complex(dt);
+  p[1] = fl ? maxexp[c] : -1;
+  p[2] = fl ? nmant[c] : -1;
+  p[3] = ft_dtype_bits(c);
+  p[4] = !ft_dtype_is_unsigned(c);
+}
+
+static int cmp_props(const int *a, const int *b) {
+  for (int i = 0; i < 5; i++)
+    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+  return 0;
+}
+
+/* Reads ((lc, rc), (lb, rb)). */
+static ft_status get_dotdims(R *r, int64_t v[4][MAX_INTS], int n[4]) {
+  const ft_pval *dn = param(r, "dimension_numbers");
+  bool ok = dn && dn->tag == FT_PV_TUPLE && dn->n == 2;
+  for (int k = 0; ok && k < 2; k++) {
+    const ft_pval *pair = &dn->u.items[k];
+    ok = pair->tag == FT_PV_TUPLE && pair->n == 2;
+    for (int s = 0; ok && s < 2; s++)
+      ok = ft_pv_get_ints(&pair->u.items[s], v[2 * k + s], MAX_INTS, &n[2 * k + s]) &&
+           n[2 * k + s] <= FT_MAX_RANK;
+  }
+  if (!ok)
+    return fail(r, FT_ERR_TYPE, "param dimension_numbers must be ((lhs_contract, rhs_contract), "
+                "(lhs_batch, rhs_batch))");
+  return FT_OK;
+}
+
+static ft_status rule_dot_general(R *r) {
+  const ft_aval *a = &r->in[0], *b = &r->in[1];
+  int64_t v[4][MAX_INTS];
+  int n[4];
+  ft_status st = get_dotdims(r, v, n);
+  if (st) return st;
+  const int64_t *lc = v[0], *rc = v[1], *lb = v[2], *rbt = v[3];
+  if (n[0] != n[1] || n[2] != n[3])
+    return fail(r, FT_ERR_SHAPE, "contracting dimensions %s/%s and batch dimensions %s/%s must "
+                "pair up", T(r, n[0], lc), T(r, n[1], rc), T(r, n[2], lb), T(r, n[3], rbt));
+  /* Each side: batch + contracting axes are distinct and in range. */
+  for (int side = 0; side < 2; side++) {
+    const ft_aval *x = side ? b : a;
+    int64_t all[2 * FT_MAX_RANK];
+    int m = 0;
+    for (int i = 0; i < n[2 + side]; i++) all[m++] = v[2 + side][i];
+    for (int i = 0; i < n[side]; i++) all[m++] = v[side][i];
+    if (m > x->rank || check_axes(r, side ? "rhs dimensions" : "lhs dimensions", m, all, x->rank, x))
+      return fail(r, FT_ERR_SHAPE, "dimension_numbers ((%s, %s), (%s, %s)) are invalid for %s %s",
+                  T(r, n[0], lc), T(r, n[1], rc), T(r, n[2], lb), T(r, n[3], rbt),
+                  side ? "rhs" : "lhs", S(r, x));
+  }
+  for (int i = 0; i < n[2]; i++)
+    if (a->dims[lb[i]] != b->dims[rbt[i]])
+      return fail(r, FT_ERR_SHAPE, "batch dimensions of %s and %s differ: lhs axis %lld has size "
+                  "%lld, rhs axis %lld has size %lld", S(r, a), S(r, b), (long long)lb[i],
+                  (long long)a->dims[lb[i]], (long long)rbt[i], (long long)b->dims[rbt[i]]);
+  for (int i = 0; i < n[0]; i++)
+    if (a->dims[lc[i]] != b->dims[rc[i]])
+      return fail(r, FT_ERR_SHAPE, "contracting dimensions of %s and %s differ: lhs axis %lld has "
+                  "size %lld, rhs axis %lld has size %lld", S(r, a), S(r, b), (long long)lc[i],
+                  (long long)a->dims[lc[i]], (long long)rc[i], (long long)b->dims[rc[i]]);
+  /* dtype: the higher-precision operand type, then preferred_element_type. */
+  int pa[5], pb[5];
+  dot_props(a->dtype, pa);
+  dot_props(b->dtype, pb);
+  int c = cmp_props(pa, pb);
+  if (c == 0 && a->dtype != b->dtype)
+    return fail(r, FT_ERR_TYPE, "operand dtypes %s and %s are incompatible (%s, %s)",
+                ft_dtype_name(a->dtype), ft_dtype_name(b->dtype), S(r, a), S(r, b));
+  if (a->dtype == FT_FLOAT0 || b->dtype == FT_FLOAT0)
+    return fail(r, FT_ERR_TYPE, "operand dtypes %s and %s are not accepted", S(r, a), S(r, b));
+  ft_dtype dt = c >= 0 ? a->dtype : b->dtype;
+  const ft_pval *pe = param(r, "preferred_element_type");
+  if (pe) {
+    if (pe->tag != FT_PV_DTYPE) return fail(r, FT_ERR_TYPE, "param preferred_element_type must be a dtype");
+    ft_dtype p = pe->u.dt;
+    bool ok = (ft_dtype_is_int(dt) || dt == FT_BOOL) ? (ft_dtype_is_int(p) || ft_dtype_is_inexact(p))
+            : ft_dtype_is_float(dt) ? ft_dtype_is_float(p) : ft_dtype_is_complex(p);
+    if (!ok)
+      return fail(r, FT_ERR_TYPE, "preferred_element_type %s is incompatible with operand dtype %s",
+                  ft_dtype_long_name(p), ft_dtype_name(dt));
+    if (ft_dtype_bits(p) < ft_dtype_bits(dt))
+      return fail(r, FT_ERR_TYPE, "preferred_element_type %s must not be narrower than %s",
+                  ft_dtype_long_name(p), ft_dtype_name(dt));
+    dt = p;
+  }
+  ft_aval o = {0};
+  o.dtype = dt;
+  bool used_a[FT_MAX_RANK] = {false}, used_b[FT_MAX_RANK] = {false};
+  for (int i = 0; i < n[2]; i++) used_a[lb[i]] = used_b[rbt[i]] = true;
+  for (int i = 0; i < n[0]; i++) used_a[lc[i]] = used_b[rc[i]] = true;
+  int rank = n[2] + (a->rank - n[2] - n[0]) + (b->rank - n[3] - n[1]);
+  if (rank > FT_MAX_RANK)
+    return fail(r, FT_ERR_SHAPE, "result of %s . %s exceeds rank %d", S(r, a), S(r, b), FT_MAX_RANK);
+  for (int i = 0; i < n[2]; i++) o.dims[o.rank++] = a->dims[lb[i]];
+  for (int i = 0; i < a->rank; i++)
+    if (!used_a[i]) o.dims[o.rank++] = a->dims[i];
+  for (int i = 0; i < b->rank; i++)
+    if (!used_b[i]) o.dims[o.rank++] = b->dims[i];
+  o.weak_type = all_weak(r, 0, 2);
+  return put(r, o);
+}
+
+/* ---------------------------------------------------------------- other */
+
+static ft_status rule_iota(R *r) {
+  ft_dtype dt;
+  int64_t shape[MAX_INTS], dim;
+  int n;
+  ft_status st;
+  if ((st = need_dtype(r, "dtype", &dt)) || (st = get_ints(r, "shape", true, shape, &n)) ||
+      (st = need_int(r, "dimension", &dim)) || (st = check_dims_nonneg(r, "shape", n, shape)))
+    return st;
+  if (!(dtype_class(dt) & K_NUM))
+    return fail(r, FT_ERR_TYPE, "dtype %s is not accepted (expects %s)", ft_dtype_long_name(dt), class_text(K_NUM));
+  if (dim < 0 || dim >= n)
+    return fail(r, FT_ERR_SHAPE, "dimension %lld out of range for shape %s", (long long)dim, T(r, n, shape));
+  return put(r, ft_aval_make(dt, n, shape));
+}
+
+static ft_status rule_sort(R *r) {
+  ft_status st = check_count(r, 1);
+  if (st) return st;
+  int64_t dim, nk;
+  if ((st = need_int(r, "dimension", &dim)) || (st = need_int(r, "num_keys", &nk))) return st;
+  const ft_aval *a = &r->in[0];
+  for (int i = 1; i < r->n_in; i++)
+    if (!ft_shape_eq(&r->in[i], a))
+      return fail(r, FT_ERR_SHAPE, "operands must have equal shapes, got %s and %s", S(r, a), S(r, &r->in[i]));
+  if (dim < 0 || dim >= a->rank)
+    return fail(r, FT_ERR_SHAPE, "dimension %lld out of range for operand %s", (long long)dim, S(r, a));
+  if (nk < 1 || nk > r->n_in)
+    return fail(r, FT_ERR_TYPE, "num_keys %lld must be between 1 and the number of operands (%d)",
+                (long long)nk, r->n_in);
+  for (int i = 0; i < r->n_in; i++)
+    if ((st = check_dtype(r, i, K_ANY, "operand"))) return st;
+  for (int i = 0; i < r->n_in; i++)
+    if ((st = put(r, r->in[i]))) return st;
+  return FT_OK;
+}
+
+/* fft_type: JAX 0.10 prints the FftType enum as its value (0 FFT, 1 IFFT,
+ * 2 RFFT, 3 IRFFT); older JAX printed a name, which is accepted too. */
+static int fft_kind(const ft_pval *v) {
+  if (!v) return -1;
+  if (v->tag == FT_PV_INT || v->tag == FT_PV_SYM) return v->u.i >= 0 && v->u.i <= 3 ? (int)v->u.i : -1;
+  if (!v->s) return -1;
+  const char *dot = strrchr(v->s, '.');
+  const char *s = dot ? dot + 1 : v->s;
+  static const char *names[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+  for (int i = 0; i < 4; i++)
+    if (!strcmp(s, names[i])) return i;
+  return -1;
+}
+
+static ft_status rule_fft(R *r) {
+  int64_t len[MAX_INTS];
+  int n;
+  ft_status st;
+  const ft_aval *a = &r->in[0];
+  int kind = fft_kind(param(r, "fft_type"));
+  if (kind < 0) return fail(r, FT_ERR_TYPE, "param fft_type must be 0-3 (FFT, IFFT, RFFT, IRFFT)");
+  if ((st = get_ints(r, "fft_lengths", true, len, &n))) return st;
+  static const char *kn[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+  if (n < 1 || n > 3 || n > a->rank)
+    return fail(r, FT_ERR_SHAPE, "%s fft_lengths %s must name 1 to 3 trailing axes of %s", kn[kind],
+                T(r, n, len), S(r, a));
+  ft_aval o = *a;
+  o.weak_type = false;
+  const int64_t *tail = a->dims + a->rank - n;
+  bool ok = true;
+  if (kind == 2) { /* RFFT: real in, complex out, last axis n/2+1 */
+    if (!ft_dtype_is_float(a->dtype) || (a->dtype != FT_F32 && a->dtype != FT_F64))
+      return fail(r, FT_ERR_TYPE, "RFFT needs a float32 or float64 operand, got %s", S(r, a));
+    for (int i = 0; i < n; i++) ok = ok && tail[i] == len[i];
+    o.dtype = a->dtype == FT_F32 ? FT_C64 : FT_C128;
+    o.dims[a->rank - 1] = len[n - 1] / 2 + 1;
+  } else {
+    if (!ft_dtype_is_complex(a->dtype))
+      return fail(r, FT_ERR_TYPE, "%s needs a complex operand, got %s", kn[kind], S(r, a));
+    if (kind == 3) { /* IRFFT: complex in (last axis n/2+1), real out */
+      for (int i = 0; i < n - 1; i++) ok = ok && tail[i] == len[i];
+      ok = ok && tail[n - 1] == len[n - 1] / 2 + 1;
+      o.dtype = a->dtype == FT_C64 ? FT_F32 : FT_F64;
+      o.dims[a->rank - 1] = len[n - 1];
+    } else {
+      for (int i = 0; i < n; i++) ok = ok && tail[i] == len[i];
+    }
+  }
+  if (!ok)
+    return fail(r, FT_ERR_SHAPE, "%s fft_lengths %s do not match the trailing axes of %s", kn[kind],
+                T(r, n, len), S(r, a));
+  return put(r, o);
+}
+
+/* ------------------------------------- top_k, gather/scatter, windows, conv */
+
+static ft_status rule_top_k(R *r) {
+  const ft_aval *a = &r->in[0];
+  int64_t k, axis = -1;
+  ft_status st;
+  if ((st = need_int(r, "k", &k))) return st;
+  if (param(r, "axis") && (st = need_int(r, "axis", &axis))) return st;
+  if (a->rank < 1) return fail(r, FT_ERR_SHAPE, "operand %s must have rank >= 1", S(r, a));
+  if (axis < 0) axis += a->rank;
+  if (axis < 0 || axis >= a->rank)
+    return fail(r, FT_ERR_SHAPE, "axis out of range for operand %s", S(r, a));
+  if (k < 0 || k > a->dims[axis])
+    return fail(r, FT_ERR_SHAPE, "k=%lld must be between 0 and the size %lld of axis %lld of %s",
+                (long long)k, (long long)a->dims[axis], (long long)axis, S(r, a));
+  if ((st = check_dtype(r, 0, K_ORDERED, "operand"))) return st;
+  ft_aval o = *a;
+  o.dims[axis] = k;
+  if ((st = put(r, o))) return st;
+  o.dtype = FT_I32;
+  o.weak_type = false;
+  return put(r, o);
+}
+
+/* Reads field `name` of a dimension-numbers param. JAX prints these as
+ * `GatherDimensionNumbers(offset_dims=(), ...)`; the value is kept as text
+ * (opaque) or as a positional tuple of int tuples (pos is the field index). */
+static bool dn_field(const ft_pval *v, const char *name, int pos, int64_t *out, int *n) {
+  *n = 0;
+  if (!v) return false;
+  if (v->tag == FT_PV_TUPLE) {
+    if (pos >= v->n) return false;
+    return ft_pv_get_ints(&v->u.items[pos], out, FT_MAX_RANK, n) && *n <= FT_MAX_RANK;
+  }
+  if (!v->s) return false;
+  size_t nl = strlen(name);
+  for (const char *s = strstr(v->s, name); s; s = strstr(s + 1, name)) {
+    if (s > v->s && s[-1] != '(' && s[-1] != ' ' && s[-1] != ',') continue;
+    if (s[nl] != '=') continue;
+    const char *q = s + nl + 1;
+    if (*q != '(') return false;
+    q++;
+    while (*q && *q != ')') {
+      while (*q == ' ' || *q == ',') q++;
+      if (*q == ')') break;
+      bool wrapped = !strncmp(q, "np.int64(", 9);
+      if (wrapped) q += 9;
+      char *e;
+      long long x = strtoll(q, &e, 10);
+      if (e == q || *n >= FT_MAX_RANK || (wrapped && *e != ')')) return false;
+      out[(*n)++] = x;
+      q = e + wrapped;
+    }
+    return *q == ')';
+  }
+  return false;
+}
+
+static bool contains(int n, const int64_t *v, int64_t x) {
+  for (int i = 0; i < n; i++)
+    if (v[i] == x) return true;
+  return false;
+}
+
+static ft_status rule_gather(R *r) {
+  const ft_aval *a = &r->in[0], *ix = &r->in[1];
+  const ft_pval *dn = param(r, "dimension_numbers");
+  int64_t off[FT_MAX_RANK], col[FT_MAX_RANK], sim[FT_MAX_RANK], obd[FT_MAX_RANK], ibd[FT_MAX_RANK];
+  int noff, ncol, nsim, nobd, nibd;
+  if (!dn_field(dn, "offset_dims", 0, off, &noff) || !dn_field(dn, "collapsed_slice_dims", 1, col, &ncol) ||
+      !dn_field(dn, "start_index_map", 2, sim, &nsim))
+    return fail(r, FT_ERR_TYPE, "param dimension_numbers must be GatherDimensionNumbers(offset_dims=..., "
+                "collapsed_slice_dims=..., start_index_map=...)");
+  if (!dn_field(dn, "operand_batching_dims", 3, obd, &nobd)) nobd = 0;
+  if (!dn_field(dn, "start_indices_batching_dims", 4, ibd, &nibd)) nibd = 0;
+  int64_t ss[MAX_INTS];
+  int nss;
+  ft_status st;
+  if ((st = get_ints(r, "slice_sizes", true, ss, &nss))) return st;
+  if (!ft_dtype_is_int(ix->dtype) || ix->rank < 1)
+    return fail(r, FT_ERR_TYPE, "indices must be an integer array of rank >= 1, got %s", S(r, ix));
+  if (ix->dims[ix->rank - 1] != nsim)
+    return fail(r, FT_ERR_SHAPE, "the last axis of indices %s must have start_index_map's length %d",
+                S(r, ix), nsim);
+  if (nss != a->rank)
+    return fail(r, FT_ERR_SHAPE, "slice_sizes %s must have one entry per axis of %s", T(r, nss, ss), S(r, a));
+  for (int i = 0; i < nss; i++)
+    if (ss[i] < 0 || ss[i] > a->dims[i])
+      return fail(r, FT_ERR_SHAPE, "slice_sizes %s out of bounds for %s", T(r, nss, ss), S(r, a));
+  for (int i = 0; i < ncol; i++)
+    if (col[i] < 0 || col[i] >= a->rank || ss[col[i]] > 1)
+      return fail(r, FT_ERR_SHAPE, "collapsed_slice_dims %s must name axes of %s with slice size <= 1",
+                  T(r, ncol, col), S(r, a));
+  for (int i = 0; i < nsim; i++)
+    if (sim[i] < 0 || sim[i] >= a->rank)
+      return fail(r, FT_ERR_SHAPE, "start_index_map %s out of range for %s", T(r, nsim, sim), S(r, a));
+  if (noff + ncol + nobd != a->rank)
+    return fail(r, FT_ERR_SHAPE, "offset_dims %s, collapsed_slice_dims %s and operand_batching_dims "
+                "must account for every axis of %s", T(r, noff, off), T(r, ncol, col), S(r, a));
+  int orank = noff + ix->rank - 1;
+  if (orank > FT_MAX_RANK) return fail(r, FT_ERR_SHAPE, "result would exceed rank %d", FT_MAX_RANK);
+  for (int i = 0; i < noff; i++)
+    if (off[i] < 0 || off[i] >= orank || (i && off[i] <= off[i - 1]))
+      return fail(r, FT_ERR_SHAPE, "offset_dims %s must be sorted and below the result rank %d",
+                  T(r, noff, off), orank);
+  ft_aval o = {0};
+  o.dtype = a->dtype;
+  o.rank = orank;
+  int bi = 0, si = 0;
+  for (int d = 0; d < orank; d++) {
+    if (contains(noff, off, d)) {
+      while (si < nss && (contains(ncol, col, si) || contains(nobd, obd, si))) si++;
+      o.dims[d] = si < nss ? ss[si++] : 0;
+    } else {
+      o.dims[d] = ix->dims[bi++];
+    }
+  }
+  o.weak_type = a->weak_type;
+  return put(r, o);
+}
+
+static ft_status rule_scatter(R *r) {
+  const ft_aval *a = &r->in[0], *ix = &r->in[1], *u = &r->in[2];
+  const ft_pval *dn = param(r, "dimension_numbers");
+  int64_t uwd[FT_MAX_RANK], iwd[FT_MAX_RANK], sdo[FT_MAX_RANK], obd[FT_MAX_RANK];
+  int nuwd, niwd, nsdo, nobd;
+  if (!dn_field(dn, "update_window_dims", 0, uwd, &nuwd) || !dn_field(dn, "inserted_window_dims", 1, iwd, &niwd) ||
+      !dn_field(dn, "scatter_dims_to_operand_dims", 2, sdo, &nsdo))
+    return fail(r, FT_ERR_TYPE, "param dimension_numbers must be ScatterDimensionNumbers(update_window_dims=..., "
+                "inserted_window_dims=..., scatter_dims_to_operand_dims=...)");
+  if (!dn_field(dn, "operand_batching_dims", 3, obd, &nobd)) nobd = 0;
+  if (u->dtype != a->dtype)
+    return fail(r, FT_ERR_TYPE, "updates dtype must match the operand's, got operand %s and updates %s",
+                S(r, a), S(r, u));
+  if (r->p != FT_P_SCATTER && r->p != FT_P_SCATTER_MIN && r->p != FT_P_SCATTER_MAX) {
+    ft_status st = check_dtype(r, 0, K_NUM, "operand");
+    if (st) return st;
+  }
+  if (!ft_dtype_is_int(ix->dtype) || ix->rank < 1)
+    return fail(r, FT_ERR_TYPE, "indices must be an integer array of rank >= 1, got %s", S(r, ix));
+  if (ix->dims[ix->rank - 1] != nsdo)
+    return fail(r, FT_ERR_SHAPE, "the last axis of indices %s must have scatter_dims_to_operand_dims' "
+                "length %d", S(r, ix), nsdo);
+  if (u->rank != nuwd + ix->rank - 1)
+    return fail(r, FT_ERR_SHAPE, "updates %s must have rank %d (update_window_dims %s plus the batch "
+                "axes of indices %s)", S(r, u), nuwd + ix->rank - 1, T(r, nuwd, uwd), S(r, ix));
+  if (nuwd + niwd + nobd != a->rank)
+    return fail(r, FT_ERR_SHAPE, "update_window_dims %s and inserted_window_dims %s must account for "
+                "every axis of %s", T(r, nuwd, uwd), T(r, niwd, iwd), S(r, a));
+  for (int i = 0, bi = 0; i < u->rank; i++) {
+    if (contains(nuwd, uwd, i)) continue;
+    if (u->dims[i] != ix->dims[bi++])
+      return fail(r, FT_ERR_SHAPE, "the scatter axes of updates %s must match the batch axes of indices %s",
+                  S(r, u), S(r, ix));
+  }
+  return put(r, *a);
+}
+
+/* reduce_window_*: dilate the operand and the window, pad, stride. */
+static ft_status rule_reduce_window(R *r) {
+  const ft_aval *a = &r->in[0];
+  int64_t wd[MAX_INTS], ws[MAX_INTS], bd[MAX_INTS], wdl[MAX_INTS];
+  int nwd, nws, nbd, nwdl;
+  ft_status st;
+  if ((st = check_dtype(r, 0, r->p == FT_P_REDUCE_WINDOW_SUM ? K_NUM : K_ANY, "operand")) ||
+      (st = get_ints(r, "window_dimensions", true, wd, &nwd)) ||
+      (st = get_ints(r, "window_strides", true, ws, &nws)) ||
+      (st = get_ints(r, "base_dilation", false, bd, &nbd)) ||
+      (st = get_ints(r, "window_dilation", false, wdl, &nwdl)))
+    return st;
+  const ft_pval *pad = param(r, "padding");
+  if (nwd != a->rank || nws != a->rank || (nbd && nbd != a->rank) || (nwdl && nwdl != a->rank) ||
+      (pad && (pad->tag != FT_PV_TUPLE || pad->n != a->rank)))
+    return fail(r, FT_ERR_SHAPE, "window_dimensions %s, window_strides %s, padding and dilations need "
+                "one entry per axis of %s", T(r, nwd, wd), T(r, nws, ws), S(r, a));
+  ft_aval o = *a;
+  for (int i = 0; i < a->rank; i++) {
+    int64_t lh[2] = {0, 0};
+    int n2 = 0;
+    if (pad && (!ft_pv_get_ints(&pad->u.items[i], lh, 2, &n2) || n2 != 2))
+      return fail(r, FT_ERR_TYPE, "padding entry %d must be (lo, hi)", i);
+    int64_t b = nbd ? bd[i] : 1, w = nwdl ? wdl[i] : 1;
+    if (wd[i] < 1 || ws[i] < 1 || b < 1 || w < 1)
+      return fail(r, FT_ERR_SHAPE, "window sizes, strides and dilations must be >= 1 (axis %d)", i);
+    int64_t d = a->dims[i] == 0 ? 0 : 1 + b * (a->dims[i] - 1);
+    int64_t padded = d + lh[0] + lh[1], win = 1 + w * (wd[i] - 1);
+    if (padded < win)
+      return fail(r, FT_ERR_SHAPE, "window %s does not fit operand %s after padding (axis %d)",
+                  T(r, nwd, wd), S(r, a), i);
+    o.dims[i] = (padded - win) / ws[i] + 1;
+  }
+  return put(r, o);
+}
+
+static ft_status rule_conv(R *r) {
+  const ft_aval *a = &r->in[0], *k = &r->in[1];
+  int n = a->rank;
+  if (n < 2 || k->rank != n)
+    return fail(r, FT_ERR_SHAPE, "lhs %s and rhs %s must have one rank >= 2", S(r, a), S(r, k));
+  int64_t ls[FT_MAX_RANK], rs[FT_MAX_RANK], os[FT_MAX_RANK];
+  int nl, nr, no;
+  const ft_pval *dn = param(r, "dimension_numbers");
+  if (!dn) { /* None: NC..., OI..., NC... */
+    for (int i = 0; i < n; i++) ls[i] = rs[i] = os[i] = i;
+    nl = nr = no = n;
+  } else if (!dn_field(dn, "lhs_spec", 0, ls, &nl) || !dn_field(dn, "rhs_spec", 1, rs, &nr) ||
+             !dn_field(dn, "out_spec", 2, os, &no)) {
+    return fail(r, FT_ERR_TYPE, "param dimension_numbers must be ConvDimensionNumbers(lhs_spec=..., "
+                "rhs_spec=..., out_spec=...)");
+  }
+  if (nl != n || nr != n || no != n || check_axes(r, "lhs_spec", n, ls, n, a) ||
+      check_axes(r, "rhs_spec", n, rs, n, k) || check_axes(r, "out_spec", n, os, n, a))
+    return fail(r, FT_ERR_SHAPE, "dimension_numbers specs must be permutations of the %d axes", n);
+  int ns = n - 2;
+  int64_t st_[MAX_INTS], ld[MAX_INTS], rd[MAX_INTS];
+  int nst, nld, nrd;
+  int64_t fg, bg;
+  ft_status st;
+  if ((st = get_ints(r, "window_strides", true, st_, &nst)) || (st = get_ints(r, "lhs_dilation", false, ld, &nld)) ||
+      (st = get_ints(r, "rhs_dilation", false, rd, &nrd)) || (st = need_int(r, "feature_group_count", &fg)) ||
+      (st = need_int(r, "batch_group_count", &bg)))
+    return st;
+  const ft_pval *pad = param(r, "padding");
+  if (nst != ns || (nld && nld != ns) || (nrd && nrd != ns) ||
+      (pad && (pad->tag != FT_PV_TUPLE || pad->n != ns)))
+    return fail(r, FT_ERR_SHAPE, "window_strides %s, padding and dilations need one entry per spatial "
+                "axis (%d)", T(r, nst, st_), ns);
+  if (fg < 1 || bg < 1) return fail(r, FT_ERR_SHAPE, "group counts must be >= 1");
+  int64_t in_f = a->dims[ls[1]], k_in = k->dims[rs[1]], k_out = k->dims[rs[0]], batch = a->dims[ls[0]];
+  if (in_f != k_in * fg || k_out % fg || k_out % bg || batch % bg)
+    return fail(r, FT_ERR_SHAPE, "feature sizes of lhs %s and rhs %s do not agree with "
+                "feature_group_count=%lld and batch_group_count=%lld", S(r, a), S(r, k), (long long)fg,
+                (long long)bg);
+  if (a->dtype != k->dtype && !param(r, "preferred_element_type"))
+    return fail(r, FT_ERR_TYPE, "operand dtypes %s and %s do not match (%s, %s)", ft_dtype_name(a->dtype),
+                ft_dtype_name(k->dtype), S(r, a), S(r, k));
+  if ((st = check_dtype(r, 0, K_NUM, "lhs"))) return st;
+  ft_aval o = {0};
+  o.rank = n;
+  o.dtype = a->dtype;
+  ft_dtype pe;
+  if (param(r, "preferred_element_type") && !need_dtype(r, "preferred_element_type", &pe)) o.dtype = pe;
+  o.dims[os[0]] = batch / bg;
+  o.dims[os[1]] = k_out;
+  for (int i = 0; i < ns; i++) {
+    int64_t lh[2] = {0, 0};
+    int n2 = 0;
+    if (pad && (!ft_pv_get_ints(&pad->u.items[i], lh, 2, &n2) || n2 != 2))
+      return fail(r, FT_ERR_TYPE, "padding entry %d must be (lo, hi)", i);
+    int64_t d = a->dims[ls[2 + i]], w = k->dims[rs[2 + i]];
+    int64_t dl = d == 0 ? 0 : 1 + (nld ? ld[i] : 1) * (d - 1);
+    int64_t wl = w == 0 ? 0 : 1 + (nrd ? rd[i] : 1) * (w - 1);
+    int64_t padded = dl + lh[0] + lh[1];
+    if (st_[i] < 1) return fail(r, FT_ERR_SHAPE, "window_strides %s must be positive", T(r, nst, st_));
+    o.dims[os[2 + i]] = padded < wl ? 0 : (padded - wl) / st_[i] + 1;
+  }
+  return put(r, o);
+}
+
+/* --------------------------------------------------------- control flow */
+
+/* Checks that sub-jaxpr j takes n args of avals args[] (its invars; a
+ * sub-jaxpr's constvars are closed over and take no operand). */
+static ft_status check_sig(R *r, const char *what, const ft_jaxpr *j, int n, const ft_aval *args,
+                           int arg0) {
+  if (j->n_in != n)
+    return fail(r, FT_ERR_TYPE, "%s takes %d inputs but is given %d operands", what, j->n_in, n);
+  for (int i = 0; i < n; i++)
+    if (!ft_aval_eq(&j->invars[i]->aval, &args[i]))
+      return fail(r, ft_shape_eq(&j->invars[i]->aval, &args[i]) ? FT_ERR_TYPE : FT_ERR_SHAPE,
+                  "%s input %d is %s but operand %d is %s", what, i, S(r, &j->invars[i]->aval),
+                  arg0 + i, S(r, &args[i]));
+  return FT_OK;
+}
+
+static ft_status put_outs(R *r, const ft_jaxpr *j) {
+  for (int i = 0; i < j->n_out; i++) {
+    ft_aval o = j->outvars[i]->aval;
+    ft_status st = put(r, o);
+    if (st) return st;
+  }
+  return FT_OK;
+}
+
+static ft_status rule_cond(R *r) {
+  ft_status st = check_count(r, 1);
+  if (st) return st;
+  const ft_aval *ix = &r->in[0];
+  if (ix->rank != 0 || (ix->dtype != FT_I32 && ix->dtype != FT_BOOL))
+    return fail(r, FT_ERR_TYPE, "the index operand must be an int32 or bool scalar, got %s", S(r, ix));
+  const ft_pval *br = param(r, "branches");
+  if (!br || br->tag != FT_PV_TUPLE || br->n < 1)
+    return fail(r, FT_ERR_TYPE, "param branches must be a non-empty tuple of jaxprs");
+  const ft_jaxpr *b0 = NULL;
+  for (int k = 0; k < br->n; k++) {
+    const ft_pval *bv = &br->u.items[k];
+    if (bv->tag != FT_PV_JAXPR || !bv->u.jaxpr)
+      return fail(r, FT_ERR_TYPE, "branch %d is not a jaxpr", k);
+    const ft_jaxpr *b = bv->u.jaxpr;
+    char what[32];
+    snprintf(what, sizeof what, "branch %d", k);
+    if ((st = check_sig(r, what, b, r->n_in - 1, r->in + 1, 1))) return st;
+    if (!b0) { b0 = b; continue; }
+    if (b->n_out != b0->n_out)
+      return fail(r, FT_ERR_TYPE, "branches must agree on outputs: branch 0 has %d, branch %d has %d",
+                  b0->n_out, k, b->n_out);
+    for (int i = 0; i < b->n_out; i++)
+      if (!ft_aval_eq(&b->outvars[i]->aval, &b0->outvars[i]->aval))
+        return fail(r, FT_ERR_TYPE, "branches must agree on outputs: output %d is %s in branch 0 "
+                    "and %s in branch %d", i, S(r, &b0->outvars[i]->aval), S(r, &b->outvars[i]->aval), k);
+  }
+  return put_outs(r, b0);
+}
+
+static ft_status rule_while(R *r) {
+  int64_t cn = 0, bn = 0;
+  const ft_jaxpr *cj = NULL, *bj = NULL;
+  ft_status st;
+  if ((st = need_int(r, "cond_nconsts", &cn)) || (st = need_int(r, "body_nconsts", &bn)) ||
+      (st = need_jaxpr(r, "cond_jaxpr", &cj)) || (st = need_jaxpr(r, "body_jaxpr", &bj)))
+    return st;
+  if (cn < 0 || bn < 0 || cn + bn > r->n_in)
+    return fail(r, FT_ERR_TYPE, "cond_nconsts=%lld and body_nconsts=%lld do not fit %d operands",
+                (long long)cn, (long long)bn, r->n_in);
+  int nc = r->n_in - (int)(cn + bn);
+  const ft_aval *carry = r->in + cn + bn;
+  ft_aval args[2 * 64];
+  ft_aval *buf = args;
+  if (r->n_in > 64) {
+    buf = malloc(sizeof(ft_aval) * (size_t)r->n_in);
+    if (!buf) return fail(r, FT_ERR_NOMEM, "out of memory");
+  }
+  /* cond takes cond consts + carry; body takes body consts + carry. */
+  memcpy(buf, r->in, sizeof(ft_aval) * (size_t)cn);
+  memcpy(buf + cn, carry, sizeof(ft_aval) * (size_t)nc);
+  st = check_sig(r, "cond_jaxpr", cj, (int)cn + nc, buf, 0);
+  if (!st) {
+    memcpy(buf, r->in + cn, sizeof(ft_aval) * (size_t)bn);
+    memcpy(buf + bn, carry, sizeof(ft_aval) * (size_t)nc);
+    st = check_sig(r, "body_jaxpr", bj, (int)bn + nc, buf, (int)cn);
+  }
+  if (buf != args) free(buf);
+  if (st) return st;
+  if (cj->n_out != 1 || cj->outvars[0]->aval.rank != 0 || cj->outvars[0]->aval.dtype != FT_BOOL)
+    return fail(r, FT_ERR_TYPE, "cond_jaxpr must return one bool[], got %d outputs%s%s", cj->n_out,
+                cj->n_out ? ", the first " : "", cj->n_out ? S(r, &cj->outvars[0]->aval) : "");
+  if (bj->n_out != nc)
+    return fail(r, FT_ERR_TYPE, "body_jaxpr returns %d values for a carry of %d", bj->n_out, nc);
+  for (int i = 0; i < nc; i++)
+    if (!ft_aval_eq(&bj->outvars[i]->aval, &carry[i]))
+      return fail(r, FT_ERR_TYPE, "body_jaxpr output %d is %s but the carry is %s", i,
+                  S(r, &bj->outvars[i]->aval), S(r, &carry[i]));
+  for (int i = 0; i < nc; i++)
+    if ((st = put(r, carry[i]))) return st;
+  return FT_OK;
+}
+
+static ft_status rule_scan(R *r) {
+  int64_t ncon = 0, ncar = 0, len = 0;
+  const ft_jaxpr *j = NULL;
+  ft_status st;
+  if ((st = need_int(r, "num_consts", &ncon)) || (st = need_int(r, "num_carry", &ncar)) ||
+      (st = need_int(r, "length", &len)) || (st = need_jaxpr(r, "jaxpr", &j)))
+    return st;
+  if (ncon < 0 || ncar < 0 || ncon + ncar > r->n_in || len < 0)
+    return fail(r, FT_ERR_TYPE, "num_consts=%lld, num_carry=%lld, length=%lld do not fit %d operands",
+                (long long)ncon, (long long)ncar, (long long)len, r->n_in);
+  const ft_pval *lin = param(r, "linear");
+  if (lin && (lin->tag != FT_PV_TUPLE || lin->n != r->n_in))
+    return fail(r, FT_ERR_TYPE, "param linear must have one bool per operand (%d)", r->n_in);
+  int nx = r->n_in - (int)(ncon + ncar);
+  ft_aval *buf = malloc(sizeof(ft_aval) * (size_t)(r->n_in ? r->n_in : 1));
+  if (!buf) return fail(r, FT_ERR_NOMEM, "out of memory");
+  memcpy(buf, r->in, sizeof(ft_aval) * (size_t)(ncon + ncar));
+  st = FT_OK;
+  for (int i = 0; i < nx && !st; i++) {
+    const ft_aval *x = &r->in[ncon + ncar + i];
+    if (x->rank < 1 || x->dims[0] != len)
+      st = fail(r, FT_ERR_SHAPE, "scanned operand %d is %s but needs a leading axis of length %lld",
+                (int)(ncon + ncar) + i, S(r, x), (long long)len);
+    ft_aval s = *x;
+    s.rank = x->rank ? x->rank - 1 : 0;
+    memmove(s.dims, x->dims + 1, sizeof(int64_t) * (size_t)s.rank);
+    buf[ncon + ncar + i] = s;
+  }
+  if (!st) st = check_sig(r, "jaxpr", j, r->n_in, buf, 0);
+  free(buf);
+  if (st) return st;
+  if (j->n_out < ncar)
+    return fail(r, FT_ERR_TYPE, "jaxpr returns %d values for a carry of %lld", j->n_out, (long long)ncar);
+  for (int i = 0; i < ncar; i++) {
+    const ft_aval *c = &r->in[ncon + i], *o = &j->outvars[i]->aval;
+    if (!ft_aval_eq(c, o))
+      return fail(r, FT_ERR_TYPE, "carry output %d is %s but the carry input is %s", i, S(r, o), S(r, c));
+    if ((st = put(r, *c))) return st;
+  }
+  for (int i = (int)ncar; i < j->n_out; i++) {
+    const ft_aval *y = &j->outvars[i]->aval;
+    if (y->rank == FT_MAX_RANK)
+      return fail(r, FT_ERR_SHAPE, "stacked output %s would exceed rank %d", S(r, y), FT_MAX_RANK);
+    ft_aval o = *y;
+    o.rank = y->rank + 1;
+    o.dims[0] = len;
+    memcpy(o.dims + 1, y->dims, sizeof(int64_t) * (size_t)y->rank);
+    if ((st = put(r, o))) return st;
+  }
+  return FT_OK;
+}
+
+/* jit, custom_jvp_call, custom_vjp_call: the operands are the sub-jaxpr's
+ * inputs (consts first, when num_consts is given), its outputs the results. */
+static ft_status rule_call(R *r) {
+  const ft_jaxpr *j;
+  ft_status st = need_jaxpr(r, r->p == FT_P_JIT ? "jaxpr" : "call_jaxpr", &j);
+  if (st) return st;
+  const ft_pval *nc = param(r, "num_consts");
+  if (nc && (nc->tag != FT_PV_INT || nc->u.i < 0 || nc->u.i > r->n_in))
+    return fail(r, FT_ERR_TYPE, "num_consts does not fit %d operands", r->n_in);
+  if ((st = check_sig(r, r->p == FT_P_JIT ? "jaxpr" : "call_jaxpr", j, r->n_in, r->in, 0))) return st;
+  return put_outs(r, j);
+}
+
+/* ---------------------------------------------------------------- entry */
+
+static ft_status dispatch(R *r) {
+  switch (r->pi->family) {
+  case FT_FAM_UNARY: return rule_unary(r);
+  case FT_FAM_BINARY: case FT_FAM_COMPARE: return rule_binary(r);
+  case FT_FAM_CONVERT: return rule_convert(r);
+  case FT_FAM_REDUCE: return rule_reduce(r);
+  case FT_FAM_CUMULATIVE: return rule_cumulative(r);
+  case FT_FAM_DOT: return rule_dot_general(r);
+  default: break;
+  }
+  switch (r->p) {
+  case FT_P_SELECT_N: return rule_select_n(r);
+  case FT_P_CLAMP: return rule_clamp(r);
+  case FT_P_BROADCAST_IN_DIM: return rule_broadcast_in_dim(r);
+  case FT_P_RESHAPE: return rule_reshape(r);
+  case FT_P_TRANSPOSE: return rule_transpose(r);
+  case FT_P_SQUEEZE: return rule_squeeze(r);
+  case FT_P_EXPAND_DIMS: return rule_expand_dims(r);
+  case FT_P_REV: return rule_rev(r);
+  case FT_P_SLICE: return rule_slice(r);
+  case FT_P_DYNAMIC_SLICE: return rule_dynamic_slice(r);
+  case FT_P_DYNAMIC_UPDATE_SLICE: return rule_dynamic_update_slice(r);
+  case FT_P_CONCATENATE: return rule_concatenate(r);
+  case FT_P_PAD: return rule_pad(r);
+  case FT_P_SPLIT: return rule_split(r);
+  case FT_P_IOTA: return rule_iota(r);
+  case FT_P_SORT: return rule_sort(r);
+  case FT_P_FFT: return rule_fft(r);
+  case FT_P_TOP_K: return rule_top_k(r);
+  case FT_P_GATHER: return rule_gather(r);
+  case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN:
+  case FT_P_SCATTER_MAX: return rule_scatter(r);
+  case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
+    return rule_reduce_window(r);
+  case FT_P_CONV_GENERAL_DILATED: return rule_conv(r);
+  case FT_P_COND: return rule_cond(r);
+  case FT_P_WHILE: return rule_while(r);
+  case FT_P_SCAN: return rule_scan(r);
+  case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return rule_call(r);
+  default:
+    return fail(r, FT_ERR_UNSUPPORTED, "no shape rule (internal: add one to shape.c)");
+  }
+}
+
+ft_status ft_infer(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in, const ft_aval *in,
+                   int *n_out, ft_aval *out, int max_out) {
+  if ((unsigned)p >= FT_NUM_PRIMS) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "unknown primitive %d", (int)p);
+  R *r = malloc(sizeof *r);
+  if (!r) return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  *r = (R){.ctx = ctx, .p = p, .pi = ft_prim_get(p), .params = params, .n_in = n_in, .in = in,
+           .out = out, .max_out = max_out};
+  ft_status st = FT_OK;
+  if (r->pi->n_in >= 0 && n_in != r->pi->n_in)
+    st = fail(r, FT_ERR_TYPE, "expects %d operand%s, got %d", r->pi->n_in, r->pi->n_in == 1 ? "" : "s", n_in);
+  for (int i = 0; !st && i < n_in; i++)
+    if ((unsigned)in[i].dtype >= FT_NUM_DTYPES || in[i].rank < 0 || in[i].rank > FT_MAX_RANK)
+      st = fail(r, FT_ERR_INVALID_ARG, "operand %d has an invalid aval", i);
+  if (!st) st = dispatch(r);
+  if (n_out) *n_out = st ? 0 : r->n_out;
+  free(r);
+  return st;
+}

@@ -1,0 +1,209 @@
+/* tools/ftc_ir.c: the ftc commands that work on one jaxpr file: print, hash,
+ * dot and run (the reference interpreter). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ftc.h"
+
+/* Parses FILE ('-' = stdin) into a jaxpr, printing the library's message
+ * (with line:col and a caret) on failure. */
+static ft_jaxpr *load(ft_ctx *ctx, const char *cmd, const char *path) {
+  size_t len;
+  char *text = ftc_read_file(path, &len);
+  if (!text) {
+    ftc_fail(cmd, "cannot read '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  ft_jaxpr *j = ft_parse(ctx, text, len, strcmp(path, "-") ? path : "<stdin>");
+  free(text);
+  if (!j) fprintf(stderr, "ftc %s: %s\n", cmd, ft_ctx_error(ctx));
+  return j;
+}
+
+/* The single positional FILE of commands that take exactly one. */
+static const char *one_file(const char *cmd, int argc, char **argv) {
+  const char *file = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (argv[i][0] == '-' && argv[i][1]) {
+      ftc_fail(cmd, "unknown option '%s' (try 'ftc %s --help')", argv[i], cmd);
+      return NULL;
+    }
+    if (file) {
+      ftc_fail(cmd, "expected one FILE, got '%s' and '%s'", file, argv[i]);
+      return NULL;
+    }
+    file = argv[i];
+  }
+  if (!file) ftc_fail(cmd, "missing FILE (try 'ftc %s --help')", cmd);
+  return file;
+}
+
+int ftc_cmd_print(int argc, char **argv) {
+  if (ftc_wants_help(argc, argv)) {
+    printf("usage: ftc print FILE\n\nParses a jaxpr (as JAX prints it, JAX 0.4.35 to 0.10), verifies it and\n"
+           "prints it in canonical form: exactly what JAX 0.10.2 prints for it.\n");
+    return 0;
+  }
+  const char *file = one_file("print", argc, argv);
+  if (!file) return 1;
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_jaxpr *j = load(ctx, "print", file);
+  int rc = 1;
+  if (j) {
+    char *s = ft_jaxpr_print(ctx, j);
+    if (s) {
+      fputs(s, stdout);
+      rc = 0;
+    } else {
+      ftc_fail("print", "out of memory");
+    }
+    ft_free(s);
+  }
+  ft_jaxpr_free(j);
+  ft_ctx_free(ctx);
+  return rc;
+}
+
+int ftc_cmd_hash(int argc, char **argv) {
+  if (ftc_wants_help(argc, argv)) {
+    printf("usage: ftc hash FILE\n\nPrints the canonical XXH3-128 hash of a jaxpr (32 hex digits): renaming\n"
+           "variables does not change it, any semantic change does.\n");
+    return 0;
+  }
+  const char *file = one_file("hash", argc, argv);
+  if (!file) return 1;
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_jaxpr *j = load(ctx, "hash", file);
+  if (j) {
+    char hex[33];
+    ft_jaxpr_hash_hex(j, hex);
+    printf("%s\n", hex);
+  }
+  ft_jaxpr_free(j);
+  ft_ctx_free(ctx);
+  return j ? 0 : 1;
+}
+
+int ftc_cmd_dot(int argc, char **argv) {
+  if (ftc_wants_help(argc, argv)) {
+    printf("usage: ftc dot FILE\n\nWrites a Graphviz DOT picture of a jaxpr to standard output\n"
+           "(e.g. ftc dot f.jaxpr | dot -Tsvg > f.svg).\n");
+    return 0;
+  }
+  const char *file = one_file("dot", argc, argv);
+  if (!file) return 1;
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_jaxpr *j = load(ctx, "dot", file);
+  int rc = 1;
+  if (j) {
+    char *s = ft_jaxpr_dot(ctx, j);
+    if (s) fputs(s, stdout), rc = 0;
+    else ftc_fail("dot", "%s", ft_ctx_error(ctx));
+    ft_free(s);
+  }
+  ft_jaxpr_free(j);
+  ft_ctx_free(ctx);
+  return rc;
+}
+
+static int run_usage(void) {
+  printf("usage: ftc run FILE --in a.npy [--in b.npy ...] [--out-dir DIR]\n\n"
+         "Runs a jaxpr with the reference interpreter. Inputs are .npy files in the\n"
+         "order of the jaxpr's constvars then invars. Outputs are written to\n"
+         "DIR/out0.npy, DIR/out1.npy, ... in output order (DIR is created if\n"
+         "needed); without --out-dir they are summarized on standard output.\n");
+  return 0;
+}
+
+/* Prints a short summary of an output array: aval and the first values. */
+static void summarize(int k, const ft_array *a) {
+  ft_aval av = ft_array_aval(a);
+  char buf[128];
+  printf("out%d: %s", k, ft_aval_str(&av, buf, sizeof buf));
+  int64_t n = ft_aval_size(&av);
+  const void *d = ft_array_data(a);
+  printf(" = [");
+  for (int64_t i = 0; i < n && i < 8; i++) {
+    double v = 0;
+    switch (av.dtype) {
+    case FT_F32: v = ((const float *)d)[i]; break;
+    case FT_F64: v = ((const double *)d)[i]; break;
+    case FT_I32: v = ((const int32_t *)d)[i]; break;
+    case FT_I64: v = (double)((const int64_t *)d)[i]; break;
+    case FT_U32: v = ((const uint32_t *)d)[i]; break;
+    case FT_BOOL: case FT_U8: v = ((const uint8_t *)d)[i]; break;
+    case FT_I8: v = ((const int8_t *)d)[i]; break;
+    default: printf("..."); i = n; continue;
+    }
+    printf(i ? ", %.9g" : "%.9g", v);
+  }
+  printf(n > 8 ? ", ...]\n" : "]\n");
+}
+
+int ftc_cmd_run(int argc, char **argv) {
+  if (ftc_wants_help(argc, argv)) return run_usage();
+  const char *file = NULL, *out_dir = NULL;
+  const char **ins = calloc((size_t)argc, sizeof *ins);
+  int n_ins = 0, rc = 1;
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_jaxpr *j = NULL;
+  ft_array **in = NULL, **out = NULL;
+  int n_out = 0;
+  if (!ins || !ctx) { ftc_fail("run", "out of memory"); goto done; }
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--in") || !strcmp(argv[i], "--out-dir")) {
+      if (i + 1 >= argc) { ftc_fail("run", "%s needs a value", argv[i]); goto done; }
+      if (argv[i][2] == 'i') ins[n_ins++] = argv[++i];
+      else out_dir = argv[++i];
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      ftc_fail("run", "unknown option '%s' (try 'ftc run --help')", argv[i]);
+      goto done;
+    } else if (file) {
+      ftc_fail("run", "expected one FILE, got '%s' and '%s'", file, argv[i]);
+      goto done;
+    } else {
+      file = argv[i];
+    }
+  }
+  if (!file) { ftc_fail("run", "missing FILE (try 'ftc run --help')"); goto done; }
+  if (!(j = load(ctx, "run", file))) goto done;
+  in = calloc((size_t)n_ins + 1, sizeof *in);
+  n_out = ft_jaxpr_num_outputs(j);
+  out = calloc((size_t)n_out + 1, sizeof *out);
+  if (!in || !out) { ftc_fail("run", "out of memory"); goto done; }
+  for (int i = 0; i < n_ins; i++)
+    if (!(in[i] = ft_npy_read(ctx, ins[i]))) {
+      ftc_fail("run", "%s", ft_ctx_error(ctx));
+      goto done;
+    }
+  if (ft_eval(ctx, j, n_ins, in, n_out, out) != FT_OK) {
+    ftc_fail("run", "%s", ft_ctx_error(ctx));
+    goto done;
+  }
+  if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+    ftc_fail("run", "cannot create '%s': %s", out_dir, strerror(errno));
+    goto done;
+  }
+  for (int k = 0; k < n_out; k++) {
+    if (!out_dir) { summarize(k, out[k]); continue; }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/out%d.npy", out_dir, k);
+    if (ft_npy_write(ctx, out[k], path) != FT_OK) {
+      ftc_fail("run", "%s", ft_ctx_error(ctx));
+      goto done;
+    }
+  }
+  rc = 0;
+done:
+  for (int i = 0; in && i < n_ins; i++) ft_array_free(in[i]);
+  for (int k = 0; out && k < n_out; k++) ft_array_free(out[k]);
+  free(in);
+  free(out);
+  free(ins);
+  ft_jaxpr_free(j);
+  ft_ctx_free(ctx);
+  return rc;
+}
