@@ -1,0 +1,253 @@
+/* src/runtime/interp.c: the reference interpreter (DESIGN.md §7): the value
+ * environment, literals, the per-equation dispatch by family, and ft_eval.
+ * Slow and simple on purpose: every compiled result is checked against it. */
+#include <string.h>
+
+#include "runtime.h"
+
+const ft_pval *ft_eqn_param(const ft_eqn *e, const char *name) {
+  int k = ft_prim_param_index(e->prim, name);
+  FT_ASSERT(k >= 0);
+  return &e->params[k];
+}
+
+int ft_param_ints(const ft_eqn *e, const char *name, int64_t *out, int max) {
+  const ft_pval *v = ft_eqn_param(e, name);
+  int n = 0;
+  if (!ft_pv_get_ints(v, out, max, &n) || n > max) return -1;
+  return n;
+}
+
+int64_t ft_param_int(const ft_eqn *e, const char *name, int64_t dflt) {
+  const ft_pval *v = ft_eqn_param(e, name);
+  return v->tag == FT_PV_INT ? v->u.i : v->tag == FT_PV_BOOL ? v->u.b : dflt;
+}
+
+bool ft_param_bool(const ft_eqn *e, const char *name, bool dflt) {
+  const ft_pval *v = ft_eqn_param(e, name);
+  return v->tag == FT_PV_BOOL ? v->u.b : v->tag == FT_PV_INT ? v->u.i != 0 : dflt;
+}
+
+ft_status ft_interp_alloc_outs(ft_ctx *ctx, const ft_eqn *e, ft_array **out) {
+  for (int k = 0; k < e->n_out; k++) {
+    out[k] = ft_array_alloc(ctx, &e->out[k]->aval);
+    if (!out[k]) {
+      for (int i = 0; i < k; i++) ft_array_free(out[i]), out[i] = NULL;
+      return ft_ctx_status(ctx);
+    }
+  }
+  return FT_OK;
+}
+
+/* A rank-0 array holding a literal's value. */
+static ft_array *lit_array(ft_ctx *ctx, const ft_var *v) {
+  ft_array *a = ft_array_alloc(ctx, &v->aval);
+  if (!a) return NULL;
+  ft_dtype dt = v->aval.dtype;
+  if (ft_dtype_is_complex(dt)) ft_set_c128(a, 0, v->lit.f, v->lit_im);
+  else if (ft_dtype_is_float(dt)) ft_set_f64(a, 0, v->lit.f);
+  else if (ft_dtype_is_unsigned(dt)) ft_set_i64(a, 0, (int64_t)v->lit.u);
+  else ft_set_i64(a, 0, v->lit.i);
+  return a;
+}
+
+static ft_interp_rule rule_for(ft_prim p) {
+  switch (ft_prim_get(p)->family) {
+  case FT_FAM_UNARY: return ft_interp_unary;
+  case FT_FAM_BINARY: return ft_interp_binary;
+  case FT_FAM_COMPARE: return ft_interp_compare;
+  case FT_FAM_SELECT: return ft_interp_select;
+  case FT_FAM_CONVERT: return ft_interp_convert;
+  case FT_FAM_LAYOUT: return ft_interp_layout;
+  case FT_FAM_REDUCE: return ft_interp_reduce;
+  case FT_FAM_CUMULATIVE: return ft_interp_cumulative;
+  case FT_FAM_DOT: return ft_interp_dot;
+  case FT_FAM_CONTROL: return ft_interp_control;
+  case FT_FAM_OTHER:
+    if (p == FT_P_IOTA) return ft_interp_iota;
+    if (p == FT_P_SORT) return ft_interp_sort;
+    if (p == FT_P_FFT) return ft_interp_fft;
+    return NULL;
+  }
+  return NULL;
+}
+
+/* Coverage (ftc coverage): NULL when the interpreter has a rule for p, else
+ * the explicit reason it has none. Derived from rule_for, so it cannot drift. */
+const char *ft_eval_rule_status(ft_prim p) {
+  if (rule_for(p)) return NULL;
+  return "unsupported: indexed/windowed primitive not yet evaluated (gather, scatter, "
+         "reduce_window, conv, top_k arrive with the indexing work)";
+}
+
+/* The environment: one slot per variable id of the jaxpr's arena. */
+typedef struct env {
+  ft_array **val;
+  bool *owned;
+  uint32_t n;
+} env;
+
+static void env_set(env *E, const ft_var *v, ft_array *a, bool owned) {
+  FT_ASSERT(v->id < E->n);
+  if (E->owned[v->id]) ft_array_free(E->val[v->id]);
+  E->val[v->id] = a;
+  E->owned[v->id] = owned;
+}
+
+static void env_free(env *E) {
+  for (uint32_t i = 0; i < E->n; i++)
+    if (E->owned[i]) ft_array_free(E->val[i]);
+  free(E->val);
+  free(E->owned);
+}
+
+static bool check_aval(ft_ctx *ctx, const char *what, int i, const ft_var *v, const ft_array *a) {
+  if (a && ft_aval_eq(&v->aval, &a->aval)) return true;
+  char s1[128], s2[128];
+  ft_set_error(ctx, a && a->aval.dtype != v->aval.dtype ? FT_ERR_TYPE : FT_ERR_SHAPE,
+               "%s %d: expected %s, got %s", what, i, ft_aval_str(&v->aval, s1, sizeof s1),
+               a ? ft_aval_str(&a->aval, s2, sizeof s2) : "NULL");
+  return false;
+}
+
+int ft_interp_num_args(const ft_jaxpr *j) { return (j->const_data ? 0 : j->n_const) + j->n_in; }
+
+/* Evaluates one equation: gathers inputs (materializing literals), runs the
+ * family's rule, binds the outputs. */
+static ft_status eval_eqn(ft_ctx *ctx, env *E, const ft_eqn *e, int idx) {
+  ft_array *stack_in[16], **in = stack_in;
+  ft_array *stack_out[16], **out = stack_out;
+  bool *is_lit = NULL;
+  ft_status st = FT_OK;
+  if (e->n_in > 16 || e->n_out > 16) {
+    in = calloc((size_t)e->n_in + 1, sizeof *in);
+    out = calloc((size_t)e->n_out + 1, sizeof *out);
+    if (!in || !out) {
+      st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+      goto done;
+    }
+  }
+  is_lit = calloc((size_t)e->n_in + 1, 1);
+  if (!is_lit) {
+    st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (int k = 0; k < e->n_in; k++) {
+    const ft_var *v = e->in[k];
+    if (v->kind == FT_LIT) {
+      in[k] = lit_array(ctx, v);
+      is_lit[k] = true;
+      if (!in[k]) {
+        st = ft_ctx_status(ctx);
+        goto done;
+      }
+    } else {
+      in[k] = v->id < E->n ? E->val[v->id] : NULL;
+      if (!in[k]) {
+        st = ft_set_error(ctx, FT_ERR_INTERNAL, "input %d is unbound", k);
+        goto done;
+      }
+    }
+  }
+  for (int k = 0; k < e->n_out; k++) out[k] = NULL;
+  ft_interp_rule rule = rule_for(e->prim);
+  if (!rule) {
+    st = ft_set_error(ctx, FT_ERR_UNSUPPORTED, "no interpreter rule");
+    goto done;
+  }
+  st = rule(ctx, e, in, out);
+  if (st == FT_OK) {
+    for (int k = 0; k < e->n_out; k++) {
+      FT_ASSERT(out[k] && ft_aval_eq(&out[k]->aval, &e->out[k]->aval));
+      if (e->out[k]->kind == FT_VAR) env_set(E, e->out[k], out[k], true);
+      else ft_array_free(out[k]);
+    }
+  }
+done:
+  if (st != FT_OK && ft_ctx_status(ctx) != FT_OK)
+    ft_error_prefix(ctx, "eval: equation %d (%s)", idx, ft_prim_get(e->prim)->name);
+  if (is_lit)
+    for (int k = 0; k < e->n_in; k++)
+      if (is_lit[k]) ft_array_free(in[k]);
+  free(is_lit);
+  if (in != stack_in) free(in);
+  if (out != stack_out) free(out);
+  return st;
+}
+
+ft_status ft_interp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *args,
+                          ft_array **outs) {
+  int n_const_args = j->const_data ? 0 : j->n_const;
+  if (n_args != n_const_args + j->n_in)
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG,
+                        "eval: expected %d inputs (%d constants + %d arguments), got %d",
+                        n_const_args + j->n_in, n_const_args, j->n_in, n_args);
+  env E = {0};
+  E.n = ft_arena_num_var_ids(j->arena);
+  E.val = calloc((size_t)E.n + 1, sizeof *E.val);
+  E.owned = calloc((size_t)E.n + 1, sizeof *E.owned);
+  ft_status st = FT_OK;
+  for (int k = 0; k < j->n_out; k++) outs[k] = NULL;
+  if (!E.val || !E.owned) {
+    st = ft_set_error(ctx, FT_ERR_NOMEM, "eval: out of memory");
+    goto done;
+  }
+  for (int k = 0; k < j->n_const; k++) {
+    const ft_var *v = j->constvars[k];
+    if (j->const_data) {
+      ft_array *a = ft_array_alloc(ctx, &v->aval);
+      if (!a) {
+        st = ft_ctx_status(ctx);
+        goto done;
+      }
+      if (a->nbytes) memcpy(a->data, j->const_data[k], a->nbytes);
+      env_set(&E, v, a, true);
+    } else {
+      if (!check_aval(ctx, "eval: constant input", k, v, args[k])) {
+        st = ft_ctx_status(ctx);
+        goto done;
+      }
+      env_set(&E, v, args[k], false);
+    }
+  }
+  for (int k = 0; k < j->n_in; k++) {
+    ft_array *a = args[n_const_args + k];
+    if (!check_aval(ctx, "eval: input", k, j->invars[k], a)) {
+      st = ft_ctx_status(ctx);
+      goto done;
+    }
+    env_set(&E, j->invars[k], a, false);
+  }
+  for (int i = 0; i < j->n_eqn && st == FT_OK; i++) st = eval_eqn(ctx, &E, &j->eqns[i], i);
+  for (int k = 0; k < j->n_out && st == FT_OK; k++) {
+    const ft_var *v = j->outvars[k];
+    if (v->kind == FT_LIT) {
+      outs[k] = lit_array(ctx, v);
+    } else {
+      ft_array *a = v->id < E.n ? E.val[v->id] : NULL;
+      if (!a) {
+        st = ft_set_error(ctx, FT_ERR_INTERNAL, "eval: output %d is unbound", k);
+        break;
+      }
+      outs[k] = ft_array_clone(ctx, a);
+    }
+    if (!outs[k]) st = ft_ctx_status(ctx);
+  }
+done:
+  if (st != FT_OK)
+    for (int k = 0; k < j->n_out; k++) ft_array_free(outs[k]), outs[k] = NULL;
+  env_free(&E);
+  return st;
+}
+
+ft_status ft_eval(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in, int n_out,
+                  ft_array **out) {
+  if (!j || (n_in && !in) || !out)
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "eval: NULL argument");
+  if (n_out != j->n_out)
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "eval: the jaxpr has %d outputs, got room for %d",
+                        j->n_out, n_out);
+  for (int k = 0; k < n_in; k++)
+    if (!in[k]) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "eval: input %d is NULL", k);
+  return ft_interp_jaxpr(ctx, j, n_in, in, out);
+}

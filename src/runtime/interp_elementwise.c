@@ -1,0 +1,775 @@
+/* src/runtime/interp_elementwise.c: the interpreter's elementwise families —
+ * unary, binary, comparisons, select_n/clamp, conversions — with XLA's CPU
+ * semantics for every dtype: wrapping integers, x/0 == -1 and x%0 == x,
+ * shifts by >= the width give 0 (or the sign), NaN-propagating max/min with
+ * -0 < +0, saturating float->int conversion with NaN -> 0. f16 and bf16 are
+ * computed in f32 and rounded once (integer_pow rounds after each multiply,
+ * as its lowering does). Transcendentals come from math_adapter.h. */
+#include <complex.h>
+#include <string.h>
+#include <tgmath.h>
+
+#include "math_adapter.h"
+#include "runtime.h"
+
+typedef enum { WK_INT, WK_F32, WK_F64, WK_CPX } wkind;
+
+static wkind wkind_of(ft_dtype dt) {
+  switch (dt) {
+  case FT_F16: case FT_BF16: case FT_F32: return WK_F32;
+  case FT_F64: return WK_F64;
+  case FT_C64: case FT_C128: return WK_CPX;
+  default: return WK_INT;
+  }
+}
+
+float ft_round_to(ft_dtype dt, float x) {
+  if (dt == FT_F16) return ft_f16_to_f32(ft_f64_to_f16(x));
+  if (dt == FT_BF16) return ft_bf16_to_f32(ft_f64_to_bf16(x));
+  return x;
+}
+
+static ft_status unsupported(ft_ctx *ctx, const ft_eqn *e, ft_dtype dt) {
+  return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "%s is not defined for dtype %s",
+                      ft_prim_get(e->prim)->name, ft_dtype_name(dt));
+}
+
+/* Stride of an operand against an output of n elements: 1 when the shapes
+ * match, 0 for a rank-0 operand (e.g. a literal), else false. */
+static bool operand_stride(const ft_array *a, int64_t n, int64_t *stride) {
+  int64_t m = ft_array_size(a);
+  if (m == n && (a->aval.rank > 0 || n == 1)) *stride = 1;
+  else if (a->aval.rank == 0) *stride = 0;
+  else return false;
+  return true;
+}
+
+/* A copy of a broadcast to shape `to` (same rank; each dim 1 or equal),
+ * for operands such as f32[2,1] against f32[2,4], which lax ops accept. */
+static ft_array *broadcast_to(ft_ctx *ctx, const ft_array *a, const ft_aval *to) {
+  if (a->aval.rank != to->rank) return NULL;
+  for (int d = 0; d < to->rank; d++)
+    if (a->aval.dims[d] != 1 && a->aval.dims[d] != to->dims[d]) return NULL;
+  ft_aval av = ft_aval_make(a->aval.dtype, to->rank, to->dims);
+  ft_array *o = ft_array_alloc(ctx, &av);
+  if (!o) return NULL;
+  size_t es = ft_dtype_size(av.dtype);
+  int64_t n = ft_aval_size(&av), st[FT_MAX_RANK], s = 1;
+  for (int d = to->rank - 1; d >= 0; d--) st[d] = a->aval.dims[d] == 1 ? 0 : s, s *= a->aval.dims[d];
+  for (int64_t i = 0; i < n; i++) {
+    int64_t rem = i, off = 0;
+    for (int d = to->rank - 1; d >= 0; d--) off += (rem % to->dims[d]) * st[d], rem /= to->dims[d];
+    memcpy((char *)o->data + (size_t)i * es, (const char *)a->data + (size_t)off * es, es);
+  }
+  return o;
+}
+
+/* Operands ready for elementwise loops: ops[k] is in[k] or a broadcast copy
+ * (listed in tmp, freed by free_operands); strides[k] is 0 or 1. */
+typedef struct operands {
+  ft_array *ops[16];
+  ft_array *tmp[16];
+  int n;
+} operands;
+
+static void free_operands(operands *o) {
+  for (int k = 0; k < o->n; k++) ft_array_free(o->tmp[k]), o->tmp[k] = NULL;
+}
+
+static ft_status check_operands(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, int n_in,
+                                int64_t n, int64_t *strides, operands *o) {
+  memset(o, 0, sizeof *o);
+  if (n_in > 16) return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "more than 16 operands");
+  o->n = n_in;
+  for (int k = 0; k < n_in; k++) {
+    o->ops[k] = in[k];
+    if (operand_stride(in[k], n, &strides[k])) continue;
+    o->tmp[k] = o->ops[k] = broadcast_to(ctx, in[k], &e->out[0]->aval);
+    strides[k] = 1;
+    if (!o->ops[k]) {
+      char s1[128], s2[128];
+      free_operands(o);
+      return ft_set_error(ctx, FT_ERR_SHAPE, "operand %d is %s but the result is %s", k,
+                          ft_aval_str(&in[k]->aval, s1, sizeof s1),
+                          ft_aval_str(&e->out[0]->aval, s2, sizeof s2));
+    }
+  }
+  return FT_OK;
+}
+
+/* ------------------------------------------------------------------ max/min */
+/* XLA's max/min: a NaN operand wins; -0 < +0. */
+#define DEF_MAXMIN(T, SFX)                                                     \
+  static T xmax_##SFX(T a, T b) {                                              \
+    if (a != a) return a;                                                      \
+    if (b != b) return b;                                                      \
+    if (a == b) return signbit(a) ? b : a;                                     \
+    return a > b ? a : b;                                                      \
+  }                                                                            \
+  static T xmin_##SFX(T a, T b) {                                              \
+    if (a != a) return a;                                                      \
+    if (b != b) return b;                                                      \
+    if (a == b) return signbit(a) ? a : b;                                     \
+    return a < b ? a : b;                                                      \
+  }
+DEF_MAXMIN(float, f32)
+DEF_MAXMIN(double, f64)
+
+/* integer_pow by repeated squaring in the order of JAX's lowering
+ * (jax._src.lax.lax._integer_pow), rounding each product to dt. */
+#define DEF_IPOW(T, SFX, RND)                                                  \
+  static T ipow_##SFX(ft_dtype dt, T x, int64_t y) {                           \
+    if (y == 0) return 1;                                                      \
+    bool recip = y < 0;                                                        \
+    uint64_t n = recip ? (uint64_t)0 - (uint64_t)y : (uint64_t)y;              \
+    T acc = 0;                                                                 \
+    bool have = false;                                                         \
+    while (n > 0) {                                                            \
+      if (n & 1) {                                                             \
+        acc = have ? RND(dt, acc * x) : x;                                     \
+        have = true;                                                           \
+      }                                                                        \
+      n >>= 1;                                                                 \
+      if (n > 0) x = RND(dt, x * x);                                           \
+    }                                                                          \
+    return recip ? RND(dt, 1 / acc) : acc;                                     \
+  }
+#define NO_ROUND(dt, v) (v)
+DEF_IPOW(float, f32, ft_round_to)
+DEF_IPOW(double, f64, NO_ROUND)
+
+/* ------------------------------------------------------------------- unary */
+/* One body for float and double: tgmath picks floor/sqrt/... by type, FTM
+ * picks the shared math library's f32/f64 function. */
+#define DEF_UNARY_FLOAT(T, SFX)                                                \
+  static bool unary_##SFX(ft_prim p, T x, T *r, int rounding_even) {           \
+    switch (p) {                                                               \
+    case FT_P_NEG: *r = -x; break;                                             \
+    case FT_P_SIGN: *r = x != x ? x : x > 0 ? (T)1 : x < 0 ? (T)-1 : x; break; \
+    case FT_P_FLOOR: *r = floor(x); break;                                     \
+    case FT_P_CEIL: *r = ceil(x); break;                                       \
+    case FT_P_ROUND: *r = rounding_even ? rint(x) : round(x); break;           \
+    case FT_P_EXP: *r = FTM(exp, SFX)(x); break;                               \
+    case FT_P_EXP2: *r = FTM(exp2, SFX)(x); break;                             \
+    case FT_P_LOG: *r = FTM(log, SFX)(x); break;                               \
+    case FT_P_LOG1P: *r = FTM(log1p, SFX)(x); break;                           \
+    case FT_P_EXPM1: *r = FTM(expm1, SFX)(x); break;                           \
+    case FT_P_TANH: *r = FTM(tanh, SFX)(x); break;                             \
+    case FT_P_LOGISTIC: *r = FTM(logistic, SFX)(x); break;                     \
+    case FT_P_SIN: *r = FTM(sin, SFX)(x); break;                               \
+    case FT_P_COS: *r = FTM(cos, SFX)(x); break;                               \
+    case FT_P_TAN: *r = FTM(tan, SFX)(x); break;                               \
+    case FT_P_ASIN: *r = FTM(asin, SFX)(x); break;                             \
+    case FT_P_ACOS: *r = FTM(acos, SFX)(x); break;                             \
+    case FT_P_ATAN: *r = FTM(atan, SFX)(x); break;                             \
+    case FT_P_SINH: *r = FTM(sinh, SFX)(x); break;                             \
+    case FT_P_COSH: *r = FTM(cosh, SFX)(x); break;                             \
+    case FT_P_ASINH: *r = FTM(asinh, SFX)(x); break;                           \
+    case FT_P_ACOSH: *r = FTM(acosh, SFX)(x); break;                           \
+    case FT_P_ATANH: *r = FTM(atanh, SFX)(x); break;                           \
+    case FT_P_SQRT: *r = FTM(sqrt, SFX)(x); break;                                       \
+    case FT_P_RSQRT: *r = FTM(rsqrt, SFX)(x); break;                               \
+    case FT_P_CBRT: *r = FTM(cbrt, SFX)(x); break;                             \
+    case FT_P_SQUARE: *r = x * x; break;                                       \
+    case FT_P_ABS: *r = fabs(x); break;                                        \
+    case FT_P_ERF: *r = FTM(erf, SFX)(x); break;                               \
+    case FT_P_ERFC: *r = FTM(erfc, SFX)(x); break;                             \
+    case FT_P_ERF_INV: *r = FTM(erf_inv, SFX)(x); break;                       \
+    case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; break;  \
+    default: return false;                                                     \
+    }                                                                          \
+    return true;                                                               \
+  }
+DEF_UNARY_FLOAT(float, f32)
+DEF_UNARY_FLOAT(double, f64)
+
+static bool unary_int(ft_prim p, int64_t x, int64_t y, bool sgn, bool isbool, int64_t *r) {
+  uint64_t u = (uint64_t)x;
+  switch (p) {
+  case FT_P_NEG: *r = (int64_t)(0 - u); return !isbool;
+  case FT_P_SIGN: *r = sgn ? (x > 0) - (x < 0) : x != 0; return !isbool;
+  case FT_P_ABS: *r = sgn && x < 0 ? (int64_t)(0 - u) : x; return !isbool;
+  case FT_P_SQUARE: *r = (int64_t)(u * u); return !isbool;
+  case FT_P_NOT: *r = isbool ? !x : (int64_t)~u; return true;
+  case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; return true;
+  case FT_P_INTEGER_POW: {
+    if (y < 0 || isbool) return false;
+    uint64_t acc = 1, b = u;
+    for (uint64_t n = (uint64_t)y; n; n >>= 1, b *= b)
+      if (n & 1) acc *= b;
+    *r = (int64_t)acc;
+    return true;
+  }
+  default: return false;
+  }
+}
+
+static bool unary_cpx(ft_prim p, double complex x, ft_dtype dt, double complex *r) {
+  bool c64 = dt == FT_C64;
+  switch (p) {
+  case FT_P_NEG: *r = -x; return true;
+  case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; return true;
+  case FT_P_SQUARE: {
+    double a = creal(x), b = cimag(x);
+    if (c64) {
+      float fa = (float)a, fb = (float)b;
+      *r = CMPLX((double)(fa * fa - fb * fb), (double)(fa * fb + fb * fa));
+    } else {
+      *r = CMPLX(a * a - b * b, a * b + b * a);
+    }
+    return true;
+  }
+  default: return false;
+  }
+}
+
+/* The rounding_method param: 0 / AWAY_FROM_ZERO, 1 / TO_NEAREST_EVEN. */
+static int rounding_even(const ft_eqn *e) {
+  const ft_pval *v = ft_eqn_param(e, "rounding_method");
+  if (v->tag == FT_PV_INT) return v->u.i == 1;
+  if (v->s && strstr(v->s, "EVEN")) return 1;
+  if (v->s && !strcmp(v->s, "1")) return 1;
+  return 0;
+}
+
+/* reduce_precision on the bits, exactly as XLA's elemental emitter does it. */
+static uint64_t reduce_precision_bits(uint64_t x, int nbits, int src_e, int src_m, int ebits,
+                                      int mbits, bool isnan_x) {
+  uint64_t orig = x;
+  if (mbits < src_m) {
+    uint64_t last = UINT64_C(1) << (src_m - mbits);
+    uint64_t base_bias = (last >> 1) - 1;
+    uint64_t x_last = (x & last) >> (src_m - mbits);
+    x = (x + x_last + base_bias) & ~(last - 1);
+  }
+  if (ebits < src_e) {
+    uint64_t sign_mask = UINT64_C(1) << (nbits - 1);
+    uint64_t exp_mask = ((UINT64_C(1) << src_e) - 1) << src_m;
+    int64_t bias = (INT64_C(1) << (src_e - 1)) - 1;
+    int64_t rbias = (INT64_C(1) << (ebits - 1)) - 1;
+    uint64_t maxe = (uint64_t)(bias + rbias), mine = (uint64_t)(bias - rbias);
+    uint64_t xe = x & exp_mask;
+    uint64_t signed_zero = x & sign_mask, signed_inf = signed_zero | exp_mask;
+    if (xe > (maxe << src_m)) x = signed_inf;
+    else if (xe <= (mine << src_m)) x = signed_zero;
+  }
+  if (isnan_x) {
+    if (mbits > 0) return orig;
+    uint64_t exp_mask = ((UINT64_C(1) << src_e) - 1) << src_m;
+    return (orig & (UINT64_C(1) << (nbits - 1))) | exp_mask;
+  }
+  return x;
+}
+
+static ft_status reduce_precision(ft_ctx *ctx, const ft_eqn *e, const ft_array *a, ft_array *o) {
+  int64_t eb = ft_param_int(e, "exponent_bits", -1), mb = ft_param_int(e, "mantissa_bits", -1);
+  if (eb < 1 || mb < 0)
+    return ft_set_error(ctx, FT_ERR_TYPE, "reduce_precision: bad exponent_bits %lld or "
+                        "mantissa_bits %lld", (long long)eb, (long long)mb);
+  ft_dtype dt = a->aval.dtype;
+  int64_t n = ft_array_size(a);
+  for (int64_t i = 0; i < n; i++) {
+    if (dt == FT_F64) {
+      double x = ft_get_f64(a, i);
+      uint64_t b;
+      memcpy(&b, &x, 8);
+      b = reduce_precision_bits(b, 64, 11, 52, eb < 11 ? (int)eb : 11, mb < 52 ? (int)mb : 52,
+                                x != x);
+      memcpy(&x, &b, 8);
+      ft_set_f64(o, i, x);
+    } else if (wkind_of(dt) == WK_F32) {
+      float x = (float)ft_get_f64(a, i);
+      uint32_t b;
+      memcpy(&b, &x, 4);
+      b = (uint32_t)reduce_precision_bits(b, 32, 8, 23, eb < 8 ? (int)eb : 8,
+                                          mb < 23 ? (int)mb : 23, x != x);
+      memcpy(&x, &b, 4);
+      ft_set_f64(o, i, x);
+    } else {
+      return unsupported(ctx, e, dt);
+    }
+  }
+  return FT_OK;
+}
+
+ft_status ft_interp_unary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  const ft_array *a = in[0];
+  ft_dtype dt = a->aval.dtype;
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  ft_array *o = out[0];
+  int64_t n = ft_array_size(o), s;
+  if (!operand_stride(a, n, &s) || s != 1) {
+    st = ft_set_error(ctx, FT_ERR_SHAPE, "operand and result shapes differ");
+    goto fail;
+  }
+  if (e->prim == FT_P_REDUCE_PRECISION) {
+    st = reduce_precision(ctx, e, a, o);
+    if (st) goto fail;
+    return FT_OK;
+  }
+  if (e->prim == FT_P_IS_FINITE) {
+    if (!ft_dtype_is_float(dt)) goto unsup;
+    for (int64_t i = 0; i < n; i++) ft_set_i64(o, i, isfinite(ft_get_f64(a, i)));
+    return FT_OK;
+  }
+  int even = e->prim == FT_P_ROUND ? rounding_even(e) : 0;
+  int64_t y = e->prim == FT_P_INTEGER_POW ? ft_param_int(e, "y", 0) : 0;
+  switch (wkind_of(dt)) {
+  case WK_F32:
+    for (int64_t i = 0; i < n; i++) {
+      float x = (float)ft_get_f64(a, i), r;
+      if (e->prim == FT_P_INTEGER_POW) r = ipow_f32(dt, x, y);
+      else if (!unary_f32(e->prim, x, &r, even)) goto unsup;
+      ft_set_f64(o, i, r);
+    }
+    break;
+  case WK_F64:
+    for (int64_t i = 0; i < n; i++) {
+      double x = ft_get_f64(a, i), r;
+      if (e->prim == FT_P_INTEGER_POW) r = ipow_f64(dt, x, y);
+      else if (!unary_f64(e->prim, x, &r, even)) goto unsup;
+      ft_set_f64(o, i, r);
+    }
+    break;
+  case WK_INT: {
+    bool sgn = ft_dtype_is_signed(dt), isbool = dt == FT_BOOL;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t r;
+      if (!unary_int(e->prim, ft_get_i64(a, i), y, sgn, isbool, &r)) goto unsup;
+      ft_set_i64(o, i, r);
+    }
+    break;
+  }
+  case WK_CPX:
+    if (e->prim == FT_P_ABS) { /* complex -> real magnitude */
+      for (int64_t i = 0; i < n; i++) {
+        double re, im;
+        ft_get_c128(a, i, &re, &im);
+        ft_set_f64(o, i, dt == FT_C64 ? (double)hypotf((float)re, (float)im) : hypot(re, im));
+      }
+      break;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      double re, im;
+      double complex r;
+      ft_get_c128(a, i, &re, &im);
+      if (!unary_cpx(e->prim, CMPLX(re, im), dt, &r)) goto unsup;
+      ft_set_c128(o, i, creal(r), cimag(r));
+    }
+    break;
+  }
+  return FT_OK;
+unsup:
+  st = unsupported(ctx, e, dt);
+fail:
+  ft_array_free(out[0]);
+  out[0] = NULL;
+  return st;
+}
+
+/* ------------------------------------------------------------------ binary */
+#define DEF_BINARY_FLOAT(T, SFX)                                               \
+  static bool binary_##SFX(ft_prim p, T a, T b, T *r) {                        \
+    switch (p) {                                                               \
+    case FT_P_ADD: case FT_P_ADD_ANY: *r = a + b; break;                       \
+    case FT_P_SUB: *r = a - b; break;                                          \
+    case FT_P_MUL: *r = a * b; break;                                          \
+    case FT_P_DIV: *r = a / b; break;                                          \
+    case FT_P_REM: *r = fmod(a, b); break;                                     \
+    case FT_P_POW: *r = FTM(pow, SFX)(a, b); break;                            \
+    case FT_P_MAX: *r = xmax_##SFX(a, b); break;                               \
+    case FT_P_MIN: *r = xmin_##SFX(a, b); break;                               \
+    case FT_P_ATAN2: *r = FTM(atan2, SFX)(a, b); break;                        \
+    case FT_P_NEXTAFTER: *r = (a != a || b != b) ? a + b : nextafter(a, b); break; \
+    default: return false;                                                     \
+    }                                                                          \
+    return true;                                                               \
+  }
+DEF_BINARY_FLOAT(float, f32)
+DEF_BINARY_FLOAT(double, f64)
+
+/* Integer binary ops on values already extended to 64 bits; the caller
+ * truncates the result to the width. */
+static bool binary_int(ft_prim p, int64_t a, int64_t b, int bits, bool sgn, bool isbool,
+                       int64_t *r) {
+  uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+  uint64_t mask = bits >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << bits) - 1;
+  switch (p) {
+  case FT_P_ADD: case FT_P_ADD_ANY: *r = (int64_t)(ua + ub); return true;
+  case FT_P_SUB: *r = (int64_t)(ua - ub); return !isbool;
+  case FT_P_MUL: *r = (int64_t)(ua * ub); return true;
+  case FT_P_DIV:
+    if (isbool) return false;
+    if (b == 0) *r = -1; /* all ones: -1, or the unsigned maximum */
+    else if (sgn) *r = (b == -1) ? (int64_t)(0 - ua) : a / b; /* MIN/-1 wraps to MIN */
+    else *r = (int64_t)(ua / ub);
+    return true;
+  case FT_P_REM:
+    if (isbool) return false;
+    if (b == 0) *r = a;
+    else if (sgn) *r = (b == -1) ? 0 : a % b;
+    else *r = (int64_t)(ua % ub);
+    return true;
+  case FT_P_MAX: *r = sgn ? (a > b ? a : b) : (ua > ub ? a : b); return true;
+  case FT_P_MIN: *r = sgn ? (a < b ? a : b) : (ua < ub ? a : b); return true;
+  case FT_P_AND: *r = a & b; return true;
+  case FT_P_OR: *r = a | b; return true;
+  case FT_P_XOR: *r = a ^ b; return true;
+  case FT_P_SHIFT_LEFT:
+    if (isbool) return false;
+    *r = (ub & mask) >= (uint64_t)bits ? 0 : (int64_t)(ua << (ub & mask));
+    return true;
+  case FT_P_SHIFT_RIGHT_LOGICAL:
+    if (isbool) return false;
+    *r = (ub & mask) >= (uint64_t)bits ? 0 : (int64_t)((ua & mask) >> (ub & mask));
+    return true;
+  case FT_P_SHIFT_RIGHT_ARITHMETIC: {
+    if (isbool) return false;
+    int64_t sa = ft_int_wrap(a, bits, true); /* the bits as a signed value */
+    uint64_t s = ub & mask;
+    *r = s >= (uint64_t)bits ? (sa < 0 ? -1 : 0) : (sa >> s);
+    return true;
+  }
+  default: return false;
+  }
+}
+
+static bool binary_cpx(ft_prim p, ft_dtype dt, double ar, double ai, double br, double bi,
+                       double *rr, double *ri) {
+  if (dt == FT_C64) { /* compute in single precision, as XLA does */
+    float a = (float)ar, b = (float)ai, c = (float)br, d = (float)bi;
+    switch (p) {
+    case FT_P_ADD: case FT_P_ADD_ANY: *rr = a + c, *ri = b + d; return true;
+    case FT_P_SUB: *rr = a - c, *ri = b - d; return true;
+    case FT_P_MUL: *rr = a * c - b * d, *ri = a * d + b * c; return true;
+    case FT_P_DIV: {
+      float complex q = CMPLXF(a, b) / CMPLXF(c, d);
+      *rr = crealf(q), *ri = cimagf(q);
+      return true;
+    }
+    default: return false;
+    }
+  }
+  switch (p) {
+  case FT_P_ADD: case FT_P_ADD_ANY: *rr = ar + br, *ri = ai + bi; return true;
+  case FT_P_SUB: *rr = ar - br, *ri = ai - bi; return true;
+  case FT_P_MUL: *rr = ar * br - ai * bi, *ri = ar * bi + ai * br; return true;
+  case FT_P_DIV: {
+    double complex q = CMPLX(ar, ai) / CMPLX(br, bi);
+    *rr = creal(q), *ri = cimag(q);
+    return true;
+  }
+  default: return false;
+  }
+}
+
+/* nextafter on the grid of a 16-bit format (its own bits, not f32's). */
+static uint16_t nextafter16(uint16_t a, uint16_t b, float fa, float fb) {
+  if (fa != fa || fb != fb) return a; /* the caller writes a NaN */
+  if (fa == fb) return b;
+  if (fa == 0) return (uint16_t)((b & 0x8000) | 1);
+  bool up = (fa < fb) == !(a & 0x8000);
+  return (uint16_t)(up ? a + 1 : a - 1);
+}
+
+static void nextafter_half(const ft_array *a, const ft_array *b, ft_array *o, const int64_t *s) {
+  int64_t n = ft_array_size(o);
+  bool f16 = o->aval.dtype == FT_F16;
+  for (int64_t i = 0; i < n; i++) {
+    uint16_t x = ((const uint16_t *)a->data)[i * s[0]], y = ((const uint16_t *)b->data)[i * s[1]];
+    float fx = f16 ? ft_f16_to_f32(x) : ft_bf16_to_f32(x);
+    float fy = f16 ? ft_f16_to_f32(y) : ft_bf16_to_f32(y);
+    uint16_t r = nextafter16(x, y, fx, fy);
+    if (fx != fx || fy != fy) r = f16 ? 0x7e00 : 0x7fc0;
+    ((uint16_t *)o->data)[i] = r;
+  }
+}
+
+ft_status ft_interp_binary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  ft_array *o = out[0];
+  ft_dtype dt = o->aval.dtype;
+  int64_t n = ft_array_size(o), s[2];
+  operands ops;
+  if ((st = check_operands(ctx, e, in, 2, n, s, &ops))) goto fail;
+  const ft_array *a = ops.ops[0], *b = ops.ops[1];
+  if (e->prim == FT_P_NEXTAFTER && (dt == FT_F16 || dt == FT_BF16)) {
+    nextafter_half(a, b, o, s);
+    free_operands(&ops);
+    return FT_OK;
+  }
+  switch (wkind_of(dt)) {
+  case WK_F32:
+    for (int64_t i = 0; i < n; i++) {
+      float r;
+      if (!binary_f32(e->prim, (float)ft_get_f64(a, i * s[0]), (float)ft_get_f64(b, i * s[1]), &r))
+        goto unsup;
+      ft_set_f64(o, i, r);
+    }
+    break;
+  case WK_F64:
+    for (int64_t i = 0; i < n; i++) {
+      double r;
+      if (!binary_f64(e->prim, ft_get_f64(a, i * s[0]), ft_get_f64(b, i * s[1]), &r)) goto unsup;
+      ft_set_f64(o, i, r);
+    }
+    break;
+  case WK_INT: {
+    int bits = ft_dtype_bits(dt);
+    bool sgn = ft_dtype_is_signed(dt), isbool = dt == FT_BOOL;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t r;
+      if (!binary_int(e->prim, ft_get_i64(a, i * s[0]), ft_get_i64(b, i * s[1]), bits, sgn,
+                      isbool, &r))
+        goto unsup;
+      ft_set_i64(o, i, r);
+    }
+    break;
+  }
+  case WK_CPX:
+    for (int64_t i = 0; i < n; i++) {
+      double ar, ai, br, bi, rr, ri;
+      ft_get_c128(a, i * s[0], &ar, &ai);
+      ft_get_c128(b, i * s[1], &br, &bi);
+      if (!binary_cpx(e->prim, dt, ar, ai, br, bi, &rr, &ri)) goto unsup;
+      ft_set_c128(o, i, rr, ri);
+    }
+    break;
+  }
+  free_operands(&ops);
+  return FT_OK;
+unsup:
+  free_operands(&ops);
+  st = unsupported(ctx, e, dt);
+fail:
+  ft_array_free(out[0]);
+  out[0] = NULL;
+  return st;
+}
+
+/* -------------------------------------------------------------- comparisons */
+static bool cmp_result(ft_prim p, int c, bool unordered) {
+  /* c: -1, 0, 1 for a < b, a == b, a > b; unordered: a NaN was involved */
+  if (unordered) return p == FT_P_NE;
+  switch (p) {
+  case FT_P_EQ: return c == 0;
+  case FT_P_NE: return c != 0;
+  case FT_P_LT: return c < 0;
+  case FT_P_LE: return c <= 0;
+  case FT_P_GT: return c > 0;
+  case FT_P_GE: return c >= 0;
+  default: return false;
+  }
+}
+
+ft_status ft_interp_compare(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  ft_array *o = out[0];
+  ft_dtype dt = in[0]->aval.dtype;
+  int64_t n = ft_array_size(o), s[2];
+  operands ops;
+  if ((st = check_operands(ctx, e, in, 2, n, s, &ops))) goto fail;
+  const ft_array *a = ops.ops[0], *b = ops.ops[1];
+  for (int64_t i = 0; i < n; i++) {
+    int c = 0;
+    bool un = false;
+    switch (wkind_of(dt)) {
+    case WK_F32: case WK_F64: {
+      double x = ft_get_f64(a, i * s[0]), y = ft_get_f64(b, i * s[1]);
+      un = x != x || y != y;
+      c = x < y ? -1 : x > y;
+      break;
+    }
+    case WK_INT:
+      if (ft_dtype_is_signed(dt)) {
+        int64_t x = ft_get_i64(a, i * s[0]), y = ft_get_i64(b, i * s[1]);
+        c = x < y ? -1 : x > y;
+      } else {
+        uint64_t x = ft_get_u64(a, i * s[0]), y = ft_get_u64(b, i * s[1]);
+        c = x < y ? -1 : x > y;
+      }
+      break;
+    case WK_CPX: {
+      if (e->prim != FT_P_EQ && e->prim != FT_P_NE) {
+        free_operands(&ops);
+        st = unsupported(ctx, e, dt);
+        goto fail;
+      }
+      double ar, ai, br, bi;
+      ft_get_c128(a, i * s[0], &ar, &ai);
+      ft_get_c128(b, i * s[1], &br, &bi);
+      un = ar != ar || ai != ai || br != br || bi != bi;
+      c = (ar == br && ai == bi) ? 0 : 1;
+      break;
+    }
+    }
+    ft_set_i64(o, i, cmp_result(e->prim, c, un));
+  }
+  free_operands(&ops);
+  return FT_OK;
+fail:
+  ft_array_free(out[0]);
+  out[0] = NULL;
+  return st;
+}
+
+/* ---------------------------------------------------------- select_n, clamp */
+static ft_status clamp_eval(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *o,
+                            const int64_t *s) {
+  ft_dtype dt = o->aval.dtype;
+  int64_t n = ft_array_size(o);
+  const ft_array *lo = in[0], *x = in[1], *hi = in[2];
+  for (int64_t i = 0; i < n; i++) {
+    switch (wkind_of(dt)) {
+    case WK_F32: {
+      float r = xmax_f32((float)ft_get_f64(x, i * s[1]), (float)ft_get_f64(lo, i * s[0]));
+      ft_set_f64(o, i, xmin_f32(r, (float)ft_get_f64(hi, i * s[2])));
+      break;
+    }
+    case WK_F64: {
+      double r = xmax_f64(ft_get_f64(x, i * s[1]), ft_get_f64(lo, i * s[0]));
+      ft_set_f64(o, i, xmin_f64(r, ft_get_f64(hi, i * s[2])));
+      break;
+    }
+    case WK_INT: {
+      int64_t r, v, l, h;
+      binary_int(FT_P_MAX, ft_get_i64(x, i * s[1]), ft_get_i64(lo, i * s[0]), 64,
+                 ft_dtype_is_signed(dt), false, &v);
+      binary_int(FT_P_MIN, v, ft_get_i64(hi, i * s[2]), 64, ft_dtype_is_signed(dt), false, &r);
+      (void)l, (void)h;
+      ft_set_i64(o, i, r);
+      break;
+    }
+    case WK_CPX: return unsupported(ctx, e, dt);
+    }
+  }
+  return FT_OK;
+}
+
+ft_status ft_interp_select(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in_, ft_array **out) {
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  ft_array *o = out[0];
+  int64_t n = ft_array_size(o), s[16];
+  operands ops = {0};
+  if ((st = check_operands(ctx, e, in_, e->n_in, n, s, &ops))) goto fail;
+  ft_array *const *in = ops.ops;
+  if (e->prim == FT_P_CLAMP) {
+    if ((st = clamp_eval(ctx, e, in, o, s))) goto fail;
+  } else {
+    int ncase = e->n_in - 1;
+    size_t es = ft_dtype_size(o->aval.dtype);
+    if (ncase < 1) {
+      st = ft_set_error(ctx, FT_ERR_TYPE, "select_n needs at least one case");
+      goto fail;
+    }
+    for (int k = 1; k < e->n_in; k++)
+      if (in[k]->aval.dtype != o->aval.dtype) {
+        st = ft_set_error(ctx, FT_ERR_TYPE, "case %d has dtype %s, the result %s", k - 1,
+                          ft_dtype_name(in[k]->aval.dtype), ft_dtype_name(o->aval.dtype));
+        goto fail;
+      }
+    for (int64_t i = 0; i < n; i++) {
+      int64_t w = ft_get_i64(in[0], i * s[0]);
+      if (in[0]->aval.dtype == FT_U32 || in[0]->aval.dtype == FT_U64) w = (int64_t)(w & INT64_MAX);
+      w = w < 0 ? 0 : w >= ncase ? ncase - 1 : w; /* out of range is undefined: clamp */
+      const ft_array *c = in[1 + w];
+      memcpy((char *)o->data + (size_t)i * es, (const char *)c->data + (size_t)(i * s[1 + w]) * es, es);
+    }
+  }
+  free_operands(&ops);
+  return FT_OK;
+fail:
+  free_operands(&ops);
+  ft_array_free(out[0]);
+  out[0] = NULL;
+  return st;
+}
+
+/* ------------------------------------------------------------- conversions */
+void ft_convert_elem(const ft_array *src, int64_t i, ft_array *dst, int64_t j) {
+  ft_dtype sd = src->aval.dtype, dd = dst->aval.dtype;
+  bool s_int = wkind_of(sd) == WK_INT;
+  if (dd == FT_BOOL) {
+    double re, im;
+    if (s_int) {
+      ft_set_i64(dst, j, ft_get_i64(src, i) != 0);
+      return;
+    }
+    ft_get_c128(src, i, &re, &im);
+    ft_set_i64(dst, j, re != 0 || im != 0); /* NaN is true */
+    return;
+  }
+  switch (wkind_of(dd)) {
+  case WK_CPX: {
+    double re, im;
+    ft_get_c128(src, i, &re, &im);
+    ft_set_c128(dst, j, re, im);
+    return;
+  }
+  case WK_F32: case WK_F64:
+    if (s_int && dd == FT_F32) { /* one rounding, straight from the integer */
+      float f = ft_dtype_is_unsigned(sd) ? (float)ft_get_u64(src, i) : (float)ft_get_i64(src, i);
+      ft_set_f64(dst, j, f);
+    } else {
+      ft_set_f64(dst, j, ft_get_f64(src, i));
+    }
+    return;
+  case WK_INT: {
+    if (s_int) {
+      ft_set_i64(dst, j, ft_get_i64(src, i));
+      return;
+    }
+    double d = ft_get_f64(src, i);
+    int bits = ft_dtype_bits(dd);
+    if (d != d) {
+      ft_set_i64(dst, j, 0);
+    } else if (ft_dtype_is_signed(dd)) {
+      double lim = ldexp(1.0, bits - 1); /* 2^(bits-1), exact */
+      int64_t mx = bits >= 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1;
+      if (d >= lim) ft_set_i64(dst, j, mx);
+      else if (d <= -lim) ft_set_i64(dst, j, -mx - 1);
+      else ft_set_i64(dst, j, (int64_t)d);
+    } else {
+      double lim = ldexp(1.0, bits);
+      uint64_t mx = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+      if (d >= lim) ft_set_i64(dst, j, (int64_t)mx);
+      else if (d <= 0) ft_set_i64(dst, j, 0);
+      else ft_set_i64(dst, j, (int64_t)(uint64_t)d);
+    }
+    return;
+  }
+  }
+}
+
+ft_status ft_interp_convert(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  ft_array *o = out[0];
+  const ft_array *a = in[0];
+  if (e->prim == FT_P_BITCAST_CONVERT_TYPE) {
+    if (a->nbytes != o->nbytes) {
+      char s1[128], s2[128];
+      st = ft_set_error(ctx, FT_ERR_SHAPE, "cannot reinterpret %s as %s",
+                        ft_aval_str(&a->aval, s1, sizeof s1), ft_aval_str(&o->aval, s2, sizeof s2));
+      goto fail;
+    }
+    memcpy(o->data, a->data, a->nbytes);
+    return FT_OK;
+  }
+  int64_t n = ft_array_size(o);
+  if (ft_array_size(a) != n) {
+    st = ft_set_error(ctx, FT_ERR_SHAPE, "operand and result sizes differ");
+    goto fail;
+  }
+  if (o->aval.dtype == FT_FLOAT0 || a->aval.dtype == FT_FLOAT0) return FT_OK;
+  for (int64_t i = 0; i < n; i++) ft_convert_elem(a, i, o, i);
+  return FT_OK;
+fail:
+  ft_array_free(out[0]);
+  out[0] = NULL;
+  return st;
+}

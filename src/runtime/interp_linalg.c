@@ -1,0 +1,362 @@
+/* src/runtime/interp_linalg.c: dot_general (through the project's one GEMM
+ * routine for f32/f64, plain loops for integers and complex) and fft
+ * (through FFTW with FFTW_ESTIMATE plans, which are deterministic). */
+#include <fftw3.h> /* before cblas.h: OpenBLAS pulls in complex.h */
+#include <cblas.h>
+#include <complex.h>
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "runtime.h"
+
+/* ------------------------------------------------------------------- GEMM */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+/* OpenBLAS results change with the thread count (MACHINE-FACTS.md), so it
+ * runs single-threaded; parallelism belongs to the executor's tiles. */
+static void blas_init(void) { openblas_set_num_threads(1); }
+
+void ft_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float *c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, sizeof(float) * (size_t)n);
+    return;
+  }
+  pthread_once(&blas_once, blas_init);
+  FT_ASSERT(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
+            ldc <= INT_MAX);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
+              (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
+}
+
+void ft_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                 const double *b, int64_t ldb, double *c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, sizeof(double) * (size_t)n);
+    return;
+  }
+  pthread_once(&blas_once, blas_init);
+  FT_ASSERT(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
+            ldc <= INT_MAX);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, a,
+              (int)lda, b, (int)ldb, 0.0, c, (int)ldc);
+}
+
+/* ------------------------------------------------------------ dot_general */
+/* Offsets (in elements) of the row-major enumeration of the given dims. */
+static int64_t *enum_offsets(const ft_aval *a, const int64_t *dims, int nd, int64_t *count) {
+  int64_t st[FT_MAX_RANK], s = 1, n = 1;
+  for (int i = a->rank - 1; i >= 0; i--) st[i] = s, s *= a->dims[i];
+  for (int i = 0; i < nd; i++) n *= a->dims[dims[i]];
+  *count = n;
+  int64_t *off = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!off || n == 0) return off;
+  int64_t idx[FT_MAX_RANK] = {0};
+  for (int64_t k = 0; k < n; k++) {
+    int64_t o = 0;
+    for (int i = 0; i < nd; i++) o += idx[i] * st[dims[i]];
+    off[k] = o;
+    for (int i = nd - 1; i >= 0; i--) {
+      if (++idx[i] < a->dims[dims[i]]) break;
+      idx[i] = 0;
+    }
+  }
+  return off;
+}
+
+typedef struct dims3 {
+  int64_t batch[FT_MAX_RANK], contract[FT_MAX_RANK], free_[FT_MAX_RANK];
+  int nb, nc, nf;
+} dims3;
+
+static bool split_dims(const ft_aval *a, const ft_pval *contract, const ft_pval *batch, dims3 *d) {
+  bool used[FT_MAX_RANK] = {0};
+  if (!ft_pv_get_ints(contract, d->contract, FT_MAX_RANK, &d->nc) ||
+      !ft_pv_get_ints(batch, d->batch, FT_MAX_RANK, &d->nb) || d->nc > a->rank || d->nb > a->rank)
+    return false;
+  for (int i = 0; i < d->nc; i++) {
+    if (d->contract[i] < 0 || d->contract[i] >= a->rank || used[d->contract[i]]) return false;
+    used[d->contract[i]] = true;
+  }
+  for (int i = 0; i < d->nb; i++) {
+    if (d->batch[i] < 0 || d->batch[i] >= a->rank || used[d->batch[i]]) return false;
+    used[d->batch[i]] = true;
+  }
+  d->nf = 0;
+  for (int i = 0; i < a->rank; i++)
+    if (!used[i]) d->free_[d->nf++] = i;
+  return true;
+}
+
+typedef struct dot_geo {
+  int64_t B, M, N, K;
+  int64_t *lb, *lm, *lk, *rb, *rk, *rn; /* element offsets per group */
+} dot_geo;
+
+static void geo_free(dot_geo *g) {
+  free(g->lb), free(g->lm), free(g->lk), free(g->rb), free(g->rk), free(g->rn);
+}
+
+static ft_status dot_plan(ft_ctx *ctx, const ft_eqn *e, const ft_array *l, const ft_array *r,
+                          const ft_array *o, dot_geo *g) {
+  const ft_pval *dn = ft_eqn_param(e, "dimension_numbers");
+  dims3 L, R;
+  memset(g, 0, sizeof *g);
+  if (dn->tag != FT_PV_TUPLE || dn->n != 2 || dn->u.items[0].tag != FT_PV_TUPLE ||
+      dn->u.items[0].n != 2 || dn->u.items[1].tag != FT_PV_TUPLE || dn->u.items[1].n != 2 ||
+      !split_dims(&l->aval, &dn->u.items[0].u.items[0], &dn->u.items[1].u.items[0], &L) ||
+      !split_dims(&r->aval, &dn->u.items[0].u.items[1], &dn->u.items[1].u.items[1], &R) ||
+      L.nc != R.nc || L.nb != R.nb)
+    return ft_set_error(ctx, FT_ERR_TYPE, "bad dimension_numbers");
+  for (int i = 0; i < L.nc; i++)
+    if (l->aval.dims[L.contract[i]] != r->aval.dims[R.contract[i]])
+      return ft_set_error(ctx, FT_ERR_SHAPE, "contracting dimensions differ in size");
+  for (int i = 0; i < L.nb; i++)
+    if (l->aval.dims[L.batch[i]] != r->aval.dims[R.batch[i]])
+      return ft_set_error(ctx, FT_ERR_SHAPE, "batch dimensions differ in size");
+  int64_t t;
+  g->lb = enum_offsets(&l->aval, L.batch, L.nb, &g->B);
+  g->lm = enum_offsets(&l->aval, L.free_, L.nf, &g->M);
+  g->lk = enum_offsets(&l->aval, L.contract, L.nc, &g->K);
+  g->rb = enum_offsets(&r->aval, R.batch, R.nb, &t);
+  g->rk = enum_offsets(&r->aval, R.contract, R.nc, &t);
+  g->rn = enum_offsets(&r->aval, R.free_, R.nf, &g->N);
+  if (!g->lb || !g->lm || !g->lk || !g->rb || !g->rk || !g->rn) {
+    geo_free(g);
+    return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  }
+  if (ft_array_size(o) != g->B * g->M * g->N) {
+    geo_free(g);
+    return ft_set_error(ctx, FT_ERR_SHAPE, "the result shape does not match the dot");
+  }
+  return FT_OK;
+}
+
+/* Floating dots: pack operands as [b][m][k] and [b][k][n] in the compute
+ * precision, then one GEMM per batch element. */
+static ft_status dot_float(ft_ctx *ctx, const ft_array *l, const ft_array *r, ft_array *o,
+                           const dot_geo *g, bool f64) {
+  size_t es = f64 ? sizeof(double) : sizeof(float);
+  int64_t B = g->B, M = g->M, N = g->N, K = g->K;
+  char *A = malloc(es * (size_t)(B * M * K + 1)), *Bm = malloc(es * (size_t)(B * K * N + 1)),
+       *C = malloc(es * (size_t)(B * M * N + 1));
+  if (!A || !Bm || !C) {
+    free(A), free(Bm), free(C);
+    return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  }
+  for (int64_t b = 0; b < B; b++) {
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t k = 0; k < K; k++) {
+        double v = ft_get_f64(l, g->lb[b] + g->lm[m] + g->lk[k]);
+        int64_t at = (b * M + m) * K + k;
+        if (f64) ((double *)A)[at] = v;
+        else ((float *)A)[at] = (float)v;
+      }
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t n = 0; n < N; n++) {
+        double v = ft_get_f64(r, g->rb[b] + g->rk[k] + g->rn[n]);
+        int64_t at = (b * K + k) * N + n;
+        if (f64) ((double *)Bm)[at] = v;
+        else ((float *)Bm)[at] = (float)v;
+      }
+    if (f64)
+      ft_gemm_f64(M, N, K, (double *)A + b * M * K, K, (double *)Bm + b * K * N, N,
+                  (double *)C + b * M * N, N);
+    else
+      ft_gemm_f32(M, N, K, (float *)A + b * M * K, K, (float *)Bm + b * K * N, N,
+                  (float *)C + b * M * N, N);
+  }
+  int64_t total = B * M * N;
+  for (int64_t i = 0; i < total; i++)
+    ft_set_f64(o, i, f64 ? ((double *)C)[i] : (double)((float *)C)[i]);
+  free(A), free(Bm), free(C);
+  return FT_OK;
+}
+
+/* Integer and complex dots: plain loops, k in increasing order. */
+static void dot_loops(const ft_array *l, const ft_array *r, ft_array *o, const dot_geo *g) {
+  bool cpx = ft_dtype_is_complex(o->aval.dtype), c64 = o->aval.dtype == FT_C64;
+  int64_t i = 0;
+  for (int64_t b = 0; b < g->B; b++)
+    for (int64_t m = 0; m < g->M; m++)
+      for (int64_t n = 0; n < g->N; n++, i++) {
+        uint64_t acc = 0;
+        double ar = 0, ai = 0;
+        float fr = 0, fi = 0;
+        for (int64_t k = 0; k < g->K; k++) {
+          int64_t li = g->lb[b] + g->lm[m] + g->lk[k], ri = g->rb[b] + g->rk[k] + g->rn[n];
+          if (cpx) {
+            double xr, xi, yr, yi;
+            ft_get_c128(l, li, &xr, &xi);
+            ft_get_c128(r, ri, &yr, &yi);
+            if (c64) {
+              float a = (float)xr, bb = (float)xi, c = (float)yr, d = (float)yi;
+              fr += a * c - bb * d, fi += a * d + bb * c;
+            } else {
+              ar += xr * yr - xi * yi, ai += xr * yi + xi * yr;
+            }
+          } else {
+            acc += (uint64_t)ft_get_i64(l, li) * (uint64_t)ft_get_i64(r, ri);
+          }
+        }
+        if (c64) ft_set_c128(o, i, fr, fi);
+        else if (cpx) ft_set_c128(o, i, ar, ai);
+        else ft_set_i64(o, i, (int64_t)acc);
+      }
+}
+
+ft_status ft_interp_dot(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  ft_array *o = out[0];
+  dot_geo g;
+  if ((st = dot_plan(ctx, e, in[0], in[1], o, &g))) goto fail;
+  ft_dtype dt = o->aval.dtype;
+  if (ft_dtype_is_float(dt)) {
+    /* f16/bf16 operands compute in f32 and round once at the end */
+    st = dot_float(ctx, in[0], in[1], o, &g, dt == FT_F64);
+  } else if (ft_dtype_is_complex(dt) || ft_dtype_is_int(dt) || dt == FT_BOOL) {
+    if (!ft_dtype_is_complex(dt) && (ft_dtype_is_inexact(in[0]->aval.dtype) ||
+                                     ft_dtype_is_inexact(in[1]->aval.dtype)))
+      st = ft_set_error(ctx, FT_ERR_UNSUPPORTED, "dot_general of floats into %s",
+                        ft_dtype_name(dt));
+    else
+      dot_loops(in[0], in[1], o, &g);
+  } else {
+    st = ft_set_error(ctx, FT_ERR_UNSUPPORTED, "dot_general into %s", ft_dtype_name(dt));
+  }
+  geo_free(&g);
+  if (!st) return FT_OK;
+fail:
+  ft_array_free(o);
+  out[0] = NULL;
+  return st;
+}
+
+/* -------------------------------------------------------------------- fft */
+/* FFTW's planner is not thread-safe; execution is. */
+static pthread_mutex_t fftw_lock = PTHREAD_MUTEX_INITIALIZER;
+
+enum { FFT_C2C = 0, FFT_INV = 1, FFT_R2C = 2, FFT_C2R = 3 };
+
+static int fft_type(const ft_pval *v) {
+  if (v->tag == FT_PV_INT) return (int)v->u.i;
+  const char *s = v->s ? v->s : "";
+  const char *dot = strrchr(s, '.');
+  if (dot) s = dot + 1;
+  if (!strcmp(s, "FFT") || !strcmp(s, "0")) return FFT_C2C;
+  if (!strcmp(s, "IFFT") || !strcmp(s, "1")) return FFT_INV;
+  if (!strcmp(s, "RFFT") || !strcmp(s, "2")) return FFT_R2C;
+  if (!strcmp(s, "IRFFT") || !strcmp(s, "3")) return FFT_C2R;
+  return -1;
+}
+
+/* Runs the transform on contiguous buffers; returns false when FFTW could
+ * not make a plan. n: the lengths (of the real side for r2c/c2r). */
+static bool run_fftw(int type, bool dbl, int rank, const int *n, int howmany, void *in,
+                     void *out) {
+  int nreal = 1, ncpx = 1;
+  for (int i = 0; i < rank; i++) nreal *= n[i], ncpx *= i == rank - 1 ? n[i] / 2 + 1 : n[i];
+  int inner_in = type == FFT_R2C ? nreal : ncpx, inner_out = type == FFT_C2R ? nreal : ncpx;
+  if (type <= FFT_INV) inner_in = inner_out = nreal;
+  int sign = type == FFT_C2C ? FFTW_FORWARD : FFTW_BACKWARD;
+  pthread_mutex_lock(&fftw_lock);
+  void *plan;
+  if (dbl) {
+    if (type <= FFT_INV)
+      plan = fftw_plan_many_dft(rank, n, howmany, in, NULL, 1, inner_in, out, NULL, 1, inner_out,
+                                sign, FFTW_ESTIMATE);
+    else if (type == FFT_R2C)
+      plan = fftw_plan_many_dft_r2c(rank, n, howmany, in, NULL, 1, inner_in, out, NULL, 1,
+                                    inner_out, FFTW_ESTIMATE);
+    else
+      plan = fftw_plan_many_dft_c2r(rank, n, howmany, in, NULL, 1, inner_in, out, NULL, 1,
+                                    inner_out, FFTW_ESTIMATE);
+  } else {
+    if (type <= FFT_INV)
+      plan = fftwf_plan_many_dft(rank, n, howmany, in, NULL, 1, inner_in, out, NULL, 1,
+                                 inner_out, sign, FFTW_ESTIMATE);
+    else if (type == FFT_R2C)
+      plan = fftwf_plan_many_dft_r2c(rank, n, howmany, in, NULL, 1, inner_in, out, NULL, 1,
+                                     inner_out, FFTW_ESTIMATE);
+    else
+      plan = fftwf_plan_many_dft_c2r(rank, n, howmany, in, NULL, 1, inner_in, out, NULL, 1,
+                                     inner_out, FFTW_ESTIMATE);
+  }
+  pthread_mutex_unlock(&fftw_lock);
+  if (!plan) return false;
+  if (dbl) fftw_execute(plan);
+  else fftwf_execute(plan);
+  pthread_mutex_lock(&fftw_lock);
+  if (dbl) fftw_destroy_plan(plan);
+  else fftwf_destroy_plan(plan);
+  pthread_mutex_unlock(&fftw_lock);
+  return true;
+}
+
+ft_status ft_interp_fft(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  int64_t len[3];
+  int rank = ft_param_ints(e, "fft_lengths", len, 3);
+  int type = fft_type(ft_eqn_param(e, "fft_type"));
+  const ft_array *a = in[0];
+  if (rank < 1 || rank > 3 || type < 0 || a->aval.rank < rank)
+    return ft_set_error(ctx, FT_ERR_TYPE, "fft: bad fft_lengths or fft_type");
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  ft_array *o = out[0], *tmp = NULL;
+  const ft_array *cpx = type == FFT_C2R ? a : o;
+  bool dbl = cpx->aval.dtype == FT_C128;
+  int n[3];
+  int64_t nreal = 1;
+  for (int i = 0; i < rank; i++) {
+    if (len[i] <= 0 || len[i] > INT_MAX) {
+      st = ft_set_error(ctx, FT_ERR_TYPE, "fft: bad fft_lengths");
+      goto fail;
+    }
+    n[i] = (int)len[i];
+    nreal *= len[i];
+  }
+  const ft_array *real = type == FFT_R2C ? a : type == FFT_C2R ? o : NULL;
+  if (!ft_dtype_is_complex(cpx->aval.dtype) ||
+      (real && real->aval.dtype != (dbl ? FT_F64 : FT_F32)) ||
+      (type <= FFT_INV && a->aval.dtype != o->aval.dtype)) {
+    st = ft_set_error(ctx, FT_ERR_TYPE, "fft: operand/result dtypes do not fit the fft_type");
+    goto fail;
+  }
+  int64_t per_out = 1;
+  for (int i = o->aval.rank - rank; i < o->aval.rank; i++) per_out *= o->aval.dims[i];
+  int64_t howmany = per_out ? ft_array_size(o) / per_out : 0;
+  if (howmany == 0 || ft_array_size(a) == 0) return FT_OK;
+  if (howmany > INT_MAX) {
+    st = ft_set_error(ctx, FT_ERR_UNSUPPORTED, "fft: too many transforms");
+    goto fail;
+  }
+  /* FFTW may overwrite the input (c2r always does): work on a copy. */
+  if (!(tmp = ft_array_clone(ctx, a))) {
+    st = ft_ctx_status(ctx);
+    goto fail;
+  }
+  if (!run_fftw(type, dbl, rank, n, (int)howmany, tmp->data, o->data)) {
+    st = ft_set_error(ctx, FT_ERR_RUNTIME, "fft: FFTW could not plan the transform");
+    goto fail;
+  }
+  ft_array_free(tmp);
+  if (type == FFT_INV || type == FFT_C2R) { /* XLA's inverse transforms are normalized */
+    int64_t cnt = ft_array_size(o) * (type == FFT_INV ? 2 : 1);
+    if (dbl) {
+      double s = 1.0 / (double)nreal;
+      for (int64_t i = 0; i < cnt; i++) ((double *)o->data)[i] *= s;
+    } else {
+      float s = (float)(1.0 / (double)nreal);
+      for (int64_t i = 0; i < cnt; i++) ((float *)o->data)[i] *= s;
+    }
+  }
+  return FT_OK;
+fail:
+  ft_array_free(tmp);
+  ft_array_free(o);
+  out[0] = NULL;
+  return st;
+}

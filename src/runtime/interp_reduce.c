@@ -1,0 +1,462 @@
+/* src/runtime/interp_reduce.c: reductions (in the canonical order of
+ * docs/determinism.md), argmax/argmin, cumulative ops and sort. */
+#include <math.h>
+#include <string.h>
+
+#include "math_adapter.h"
+#include "runtime.h"
+
+/* ------------------------------------------------------- canonical order */
+#define DEF_FOLD(NAME, T, OP, ID, RND, ...)                                    \
+  T NAME(const T *x, int64_t n, int64_t stride __VA_ARGS__) {                  \
+    if (n == 0) return ID;                                                     \
+    if (n == 1) return x[0];                                                   \
+    T total = ID;                                                              \
+    for (int64_t b0 = 0; b0 < n; b0 += FT_SUM_BLOCK) {                         \
+      int64_t m = n - b0 < FT_SUM_BLOCK ? n - b0 : FT_SUM_BLOCK;               \
+      T acc[FT_SUM_LANES];                                                     \
+      for (int l = 0; l < FT_SUM_LANES; l++) acc[l] = ID;                      \
+      for (int64_t k = 0; k < m; k++)                                          \
+        acc[k % FT_SUM_LANES] = RND(acc[k % FT_SUM_LANES] OP x[(b0 + k) * stride]); \
+      for (int w = FT_SUM_LANES / 2; w >= 1; w /= 2)                           \
+        for (int l = 0; l < w; l++) acc[l] = RND(acc[l] OP acc[l + w]);        \
+      total = b0 == 0 ? acc[0] : RND(total OP acc[0]);                         \
+    }                                                                          \
+    return total;                                                              \
+  }
+#define RND_NONE(v) (v)
+#define RND_DT(v) ft_round_to(rdt, (v))
+DEF_FOLD(ft_sum_f64, double, +, 0.0, RND_NONE)
+DEF_FOLD(ft_prod_f64, double, *, 1.0, RND_NONE)
+DEF_FOLD(ft_sum_f32, float, +, 0.0f, RND_DT, , ft_dtype rdt)
+DEF_FOLD(ft_prod_f32, float, *, 1.0f, RND_DT, , ft_dtype rdt)
+
+/* ------------------------------------------------------------- reductions */
+typedef struct red_plan {
+  int64_t K;          /* reduced elements per output */
+  int64_t *roff;      /* their offsets in the input, row-major over reduced axes */
+  int kept[FT_MAX_RANK], nkept;
+  int64_t kstride[FT_MAX_RANK];
+} red_plan;
+
+static void c_strides(const ft_aval *a, int64_t *st) {
+  int64_t s = 1;
+  for (int i = a->rank - 1; i >= 0; i--) st[i] = s, s *= a->dims[i];
+}
+
+static bool next_index(int rank, const int64_t *dims, int64_t *idx) {
+  for (int i = rank - 1; i >= 0; i--) {
+    if (++idx[i] < dims[i]) return true;
+    idx[i] = 0;
+  }
+  return false;
+}
+
+static ft_status plan_reduce(ft_ctx *ctx, const ft_aval *in, const int64_t *axes, int na,
+                             red_plan *p) {
+  bool red[FT_MAX_RANK] = {0};
+  int64_t st[FT_MAX_RANK], rdims[FT_MAX_RANK], rst[FT_MAX_RANK];
+  int nr = 0;
+  memset(p, 0, sizeof *p);
+  for (int i = 0; i < na; i++) {
+    if (axes[i] < 0 || axes[i] >= in->rank || red[axes[i]])
+      return ft_set_error(ctx, FT_ERR_TYPE, "bad reduction axes");
+    red[axes[i]] = true;
+  }
+  c_strides(in, st);
+  p->K = 1;
+  for (int d = 0; d < in->rank; d++) {
+    if (red[d]) rdims[nr] = in->dims[d], rst[nr++] = st[d], p->K *= in->dims[d];
+    else p->kept[p->nkept] = d, p->kstride[p->nkept++] = st[d];
+  }
+  p->roff = malloc(sizeof(int64_t) * (size_t)(p->K ? p->K : 1));
+  if (!p->roff) return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  if (p->K == 0) return FT_OK;
+  int64_t idx[FT_MAX_RANK] = {0}, k = 0;
+  do {
+    int64_t off = 0;
+    for (int r = 0; r < nr; r++) off += idx[r] * rst[r];
+    p->roff[k++] = off;
+  } while (next_index(nr, rdims, idx));
+  return FT_OK;
+}
+
+/* Offset in the input of output element `o` (row-major over kept axes). */
+static int64_t kept_base(const red_plan *p, const ft_aval *in, int64_t o) {
+  int64_t base = 0;
+  for (int i = p->nkept - 1; i >= 0; i--) {
+    int64_t dim = in->dims[p->kept[i]];
+    base += (o % dim) * p->kstride[i];
+    o /= dim;
+  }
+  return base;
+}
+
+static double fold_max(double a, double b, bool is_max) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return (signbit(a) == is_max) ? b : a; /* -0 < +0 */
+  return is_max ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+static ft_status reduce_float(const ft_eqn *e, const ft_array *a, ft_array *o, const red_plan *p,
+                              void *buf) {
+  ft_dtype dt = a->aval.dtype;
+  int64_t n = ft_array_size(o);
+  bool f64 = dt == FT_F64;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t base = kept_base(p, &a->aval, i);
+    double r = 0;
+    switch (e->prim) {
+    case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD:
+      if (f64) {
+        double *x = buf;
+        for (int64_t k = 0; k < p->K; k++) x[k] = ft_get_f64(a, base + p->roff[k]);
+        r = e->prim == FT_P_REDUCE_SUM ? ft_sum_f64(x, p->K, 1) : ft_prod_f64(x, p->K, 1);
+      } else {
+        float *x = buf;
+        for (int64_t k = 0; k < p->K; k++) x[k] = (float)ft_get_f64(a, base + p->roff[k]);
+        r = e->prim == FT_P_REDUCE_SUM ? ft_sum_f32(x, p->K, 1, dt) : ft_prod_f32(x, p->K, 1, dt);
+      }
+      break;
+    case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN: {
+      bool mx = e->prim == FT_P_REDUCE_MAX;
+      r = mx ? -INFINITY : INFINITY;
+      for (int64_t k = 0; k < p->K; k++) r = fold_max(r, ft_get_f64(a, base + p->roff[k]), mx);
+      break;
+    }
+    case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: {
+      bool all = true, any = false;
+      for (int64_t k = 0; k < p->K; k++) {
+        bool v = ft_get_f64(a, base + p->roff[k]) != 0;
+        all &= v, any |= v;
+      }
+      r = e->prim == FT_P_REDUCE_AND ? all : any;
+      break;
+    }
+    default: return FT_ERR_UNSUPPORTED;
+    }
+    ft_set_f64(o, i, r);
+  }
+  return FT_OK;
+}
+
+static ft_status reduce_int(const ft_eqn *e, const ft_array *a, ft_array *o, const red_plan *p) {
+  ft_dtype dt = a->aval.dtype;
+  bool sgn = ft_dtype_is_signed(dt);
+  int bits = ft_dtype_bits(dt);
+  int64_t n = ft_array_size(o);
+  int64_t lo = sgn ? ft_int_wrap(INT64_C(1) << (bits - 1), bits, true) : 0;
+  int64_t hi = sgn ? ~lo : ft_int_wrap(-1, bits, false);
+  if (dt == FT_BOOL) lo = 0, hi = 1;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t base = kept_base(p, &a->aval, i);
+    uint64_t acc;
+    switch (e->prim) {
+    case FT_P_REDUCE_SUM: acc = 0; break;
+    case FT_P_REDUCE_PROD: acc = 1; break;
+    case FT_P_REDUCE_MAX: acc = (uint64_t)lo; break;
+    case FT_P_REDUCE_MIN: acc = (uint64_t)hi; break;
+    case FT_P_REDUCE_AND: acc = dt == FT_BOOL ? 1 : ~UINT64_C(0); break;
+    case FT_P_REDUCE_OR: acc = 0; break;
+    default: return FT_ERR_UNSUPPORTED;
+    }
+    for (int64_t k = 0; k < p->K; k++) {
+      uint64_t v = (uint64_t)ft_get_i64(a, base + p->roff[k]);
+      switch (e->prim) {
+      case FT_P_REDUCE_SUM: acc += v; break;
+      case FT_P_REDUCE_PROD: acc *= v; break;
+      case FT_P_REDUCE_MAX:
+        if (sgn ? (int64_t)v > (int64_t)acc : v > acc) acc = v;
+        break;
+      case FT_P_REDUCE_MIN:
+        if (sgn ? (int64_t)v < (int64_t)acc : v < acc) acc = v;
+        break;
+      case FT_P_REDUCE_AND: acc &= v; break;
+      default: acc |= v; break;
+      }
+    }
+    if (dt == FT_BOOL && (e->prim == FT_P_REDUCE_SUM || e->prim == FT_P_REDUCE_PROD))
+      return FT_ERR_UNSUPPORTED;
+    ft_set_i64(o, i, (int64_t)acc);
+  }
+  return FT_OK;
+}
+
+static ft_status reduce_cpx(const ft_eqn *e, const ft_array *a, ft_array *o, const red_plan *p,
+                            void *buf) {
+  if (e->prim != FT_P_REDUCE_SUM) return FT_ERR_UNSUPPORTED;
+  int64_t n = ft_array_size(o);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t base = kept_base(p, &a->aval, i);
+    double rr, ri, re, im;
+    if (a->aval.dtype == FT_C64) {
+      float *x = buf;
+      for (int64_t k = 0; k < p->K; k++) {
+        ft_get_c128(a, base + p->roff[k], &re, &im);
+        x[2 * k] = (float)re, x[2 * k + 1] = (float)im;
+      }
+      rr = ft_sum_f32(x, p->K, 2, FT_F32), ri = ft_sum_f32(x + 1, p->K, 2, FT_F32);
+    } else {
+      double *x = buf;
+      for (int64_t k = 0; k < p->K; k++) ft_get_c128(a, base + p->roff[k], &x[2 * k], &x[2 * k + 1]);
+      rr = ft_sum_f64(x, p->K, 2), ri = ft_sum_f64(x + 1, p->K, 2);
+    }
+    ft_set_c128(o, i, rr, ri);
+  }
+  return FT_OK;
+}
+
+/* argmax/argmin along one axis: the first extreme; a NaN counts as the
+ * extreme (the first NaN wins); -0 and +0 tie. */
+static ft_status arg_reduce(const ft_eqn *e, const ft_array *a, ft_array *o, const red_plan *p) {
+  ft_dtype dt = a->aval.dtype;
+  bool mx = e->prim == FT_P_ARGMAX, fl = ft_dtype_is_float(dt), sgn = ft_dtype_is_signed(dt);
+  if (ft_dtype_is_complex(dt)) return FT_ERR_UNSUPPORTED;
+  int64_t n = ft_array_size(o);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t base = kept_base(p, &a->aval, i), best = 0;
+    for (int64_t k = 1; k < p->K; k++) {
+      int64_t ob = base + p->roff[best], ok = base + p->roff[k];
+      bool take;
+      if (fl) {
+        double b = ft_get_f64(a, ob), x = ft_get_f64(a, ok);
+        if (b != b) break;
+        take = x != x || (mx ? x > b : x < b);
+      } else if (sgn) {
+        int64_t b = ft_get_i64(a, ob), x = ft_get_i64(a, ok);
+        take = mx ? x > b : x < b;
+      } else {
+        uint64_t b = ft_get_u64(a, ob), x = ft_get_u64(a, ok);
+        take = mx ? x > b : x < b;
+      }
+      if (take) best = k;
+    }
+    ft_set_i64(o, i, best);
+  }
+  return FT_OK;
+}
+
+ft_status ft_interp_reduce(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  const ft_array *a = in[0];
+  int64_t axes[FT_MAX_RANK];
+  int na = ft_param_ints(e, "axes", axes, FT_MAX_RANK);
+  if (na < 0) return ft_set_error(ctx, FT_ERR_TYPE, "bad or missing param: axes");
+  red_plan p;
+  ft_status st = plan_reduce(ctx, &a->aval, axes, na, &p);
+  if (st) {
+    free(p.roff);
+    return st;
+  }
+  if ((st = ft_interp_alloc_outs(ctx, e, out))) {
+    free(p.roff);
+    return st;
+  }
+  if (ft_array_size(out[0]) != ft_array_size(a) / (p.K ? p.K : 1) && p.K) {
+    st = ft_set_error(ctx, FT_ERR_SHAPE, "the result shape does not match the reduction");
+    goto done;
+  }
+  void *buf = malloc(sizeof(double) * 2 * (size_t)(p.K ? p.K : 1));
+  if (!buf) {
+    st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  ft_dtype dt = a->aval.dtype;
+  if (e->prim == FT_P_ARGMAX || e->prim == FT_P_ARGMIN) {
+    if (na != 1 || p.K == 0) st = ft_set_error(ctx, FT_ERR_SHAPE, "%s needs one non-empty axis",
+                                               ft_prim_get(e->prim)->name);
+    else st = arg_reduce(e, a, out[0], &p);
+  } else if (ft_dtype_is_float(dt)) {
+    st = reduce_float(e, a, out[0], &p, buf);
+  } else if (ft_dtype_is_complex(dt)) {
+    st = reduce_cpx(e, a, out[0], &p, buf);
+  } else {
+    st = reduce_int(e, a, out[0], &p);
+  }
+  free(buf);
+  if (st == FT_ERR_UNSUPPORTED)
+    ft_set_error(ctx, st, "%s is not defined for dtype %s", ft_prim_get(e->prim)->name,
+                 ft_dtype_name(dt));
+done:
+  free(p.roff);
+  if (st) ft_array_free(out[0]), out[0] = NULL;
+  return st;
+}
+
+/* ------------------------------------------------------------- cumulative */
+/* JAX's logaddexp: max + log1p(exp(-|a - b|)), NaN-safe for equal infinities. */
+static double logaddexp_f64(double a, double b) {
+  double m = fold_max(a, b, true), d = a - b;
+  if (d != d) return a + b;
+  return m + FTM(log1p, f64)(FTM(exp, f64)(-fabs(d)));
+}
+static float logaddexp_f32(float a, float b) {
+  float m = (float)fold_max(a, b, true), d = a - b;
+  if (d != d) return a + b;
+  return m + FTM(log1p, f32)(FTM(exp, f32)(-fabsf(d)));
+}
+
+/* Running fold along the axis, starting from the identity, in the scan
+ * direction: out[i] = (((id op x[first]) op ...) op x[i]). */
+ft_status ft_interp_cumulative(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  const ft_array *a = in[0];
+  int64_t axis = ft_param_int(e, "axis", -1);
+  bool rev = ft_param_bool(e, "reverse", false);
+  if (axis < 0 || axis >= a->aval.rank)
+    return ft_set_error(ctx, FT_ERR_TYPE, "bad or missing param: axis");
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  ft_array *o = out[0];
+  ft_dtype dt = a->aval.dtype;
+  int64_t st_[FT_MAX_RANK];
+  c_strides(&a->aval, st_);
+  int64_t len = a->aval.dims[axis], stride = st_[axis], n = ft_array_size(a);
+  int64_t lines = len ? n / len : 0;
+  bool fl = ft_dtype_is_float(dt), sgn = ft_dtype_is_signed(dt);
+  ft_prim p = e->prim;
+  if (ft_dtype_is_complex(dt) || (!fl && p == FT_P_CUMLOGSUMEXP) ||
+      (dt == FT_BOOL && (p == FT_P_CUMSUM || p == FT_P_CUMPROD))) {
+    ft_array_free(o);
+    out[0] = NULL;
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "%s is not defined for dtype %s",
+                        ft_prim_get(p)->name, ft_dtype_name(dt));
+  }
+  for (int64_t l = 0; l < lines; l++) {
+    int64_t base = (l / stride) * stride * len + l % stride;
+    double fa = p == FT_P_CUMSUM ? 0.0 : p == FT_P_CUMPROD ? 1.0
+              : p == FT_P_CUMMIN ? INFINITY : -INFINITY;
+    uint64_t ia = p == FT_P_CUMPROD ? 1 : 0;
+    for (int64_t t = 0; t < len; t++) {
+      int64_t i = base + (rev ? len - 1 - t : t) * stride;
+      if (fl && dt != FT_F64) {
+        float x = (float)ft_get_f64(a, i), acc = (float)fa, r;
+        switch (p) {
+        case FT_P_CUMSUM: r = acc + x; break;
+        case FT_P_CUMPROD: r = acc * x; break;
+        case FT_P_CUMMAX: r = (float)fold_max(acc, x, true); break;
+        case FT_P_CUMMIN: r = (float)fold_max(acc, x, false); break;
+        default: r = logaddexp_f32(acc, x); break;
+        }
+        fa = ft_round_to(dt, r);
+        ft_set_f64(o, i, fa);
+      } else if (fl) {
+        double x = ft_get_f64(a, i);
+        switch (p) {
+        case FT_P_CUMSUM: fa = fa + x; break;
+        case FT_P_CUMPROD: fa = fa * x; break;
+        case FT_P_CUMMAX: fa = fold_max(fa, x, true); break;
+        case FT_P_CUMMIN: fa = fold_max(fa, x, false); break;
+        default: fa = logaddexp_f64(fa, x); break;
+        }
+        ft_set_f64(o, i, fa);
+      } else {
+        uint64_t x = (uint64_t)ft_get_i64(a, i);
+        bool first = t == 0;
+        switch (p) {
+        case FT_P_CUMSUM: ia += x; break;
+        case FT_P_CUMPROD: ia *= x; break;
+        case FT_P_CUMMAX:
+          if (first || (sgn ? (int64_t)x > (int64_t)ia : x > ia)) ia = x;
+          break;
+        default:
+          if (first || (sgn ? (int64_t)x < (int64_t)ia : x < ia)) ia = x;
+          break;
+        }
+        ft_set_i64(o, i, (int64_t)ia);
+      }
+    }
+  }
+  return FT_OK;
+}
+
+/* -------------------------------------------------------------------- sort */
+/* A key that orders floats as lax.sort does: NaNs (all made one positive
+ * NaN) after +inf, and -0.0 before +0.0. */
+static uint64_t float_key(double x) {
+  uint64_t u;
+  if (x != x) x = NAN;
+  memcpy(&u, &x, 8);
+  return (u >> 63) ? ~u : u | (UINT64_C(1) << 63);
+}
+
+typedef struct sort_ctx {
+  ft_array *const *ops;
+  int nkeys;
+  int64_t base, stride;
+} sort_ctx;
+
+static int cmp_elem(const sort_ctx *s, int64_t i, int64_t j) {
+  for (int k = 0; k < s->nkeys; k++) {
+    const ft_array *a = s->ops[k];
+    int64_t oi = s->base + i * s->stride, oj = s->base + j * s->stride;
+    ft_dtype dt = a->aval.dtype;
+    int c;
+    if (ft_dtype_is_complex(dt)) {
+      double ar, ai, br, bi;
+      ft_get_c128(a, oi, &ar, &ai);
+      ft_get_c128(a, oj, &br, &bi);
+      uint64_t x = float_key(ar), y = float_key(br);
+      if (x == y) x = float_key(ai), y = float_key(bi);
+      c = x < y ? -1 : x > y;
+    } else if (ft_dtype_is_float(dt)) {
+      uint64_t x = float_key(ft_get_f64(a, oi)), y = float_key(ft_get_f64(a, oj));
+      c = x < y ? -1 : x > y;
+    } else if (ft_dtype_is_signed(dt)) {
+      int64_t x = ft_get_i64(a, oi), y = ft_get_i64(a, oj);
+      c = x < y ? -1 : x > y;
+    } else {
+      uint64_t x = ft_get_u64(a, oi), y = ft_get_u64(a, oj);
+      c = x < y ? -1 : x > y;
+    }
+    if (c) return c;
+  }
+  return 0;
+}
+
+/* Stable merge sort of the permutation p[0..n) (tmp: scratch of n). */
+static void merge_sort(const sort_ctx *s, int64_t *p, int64_t *tmp, int64_t n) {
+  if (n < 2) return;
+  int64_t h = n / 2;
+  merge_sort(s, p, tmp, h);
+  merge_sort(s, p + h, tmp, n - h);
+  int64_t i = 0, j = h, k = 0;
+  while (i < h && j < n) tmp[k++] = cmp_elem(s, p[j], p[i]) < 0 ? p[j++] : p[i++];
+  while (i < h) tmp[k++] = p[i++];
+  while (j < n) tmp[k++] = p[j++];
+  memcpy(p, tmp, sizeof *p * (size_t)n);
+}
+
+ft_status ft_interp_sort(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  int64_t dim = ft_param_int(e, "dimension", -1), nkeys = ft_param_int(e, "num_keys", 1);
+  const ft_aval *av = &in[0]->aval;
+  if (e->n_in < 1 || e->n_out != e->n_in || dim < 0 || dim >= av->rank || nkeys < 1 ||
+      nkeys > e->n_in)
+    return ft_set_error(ctx, FT_ERR_TYPE, "sort: bad operands or params");
+  for (int k = 1; k < e->n_in; k++)
+    if (!ft_shape_eq(&in[k]->aval, av))
+      return ft_set_error(ctx, FT_ERR_SHAPE, "sort: operand %d has another shape", k);
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  int64_t cst[FT_MAX_RANK];
+  c_strides(av, cst);
+  int64_t len = av->dims[dim], stride = cst[dim], n = ft_aval_size(av);
+  int64_t lines = len ? n / len : 0;
+  int64_t *perm = malloc(sizeof(int64_t) * (size_t)(2 * len + 1));
+  if (!perm) {
+    for (int k = 0; k < e->n_out; k++) ft_array_free(out[k]), out[k] = NULL;
+    return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  }
+  for (int64_t l = 0; l < lines; l++) {
+    sort_ctx s = {in, (int)nkeys, (l / stride) * stride * len + l % stride, stride};
+    for (int64_t i = 0; i < len; i++) perm[i] = i;
+    merge_sort(&s, perm, perm + len, len);
+    for (int k = 0; k < e->n_in; k++) {
+      size_t es = ft_dtype_size(in[k]->aval.dtype);
+      for (int64_t i = 0; i < len; i++)
+        memcpy((char *)out[k]->data + (size_t)(s.base + i * stride) * es,
+               (const char *)in[k]->data + (size_t)(s.base + perm[i] * stride) * es, es);
+    }
+  }
+  free(perm);
+  return FT_OK;
+}
