@@ -1,0 +1,1147 @@
+/* src/lower/fusion.c: planning a jaxpr into an ft_program (DESIGN.md §6).
+ *
+ * One pass over the equations in order. Every value is, at any time, one of:
+ *   a buffer    (an input, a constant, or the result of a step),
+ *   a group value (computed inside an open fusion group: a loop kernel),
+ *   a view      (a strided view of a buffer or a literal: broadcast_in_dim,
+ *                reshape, squeeze, expand_dims, transpose, rev, slice cost
+ *                nothing until a kernel reads them).
+ * An elementwise equation joins the group of one of its operands when the
+ * loop shapes agree, else starts a group. A use of a group value from
+ * outside its group closes the group and materializes the value (a store),
+ * so a group never runs after a consumer of its results. Groups run at the
+ * position of their last equation. Reductions over one strided run become
+ * reduction kernels in the canonical order; dot_general on f32/f64 becomes a
+ * GEMM step; the rest are fallback steps that run the interpreter's rule. */
+#include <string.h>
+
+#include "lower/lower.h"
+#include "transforms/transforms.h"
+
+typedef enum { VK_NONE, VK_BUF, VK_GROUP, VK_VIEW } vkind;
+
+typedef struct vinfo {
+  vkind kind;
+  int buf;          /* VK_BUF; VK_GROUP once materialized (else -1) */
+  int group, node;  /* VK_GROUP */
+  ft_access view;   /* VK_VIEW: over the var's own shape */
+} vinfo;
+
+typedef struct group {
+  int kernel;
+  int rank;
+  int64_t dims[FT_MAX_RANK];  /* the loop shape S, uncollapsed */
+  bool open;
+  int last_eqn, sub, seq;
+  int n_eqns, cap_eqns;
+  int *eqns;
+} group;
+
+typedef struct planner {
+  ft_ctx *ctx;
+  ft_program *p;
+  const ft_plan_options *opts;
+  vinfo *v;          /* by var id */
+  uint32_t nv;
+  group *g;
+  int n_groups, cap_groups;
+  int seq;
+  bool oom;
+  const char **why;  /* per eqn: why it is a fallback (NULL: compiled) */
+} planner;
+
+/* ----------------------------------------------------------------- helpers */
+static void *grow(planner *P, void *arr, int *cap, int need, size_t es) {
+  if (need <= *cap) return arr;
+  int nc = *cap ? *cap * 2 : 8;
+  while (nc < need) nc *= 2;
+  void *n = realloc(arr, (size_t)nc * es);
+  if (!n) {
+    P->oom = true;
+    return NULL;
+  }
+  memset((char *)n + (size_t)*cap * es, 0, (size_t)(nc - *cap) * es);
+  *cap = nc;
+  return n;
+}
+
+static int64_t count_of(int rank, const int64_t *dims) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= dims[d];
+  return n;
+}
+
+static void contig(int rank, const int64_t *dims, int64_t *st) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; d--) st[d] = s, s *= dims[d];
+}
+
+static bool dims_eq(int r1, const int64_t *d1, int r2, const int64_t *d2) {
+  if (r1 != r2) return false;
+  for (int d = 0; d < r1; d++)
+    if (d1[d] != d2[d]) return false;
+  return true;
+}
+
+/* Whether st is the contiguous layout of dims (size-1 dims ignored). */
+static bool is_contig(int rank, const int64_t *dims, const int64_t *st) {
+  int64_t c[FT_MAX_RANK];
+  contig(rank, dims, c);
+  for (int d = 0; d < rank; d++)
+    if (dims[d] != 1 && st[d] != c[d]) return false;
+  return true;
+}
+
+static bool all_zero(int rank, const int64_t *dims, const int64_t *st) {
+  for (int d = 0; d < rank; d++)
+    if (dims[d] != 1 && st[d] != 0) return false;
+  return true;
+}
+
+static bool dt_native(ft_dtype dt) {
+  switch (dt) {
+  case FT_BOOL: case FT_I8: case FT_I16: case FT_I32: case FT_I64:
+  case FT_U8: case FT_U16: case FT_U32: case FT_U64: case FT_F32: case FT_F64:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static int new_buf(planner *P, ft_buf_kind kind, int index, const ft_aval *av) {
+  ft_program *p = P->p;
+  ft_pbuf *nb = grow(P, p->bufs, &p->cap_bufs, p->n_bufs + 1, sizeof *p->bufs);
+  if (!nb) return -1;
+  p->bufs = nb;
+  ft_pbuf *b = &p->bufs[p->n_bufs];
+  b->kind = kind;
+  b->index = index;
+  b->aval = *av;
+  b->nbytes = (size_t)ft_aval_size(av) * ft_dtype_size(av->dtype);
+  return p->n_bufs++;
+}
+
+static ft_step *new_step(planner *P, ft_step_kind kind, int eqn, int sub) {
+  ft_program *p = P->p;
+  ft_step *ns = grow(P, p->steps, &p->cap_steps, p->n_steps + 1, sizeof *p->steps);
+  if (!ns) return NULL;
+  p->steps = ns;
+  ft_step *s = &p->steps[p->n_steps++];
+  s->kind = kind;
+  s->pos = eqn * 2 + sub;
+  s->seq = P->seq++;
+  s->eqn = eqn;
+  s->kernel = -1;
+  return s;
+}
+
+/* --------------------------------------------------------- native checks */
+bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
+  const char *w = NULL;
+  ft_dtype od = e->n_out == 1 ? e->out[0]->aval.dtype : FT_NUM_DTYPES;
+  ft_dtype id = e->n_in > 0 ? e->in[0]->aval.dtype : od;
+  ft_family fam = ft_prim_get(e->prim)->family;
+  bool fl = od == FT_F32 || od == FT_F64, isbool = id == FT_BOOL;
+  if (!dt_native(od) || !dt_native(id)) {
+    w = "dtype not compiled yet (f16/bf16/complex run in the interpreter)";
+    goto no;
+  }
+  for (int k = 0; k < e->n_in; k++)
+    if (!dt_native(e->in[k]->aval.dtype)) {
+      w = "operand dtype not compiled yet";
+      goto no;
+    }
+  switch (fam) {
+  case FT_FAM_UNARY:
+    switch (e->prim) {
+    case FT_P_REDUCE_PRECISION: w = "reduce_precision is not compiled yet"; goto no;
+    case FT_P_IS_FINITE: if (!ft_dtype_is_float(id)) goto bad; return true;
+    case FT_P_NOT: if (fl) goto bad; return true;
+    case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: return true;
+    case FT_P_NEG: case FT_P_SIGN: case FT_P_ABS: case FT_P_SQUARE:
+      if (isbool) goto bad;
+      return true;
+    case FT_P_INTEGER_POW: {
+      const ft_pval *y = &e->params[ft_prim_param_index(e->prim, "y")];
+      if (y->tag != FT_PV_INT || isbool || (!fl && y->u.i < 0)) goto bad;
+      return true;
+    }
+    default:
+      if (!fl) goto bad;
+      return true;
+    }
+  case FT_FAM_BINARY:
+    if (e->prim == FT_P_MUL) {
+      const ft_pval *o = &e->params[ft_prim_param_index(e->prim, "out_dtype")];
+      if (o->tag != FT_PV_NONE) { w = "mul with out_dtype is not compiled yet"; goto no; }
+    }
+    switch (e->prim) {
+    case FT_P_ADD: case FT_P_ADD_ANY: case FT_P_MUL: case FT_P_MAX: case FT_P_MIN: return true;
+    case FT_P_SUB: case FT_P_DIV: case FT_P_REM: if (isbool) goto bad; return true;
+    case FT_P_POW: case FT_P_ATAN2: case FT_P_NEXTAFTER: if (!fl) goto bad; return true;
+    case FT_P_AND: case FT_P_OR: case FT_P_XOR: if (fl) goto bad; return true;
+    case FT_P_SHIFT_LEFT: case FT_P_SHIFT_RIGHT_LOGICAL: case FT_P_SHIFT_RIGHT_ARITHMETIC:
+      if (fl || isbool) goto bad;
+      return true;
+    default: goto bad;
+    }
+  case FT_FAM_COMPARE: return true;
+  case FT_FAM_SELECT:
+    if (e->prim == FT_P_SELECT_N && (e->n_in < 2 || e->n_in > 16)) goto bad;
+    return true;
+  case FT_FAM_CONVERT:
+    if (e->prim == FT_P_BITCAST_CONVERT_TYPE && ft_dtype_size(id) != ft_dtype_size(od)) {
+      w = "bitcast_convert_type between widths is not compiled yet";
+      goto no;
+    }
+    return true;
+  case FT_FAM_OTHER:
+    if (e->prim == FT_P_IOTA) return true;
+    goto bad;
+  default: goto bad;
+  }
+bad:
+  w = "not an elementwise operation the loop kernels compile";
+no:
+  if (why) *why = w;
+  return false;
+}
+
+/* ---------------------------------------------------------------- groups */
+static ft_kernel *gkernel(planner *P, int gi) { return &P->p->kernels[P->g[gi].kernel]; }
+
+static int new_group(planner *P, int rank, const int64_t *dims, int eqn) {
+  ft_program *p = P->p;
+  group *ng = grow(P, P->g, &P->cap_groups, P->n_groups + 1, sizeof *P->g);
+  if (!ng) return -1;
+  P->g = ng;
+  ft_kernel *nk = grow(P, p->kernels, &p->cap_kernels, p->n_kernels + 1, sizeof *p->kernels);
+  if (!nk) return -1;
+  p->kernels = nk;
+  group *g = &P->g[P->n_groups];
+  memset(g, 0, sizeof *g);
+  g->kernel = p->n_kernels++;
+  g->rank = rank;
+  memcpy(g->dims, dims, sizeof(int64_t) * (size_t)rank);
+  g->open = true;
+  g->last_eqn = eqn;
+  g->sub = 1;
+  g->seq = P->seq++;
+  ft_kernel *k = &p->kernels[g->kernel];
+  memset(k, 0, sizeof *k);
+  k->kind = FT_KER_LOOP;
+  return P->n_groups++;
+}
+
+static int add_node(planner *P, int gi, const ft_knode *n) {
+  ft_kernel *k = gkernel(P, gi);
+  ft_knode *nn = grow(P, k->nodes, &k->cap_nodes, k->n_nodes + 1, sizeof *k->nodes);
+  if (!nn) return -1;
+  k->nodes = nn;
+  k->nodes[k->n_nodes] = *n;
+  return k->n_nodes++;
+}
+
+/* A load node for acc (strides over the group's loop shape), reused when
+ * the same access was loaded before. */
+static int load_node(planner *P, int gi, const ft_access *acc) {
+  ft_kernel *k = gkernel(P, gi);
+  for (int i = 0; i < k->n_nodes; i++) {
+    const ft_knode *n = &k->nodes[i];
+    if (n->kind != FT_KN_LOAD || n->acc.buf != acc->buf || n->acc.dt != acc->dt) continue;
+    if (acc->buf < 0) {
+      if (n->acc.lit == acc->lit) return i;
+      continue;
+    }
+    if (n->acc.base == acc->base && !memcmp(n->acc.st, acc->st, sizeof acc->st)) return i;
+  }
+  ft_knode n = {.kind = FT_KN_LOAD, .dt = acc->dt, .acc = *acc};
+  return add_node(P, gi, &n);
+}
+
+static void add_eqn(planner *P, int gi, int eqn) {
+  group *g = &P->g[gi];
+  int *ne = grow(P, g->eqns, &g->cap_eqns, g->n_eqns + 1, sizeof *g->eqns);
+  if (!ne) return;
+  g->eqns = ne;
+  g->eqns[g->n_eqns++] = eqn;
+  if (eqn > g->last_eqn) g->last_eqn = eqn;
+}
+
+static int add_store(planner *P, int gi, int node, int buf) {
+  ft_kernel *k = gkernel(P, gi);
+  ft_kstore *ns = realloc(k->stores, sizeof *k->stores * (size_t)(k->n_stores + 1));
+  if (!ns) {
+    P->oom = true;
+    return -1;
+  }
+  k->stores = ns;
+  k->stores[k->n_stores].node = node;
+  k->stores[k->n_stores].buf = buf;
+  return k->n_stores++;
+}
+
+/* ------------------------------------------------------- materialization */
+/* The buffer holding var v (a var of the top-level jaxpr), creating it when
+ * v is a group value (a store; closes the group) or a view (a copy kernel
+ * placed just before the consumer at equation `at`). */
+static int materialize(planner *P, const ft_var *v, int at) {
+  vinfo *vi = &P->v[v->id];
+  switch (vi->kind) {
+  case VK_BUF: return vi->buf;
+  case VK_GROUP:
+    if (vi->buf < 0) {
+      vi->buf = new_buf(P, FT_BUF_TEMP, 0, &v->aval);
+      if (vi->buf < 0) return -1;
+      add_store(P, vi->group, vi->node, vi->buf);
+    }
+    P->g[vi->group].open = false;
+    return vi->buf;
+  case VK_VIEW: {
+    int gi = new_group(P, v->aval.rank, v->aval.dims, at);
+    if (gi < 0) return -1;
+    P->g[gi].sub = 0; /* before the consumer's own step */
+    P->g[gi].open = false;
+    int node = load_node(P, gi, &vi->view);
+    int buf = new_buf(P, FT_BUF_TEMP, 0, &v->aval);
+    if (node < 0 || buf < 0) return -1;
+    add_store(P, gi, node, buf);
+    vi->kind = VK_BUF;
+    vi->buf = buf;
+    return buf;
+  }
+  default:
+    ft_set_error(P->ctx, FT_ERR_INTERNAL, "jit: value %u has no producer", v->id);
+    P->oom = true;
+    return -1;
+  }
+}
+
+/* The access of atom x over its own shape, if it has one without a kernel
+ * (a buffer, a view or a literal); false for group values. */
+static bool own_access(planner *P, const ft_var *x, ft_access *a) {
+  memset(a, 0, sizeof *a);
+  a->dt = x->aval.dtype;
+  if (x->kind == FT_LIT) {
+    a->buf = -1;
+    a->lit = x;
+    return true;
+  }
+  vinfo *vi = &P->v[x->id];
+  if (vi->kind == VK_VIEW) {
+    *a = vi->view;
+    return true;
+  }
+  if (vi->kind == VK_BUF || (vi->kind == VK_GROUP && !P->g[vi->group].open)) {
+    a->buf = vi->kind == VK_BUF ? vi->buf : -2; /* -2: materialized on commit */
+    contig(x->aval.rank, x->aval.dims, a->st);
+    return true;
+  }
+  return false;
+}
+
+/* ---------------------------------------------------------- operand refs */
+/* How an elementwise operand is read inside group gi (loop shape S), for an
+ * equation whose result has shape T: an in-group node, or an access. */
+typedef struct oref {
+  int node;        /* >= 0: in-group node */
+  ft_access acc;   /* else: acc.buf -1 literal, -2 group value to materialize, else buffer */
+  const ft_var *x;
+} oref;
+
+/* Strides of operand x (own access a) against result shape T, with lax's
+ * elementwise broadcasting (rank 0, or equal rank with size-1 dims). */
+static bool to_result(const ft_var *x, ft_access *a, int rt, const int64_t *T) {
+  const ft_aval *A = &x->aval;
+  int64_t st[FT_MAX_RANK] = {0};
+  if (A->rank == 0 || x->kind == FT_LIT) {
+    memset(a->st, 0, sizeof a->st);
+    return true;
+  }
+  if (A->rank != rt) return false;
+  for (int d = 0; d < rt; d++) {
+    if (A->dims[d] == T[d]) st[d] = a->st[d];
+    else if (A->dims[d] == 1) st[d] = 0;
+    else return false;
+  }
+  memcpy(a->st, st, sizeof st);
+  return true;
+}
+
+/* Strides over T -> strides over the loop shape S (same element count). */
+static bool to_loop(ft_access *a, int rt, const int64_t *T, int rs, const int64_t *S) {
+  if (dims_eq(rt, T, rs, S)) return true;
+  if (a->buf == -1 || all_zero(rt, T, a->st)) {
+    memset(a->st, 0, sizeof a->st);
+    return true;
+  }
+  if (count_of(rt, T) == count_of(rs, S) && is_contig(rt, T, a->st)) {
+    contig(rs, S, a->st);
+    return true;
+  }
+  return false;
+}
+
+static bool operand_ref(planner *P, int gi, const ft_eqn *e, int k, oref *r) {
+  const ft_var *x = e->in[k], *o = e->out[0];
+  group *g = &P->g[gi];
+  r->x = x;
+  r->node = -1;
+  if (x->kind == FT_VAR && P->v[x->id].kind == VK_GROUP && P->v[x->id].group == gi) {
+    if (ft_aval_size(&x->aval) != count_of(g->rank, g->dims)) return false;
+    if (ft_aval_size(&x->aval) != ft_aval_size(&o->aval)) return false; /* broadcast */
+    r->node = P->v[x->id].node;
+    return true;
+  }
+  if (!own_access(P, x, &r->acc)) {
+    /* a value of another open group: materialized on commit */
+    memset(&r->acc, 0, sizeof r->acc);
+    r->acc.buf = -2;
+    r->acc.dt = x->aval.dtype;
+    contig(x->aval.rank, x->aval.dims, r->acc.st);
+  }
+  if (!to_result(x, &r->acc, o->aval.rank, o->aval.dims)) return false;
+  return to_loop(&r->acc, o->aval.rank, o->aval.dims, g->rank, g->dims);
+}
+
+/* Whether equation e (elementwise or iota) can join group gi. */
+static bool can_join(planner *P, int gi, const ft_eqn *e, oref *refs) {
+  group *g = &P->g[gi];
+  const ft_aval *T = &e->out[0]->aval;
+  if (!g->open || ft_aval_size(T) != count_of(g->rank, g->dims)) return false;
+  if (e->prim == FT_P_IOTA && !dims_eq(T->rank, T->dims, g->rank, g->dims)) return false;
+  for (int k = 0; k < e->n_in; k++)
+    if (!operand_ref(P, gi, e, k, &refs[k])) return false;
+  return true;
+}
+
+static void commit(planner *P, int gi, const ft_eqn *e, int idx, oref *refs) {
+  ft_knode n = {.kind = FT_KN_ELEM, .dt = e->out[0]->aval.dtype, .e = e, .n_in = e->n_in};
+  for (int k = 0; k < e->n_in; k++) {
+    if (refs[k].node >= 0) {
+      n.in[k] = refs[k].node;
+      continue;
+    }
+    if (refs[k].acc.buf == -2) refs[k].acc.buf = materialize(P, refs[k].x, idx);
+    if (refs[k].acc.buf < -1) return;
+    n.in[k] = load_node(P, gi, &refs[k].acc);
+  }
+  if (e->prim == FT_P_IOTA) {
+    n.kind = FT_KN_IOTA;
+    n.dim = (int)ft_param_int(e, "dimension", 0);
+  }
+  int node = add_node(P, gi, &n);
+  add_eqn(P, gi, idx);
+  vinfo *vo = &P->v[e->out[0]->id];
+  vo->kind = VK_GROUP;
+  vo->group = gi;
+  vo->node = node;
+  vo->buf = -1;
+}
+
+/* Places an elementwise equation: in an operand's group (latest first), or
+ * in a new group shaped like its result. */
+static void place_elem(planner *P, const ft_eqn *e, int idx) {
+  oref refs[16];
+  if (!P->opts->no_fusion) {
+    int tried[16], nt = 0;
+    for (int k = e->n_in - 1; k >= 0; k--) {
+      const ft_var *x = e->in[k];
+      if (x->kind != FT_VAR || P->v[x->id].kind != VK_GROUP) continue;
+      int gi = P->v[x->id].group, seen = 0;
+      for (int t = 0; t < nt; t++) seen |= tried[t] == gi;
+      if (seen) continue;
+      tried[nt++] = gi;
+    }
+    /* latest group first */
+    for (int a = 0; a < nt; a++)
+      for (int b = a + 1; b < nt; b++)
+        if (tried[b] > tried[a]) {
+          int t = tried[a];
+          tried[a] = tried[b], tried[b] = t;
+        }
+    for (int t = 0; t < nt; t++)
+      if (can_join(P, tried[t], e, refs)) {
+        commit(P, tried[t], e, idx, refs);
+        return;
+      }
+  }
+  const ft_aval *T = &e->out[0]->aval;
+  int gi = new_group(P, T->rank, T->dims, idx);
+  if (gi < 0) return;
+  if (!can_join(P, gi, e, refs)) { /* cannot happen: T == S */
+    ft_set_error(P->ctx, FT_ERR_INTERNAL, "jit: equation %d does not fit its own group", idx);
+    P->oom = true;
+    return;
+  }
+  commit(P, gi, e, idx, refs);
+  if (P->opts->no_fusion) P->g[gi].open = false;
+}
+
+/* ------------------------------------------------------------------ views */
+/* The view a layout equation makes of access a (over x's shape), or false. */
+static bool view_of(const ft_eqn *e, const ft_access *a, ft_access *r) {
+  const ft_aval *A = &e->in[0]->aval, *T = &e->out[0]->aval;
+  int64_t p[FT_MAX_RANK * 2];
+  *r = *a;
+  memset(r->st, 0, sizeof r->st);
+  switch (e->prim) {
+  case FT_P_BROADCAST_IN_DIM: {
+    int n = ft_param_ints(e, "broadcast_dimensions", p, FT_MAX_RANK);
+    if (n != A->rank) return false;
+    for (int i = 0; i < n; i++)
+      if (A->dims[i] != 1) r->st[p[i]] = a->st[i];
+    return true;
+  }
+  case FT_P_RESHAPE: {
+    const ft_pval *d = ft_eqn_param(e, "dimensions");
+    if (d->tag != FT_PV_NONE) return false;
+  }
+    /* fall through */
+  case FT_P_SQUEEZE: case FT_P_EXPAND_DIMS: {
+    if (a->buf == -1 || all_zero(A->rank, A->dims, a->st)) return true;
+    if (is_contig(A->rank, A->dims, a->st)) {
+      contig(T->rank, T->dims, r->st);
+      return true;
+    }
+    /* same dims once size-1 dims are dropped: strides carry over */
+    int ia = 0;
+    for (int t = 0; t < T->rank; t++) {
+      if (T->dims[t] == 1) continue;
+      while (ia < A->rank && A->dims[ia] == 1) ia++;
+      if (ia >= A->rank || A->dims[ia] != T->dims[t]) return false;
+      r->st[t] = a->st[ia++];
+    }
+    while (ia < A->rank && A->dims[ia] == 1) ia++;
+    return ia == A->rank;
+  }
+  case FT_P_TRANSPOSE: {
+    int n = ft_param_ints(e, "permutation", p, FT_MAX_RANK);
+    if (n != A->rank) return false;
+    for (int i = 0; i < n; i++) r->st[i] = a->st[p[i]];
+    return true;
+  }
+  case FT_P_REV: {
+    int n = ft_param_ints(e, "dimensions", p, FT_MAX_RANK);
+    if (n < 0 || a->buf == -1) return false;
+    memcpy(r->st, a->st, sizeof r->st);
+    for (int i = 0; i < n; i++) {
+      int d = (int)p[i];
+      if (A->dims[d] > 0) r->base += (A->dims[d] - 1) * a->st[d];
+      r->st[d] = -a->st[d];
+    }
+    return true;
+  }
+  case FT_P_SLICE: {
+    int64_t lim[FT_MAX_RANK], str[FT_MAX_RANK];
+    int n = ft_param_ints(e, "start_indices", p, FT_MAX_RANK);
+    int nl = ft_param_ints(e, "limit_indices", lim, FT_MAX_RANK);
+    if (n != A->rank || nl != n || a->buf == -1) return false;
+    int ns = ft_param_ints(e, "strides", str, FT_MAX_RANK);
+    if (ns != n) ns = -1;
+    for (int d = 0; d < n; d++) {
+      if (T->dims[d] > 0) r->base += p[d] * a->st[d];
+      r->st[d] = a->st[d] * (ns < 0 ? 1 : str[d]);
+    }
+    return true;
+  }
+  default:
+    return false;
+  }
+}
+
+static bool is_view_prim(const ft_eqn *e) {
+  switch (e->prim) {
+  case FT_P_BROADCAST_IN_DIM: case FT_P_RESHAPE: case FT_P_SQUEEZE: case FT_P_EXPAND_DIMS:
+  case FT_P_TRANSPOSE: case FT_P_REV: case FT_P_SLICE:
+    return e->n_in == 1 && e->n_out == 1;
+  default:
+    return false;
+  }
+}
+
+/* A layout equation: an alias inside an open group when it keeps the
+ * element order (reshape-like), else a view. Returns false when neither
+ * applies (then it is a fallback step). */
+static bool place_view(planner *P, const ft_eqn *e, int idx) {
+  const ft_var *x = e->in[0], *o = e->out[0];
+  if (!is_view_prim(e) || !dt_native(o->aval.dtype)) return false;
+  if (P->opts->no_fusion && x->kind == FT_VAR && P->v[x->id].kind == VK_GROUP)
+    materialize(P, x, idx);
+  if (x->kind == FT_VAR && P->v[x->id].kind == VK_GROUP && P->g[P->v[x->id].group].open) {
+    vinfo *vx = &P->v[x->id];
+    bool keeps_order = e->prim == FT_P_RESHAPE || e->prim == FT_P_SQUEEZE ||
+                       e->prim == FT_P_EXPAND_DIMS ||
+                       (e->prim == FT_P_BROADCAST_IN_DIM &&
+                        ft_aval_size(&x->aval) == ft_aval_size(&o->aval));
+    if (e->prim == FT_P_RESHAPE && ft_eqn_param(e, "dimensions")->tag != FT_PV_NONE)
+      keeps_order = false;
+    if (keeps_order) {
+      P->v[o->id] = *vx;
+      P->v[o->id].buf = -1;
+      add_eqn(P, vx->group, idx);
+      return true;
+    }
+    materialize(P, x, idx);
+  }
+  ft_access a, r;
+  if (!own_access(P, x, &a)) return false;
+  if (a.buf == -2) a.buf = materialize(P, x, idx);
+  if (!view_of(e, &a, &r)) {
+    if (x->kind == FT_LIT || P->v[x->id].kind != VK_VIEW) return false;
+    /* a view that does not compose: copy it, then view the copy */
+    a.buf = materialize(P, x, idx);
+    a.base = 0;
+    contig(x->aval.rank, x->aval.dims, a.st);
+    if (!view_of(e, &a, &r)) return false;
+  }
+  r.dt = o->aval.dtype;
+  P->v[o->id].kind = VK_VIEW;
+  P->v[o->id].view = r;
+  return true;
+}
+
+/* ------------------------------------------------------------- reductions */
+static bool reduce_native(const ft_eqn *e, const char **why) {
+  ft_dtype dt = e->in[0]->aval.dtype;
+  bool fl = dt == FT_F32 || dt == FT_F64;
+  if (!dt_native(dt)) {
+    *why = "reduction dtype not compiled yet";
+    return false;
+  }
+  switch (e->prim) {
+  case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD: if (dt == FT_BOOL) goto bad; return true;
+  case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN: return true;
+  case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: if (fl) goto bad; return true;
+  default: *why = "argmax/argmin are not compiled yet"; return false;
+  }
+bad:
+  *why = "reduction not defined for this dtype";
+  return false;
+}
+
+/* Collapses the reduced axes of access a (over x's shape) into one strided
+ * run and the kept axes into a loop; false when the reduced elements are
+ * not one arithmetic progression. */
+static bool plan_reduce(const ft_eqn *e, const ft_access *a, ft_kernel *k) {
+  const ft_aval *A = &e->in[0]->aval;
+  int64_t axes[FT_MAX_RANK];
+  int na = ft_param_ints(e, "axes", axes, FT_MAX_RANK);
+  bool red[FT_MAX_RANK] = {0};
+  if (na < 0) return false;
+  for (int i = 0; i < na; i++) red[axes[i]] = true;
+  k->rcount = 1;
+  k->rstride = 0;
+  int runs = 0;
+  int64_t last_st = 0;
+  for (int d = 0; d < A->rank; d++) {
+    if (!red[d] || A->dims[d] == 1) continue;
+    if (A->dims[d] == 0) {
+      k->rcount = 0;
+      continue;
+    }
+    if (runs == 0 || last_st != a->st[d] * A->dims[d]) runs++;
+    last_st = a->st[d];
+    k->rcount *= A->dims[d];
+    k->rstride = a->st[d];
+  }
+  if (k->rcount == 0) runs = 1;
+  if (runs > 1) return false;
+  k->krank = 0;
+  for (int d = 0; d < A->rank; d++) {
+    if (red[d] || A->dims[d] == 1) continue;
+    if (k->krank > 0 && k->rin.st[k->krank - 1] == a->st[d] * A->dims[d]) {
+      k->kdims[k->krank - 1] *= A->dims[d];
+      k->rin.st[k->krank - 1] = a->st[d];
+      continue;
+    }
+    k->kdims[k->krank] = A->dims[d];
+    k->rin.st[k->krank++] = a->st[d];
+  }
+  return true;
+}
+
+static bool place_reduce(planner *P, const ft_eqn *e, int idx) {
+  const ft_var *x = e->in[0], *o = e->out[0];
+  if (!reduce_native(e, &P->why[idx]) || x->kind != FT_VAR) return false;
+  ft_access a;
+  if (!own_access(P, x, &a)) {
+    a.buf = -2;
+    a.base = 0;
+    contig(x->aval.rank, x->aval.dims, a.st);
+  }
+  ft_kernel k;
+  memset(&k, 0, sizeof k);
+  k.rin = a;
+  if (!plan_reduce(e, &a, &k)) {
+    P->why[idx] = "reduced axes are not one strided run";
+    return false;
+  }
+  if (a.buf == -2) k.rin.buf = materialize(P, x, idx);
+  if (k.rin.buf < 0) return false;
+  k.kind = FT_KER_REDUCE;
+  k.rprim = e->prim;
+  k.rin.base = a.base;
+  k.rin.dt = x->aval.dtype;
+  k.rout = new_buf(P, FT_BUF_TEMP, 0, &o->aval);
+  ft_program *p = P->p;
+  ft_kernel *nk = grow(P, p->kernels, &p->cap_kernels, p->n_kernels + 1, sizeof *p->kernels);
+  if (!nk || k.rout < 0) return false;
+  p->kernels = nk;
+  int ki = p->n_kernels++;
+  p->kernels[ki] = k;
+  ft_step *s = new_step(P, FT_STEP_KERNEL, idx, 1);
+  if (!s) return false;
+  s->kernel = ki;
+  s->extent = ft_aval_size(&o->aval);
+  s->n_eqns = 1;
+  s->eqns = malloc(sizeof(int));
+  s->n_in = s->n_out = 1;
+  s->in = malloc(sizeof(int));
+  s->out = malloc(sizeof(int));
+  if (!s->eqns || !s->in || !s->out) {
+    P->oom = true;
+    return false;
+  }
+  s->eqns[0] = idx;
+  s->in[0] = k.rin.buf;
+  s->out[0] = k.rout;
+  P->v[o->id].kind = VK_BUF;
+  P->v[o->id].buf = k.rout;
+  return true;
+}
+
+/* ------------------------------------------------------------------ GEMM */
+static int64_t *enum_offsets(const ft_aval *a, const int64_t *dims, int nd, int64_t *count) {
+  int64_t st[FT_MAX_RANK], n = 1;
+  contig(a->rank, a->dims, st);
+  for (int i = 0; i < nd; i++) n *= a->dims[dims[i]];
+  *count = n;
+  int64_t *off = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!off || n == 0) return off;
+  int64_t idx[FT_MAX_RANK] = {0};
+  for (int64_t k = 0; k < n; k++) {
+    int64_t o = 0;
+    for (int i = 0; i < nd; i++) o += idx[i] * st[dims[i]];
+    off[k] = o;
+    for (int i = nd - 1; i >= 0; i--) {
+      if (++idx[i] < a->dims[dims[i]]) break;
+      idx[i] = 0;
+    }
+  }
+  return off;
+}
+
+static bool split_dims(const ft_aval *a, const ft_pval *contract, const ft_pval *batch,
+                       int64_t *c, int *nc, int64_t *b, int *nb, int64_t *f, int *nf) {
+  bool used[FT_MAX_RANK] = {0};
+  if (!ft_pv_get_ints(contract, c, FT_MAX_RANK, nc) || !ft_pv_get_ints(batch, b, FT_MAX_RANK, nb))
+    return false;
+  for (int i = 0; i < *nc; i++) used[c[i]] = true;
+  for (int i = 0; i < *nb; i++) used[b[i]] = true;
+  *nf = 0;
+  for (int i = 0; i < a->rank; i++)
+    if (!used[i]) f[(*nf)++] = i;
+  return true;
+}
+
+static bool seq_is(const int64_t *off, int64_t n, int64_t step) {
+  for (int64_t i = 0; i < n; i++)
+    if (off[i] != i * step) return false;
+  return true;
+}
+
+static bool place_dot(planner *P, const ft_eqn *e, int idx) {
+  ft_dtype od = e->out[0]->aval.dtype;
+  if ((od != FT_F32 && od != FT_F64) || e->in[0]->aval.dtype != od ||
+      e->in[1]->aval.dtype != od) {
+    P->why[idx] = "dot_general: only f32/f64 with operands of the result dtype use GEMM yet";
+    return false;
+  }
+  if (e->in[0]->kind != FT_VAR || e->in[1]->kind != FT_VAR) return false;
+  const ft_pval *dn = ft_eqn_param(e, "dimension_numbers");
+  if (dn->tag != FT_PV_TUPLE || dn->n != 2 || dn->u.items[0].n != 2 || dn->u.items[1].n != 2)
+    return false;
+  const ft_aval *la = &e->in[0]->aval, *ra = &e->in[1]->aval;
+  int64_t lc[FT_MAX_RANK], lb[FT_MAX_RANK], lf[FT_MAX_RANK], rc[FT_MAX_RANK], rb[FT_MAX_RANK],
+      rf[FT_MAX_RANK];
+  int nlc, nlb, nlf, nrc, nrb, nrf;
+  if (!split_dims(la, &dn->u.items[0].u.items[0], &dn->u.items[1].u.items[0], lc, &nlc, lb, &nlb,
+                  lf, &nlf) ||
+      !split_dims(ra, &dn->u.items[0].u.items[1], &dn->u.items[1].u.items[1], rc, &nrc, rb, &nrb,
+                  rf, &nrf))
+    return false;
+  ft_gemm_plan *g = calloc(1, sizeof *g);
+  if (!g) {
+    P->oom = true;
+    return false;
+  }
+  int64_t t;
+  g->f64 = od == FT_F64;
+  g->lb = enum_offsets(la, lb, nlb, &g->B);
+  g->lm = enum_offsets(la, lf, nlf, &g->M);
+  g->lk = enum_offsets(la, lc, nlc, &g->K);
+  g->rb = enum_offsets(ra, rb, nrb, &t);
+  g->rk = enum_offsets(ra, rc, nrc, &t);
+  g->rn = enum_offsets(ra, rf, nrf, &g->N);
+  if (!g->lb || !g->lm || !g->lk || !g->rb || !g->rk || !g->rn) P->oom = true;
+  int lbuf = materialize(P, e->in[0], idx), rbuf = materialize(P, e->in[1], idx);
+  ft_step *s = new_step(P, FT_STEP_GEMM, idx, 1);
+  if (P->oom || !s || lbuf < 0 || rbuf < 0) {
+    if (g) {
+      free(g->lb), free(g->lm), free(g->lk), free(g->rb), free(g->rk), free(g->rn);
+      free(g);
+    }
+    return false;
+  }
+  s->gemm = g;
+  g->lhs_direct = seq_is(g->lk, g->K, 1) && seq_is(g->lm, g->M, g->K) &&
+                  seq_is(g->lb, g->B, g->M * g->K);
+  g->rhs_direct = seq_is(g->rn, g->N, 1) && seq_is(g->rk, g->K, g->N) &&
+                  seq_is(g->rb, g->B, g->K * g->N);
+  ft_aval pa = ft_aval_make(od, 1, (int64_t[]){g->B * g->M * g->K});
+  ft_aval pb = ft_aval_make(od, 1, (int64_t[]){g->B * g->K * g->N});
+  g->pack_a = g->lhs_direct ? -1 : new_buf(P, FT_BUF_TEMP, 0, &pa);
+  g->pack_b = g->rhs_direct ? -1 : new_buf(P, FT_BUF_TEMP, 0, &pb);
+  s = &P->p->steps[P->p->n_steps - 1]; /* new_buf does not move steps; keep it simple */
+  s->n_in = 2;
+  s->n_out = 1;
+  s->in = malloc(2 * sizeof(int));
+  s->out = malloc(sizeof(int));
+  if (!s->in || !s->out) {
+    P->oom = true;
+    return false;
+  }
+  s->in[0] = lbuf, s->in[1] = rbuf;
+  s->out[0] = new_buf(P, FT_BUF_TEMP, 0, &e->out[0]->aval);
+  P->v[e->out[0]->id].kind = VK_BUF;
+  P->v[e->out[0]->id].buf = s->out[0];
+  return true;
+}
+
+/* -------------------------------------------------------------- fallback */
+static bool has_interp_rule(ft_prim p) {
+  switch (ft_prim_get(p)->family) {
+  case FT_FAM_OTHER: return p == FT_P_IOTA || p == FT_P_SORT || p == FT_P_FFT;
+  default: return true;
+  }
+}
+
+/* A rank-0 array holding a literal's value (as the interpreter makes it). */
+static ft_array *lit_array(ft_ctx *ctx, const ft_var *v) {
+  ft_array *a = ft_array_alloc(ctx, &v->aval);
+  if (!a) return NULL;
+  ft_dtype dt = v->aval.dtype;
+  if (ft_dtype_is_complex(dt)) ft_set_c128(a, 0, v->lit.f, v->lit_im);
+  else if (ft_dtype_is_float(dt)) ft_set_f64(a, 0, v->lit.f);
+  else if (ft_dtype_is_unsigned(dt)) ft_set_i64(a, 0, (int64_t)v->lit.u);
+  else ft_set_i64(a, 0, v->lit.i);
+  return a;
+}
+
+static bool place_fallback(planner *P, const ft_eqn *e, int idx) {
+  if (!has_interp_rule(e->prim)) {
+    ft_set_error(P->ctx, FT_ERR_UNSUPPORTED,
+                 "jit: equation %d (%s) has no rule in the interpreter nor the compiler", idx,
+                 ft_prim_get(e->prim)->name);
+    P->oom = true;
+    return false;
+  }
+  int *in = calloc((size_t)e->n_in + 1, sizeof(int)), *out = calloc((size_t)e->n_out + 1, sizeof(int));
+  ft_array **lits = calloc((size_t)e->n_in + 1, sizeof *lits);
+  if (!in || !out || !lits) {
+    free(in), free(out), free(lits);
+    P->oom = true;
+    return false;
+  }
+  for (int k = 0; k < e->n_in; k++) {
+    if (e->in[k]->kind == FT_LIT) {
+      in[k] = -1;
+      lits[k] = lit_array(P->ctx, e->in[k]);
+      if (!lits[k]) P->oom = true;
+    } else {
+      in[k] = materialize(P, e->in[k], idx);
+    }
+  }
+  for (int k = 0; k < e->n_out; k++) {
+    if (e->out[k]->kind != FT_VAR) {
+      out[k] = -1;
+      continue;
+    }
+    out[k] = new_buf(P, FT_BUF_TEMP, 0, &e->out[k]->aval);
+    P->v[e->out[k]->id].kind = VK_BUF;
+    P->v[e->out[k]->id].buf = out[k];
+  }
+  ft_step *s = new_step(P, FT_STEP_FALLBACK, idx, 1);
+  if (!s) {
+    free(in), free(out);
+    for (int k = 0; k < e->n_in; k++) ft_array_free(lits[k]);
+    free(lits);
+    return false;
+  }
+  s->n_in = e->n_in, s->n_out = e->n_out;
+  s->in = in, s->out = out;
+  /* literal operand arrays live in the program, indexed like the step's inputs */
+  ft_program *p = P->p;
+  ft_array **nl = realloc(p->lits, sizeof *nl * (size_t)(p->n_lits + e->n_in + 1));
+  if (!nl) {
+    P->oom = true;
+    for (int k = 0; k < e->n_in; k++) ft_array_free(lits[k]);
+    free(lits);
+    return false;
+  }
+  p->lits = nl;
+  s->lit0 = p->n_lits;
+  for (int k = 0; k < e->n_in; k++) p->lits[p->n_lits++] = lits[k];
+  free(lits);
+  p->n_fallback++;
+  return true;
+}
+
+/* -------------------------------------------------------------- finishing */
+/* Collapses group gi's loop shape (drops size-1 dims, merges dims every
+ * load walks contiguously, never an iota's dim) and makes its step. */
+static bool finish_group(planner *P, int gi) {
+  group *g = &P->g[gi];
+  ft_kernel *k = gkernel(P, gi);
+  int r = g->rank, nr = 0;
+  bool iota_dim[FT_MAX_RANK] = {0};
+  for (int i = 0; i < k->n_nodes; i++)
+    if (k->nodes[i].kind == FT_KN_IOTA) iota_dim[k->nodes[i].dim] = true;
+  int map[FT_MAX_RANK], inner[FT_MAX_RANK]; /* old dim -> new dim; new dim -> its innermost old dim */
+  int64_t nd[FT_MAX_RANK];
+  bool zero = count_of(r, g->dims) == 0;
+  for (int d = 0; d < r; d++) {
+    map[d] = -1;
+    if (zero || g->dims[d] == 1) continue;
+    bool merge = nr > 0 && !iota_dim[d] && !iota_dim[inner[nr - 1]];
+    for (int i = 0; merge && i < k->n_nodes; i++) {
+      const ft_knode *n = &k->nodes[i];
+      if (n->kind == FT_KN_LOAD && n->acc.buf >= 0 &&
+          n->acc.st[inner[nr - 1]] != n->acc.st[d] * g->dims[d])
+        merge = false;
+    }
+    if (merge) {
+      nd[nr - 1] *= g->dims[d];
+      inner[nr - 1] = d;
+      map[d] = nr - 1;
+    } else {
+      nd[nr] = g->dims[d];
+      inner[nr] = d;
+      map[d] = nr++;
+    }
+  }
+  for (int i = 0; i < k->n_nodes; i++) {
+    ft_knode *n = &k->nodes[i];
+    if (n->kind == FT_KN_IOTA) n->dim = zero || g->dims[n->dim] == 1 ? -1 : map[n->dim];
+    if (n->kind != FT_KN_LOAD) continue;
+    int64_t st[FT_MAX_RANK] = {0};
+    for (int j = 0; j < nr && n->acc.buf >= 0; j++) st[j] = n->acc.st[inner[j]];
+    memcpy(n->acc.st, st, sizeof st);
+  }
+  if (zero) nd[0] = 0, nr = 1;
+  if (nr == 0) nd[0] = 1, nr = 1;
+  k->rank = nr;
+  memcpy(k->dims, nd, sizeof(int64_t) * (size_t)nr);
+  ft_step *s = new_step(P, FT_STEP_KERNEL, g->last_eqn, g->sub);
+  if (!s) return false;
+  s->seq = g->seq;
+  s->kernel = g->kernel;
+  s->extent = k->dims[0];
+  s->n_eqns = g->n_eqns;
+  s->eqns = g->eqns;
+  g->eqns = NULL;
+  s->n_out = k->n_stores;
+  s->out = malloc(sizeof(int) * (size_t)(k->n_stores + 1));
+  int nin = 0;
+  s->in = malloc(sizeof(int) * (size_t)(k->n_nodes + 1));
+  if (!s->out || !s->in) {
+    P->oom = true;
+    return false;
+  }
+  for (int i = 0; i < k->n_stores; i++) s->out[i] = k->stores[i].buf;
+  for (int i = 0; i < k->n_nodes; i++)
+    if (k->nodes[i].kind == FT_KN_LOAD && k->nodes[i].acc.buf >= 0) s->in[nin++] = k->nodes[i].acc.buf;
+  s->n_in = nin;
+  P->p->n_fused_eqns += g->n_eqns;
+  return true;
+}
+
+static int step_cmp(const void *a, const void *b) {
+  const ft_step *x = a, *y = b;
+  if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Output k: written in place when its buffer is a temporary nobody else
+ * claimed; else copied at the end of the call. */
+static void plan_outputs(planner *P) {
+  const ft_jaxpr *j = P->p->j;
+  ft_program *p = P->p;
+  p->outs = calloc((size_t)j->n_out + 1, sizeof *p->outs);
+  if (!p->outs) {
+    P->oom = true;
+    return;
+  }
+  for (int k = 0; k < j->n_out; k++) {
+    const ft_var *v = j->outvars[k];
+    p->outs[k].buf = -1;
+    if (v->kind == FT_LIT) {
+      p->outs[k].lit = v;
+      continue;
+    }
+    int b = materialize(P, v, j->n_eqn);
+    if (b < 0) return;
+    if (p->bufs[b].kind == FT_BUF_TEMP) {
+      p->bufs[b].kind = FT_BUF_OUTPUT;
+      p->bufs[b].index = k;
+      p->outs[k].in_place = true;
+    } else {
+      p->outs[k].buf = b;
+    }
+  }
+}
+
+static void assign_offsets(ft_program *p) {
+  size_t off = 0;
+  for (int b = 0; b < p->n_bufs; b++) {
+    if (p->bufs[b].kind != FT_BUF_TEMP) continue;
+    p->bufs[b].offset = off;
+    off += (p->bufs[b].nbytes + 63) & ~(size_t)63;
+  }
+  p->arena_bytes = off;
+}
+
+static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
+  if (P->opts->no_compile) return place_fallback(P, e, idx);
+  ft_family fam = ft_prim_get(e->prim)->family;
+  if (e->n_out == 1 && e->out[0]->kind == FT_VAR && fam != FT_FAM_CONTROL) {
+    if (is_view_prim(e) && place_view(P, e, idx)) return true;
+    if (fam == FT_FAM_REDUCE && place_reduce(P, e, idx)) return true;
+    if (fam == FT_FAM_DOT && place_dot(P, e, idx)) return true;
+    if (fam != FT_FAM_LAYOUT && fam != FT_FAM_REDUCE && fam != FT_FAM_DOT &&
+        ft_lower_elem_native(e, &P->why[idx]) && e->n_in <= 16) {
+      place_elem(P, e, idx);
+      return !P->oom;
+    }
+  }
+  if (P->oom) return false;
+  if (!P->why[idx]) {
+    switch (fam) {
+    case FT_FAM_CONTROL: P->why[idx] = "control flow is not compiled yet"; break;
+    case FT_FAM_LAYOUT: P->why[idx] = "layout operation is not compiled yet"; break;
+    case FT_FAM_CUMULATIVE: P->why[idx] = "cumulative operations are not compiled yet"; break;
+    case FT_FAM_OTHER: P->why[idx] = "sort/fft are not compiled yet"; break;
+    default: P->why[idx] = "not compiled yet"; break;
+    }
+  }
+  return place_fallback(P, e, idx);
+}
+
+/* Binds inputs and constants to buffers. */
+static bool plan_inputs(planner *P) {
+  ft_program *p = P->p;
+  const ft_jaxpr *j = p->j;
+  int pos = 0;
+  if (j->const_data) {
+    p->n_consts = j->n_const;
+    p->consts = calloc((size_t)j->n_const + 1, sizeof *p->consts);
+    if (!p->consts) return false;
+  }
+  for (int k = 0; k < j->n_const; k++) {
+    const ft_var *v = j->constvars[k];
+    int b;
+    if (j->const_data) {
+      size_t nb = (size_t)ft_aval_size(&v->aval) * ft_dtype_size(v->aval.dtype);
+      p->consts[k] = aligned_alloc(64, (nb + 63) & ~(size_t)63 ? (nb + 63) & ~(size_t)63 : 64);
+      if (!p->consts[k]) return false;
+      if (nb) memcpy(p->consts[k], j->const_data[k], nb);
+      b = new_buf(P, FT_BUF_CONST, k, &v->aval);
+    } else {
+      b = new_buf(P, FT_BUF_INPUT, pos++, &v->aval);
+    }
+    if (b < 0) return false;
+    P->v[v->id].kind = VK_BUF;
+    P->v[v->id].buf = b;
+  }
+  for (int k = 0; k < j->n_in; k++) {
+    const ft_var *v = j->invars[k];
+    int b = new_buf(P, FT_BUF_INPUT, pos++, &v->aval);
+    if (b < 0) return false;
+    P->v[v->id].kind = VK_BUF;
+    P->v[v->id].buf = b;
+  }
+  p->n_args = pos;
+  p->n_out = j->n_out;
+  return true;
+}
+
+ft_program *ft_program_plan(ft_ctx *ctx, const ft_jaxpr *j, const ft_plan_options *opts) {
+  ft_plan_options dflt = {0};
+  planner P = {.ctx = ctx, .opts = opts ? opts : &dflt};
+  ft_program *p = calloc(1, sizeof *p);
+  if (!p) {
+    ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory");
+    return NULL;
+  }
+  P.p = p;
+  p->j = jaxpr_clone_top(j);
+  if (!p->j || (j->const_data && !jaxpr_copy_consts(p->j, j))) {
+    ft_program_free(p);
+    ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory copying the jaxpr");
+    return NULL;
+  }
+  P.nv = ft_arena_num_var_ids(p->j->arena);
+  P.v = calloc((size_t)P.nv + 1, sizeof *P.v);
+  P.why = calloc((size_t)p->j->n_eqn + 1, sizeof *P.why);
+  bool ok = P.v && P.why && plan_inputs(&P);
+  for (int i = 0; ok && i < p->j->n_eqn; i++) ok = plan_eqn(&P, &p->j->eqns[i], i) && !P.oom;
+  if (ok) plan_outputs(&P);
+  for (int gi = 0; ok && !P.oom && gi < P.n_groups; gi++) ok = finish_group(&P, gi);
+  ok = ok && !P.oom;
+  if (ok) {
+    qsort(p->steps, (size_t)p->n_steps, sizeof *p->steps, step_cmp);
+    for (int i = 0; i < p->n_kernels; i++)
+      snprintf(p->kernels[i].name, sizeof p->kernels[i].name, "ft_k%d", i);
+    for (int i = 0; i < p->n_steps; i++) p->n_gemm += p->steps[i].kind == FT_STEP_GEMM;
+    assign_offsets(p);
+    /* remember the reasons for the plan text */
+    p->why = P.why;
+    P.why = NULL;
+  }
+  for (int gi = 0; gi < P.n_groups; gi++) free(P.g[gi].eqns);
+  free(P.g);
+  free(P.v);
+  free(P.why);
+  if (!ok) {
+    if (ft_ctx_status(ctx) == FT_OK) ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory while planning");
+    ft_program_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+void ft_program_free(ft_program *p) {
+  if (!p) return;
+  for (int i = 0; i < p->n_steps; i++) {
+    ft_step *s = &p->steps[i];
+    free(s->eqns), free(s->in), free(s->out);
+    if (s->gemm) {
+      ft_gemm_plan *g = s->gemm;
+      free(g->lb), free(g->lm), free(g->lk), free(g->rb), free(g->rk), free(g->rn);
+      free(g);
+    }
+  }
+  for (int i = 0; i < p->n_kernels; i++) free(p->kernels[i].nodes), free(p->kernels[i].stores);
+  for (int i = 0; i < p->n_consts; i++) free(p->consts[i]);
+  for (int i = 0; i < p->n_lits; i++) ft_array_free(p->lits[i]);
+  free(p->lits);
+  free(p->consts);
+  free(p->steps);
+  free(p->kernels);
+  free(p->bufs);
+  free(p->outs);
+  free(p->why);
+  ft_jaxpr_free(p->j);
+  free(p);
+}

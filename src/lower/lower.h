@@ -1,0 +1,248 @@
+/* src/lower/lower.h: the internal header of the lowering folder (DESIGN.md
+ * §6, §7). Sections follow the files:
+ *   fusion.c   planning: a jaxpr -> an ft_program (steps, buffers, kernels)
+ *   codegen.c  LLVM-C IR for the program's kernels (one module)
+ *   jit.c      target machine, pass pipeline, object emission, ORC LLJIT,
+ *              the public ft_jit / ft_call / ft_fn_free
+ *   program.c  running a program: buffers, kernels, GEMM, fallback steps
+ *   cache.c    the compile cache (in memory and on disk)
+ *   aot.c      ahead-of-time emission (LLVM IR, assembly, object, .so + header)
+ *
+ * Only this folder includes llvm-c/; this header does not, so the executor
+ * (src/runtime) can include it to run an ft_program. */
+#ifndef FT_LOWER_H
+#define FT_LOWER_H
+
+#include <pthread.h>
+
+#include "runtime/runtime.h"
+
+/* Bump when generated code changes meaning: it is part of every cache key. */
+#define FT_CODEGEN_VERSION 3
+
+/* ============================================================== the program */
+/* Where a value lives at run time. */
+typedef enum ft_buf_kind {
+  FT_BUF_INPUT,   /* the call's in[index] (constvars first when the jaxpr has no values) */
+  FT_BUF_CONST,   /* the program's copy of const_data[index] */
+  FT_BUF_TEMP,    /* arena + offset (an intermediate, or a GEMM packing buffer) */
+  FT_BUF_OUTPUT   /* the call's out[index]: written in place by its producing step */
+} ft_buf_kind;
+
+typedef struct ft_pbuf {
+  ft_buf_kind kind;
+  int index;
+  size_t offset;  /* FT_BUF_TEMP: bytes from the start of the arena (64-aligned) */
+  size_t nbytes;
+  ft_aval aval;
+} ft_pbuf;
+
+/* A strided access of a buffer over a loop nest: element (i_0..i_{r-1}) is
+ * at base + sum i_d * st[d] (in elements; strides may be 0 or negative). */
+typedef struct ft_access {
+  int buf;        /* buffer id; -1 for a literal (lit) */
+  const ft_var *lit;
+  ft_dtype dt;
+  int64_t base;
+  int64_t st[FT_MAX_RANK];
+} ft_access;
+
+/* ---- loop kernels (fusion groups) */
+typedef enum ft_knode_kind {
+  FT_KN_LOAD,    /* acc: a strided load (or a literal) */
+  FT_KN_ELEM,    /* e: an elementwise equation on earlier nodes */
+  FT_KN_IOTA     /* the index along loop dim `dim` (-1: always 0), as dt */
+} ft_knode_kind;
+
+typedef struct ft_knode {
+  ft_knode_kind kind;
+  ft_dtype dt;
+  const ft_eqn *e;
+  int n_in;
+  int in[16];     /* FT_KN_ELEM: operand node indices */
+  ft_access acc;  /* FT_KN_LOAD */
+  int dim;        /* FT_KN_IOTA */
+} ft_knode;
+
+typedef struct ft_kstore {
+  int node, buf;
+} ft_kstore;
+
+typedef enum ft_kernel_kind { FT_KER_LOOP, FT_KER_REDUCE } ft_kernel_kind;
+
+typedef struct ft_kernel {
+  ft_kernel_kind kind;
+  char name[24];        /* the symbol: ft_k<index> */
+  /* FT_KER_LOOP: a loop nest over dims[0..rank) (collapsed; rank >= 1) */
+  int rank;
+  int64_t dims[FT_MAX_RANK];
+  int n_nodes, cap_nodes;
+  ft_knode *nodes;
+  int n_stores;
+  ft_kstore *stores;    /* contiguous over the loop nest */
+  /* FT_KER_REDUCE: out[o] = fold over k < rcount of in(base(o) + k*rstride),
+   * base(o) from the kept dims (kdims, kst), row-major over the output. */
+  ft_prim rprim;
+  ft_access rin;        /* rin.st: strides over kdims */
+  int rout;             /* output buffer */
+  int64_t rcount, rstride;
+  int krank;
+  int64_t kdims[FT_MAX_RANK];
+} ft_kernel;
+
+/* A compiled kernel: runs iterations [lo, hi) of its outermost loop (loop
+ * kernels) or outputs [lo, hi) (reductions). bufs: every buffer's address. */
+typedef void (*ft_kernel_fn)(void *const *bufs, int64_t lo, int64_t hi);
+
+/* ---- GEMM steps */
+typedef struct ft_gemm_plan {
+  bool f64;
+  int64_t B, M, N, K;
+  /* element offsets per group (as the interpreter enumerates them) */
+  int64_t *lb, *lm, *lk, *rb, *rk, *rn;
+  bool lhs_direct, rhs_direct;  /* already [b][m][k] / [b][k][n] contiguous */
+  int pack_a, pack_b;           /* TEMP buffers for packing, or -1 */
+} ft_gemm_plan;
+
+typedef enum ft_step_kind {
+  FT_STEP_KERNEL,    /* a compiled loop or reduction kernel */
+  FT_STEP_GEMM,      /* dot_general through ft_gemm_f32/f64 */
+  FT_STEP_FALLBACK   /* one equation run by the interpreter's own rule */
+} ft_step_kind;
+
+typedef struct ft_step {
+  ft_step_kind kind;
+  int pos;            /* program order: index of the last equation it covers */
+  int seq;            /* tie-break: creation order */
+  int eqn;            /* KERNEL: its last equation; GEMM/FALLBACK: the equation */
+  int n_eqns;
+  int *eqns;          /* KERNEL: the fused equations (indices into j->eqns) */
+  int n_in, n_out;
+  int *in, *out;      /* buffer ids; -1: a literal (in) / dropped (out) */
+  int kernel;         /* KERNEL: index into program->kernels */
+  int64_t extent;     /* KERNEL: the range [0, extent) of lo..hi */
+  ft_gemm_plan *gemm;
+  int lit0;           /* FALLBACK: its literal operands are lits[lit0 + k] */
+  ft_kernel_fn fn;    /* KERNEL: bound after compilation */
+} ft_step;
+
+/* How output k is produced when it is not written in place. */
+typedef struct ft_out_src {
+  int buf;            /* the buffer to copy from, or -1: literal / in place */
+  const ft_var *lit;  /* a literal output */
+  bool in_place;      /* a step writes out[k] directly */
+} ft_out_src;
+
+typedef struct ft_program {
+  ft_jaxpr *j;               /* the program's own copy of the jaxpr (fallbacks use it) */
+  int n_args;                /* inputs a call passes (constvars first when no const_data) */
+  int n_out;
+  int n_bufs, cap_bufs;
+  ft_pbuf *bufs;
+  size_t arena_bytes;        /* TEMP buffers, one arena */
+  void **consts;             /* FT_BUF_CONST data (owned) */
+  int n_consts;
+  int n_steps, cap_steps;
+  ft_step *steps;
+  int n_kernels, cap_kernels;
+  ft_kernel *kernels;
+  ft_out_src *outs;
+  ft_array **lits;           /* literal operands of fallback steps (owned; NULL: not a literal) */
+  int n_lits;
+  int n_fallback, n_gemm, n_fused_eqns;
+  const char **why;          /* by equation: why it is a fallback step (static strings) */
+} ft_program;
+
+/* ================================================================ fusion.c */
+typedef struct ft_plan_options {
+  bool no_fusion;         /* one kernel per equation (debugging, tests) */
+  bool no_compile;        /* every equation a fallback step (debugging) */
+} ft_plan_options;
+
+/* Plans j: fusion groups, GEMM and fallback steps, buffers. The program
+ * copies j (and its constant values). NULL + error on ctx on failure. Free
+ * with ft_program_free. */
+ft_program *ft_program_plan(ft_ctx *ctx, const ft_jaxpr *j, const ft_plan_options *opts);
+void ft_program_free(ft_program *p);
+/* The plan as text (ftc compile --emit plan). malloc'd; free with free(). */
+char *ft_program_describe(const ft_program *p);
+/* Whether the loop kernels can compute this equation natively (else it is a
+ * fallback step). why (may be NULL) receives a static reason when not. */
+bool ft_lower_elem_native(const ft_eqn *e, const char **why);
+
+/* =============================================================== program.c */
+/* Runs p once. in: n_args arrays (checked against the avals); out: n_out
+ * arrays of the output avals (written). kbufs: scratch of p->n_bufs
+ * pointers; arena: p->arena_bytes bytes, 64-aligned. Steps run in order on
+ * the calling thread. */
+ft_status ft_program_run(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+                         ft_array *const *out, void **kbufs, void *arena);
+/* Runs step s (buffers already bound in kbufs). */
+ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s,
+                              void *const *kbufs);
+
+/* =============================================================== codegen.c */
+/* Code generation needs LLVM types; the entry point is declared in
+ * codegen.h-like form here with opaque pointers so jit.c and aot.c share it:
+ * builds every kernel of p into the LLVM module `module` (an LLVMModuleRef),
+ * declaring the math functions it calls. Returns 0, or 1 with *err (malloc'd). */
+int ft_codegen_program(void *module, const ft_program *p, char **err);
+/* The AOT entry `int name(const void *const *in, void *const *out)`: binds
+ * the buffers (a static arena), runs every step in order (kernels, GEMM via
+ * ft_gemm_f32/f64 when no packing is needed). 1 + *err when p has a step it
+ * cannot call without the library's interpreter. */
+int ft_codegen_entry(void *module, const ft_program *p, const char *name, char **err);
+
+/* ==================================================================== jit.c */
+/* The host target: triple, CPU name and features (static strings, computed
+ * once). */
+const char *ft_jit_host_triple(void);
+const char *ft_jit_host_cpu(void);
+const char *ft_jit_host_features(void);
+
+typedef enum ft_llvm_out { FT_LO_OBJ, FT_LO_ASM, FT_LO_LLVM } ft_llvm_out;
+/* Builds, optimizes (default<O2|O3>, host target) and emits p's kernels.
+ * *out is malloc'd (free with free()), *len its size. relocation PIC so the
+ * object also links into a shared library. entry (may be NULL): also emit
+ * the AOT entry function of that name (ft_codegen_entry). Times in ms go to
+ * *opt_ms and *cg_ms when not NULL. */
+ft_status ft_jit_emit_program(ft_ctx *ctx, const ft_program *p, int opt_level, ft_llvm_out kind,
+                              const char *entry, void **out, size_t *len, double *opt_ms,
+                              double *cg_ms);
+
+/* Compiled code shared by every ft_fn of one cache key (refcounted). */
+typedef struct ft_jit_code ft_jit_code;
+/* Loads an object file (as emitted above) into a new LLJIT and looks up
+ * every kernel of p. NULL + error on ctx. */
+ft_jit_code *ft_jit_code_load(ft_ctx *ctx, const ft_program *p, const void *obj, size_t len);
+void ft_jit_code_retain(ft_jit_code *c);
+void ft_jit_code_release(ft_jit_code *c);
+/* The address of kernel k of the program the code was loaded for. */
+ft_kernel_fn ft_jit_code_kernel(const ft_jit_code *c, int k);
+
+/* ================================================================== cache.c */
+/* The key of a compilation: canonical hash, avals, options, CPU, versions. */
+typedef struct ft_cache_key {
+  uint8_t h[16];
+  char hex[33];
+} ft_cache_key;
+void ft_cache_key_make(const ft_jaxpr *j, int opt_level, const ft_plan_options *po,
+                       ft_cache_key *key);
+/* In-memory cache: a retained ft_jit_code for key, or NULL. */
+ft_jit_code *ft_cache_mem_get(const ft_cache_key *key);
+/* Records c under key (the cache retains it). */
+void ft_cache_mem_put(const ft_cache_key *key, ft_jit_code *c);
+/* Drops every in-memory entry (tests). */
+void ft_cache_mem_clear(void);
+/* Disk cache: the object for key from dir, checked (magic, key, length,
+ * XXH3-128 of the bytes). Returns 1 hit (*obj malloc'd), 0 miss, -1 a
+ * corrupt or stale entry (removed; the caller rebuilds). */
+int ft_cache_disk_get(const char *dir, const ft_cache_key *key, void **obj, size_t *len);
+/* Writes the object atomically (temp file + rename). Errors are ignored:
+ * the cache is an optimization. */
+void ft_cache_disk_put(const char *dir, const ft_cache_key *key, const void *obj, size_t len);
+/* The cache directory: opts_dir, else $XDG_CACHE_HOME/frankentrace, else
+ * $HOME/.cache/frankentrace. Writes into buf (n bytes); false when none. */
+bool ft_cache_dir(const char *opts_dir, char *buf, size_t n);
+
+#endif /* FT_LOWER_H */

@@ -1,0 +1,268 @@
+/* src/lower/program.c: running an ft_program (binding buffers, kernels,
+ * GEMM and fallback steps, outputs) and describing it as text. The
+ * dependency-wave executor (issue 7) may replace ft_program_run with a
+ * parallel schedule over the same steps: each step reads and writes only the
+ * buffers its in/out lists name, and kernels take [lo, hi) ranges of their
+ * outermost loop whose boundaries may be cut from the shape alone. */
+#include <string.h>
+
+#include "lower/lower.h"
+
+/* ------------------------------------------------------------------- GEMM */
+static void pack(bool f64, const void *src, void *dst, int64_t B, int64_t R, int64_t C,
+                 const int64_t *ob, const int64_t *orow, const int64_t *ocol) {
+  int64_t at = 0;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t r = 0; r < R; r++)
+      for (int64_t c = 0; c < C; c++, at++) {
+        int64_t i = ob[b] + orow[r] + ocol[c];
+        if (f64) ((double *)dst)[at] = ((const double *)src)[i];
+        else ((float *)dst)[at] = ((const float *)src)[i];
+      }
+}
+
+static void run_gemm(const ft_gemm_plan *g, const void *l, const void *r, void *c,
+                     void *const *kbufs) {
+  const void *A = l, *Bm = r;
+  if (!g->lhs_direct) {
+    pack(g->f64, l, kbufs[g->pack_a], g->B, g->M, g->K, g->lb, g->lm, g->lk);
+    A = kbufs[g->pack_a];
+  }
+  if (!g->rhs_direct) {
+    pack(g->f64, r, kbufs[g->pack_b], g->B, g->K, g->N, g->rb, g->rk, g->rn);
+    Bm = kbufs[g->pack_b];
+  }
+  int64_t M = g->M, N = g->N, K = g->K;
+  for (int64_t b = 0; b < g->B; b++) {
+    if (g->f64)
+      ft_gemm_f64(M, N, K, (const double *)A + b * M * K, K, (const double *)Bm + b * K * N, N,
+                  (double *)c + b * M * N, N);
+    else
+      ft_gemm_f32(M, N, K, (const float *)A + b * M * K, K, (const float *)Bm + b * K * N, N,
+                  (float *)c + b * M * N, N);
+  }
+}
+
+/* --------------------------------------------------------------- fallback */
+/* The interpreter's rule for p (the same dispatch as interp.c). */
+static ft_interp_rule rule_for(ft_prim p) {
+  switch (ft_prim_get(p)->family) {
+  case FT_FAM_UNARY: return ft_interp_unary;
+  case FT_FAM_BINARY: return ft_interp_binary;
+  case FT_FAM_COMPARE: return ft_interp_compare;
+  case FT_FAM_SELECT: return ft_interp_select;
+  case FT_FAM_CONVERT: return ft_interp_convert;
+  case FT_FAM_LAYOUT: return ft_interp_layout;
+  case FT_FAM_REDUCE: return ft_interp_reduce;
+  case FT_FAM_CUMULATIVE: return ft_interp_cumulative;
+  case FT_FAM_DOT: return ft_interp_dot;
+  case FT_FAM_CONTROL: return ft_interp_control;
+  case FT_FAM_OTHER:
+    if (p == FT_P_IOTA) return ft_interp_iota;
+    if (p == FT_P_SORT) return ft_interp_sort;
+    if (p == FT_P_FFT) return ft_interp_fft;
+    return NULL;
+  }
+  return NULL;
+}
+
+/* Runs the interpreter's rule for one equation on views of the program's
+ * buffers and copies its results into them. Allocates (the rule does). */
+static ft_status run_fallback(ft_ctx *ctx, const ft_program *p, const ft_step *s,
+                              void *const *kbufs) {
+  const ft_eqn *e = &p->j->eqns[s->eqn];
+  ft_array view_st[16], *in_st[16], *out_st[16];
+  ft_array *views = view_st, **in = in_st, **out = out_st;
+  ft_status st = FT_OK;
+  if (s->n_in > 16 || s->n_out > 16) {
+    views = calloc((size_t)s->n_in + 1, sizeof *views);
+    in = calloc((size_t)s->n_in + 1, sizeof *in);
+    out = calloc((size_t)s->n_out + 1, sizeof *out);
+    if (!views || !in || !out) {
+      st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+      goto done;
+    }
+  }
+  for (int k = 0; k < s->n_in; k++) {
+    if (s->in[k] < 0) {
+      in[k] = p->lits[s->lit0 + k];
+      continue;
+    }
+    const ft_pbuf *b = &p->bufs[s->in[k]];
+    views[k].aval = b->aval;
+    views[k].nbytes = b->nbytes;
+    views[k].data = kbufs[s->in[k]];
+    in[k] = &views[k];
+  }
+  for (int k = 0; k < s->n_out; k++) out[k] = NULL;
+  ft_interp_rule rule = rule_for(e->prim);
+  st = rule ? rule(ctx, e, in, out)
+            : ft_set_error(ctx, FT_ERR_UNSUPPORTED, "no interpreter rule");
+  if (st == FT_OK)
+    for (int k = 0; k < s->n_out; k++) {
+      if (s->out[k] >= 0 && out[k]->nbytes) memcpy(kbufs[s->out[k]], out[k]->data, out[k]->nbytes);
+      ft_array_free(out[k]);
+    }
+  if (st != FT_OK)
+    ft_error_prefix(ctx, "jit: step for equation %d (%s)", s->eqn, ft_prim_get(e->prim)->name);
+done:
+  if (views != view_st) free(views), free(in), free(out);
+  return st;
+}
+
+ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s,
+                              void *const *kbufs) {
+  switch (s->kind) {
+  case FT_STEP_KERNEL:
+    if (s->extent > 0) s->fn(kbufs, 0, s->extent);
+    return FT_OK;
+  case FT_STEP_GEMM:
+    run_gemm(s->gemm, kbufs[s->in[0]], kbufs[s->in[1]], kbufs[s->out[0]], kbufs);
+    return FT_OK;
+  case FT_STEP_FALLBACK:
+    return run_fallback(ctx, p, s, kbufs);
+  }
+  return FT_ERR_INTERNAL;
+}
+
+/* Writes a literal's value into element 0 of dst (as the interpreter does). */
+static void write_lit(const ft_var *v, void *dst) {
+  ft_array a = {.aval = v->aval, .nbytes = ft_dtype_size(v->aval.dtype), .data = dst};
+  ft_dtype dt = v->aval.dtype;
+  if (ft_dtype_is_complex(dt)) ft_set_c128(&a, 0, v->lit.f, v->lit_im);
+  else if (ft_dtype_is_float(dt)) ft_set_f64(&a, 0, v->lit.f);
+  else if (ft_dtype_is_unsigned(dt)) ft_set_i64(&a, 0, (int64_t)v->lit.u);
+  else ft_set_i64(&a, 0, v->lit.i);
+}
+
+static bool check_arg(ft_ctx *ctx, const char *what, int i, const ft_aval *want,
+                      const ft_array *a) {
+  if (a && ft_aval_eq(want, &a->aval)) return true;
+  char s1[128], s2[128];
+  ft_set_error(ctx, a && a->aval.dtype != want->dtype ? FT_ERR_TYPE : FT_ERR_SHAPE,
+               "call: %s %d: expected %s, got %s", what, i, ft_aval_str(want, s1, sizeof s1),
+               a ? ft_aval_str(&a->aval, s2, sizeof s2) : "NULL");
+  return false;
+}
+
+ft_status ft_program_run(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+                         ft_array *const *out, void **kbufs, void *arena) {
+  const ft_jaxpr *j = p->j;
+  int nc = j->const_data ? 0 : j->n_const;
+  for (int k = 0; k < p->n_args; k++) {
+    const ft_var *v = k < nc ? j->constvars[k] : j->invars[k - nc];
+    if (!check_arg(ctx, k < nc ? "constant input" : "input", k < nc ? k : k - nc, &v->aval, in[k]))
+      return ft_ctx_status(ctx);
+  }
+  for (int k = 0; k < p->n_out; k++) {
+    const ft_var *v = j->outvars[k];
+    if (!check_arg(ctx, "output", k, &v->aval, out[k])) return ft_ctx_status(ctx);
+  }
+  for (int b = 0; b < p->n_bufs; b++) {
+    const ft_pbuf *pb = &p->bufs[b];
+    switch (pb->kind) {
+    case FT_BUF_INPUT: kbufs[b] = in[pb->index]->data; break;
+    case FT_BUF_CONST: kbufs[b] = p->consts[pb->index]; break;
+    case FT_BUF_TEMP: kbufs[b] = (char *)arena + pb->offset; break;
+    case FT_BUF_OUTPUT: kbufs[b] = out[pb->index]->data; break;
+    }
+  }
+  for (int i = 0; i < p->n_steps; i++) {
+    ft_status st = ft_program_run_step(ctx, p, &p->steps[i], kbufs);
+    if (st) return st;
+  }
+  for (int k = 0; k < p->n_out; k++) {
+    const ft_out_src *o = &p->outs[k];
+    if (o->in_place) continue;
+    if (o->lit) write_lit(o->lit, out[k]->data);
+    else if (out[k]->nbytes) memcpy(out[k]->data, kbufs[o->buf], out[k]->nbytes);
+  }
+  return FT_OK;
+}
+
+/* -------------------------------------------------------------- the plan */
+static const char *buf_name(const ft_program *p, int b, char *tmp, size_t n) {
+  if (b < 0) return "literal";
+  const ft_pbuf *pb = &p->bufs[b];
+  char av[96];
+  ft_aval_str(&pb->aval, av, sizeof av);
+  switch (pb->kind) {
+  case FT_BUF_INPUT: snprintf(tmp, n, "in%d:%s", pb->index, av); break;
+  case FT_BUF_CONST: snprintf(tmp, n, "const%d:%s", pb->index, av); break;
+  case FT_BUF_TEMP: snprintf(tmp, n, "t%d:%s@%zu", b, av, pb->offset); break;
+  case FT_BUF_OUTPUT: snprintf(tmp, n, "out%d:%s", pb->index, av); break;
+  }
+  return tmp;
+}
+
+static void put_bufs(ft_buf *o, const ft_program *p, int n, const int *b) {
+  char tmp[160];
+  for (int k = 0; k < n; k++) ft_buf_printf(o, "%s%s", k ? ", " : "", buf_name(p, b[k], tmp, sizeof tmp));
+}
+
+char *ft_program_describe(const ft_program *p) {
+  ft_buf o = {0};
+  const ft_jaxpr *j = p->j;
+  int nk = 0;
+  for (int i = 0; i < p->n_steps; i++) nk += p->steps[i].kind == FT_STEP_KERNEL;
+  ft_buf_printf(&o, "plan: %d equations -> %d steps (%d compiled kernels, %d GEMM, %d fallback); "
+                "%d equations fused; arena %zu bytes\n", j->n_eqn, p->n_steps, nk, p->n_gemm,
+                p->n_fallback, p->n_fused_eqns, p->arena_bytes);
+  for (int i = 0; i < p->n_steps; i++) {
+    const ft_step *s = &p->steps[i];
+    const ft_eqn *e = &j->eqns[s->eqn];
+    ft_buf_printf(&o, "step %d: ", i);
+    switch (s->kind) {
+    case FT_STEP_KERNEL: {
+      const ft_kernel *k = &p->kernels[s->kernel];
+      if (k->kind == FT_KER_REDUCE) {
+        ft_buf_printf(&o, "kernel %s (compiled reduction %s, %lld outputs x %lld elements, "
+                      "stride %lld%s)\n", k->name, ft_prim_get(k->rprim)->name,
+                      (long long)s->extent, (long long)k->rcount, (long long)k->rstride,
+                      (k->rprim == FT_P_REDUCE_SUM || k->rprim == FT_P_REDUCE_PROD) &&
+                              ft_dtype_is_float(k->rin.dt)
+                          ? ", canonical order" : "");
+      } else {
+        ft_buf_printf(&o, "kernel %s (compiled loop over [", k->name);
+        for (int d = 0; d < k->rank; d++) ft_buf_printf(&o, "%s%lld", d ? "," : "", (long long)k->dims[d]);
+        ft_buf_printf(&o, "]; fused:");
+        for (int q = 0; q < s->n_eqns; q++)
+          ft_buf_printf(&o, " %s#%d", ft_prim_get(j->eqns[s->eqns[q]].prim)->name, s->eqns[q]);
+        if (s->n_eqns == 0) ft_buf_printf(&o, " copy of a view");
+        ft_buf_printf(&o, ")\n");
+      }
+      break;
+    }
+    case FT_STEP_GEMM: {
+      const ft_gemm_plan *g = s->gemm;
+      ft_buf_printf(&o, "gemm dot_general#%d (ft_gemm_%s B=%lld M=%lld N=%lld K=%lld; lhs %s, rhs %s)\n",
+                    s->eqn, g->f64 ? "f64" : "f32", (long long)g->B, (long long)g->M,
+                    (long long)g->N, (long long)g->K, g->lhs_direct ? "direct" : "packed",
+                    g->rhs_direct ? "direct" : "packed");
+      break;
+    }
+    case FT_STEP_FALLBACK:
+      ft_buf_printf(&o, "FALLBACK %s#%d (interpreter rule, not compiled: %s)\n",
+                    ft_prim_get(e->prim)->name, s->eqn,
+                    p->why && p->why[s->eqn] ? p->why[s->eqn] : "debug option interpret_all");
+      break;
+    }
+    ft_buf_printf(&o, "    in: ");
+    put_bufs(&o, p, s->n_in, s->in);
+    ft_buf_printf(&o, "\n    out: ");
+    put_bufs(&o, p, s->n_out, s->out);
+    ft_buf_printf(&o, "\n");
+  }
+  for (int k = 0; k < p->n_out; k++) {
+    const ft_out_src *s = &p->outs[k];
+    char tmp[160];
+    if (s->in_place) ft_buf_printf(&o, "output %d: written in place\n", k);
+    else if (s->lit) ft_buf_printf(&o, "output %d: literal\n", k);
+    else ft_buf_printf(&o, "output %d: copied from %s\n", k, buf_name(p, s->buf, tmp, sizeof tmp));
+  }
+  if (o.failed) {
+    free(o.p);
+    return NULL;
+  }
+  return o.p;
+}

@@ -1,0 +1,251 @@
+/* Exact values and special cases of the shared math library, asserted bit
+ * for bit: the contract in src/lower/vmath/vmath.h (C99 Annex F specials,
+ * signs of zero, canonical NaN). */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/vmath/vmath.h"
+
+static uint64_t b64(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    return u;
+}
+
+static uint32_t b32(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+
+#define NAN64 0x7ff8000000000000ULL
+#define NAN32 0x7fc00000U
+#define EQ64(got, want) ck_assert_msg(b64(got) == b64(want), "%s = %a, want %a", #got, (got), (double)(want))
+#define EQ32(got, want) \
+    ck_assert_msg(b32(got) == b32(want), "%s = %a, want %a", #got, (double)(got), (double)(want))
+#define ISNAN64(got) ck_assert_msg(b64(got) == NAN64, "%s = %a, want canonical NaN", #got, (got))
+#define ISNAN32(got) ck_assert_msg(b32(got) == NAN32, "%s = %a, want canonical NaN", #got, (double)(got))
+
+static const double INF = __builtin_inf();
+static const float INFF = __builtin_inff();
+
+START_TEST(test_exact_values)
+{
+    EQ64(ft_vm_exp_f64(0.0), 1.0);
+    EQ64(ft_vm_exp_f64(-0.0), 1.0);
+    EQ32(ft_vm_exp_f32(0.0f), 1.0f);
+    EQ64(ft_vm_exp2_f64(10.0), 1024.0);
+    EQ64(ft_vm_exp2_f64(-1074.0), 0x1p-1074);
+    EQ32(ft_vm_exp2_f32(-149.0f), 0x1p-149f);
+    EQ32(ft_vm_exp2_f32(127.0f), 0x1p127f);
+    EQ64(ft_vm_log_f64(1.0), 0.0);
+    EQ32(ft_vm_log_f32(1.0f), 0.0f);
+    EQ64(ft_vm_log1p_f64(0.0), 0.0);
+    EQ64(ft_vm_expm1_f64(0.0), 0.0);
+    EQ64(ft_vm_sin_f64(0.0), 0.0);
+    EQ64(ft_vm_cos_f64(0.0), 1.0);
+    EQ32(ft_vm_cos_f32(0.0f), 1.0f);
+    EQ64(ft_vm_tanh_f64(0.0), 0.0);
+    EQ64(ft_vm_tanh_f64(40.0), 1.0);
+    EQ32(ft_vm_tanh_f32(-20.0f), -1.0f);
+    EQ64(ft_vm_logistic_f64(0.0), 0.5);
+    EQ32(ft_vm_logistic_f32(0.0f), 0.5f);
+    EQ64(ft_vm_erf_f64(0.0), 0.0);
+    EQ64(ft_vm_erf_f64(7.0), 1.0);
+    EQ64(ft_vm_erfc_f64(0.0), 1.0);
+    EQ64(ft_vm_erfc_f64(-10.0), 2.0);
+    EQ64(ft_vm_erf_inv_f64(0.0), 0.0);
+    EQ64(ft_vm_cbrt_f64(27.0), 3.0);
+    EQ64(ft_vm_cbrt_f64(-8.0), -2.0);
+    EQ32(ft_vm_cbrt_f32(64.0f), 4.0f);
+    EQ64(ft_vm_sqrt_f64(4.0), 2.0);
+    EQ64(ft_vm_rsqrt_f64(4.0), 0.5);
+    EQ32(ft_vm_rsqrt_f32(0.25f), 2.0f);
+    EQ64(ft_vm_atan_f64(0.0), 0.0);
+    EQ64(ft_vm_asin_f64(1.0), 0x1.921fb54442d18p0);
+    EQ64(ft_vm_acos_f64(1.0), 0.0);
+    EQ64(ft_vm_acos_f64(-1.0), 0x1.921fb54442d18p1);
+    EQ64(ft_vm_cosh_f64(0.0), 1.0);
+    EQ64(ft_vm_acosh_f64(1.0), 0.0);
+    EQ64(ft_vm_lgamma_f64(1.0), 0.0);
+    EQ64(ft_vm_lgamma_f64(2.0), 0.0);
+    EQ32(ft_vm_lgamma_f32(1.0f), 0.0f);
+    EQ64(ft_vm_atan2_f64(1.0, 1.0), 0x1.921fb54442d18p-1);
+    EQ64(ft_vm_pow_f64(2.0, 10.0), 1024.0);
+    EQ64(ft_vm_pow_f64(-2.0, 3.0), -8.0);
+    EQ64(ft_vm_pow_f64(2.0, -1074.0), 0x1p-1074);
+    EQ32(ft_vm_pow_f32(3.0f, 4.0f), 81.0f);
+    EQ64(ft_vm_pow_f64(4.0, 0.5), 2.0);
+}
+END_TEST
+
+START_TEST(test_signed_zeros)
+{
+    EQ64(ft_vm_sin_f64(-0.0), -0.0);
+    EQ32(ft_vm_sin_f32(-0.0f), -0.0f);
+    EQ64(ft_vm_tan_f64(-0.0), -0.0);
+    EQ64(ft_vm_tanh_f64(-0.0), -0.0);
+    EQ32(ft_vm_tanh_f32(-0.0f), -0.0f);
+    EQ64(ft_vm_expm1_f64(-0.0), -0.0);
+    EQ32(ft_vm_expm1_f32(-0.0f), -0.0f);
+    EQ64(ft_vm_log1p_f64(-0.0), -0.0);
+    EQ64(ft_vm_erf_f64(-0.0), -0.0);
+    EQ64(ft_vm_erf_inv_f64(-0.0), -0.0);
+    EQ64(ft_vm_atan_f64(-0.0), -0.0);
+    EQ64(ft_vm_asin_f64(-0.0), -0.0);
+    EQ64(ft_vm_sinh_f64(-0.0), -0.0);
+    EQ64(ft_vm_asinh_f64(-0.0), -0.0);
+    EQ64(ft_vm_atanh_f64(-0.0), -0.0);
+    EQ64(ft_vm_cbrt_f64(-0.0), -0.0);
+    EQ64(ft_vm_sqrt_f64(-0.0), -0.0);
+    EQ64(ft_vm_rsqrt_f64(-0.0), -INF);
+    EQ64(ft_vm_rsqrt_f64(0.0), INF);
+    EQ64(ft_vm_atan2_f64(-0.0, 1.0), -0.0);
+    EQ64(ft_vm_atan2_f64(0.0, -0.0), 0x1.921fb54442d18p1);
+    EQ64(ft_vm_atan2_f64(-0.0, -0.0), -0x1.921fb54442d18p1);
+    EQ64(ft_vm_atan2_f64(-0.0, -1.0), -0x1.921fb54442d18p1);
+    EQ64(ft_vm_exp_f64(-INF), 0.0);
+    EQ32(ft_vm_exp_f32(-INFF), 0.0f);
+    EQ64(ft_vm_logistic_f64(-INF), 0.0);
+}
+END_TEST
+
+START_TEST(test_infinities_and_domains)
+{
+    EQ64(ft_vm_exp_f64(INF), INF);
+    EQ64(ft_vm_exp_f64(710.0), INF);
+    EQ32(ft_vm_exp_f32(89.0f), INFF);
+    EQ64(ft_vm_exp_f64(-746.0), 0.0);
+    EQ64(ft_vm_log_f64(0.0), -INF);
+    EQ64(ft_vm_log_f64(-0.0), -INF);
+    EQ64(ft_vm_log_f64(INF), INF);
+    ISNAN64(ft_vm_log_f64(-1.0));
+    ISNAN32(ft_vm_log_f32(-1.0f));
+    EQ64(ft_vm_log1p_f64(-1.0), -INF);
+    ISNAN64(ft_vm_log1p_f64(-2.0));
+    EQ64(ft_vm_expm1_f64(-INF), -1.0);
+    EQ64(ft_vm_tanh_f64(INF), 1.0);
+    EQ64(ft_vm_logistic_f64(INF), 1.0);
+    ISNAN64(ft_vm_sin_f64(INF));
+    ISNAN32(ft_vm_cos_f32(-INFF));
+    ISNAN64(ft_vm_tan_f64(-INF));
+    EQ64(ft_vm_erf_f64(-INF), -1.0);
+    EQ64(ft_vm_erfc_f64(INF), 0.0);
+    EQ64(ft_vm_erfc_f64(-INF), 2.0);
+    EQ64(ft_vm_erf_inv_f64(1.0), INF);
+    EQ64(ft_vm_erf_inv_f64(-1.0), -INF);
+    EQ32(ft_vm_erf_inv_f32(1.0f), INFF);
+    ISNAN64(ft_vm_erf_inv_f64(1.5));
+    EQ64(ft_vm_atan_f64(INF), 0x1.921fb54442d18p0);
+    ISNAN64(ft_vm_asin_f64(1.0000000000000002));
+    ISNAN64(ft_vm_acos_f64(-2.0));
+    ISNAN64(ft_vm_acosh_f64(0.5));
+    EQ64(ft_vm_atanh_f64(1.0), INF);
+    EQ64(ft_vm_atanh_f64(-1.0), -INF);
+    ISNAN64(ft_vm_atanh_f64(2.0));
+    EQ64(ft_vm_sinh_f64(-INF), -INF);
+    EQ64(ft_vm_cosh_f64(-INF), INF);
+    EQ64(ft_vm_asinh_f64(-INF), -INF);
+    EQ64(ft_vm_lgamma_f64(0.0), INF);
+    EQ64(ft_vm_lgamma_f64(-3.0), INF);
+    EQ64(ft_vm_lgamma_f64(-INF), INF);
+    ISNAN64(ft_vm_sqrt_f64(-1.0));
+    EQ64(ft_vm_cbrt_f64(-INF), -INF);
+    EQ64(ft_vm_atan2_f64(INF, INF), 0x1.921fb54442d18p-1);
+    EQ64(ft_vm_atan2_f64(-INF, -INF), -0x1.2d97c7f3321d2p+1);
+    EQ64(ft_vm_atan2_f64(1.0, -INF), 0x1.921fb54442d18p1);
+}
+END_TEST
+
+/* C99 F.9.4.4 */
+START_TEST(test_pow_specials)
+{
+    double nan = __builtin_nan("");
+    EQ64(ft_vm_pow_f64(nan, 0.0), 1.0);
+    EQ64(ft_vm_pow_f64(nan, -0.0), 1.0);
+    EQ64(ft_vm_pow_f64(1.0, nan), 1.0);
+    EQ64(ft_vm_pow_f64(1.0, INF), 1.0);
+    ISNAN64(ft_vm_pow_f64(nan, 1.0));
+    ISNAN64(ft_vm_pow_f64(2.0, nan));
+    EQ64(ft_vm_pow_f64(0.0, -3.0), INF);
+    EQ64(ft_vm_pow_f64(-0.0, -3.0), -INF);
+    EQ64(ft_vm_pow_f64(-0.0, -2.0), INF);
+    EQ64(ft_vm_pow_f64(-0.0, -0.5), INF);
+    EQ64(ft_vm_pow_f64(-0.0, -INF), INF);
+    EQ64(ft_vm_pow_f64(-0.0, 3.0), -0.0);
+    EQ64(ft_vm_pow_f64(-0.0, 2.0), 0.0);
+    EQ64(ft_vm_pow_f64(-0.0, 0.5), 0.0);
+    EQ64(ft_vm_pow_f64(-1.0, INF), 1.0);
+    EQ64(ft_vm_pow_f64(-1.0, -INF), 1.0);
+    EQ64(ft_vm_pow_f64(0.5, -INF), INF);
+    EQ64(ft_vm_pow_f64(2.0, -INF), 0.0);
+    EQ64(ft_vm_pow_f64(0.5, INF), 0.0);
+    EQ64(ft_vm_pow_f64(-2.0, INF), INF);
+    EQ64(ft_vm_pow_f64(-INF, -3.0), -0.0);
+    EQ64(ft_vm_pow_f64(-INF, -2.0), 0.0);
+    EQ64(ft_vm_pow_f64(-INF, 3.0), -INF);
+    EQ64(ft_vm_pow_f64(-INF, 2.5), INF);
+    EQ64(ft_vm_pow_f64(INF, -1.0), 0.0);
+    EQ64(ft_vm_pow_f64(INF, 0.1), INF);
+    ISNAN64(ft_vm_pow_f64(-2.0, 0.5));
+    ISNAN32(ft_vm_pow_f32(-2.0f, 0.5f));
+    EQ64(ft_vm_pow_f64(-2.0, 0x1p60), INF); /* huge even integer */
+    EQ64(ft_vm_pow_f64(10.0, 400.0), INF);
+    EQ64(ft_vm_pow_f64(10.0, -400.0), 0.0);
+    EQ32(ft_vm_pow_f32(-0.0f, -1.0f), -INFF);
+}
+END_TEST
+
+/* Every NaN result is the canonical positive quiet NaN, whatever the input
+ * NaN's sign and payload. */
+START_TEST(test_canonical_nan)
+{
+    double nans[3];
+    uint64_t pat[3] = {0xfff8000000000000ULL, 0x7ff0000000000001ULL, 0xfff4000000001234ULL};
+    for (int i = 0; i < 3; i++)
+        memcpy(&nans[i], &pat[i], 8);
+    float nanf_neg;
+    uint32_t pf = 0xffc00001U;
+    memcpy(&nanf_neg, &pf, 4);
+    for (int i = 0; i < 3; i++) {
+        double x = nans[i];
+#define VM_UNARY(name, lo, hi) ISNAN64(ft_vm_##name##_f64(x));
+#define VM_BINARY(name) ISNAN64(ft_vm_##name##_f64(x, 2.0)); ISNAN64(ft_vm_##name##_f64(3.0, x));
+#include "lower/vmath/vmath.def"
+#undef VM_UNARY
+#undef VM_BINARY
+    }
+#define VM_UNARY(name, lo, hi) ISNAN32(ft_vm_##name##_f32(nanf_neg));
+#define VM_BINARY(name) ISNAN32(ft_vm_##name##_f32(nanf_neg, 2.0f));
+#include "lower/vmath/vmath.def"
+#undef VM_UNARY
+#undef VM_BINARY
+}
+END_TEST
+
+static Suite *vmath_values_suite(void)
+{
+    Suite *s = suite_create("vmath_values");
+    TCase *tc = tcase_create("values");
+    tcase_add_test(tc, test_exact_values);
+    tcase_add_test(tc, test_signed_zeros);
+    tcase_add_test(tc, test_infinities_and_domains);
+    tcase_add_test(tc, test_pow_specials);
+    tcase_add_test(tc, test_canonical_nan);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(vmath_values_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
