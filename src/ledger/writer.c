@@ -1,0 +1,354 @@
+/* src/ledger/writer.c: opening a ledger and appending to it, crash-safely.
+ *
+ * An append writes, in this order: the objects (each to a tmp file renamed
+ * into place, its parity file first), the record line at the end of
+ * log.jsonl, one log.par entry per stripe the line completed, and log.tail
+ * (tmp + rename) for the growing stripe. A kill at any point leaves complete
+ * earlier records, at most one partial line after them, and parity that
+ * covers a prefix of the log ending at a record boundary: 'recover' state,
+ * never damage. A failed write is undone (truncate back) before returning. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ledger/ledger.h"
+
+static const char zero_hex[33] = "00000000000000000000000000000000";
+
+char *ft_ledger_object_path(const char *dir, const char *hex) {
+  return ft_lio_path("%s/objects/%.2s/%s", dir, hex, hex + 2);
+}
+
+char *ft_ledger_objpar_path(const char *dir, const char *hex) {
+  return ft_lio_path("%s/parity/obj/%s", dir, hex);
+}
+
+static ft_status io_error(ft_ctx *ctx, const char *what, const char *path) {
+  int e = errno;
+  return ft_set_error(ctx, FT_ERR_IO, "ledger: cannot %s %s: %s", what, path, strerror(e));
+}
+
+ft_status ft_ledger_put_object(ft_ledger *lg, ft_ctx *ctx, const void *data, size_t len,
+                               char hex[33]) {
+  uint8_t h[16];
+  ft_lhash128(data, len, h);
+  ft_lhex(h, hex);
+  char *path = ft_ledger_object_path(lg->dir, hex);
+  char *sub = ft_lio_path("%s/objects/%.2s", lg->dir, hex);
+  char *ppath = ft_ledger_objpar_path(lg->dir, hex);
+  ft_status st = FT_OK;
+  bool sync = lg->opt.fsync == FT_LEDGER_FSYNC_EVERY;
+  if (!path || !sub || !ppath) {
+    st = ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory");
+  } else if (access(path, F_OK) != 0) {
+    /* Parity first: an object without parity would look like damage. */
+    size_t plen;
+    uint8_t *par = ft_lpar_object_file(&lg->rs, lg->block, data, len, h, &plen);
+    if (!par) st = ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory");
+    else if (ft_lio_write_atomic(ppath, par, plen, sync)) st = io_error(ctx, "write", ppath);
+    else if (ft_lio_mkdir(sub)) st = io_error(ctx, "create", sub);
+    else if (ft_lio_write_atomic(path, data, len, sync)) st = io_error(ctx, "write", path);
+    free(par);
+  }
+  free(path);
+  free(sub);
+  free(ppath);
+  return st;
+}
+
+/* Writes log.tail for the growing stripe (the commit point of parity). */
+static int write_tail(ft_ledger *lg) {
+  uint64_t base = lg->stripe_index * (uint64_t)lg->k * lg->block;
+  ft_lpar_header h = {(uint32_t)lg->k, (uint32_t)lg->m, (uint32_t)lg->block, FT_LPAR_TAIL, 0, {0}};
+  ft_lpar_header_encode(&h, lg->tailbuf);
+  ft_lpar_entry_build(&lg->rs, lg->block, lg->stripe_index, lg->log_len - base, lg->stripe,
+                      lg->tailbuf + FT_LPAR_HEADER);
+  char *path = ft_lio_path("%s/parity/log.tail", lg->dir);
+  int r = path ? ft_lio_write_atomic(path, lg->tailbuf, FT_LPAR_HEADER + lg->entry_size,
+                                     lg->opt.fsync == FT_LEDGER_FSYNC_EVERY)
+               : -1;
+  free(path);
+  return r;
+}
+
+/* Reloads the growing stripe from the log (after open or a rollback). */
+static int load_stripe(ft_ledger *lg) {
+  size_t sw = (size_t)lg->k * lg->block;
+  uint64_t base = lg->stripe_index * (uint64_t)sw;
+  memset(lg->stripe, 0, sw);
+  if (lg->log_len < base || lg->log_len - base > sw) return -1;
+  size_t n = (size_t)(lg->log_len - base);
+  ssize_t r = n ? pread(lg->logfd, lg->stripe, n, (off_t)base) : 0;
+  return r == (ssize_t)n ? 0 : -1;
+}
+
+static void rollback(ft_ledger *lg, uint64_t old_log, uint64_t old_par) {
+  if (ftruncate(lg->logfd, (off_t)old_log) || ftruncate(lg->parfd, (off_t)old_par))
+    lg->broken = true;
+  lg->log_len = old_log;
+  lg->par_len = old_par;
+  lg->stripe_index = (old_par - FT_LPAR_HEADER) / lg->entry_size;
+  if (load_stripe(lg)) lg->broken = true;
+}
+
+ft_status ft_ledger_append_line(ft_ledger *lg, ft_ctx *ctx, const char *line, size_t len) {
+  uint64_t old_log = lg->log_len, old_par = lg->par_len;
+  size_t sw = (size_t)lg->k * lg->block;
+  bool sync = lg->opt.fsync == FT_LEDGER_FSYNC_EVERY;
+  const char *what = "append to", *file = "log.jsonl";
+  if (ft_lio_pwrite(lg->logfd, line, len, old_log) || (sync && ft_lio_fsync(lg->logfd))) goto fail;
+  /* Feed the line through the stripe buffer; each full stripe gets its entry. */
+  what = "write parity";
+  file = "parity/log.par";
+  for (size_t done = 0; done < len;) {
+    uint64_t base = lg->stripe_index * (uint64_t)sw;
+    size_t at = (size_t)(old_log + done - base), n = len - done;
+    if (n > sw - at) n = sw - at;
+    memcpy(lg->stripe + at, line + done, n);
+    done += n;
+    if (at + n == sw) {
+      uint8_t *e = lg->tailbuf + FT_LPAR_HEADER;
+      ft_lpar_entry_build(&lg->rs, lg->block, lg->stripe_index, sw, lg->stripe, e);
+      if (ft_lio_pwrite(lg->parfd, e, lg->entry_size, lg->par_len)) goto fail;
+      lg->par_len += lg->entry_size;
+      lg->stripe_index++;
+      memset(lg->stripe, 0, sw);
+    }
+  }
+  if (sync && lg->par_len != old_par && ft_lio_fsync(lg->parfd)) goto fail;
+  lg->log_len = old_log + len;
+  file = "parity/log.tail";
+  if (write_tail(lg)) goto fail;
+  return FT_OK;
+fail:;
+  int e = errno;
+  rollback(lg, old_log, old_par);
+  return ft_set_error(ctx, FT_ERR_IO, "ledger %s: cannot %s %s: %s%s", lg->dir, what, file,
+                      strerror(e), lg->broken ? " (and the rollback failed)" : "");
+}
+
+/* Validated options with defaults filled in. */
+static ft_status fill_options(ft_ctx *ctx, const ft_ledger_options *in, ft_ledger_options *o) {
+  static const ft_ledger_options zero;
+  *o = in ? *in : zero;
+  if (!o->call_byte_cap) o->call_byte_cap = FT_LEDGER_DEFAULT_CAP;
+  if (!o->parity_k) o->parity_k = 8;
+  if (!o->parity_m) o->parity_m = 2;
+  if (!o->block_size) o->block_size = 4096;
+  if (o->parity_k < 1 || o->parity_k > 64 || o->parity_m < 1 || o->parity_m > 16 ||
+      o->block_size < 16 || o->block_size > (1 << 20) || o->block_size % 16 ||
+      (unsigned)o->fsync > FT_LEDGER_FSYNC_NEVER || (unsigned)o->calls > FT_LEDGER_CALLS_BYTES)
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG,
+                        "ledger: bad options (k 1..64, m 1..16, block 16..1048576 and a "
+                        "multiple of 16)");
+  return FT_OK;
+}
+
+static ft_status set_params(ft_ctx *ctx, ft_ledger *lg, int k, int m, size_t block) {
+  lg->k = k;
+  lg->m = m;
+  lg->block = block;
+  lg->entry_size = ft_lpar_entry_size(k, m, block);
+  lg->stripe = calloc((size_t)k, block);
+  lg->tailbuf = malloc(FT_LPAR_HEADER + lg->entry_size);
+  if (!lg->stripe || !lg->tailbuf || ft_rs_init(&lg->rs, k, m))
+    return ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory");
+  return FT_OK;
+}
+
+/* A brand-new ledger: the parity header, an empty tail, an empty log. */
+static ft_status create_fresh(ft_ctx *ctx, ft_ledger *lg) {
+  ft_status st = set_params(ctx, lg, lg->opt.parity_k, lg->opt.parity_m,
+                            (size_t)lg->opt.block_size);
+  if (st) return st;
+  uint8_t hdr[FT_LPAR_HEADER];
+  ft_lpar_header h = {(uint32_t)lg->k, (uint32_t)lg->m, (uint32_t)lg->block, FT_LPAR_LOG, 0, {0}};
+  ft_lpar_header_encode(&h, hdr);
+  char *path = ft_lio_path("%s/parity/log.par", lg->dir);
+  bool sync = lg->opt.fsync != FT_LEDGER_FSYNC_NEVER;
+  if (!path) return ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory");
+  if (ft_lio_write_atomic(path, hdr, sizeof hdr, sync)) st = io_error(ctx, "create", path);
+  free(path);
+  lg->par_len = FT_LPAR_HEADER;
+  if (!st && write_tail(lg)) st = io_error(ctx, "create", "parity/log.tail");
+  return st;
+}
+
+/* The state of an existing ledger: parameters, parity position, last record.
+ * Refuses anything that is not exactly how a clean close leaves it. */
+static ft_status load_existing(ft_ctx *ctx, ft_ledger *lg, const uint8_t *hdr, size_t par_size) {
+  ft_lpar_header h;
+  if (!ft_lpar_header_decode(hdr, FT_LPAR_HEADER, &h) || h.kind != FT_LPAR_LOG)
+    return ft_set_error(ctx, FT_ERR_IO, "ledger %s: parity/log.par header is damaged; run "
+                        "'ftledger repair'", lg->dir);
+  ft_status st = set_params(ctx, lg, (int)h.k, (int)h.m, h.block);
+  if (st) return st;
+  size_t sw = (size_t)lg->k * lg->block;
+  lg->par_len = par_size;
+  lg->stripe_index = (par_size - FT_LPAR_HEADER) / lg->entry_size;
+  uint8_t *tail = NULL;
+  size_t tail_len = 0;
+  char *tpath = ft_lio_path("%s/parity/log.tail", lg->dir);
+  ft_lpar_header th;
+  ft_lpar_entry te;
+  bool ok = (par_size - FT_LPAR_HEADER) % lg->entry_size == 0 && tpath &&
+            !ft_lio_read_file(tpath, &tail, &tail_len) &&
+            tail_len == FT_LPAR_HEADER + lg->entry_size &&
+            ft_lpar_header_decode(tail, tail_len, &th) && th.kind == FT_LPAR_TAIL &&
+            ft_lpar_entry_decode(tail + FT_LPAR_HEADER, lg->k, lg->m, lg->block, &te) &&
+            te.stripe == lg->stripe_index && lg->stripe_index * sw + te.covered == lg->log_len;
+  free(tail);
+  free(tpath);
+  if (!ok)
+    return ft_set_error(ctx, FT_ERR_IO, "ledger %s: not cleanly closed (torn tail or parity "
+                        "behind the log); run 'ftledger recover' or open with auto_recover",
+                        lg->dir);
+  if (load_stripe(lg)) return io_error(ctx, "read", "log.jsonl");
+  if (lg->log_len == 0) {
+    memcpy(lg->last_sum, zero_hex, 33);
+    return FT_OK;
+  }
+  /* The last line gives the seq and the chain head. */
+  size_t want = lg->log_len < (1u << 16) ? (size_t)lg->log_len : (1u << 16);
+  char *buf = NULL;
+  json_t *rec = NULL;
+  for (;;) {
+    free(buf);
+    buf = malloc(want);
+    if (!buf) return ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory");
+    if (pread(lg->logfd, buf, want, (off_t)(lg->log_len - want)) != (ssize_t)want) {
+      free(buf);
+      return io_error(ctx, "read", "log.jsonl");
+    }
+    if (buf[want - 1] != '\n') {
+      free(buf);
+      return ft_set_error(ctx, FT_ERR_IO, "ledger %s: log.jsonl does not end with a record; "
+                          "run 'ftledger verify'", lg->dir);
+    }
+    size_t start = want - 1;
+    while (start > 0 && buf[start - 1] != '\n') start--;
+    if (start > 0 || want == lg->log_len) {
+      const char *why = ft_ledger_check_line(buf + start, want - 1 - start, &rec);
+      if (why) {
+        free(buf);
+        return ft_set_error(ctx, FT_ERR_IO, "ledger %s: last record is damaged (%s); run "
+                            "'ftledger verify'", lg->dir, why);
+      }
+      break;
+    }
+    want = want * 4 < lg->log_len ? want * 4 : (size_t)lg->log_len;
+  }
+  free(buf);
+  lg->seq = json_integer_value(json_object_get(rec, "seq"));
+  snprintf(lg->last_sum, 33, "%s", json_string_value(json_object_get(rec, "sum")));
+  json_decref(rec);
+  return FT_OK;
+}
+
+static ft_status open_once(ft_ctx *ctx, ft_ledger *lg) {
+  char *objs = ft_lio_path("%s/objects", lg->dir), *par = ft_lio_path("%s/parity", lg->dir);
+  char *obj = ft_lio_path("%s/parity/obj", lg->dir), *log = ft_lio_path("%s/log.jsonl", lg->dir);
+  char *ppath = ft_lio_path("%s/parity/log.par", lg->dir);
+  ft_status st = FT_OK;
+  if (!objs || !par || !obj || !log || !ppath) st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  else if (ft_lio_mkdir(lg->dir)) st = io_error(ctx, "create", lg->dir);
+  else if (ft_lio_mkdir(objs) || ft_lio_mkdir(par) || ft_lio_mkdir(obj))
+    st = io_error(ctx, "create directories in", lg->dir);
+  else if ((lg->logfd = open(log, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+    st = io_error(ctx, "open", log);
+  else if (flock(lg->logfd, LOCK_EX | LOCK_NB))
+    st = ft_set_error(ctx, FT_ERR_IO, "ledger %s: in use by another writer", lg->dir);
+  struct stat ls, ps;
+  if (!st && fstat(lg->logfd, &ls)) st = io_error(ctx, "stat", log);
+  if (!st) {
+    lg->log_len = (uint64_t)ls.st_size;
+    uint8_t hdr[FT_LPAR_HEADER];
+    int pfd = open(ppath, O_RDONLY | O_CLOEXEC);
+    bool have = pfd >= 0 && !fstat(pfd, &ps) && ps.st_size >= FT_LPAR_HEADER &&
+                pread(pfd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr;
+    if (pfd >= 0) close(pfd);
+    /* An empty log holds no records: (re)creating its parity loses nothing,
+     * and finishes a creation that was interrupted. */
+    if (lg->log_len == 0) st = create_fresh(ctx, lg);
+    else if (!have)
+      st = ft_set_error(ctx, FT_ERR_IO, "ledger %s: parity/log.par is missing or short; run "
+                        "'ftledger repair'", lg->dir);
+    else st = load_existing(ctx, lg, hdr, (size_t)ps.st_size);
+  }
+  if (!st && (lg->parfd = open(ppath, O_RDWR | O_CLOEXEC)) < 0) st = io_error(ctx, "open", ppath);
+  free(objs);
+  free(par);
+  free(obj);
+  free(log);
+  free(ppath);
+  return st;
+}
+
+static void release(ft_ledger *lg) {
+  if (lg->logfd >= 0) close(lg->logfd);
+  if (lg->parfd >= 0) close(lg->parfd);
+  ft_rs_free(&lg->rs);
+  free(lg->stripe);
+  free(lg->tailbuf);
+  free(lg->dir);
+  free(lg);
+}
+
+ft_ledger *ft_ledger_open(ft_ctx *ctx, const char *dir, const ft_ledger_options *opts) {
+  if (!dir || !*dir) {
+    ft_set_error(ctx, FT_ERR_INVALID_ARG, "ledger: no directory given");
+    return NULL;
+  }
+  for (int attempt = 0; attempt < 2; attempt++) {
+    ft_ledger *lg = calloc(1, sizeof *lg);
+    if (!lg || !(lg->dir = strdup(dir))) {
+      free(lg);
+      ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory");
+      return NULL;
+    }
+    lg->logfd = lg->parfd = -1;
+    memcpy(lg->last_sum, zero_hex, 33);
+    ft_status st = fill_options(ctx, opts, &lg->opt);
+    if (!st) st = open_once(ctx, lg);
+    if (!st) return lg;
+    release(lg);
+    if (attempt || st != FT_ERR_IO || !opts || !opts->auto_recover) return NULL;
+    ft_ledger_report rep;
+    st = ft_ledger_recover(ctx, dir, &rep);
+    ft_ledger_report_free(&rep);
+    if (st) return NULL;
+  }
+  return NULL;
+}
+
+ft_status ft_ledger_sync(ft_ledger *lg) {
+  if (!lg) return FT_ERR_INVALID_ARG;
+  /* syncfs covers the log, parity and every object written since. */
+  if (syncfs(lg->logfd)) return FT_ERR_IO;
+  return FT_OK;
+}
+
+ft_status ft_ledger_close(ft_ledger *lg) {
+  if (!lg) return FT_OK;
+  ft_status st = FT_OK;
+  if (lg->opt.fsync != FT_LEDGER_FSYNC_NEVER && !lg->broken) st = ft_ledger_sync(lg);
+  if (lg->attached && lg->attached->ledger == lg) lg->attached->ledger = NULL;
+  release(lg);
+  return st;
+}
+
+ft_status ft_ctx_attach_ledger(ft_ctx *ctx, ft_ledger *lg) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (lg && lg->attached && lg->attached != ctx && lg->attached->ledger == lg)
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG,
+                        "ledger %s: already attached to another context", lg->dir);
+  if (ctx->ledger && ctx->ledger->attached == ctx) ctx->ledger->attached = NULL;
+  ctx->ledger = lg;
+  if (lg) lg->attached = ctx;
+  return FT_OK;
+}
+
+int64_t ft_ledger_num_records(const ft_ledger *lg) { return lg ? lg->seq : 0; }

@@ -1,0 +1,309 @@
+/* tools/ftledger.c: the ledger's command-line tool: show, verify, replay,
+ * reexec, repair, recover, diff, export. Every command takes --json to print
+ * the library's report instead of text. Exit status: 0 all good; 1 torn
+ * (verify), divergence (replay, reexec) or difference (diff); 2 corrupt or
+ * unrecoverable; 3 the command could not run (usage, not a ledger, I/O). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ft.h"
+
+enum { EXIT_OK = 0, EXIT_SOFT = 1, EXIT_BAD = 2, EXIT_ERR = 3 };
+
+typedef struct opts {
+  bool json;
+  const char *pos[2];     /* positional arguments */
+  int npos;
+  long long seq;          /* show --seq */
+  const char *kind;       /* show --kind */
+  const char *html, *dot, *records; /* export outputs */
+} opts;
+
+static int usage(FILE *out) {
+  fprintf(out,
+          "usage: ftledger <command> [--json] ...\n\n"
+          "  show DIR [--seq N] [--kind K]   list records (with --seq: IR before/after)\n"
+          "  verify DIR                      check chain, sums, objects, parity\n"
+          "                                  (exit 0 clean, 1 torn tail, 2 corrupt)\n"
+          "  replay DIR                      recompute transforms; check output hashes\n"
+          "  reexec DIR                      re-run logged calls; check outputs bit for bit\n"
+          "  repair DIR                      rebuild damaged blocks from parity\n"
+          "  recover DIR                     truncate a torn tail, catch parity up\n"
+          "  diff A B                        first record where two ledgers diverge\n"
+          "  export DIR [--html OUT] [--dot OUT] [--records OUT]   ('-' = stdout)\n\n"
+          "--json prints the full report as JSON. Exit 3: the command could not run.\n");
+  return out == stdout ? EXIT_OK : EXIT_ERR;
+}
+
+static int fail(const char *cmd, ft_ctx *ctx) {
+  fprintf(stderr, "ftledger %s: %s\n", cmd, ft_ctx_error(ctx));
+  return EXIT_ERR;
+}
+
+static bool parse_args(int argc, char **argv, opts *o) {
+  memset(o, 0, sizeof *o);
+  o->seq = -1;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    bool more = i + 1 < argc;
+    if (!strcmp(a, "--json")) o->json = true;
+    else if (!strcmp(a, "--seq") && more) o->seq = atoll(argv[++i]);
+    else if (!strcmp(a, "--kind") && more) o->kind = argv[++i];
+    else if (!strcmp(a, "--html") && more) o->html = argv[++i];
+    else if (!strcmp(a, "--dot") && more) o->dot = argv[++i];
+    else if (!strcmp(a, "--records") && more) o->records = argv[++i];
+    else if (a[0] == '-' && a[1]) return false;
+    else if (o->npos < 2) o->pos[o->npos++] = a;
+    else return false;
+  }
+  return true;
+}
+
+static const char *health_name(ft_ledger_health h) {
+  return h == FT_LEDGER_CLEAN ? "clean" : h == FT_LEDGER_TORN ? "torn" : "corrupt";
+}
+
+static json_t *load(const char *text) {
+  json_t *j = json_loads(text ? text : "{}", 0, NULL);
+  return j ? j : json_object();
+}
+
+#define JI(j, k) ((long long)json_integer_value(json_object_get(j, k)))
+#define JS(j, k) (json_string_value(json_object_get(j, k)) ? json_string_value(json_object_get(j, k)) : "")
+
+static void print_problems(const json_t *rep) {
+  size_t i;
+  json_t *p;
+  json_array_foreach(json_object_get(rep, "problems"), i, p) {
+    printf("  %-7s %s", JS(p, "class"), JS(p, "file"));
+    if (json_object_get(p, "offset")) printf(" @%lld", JI(p, "offset"));
+    if (json_object_get(p, "seq")) printf(" (record %lld)", JI(p, "seq"));
+    printf(": %s\n", JS(p, "what"));
+  }
+}
+
+/* verify, recover and repair share their report shape. */
+static int cmd_check(const char *cmd, const opts *o, ft_ctx *ctx) {
+  ft_ledger_report r;
+  ft_status st = !strcmp(cmd, "verify")    ? ft_ledger_verify(ctx, o->pos[0], &r)
+                 : !strcmp(cmd, "recover") ? ft_ledger_recover(ctx, o->pos[0], &r)
+                                           : ft_ledger_repair(ctx, o->pos[0], &r);
+  if (!r.json) return fail(cmd, ctx);
+  if (o->json) {
+    puts(r.json);
+  } else {
+    json_t *rep = load(r.json);
+    printf("ledger %s: %s - %lld records, %lld objects, %lld of %lld log bytes under parity\n",
+           o->pos[0], health_name(r.health), JI(rep, "records"), JI(rep, "objects"),
+           JI(rep, "covered_bytes"), JI(rep, "log_bytes"));
+    if (!strcmp(cmd, "repair"))
+      printf("repaired %lld blocks or files; %lld beyond repair\n", (long long)r.repaired_blocks,
+             (long long)r.unrecoverable);
+    if (!strcmp(cmd, "recover") && r.repaired_blocks)
+      printf("truncated a torn record of %lld bytes\n", (long long)r.repaired_blocks);
+    print_problems(rep);
+    if (st) fprintf(stderr, "ftledger %s: %s\n", cmd, ft_ctx_error(ctx));
+    json_decref(rep);
+  }
+  int code = r.health == FT_LEDGER_CLEAN ? EXIT_OK : r.health == FT_LEDGER_TORN ? EXIT_SOFT
+                                                                                : EXIT_BAD;
+  if (strcmp(cmd, "verify") && st && code == EXIT_OK) code = EXIT_BAD;
+  ft_ledger_report_free(&r);
+  return code;
+}
+
+static int cmd_replay(const char *cmd, const opts *o, ft_ctx *ctx) {
+  ft_ledger_report r;
+  ft_status st = !strcmp(cmd, "replay") ? ft_ledger_replay(ctx, o->pos[0], &r)
+                                        : ft_ledger_reexec(ctx, o->pos[0], &r);
+  if (st) return fail(cmd, ctx);
+  if (o->json) {
+    puts(r.json);
+  } else {
+    json_t *rep = load(r.json);
+    printf("%s %s: %lld records; %lld recomputed, %lld match, %lld diverged; %lld not "
+           "replayable yet\n", cmd, o->pos[0], (long long)r.records, (long long)r.checked,
+           JI(rep, "ok"), (long long)r.diverged, (long long)r.not_replayable);
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(rep, "not_replayable_by"), key, v)
+      printf("  not replayable: %s x%lld\n", key, (long long)json_integer_value(v));
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(rep, "divergences"), i, d)
+      printf("  DIVERGED #%lld %s %s: %s\n", JI(d, "seq"), JS(d, "kind"), JS(d, "op"),
+             JS(d, "why"));
+    if (r.first_bad_seq) printf("first divergence: record %lld\n", (long long)r.first_bad_seq);
+    if (r.health != FT_LEDGER_CLEAN)
+      printf("note: the log reads as %s; run 'ftledger verify'\n", health_name(r.health));
+    json_decref(rep);
+  }
+  int code = r.diverged ? EXIT_SOFT : EXIT_OK;
+  ft_ledger_report_free(&r);
+  return code;
+}
+
+static int cmd_diff(const opts *o, ft_ctx *ctx) {
+  ft_ledger_report r;
+  if (ft_ledger_diff(ctx, o->pos[0], o->pos[1], &r)) return fail("diff", ctx);
+  if (o->json) {
+    puts(r.json);
+  } else if (!r.first_bad_seq) {
+    printf("same: %lld records\n", (long long)r.records);
+  } else {
+    json_t *rep = load(r.json);
+    printf("first divergence at record %lld; differs in:", (long long)r.first_bad_seq);
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(rep, "fields"), i, f) printf(" %s", json_string_value(f));
+    printf("\n");
+    for (int side = 0; side < 2; side++) {
+      char *t = json_dumps(json_object_get(rep, side ? "record_b" : "record_a"),
+                           JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+      printf("  %s: %s\n", side ? "b" : "a", t ? t : "?");
+      free(t);
+    }
+    if (json_object_get(rep, "note")) printf("note: %s\n", JS(rep, "note"));
+    json_decref(rep);
+  }
+  int code = r.first_bad_seq ? EXIT_SOFT : EXIT_OK;
+  ft_ledger_report_free(&r);
+  return code;
+}
+
+/* Prints a stored object's text (IR before/after), if it is text. */
+static void show_object(ft_ctx *ctx, const char *dir, const json_t *o, const char *label) {
+  void *d;
+  size_t n;
+  printf("    %-4s %s %.16s... (%lld B)%s\n", label, JS(o, "name"), JS(o, "hash"), JI(o, "size"),
+         json_is_true(json_object_get(o, "stored")) ? "" : " not stored");
+  if (!json_is_true(json_object_get(o, "stored"))) return;
+  if (ft_ledger_object_read(ctx, dir, JS(o, "hash"), &d, &n)) {
+    printf("      (%s)\n", ft_ctx_error(ctx));
+    return;
+  }
+  bool text = memchr(d, 0, n) == NULL;
+  if (text) printf("%s%s", (char *)d, n && ((char *)d)[n - 1] == '\n' ? "" : "\n");
+  else printf("      (%zu bytes of binary data)\n", n);
+  ft_free(d);
+}
+
+static int cmd_show(const opts *o, ft_ctx *ctx) {
+  char *text = ft_ledger_export(ctx, o->pos[0], FT_LEDGER_JSON);
+  if (!text) return fail("show", ctx);
+  json_t *recs = load(text), *sel = json_array();
+  ft_free(text);
+  size_t i, j;
+  json_t *rec, *x;
+  json_array_foreach(recs, i, rec) {
+    if ((o->seq < 0 || JI(rec, "seq") == o->seq) && (!o->kind || !strcmp(JS(rec, "kind"), o->kind)))
+      json_array_append(sel, rec);
+  }
+  if (o->json) {
+    char *t = json_dumps(sel, JSON_SORT_KEYS | JSON_COMPACT);
+    puts(t ? t : "[]");
+    free(t);
+  }
+  json_array_foreach(o->json ? NULL : sel, i, rec) {
+    char *params = json_dumps(json_object_get(rec, "params"), JSON_SORT_KEYS | JSON_COMPACT);
+    printf("#%-5lld %-9s %-12s %s  [%s]", JI(rec, "seq"), JS(rec, "kind"), JS(rec, "op"),
+           params ? params : "{}", JS(rec, "mode"));
+    if (json_object_get(rec, "time_ns")) printf("  %.3f ms", (double)JI(rec, "time_ns") / 1e6);
+    printf("\n");
+    free(params);
+    for (int io = 0; io < 2; io++) {
+      json_array_foreach(json_object_get(rec, io ? "outputs" : "inputs"), j, x) {
+        if (o->seq >= 0) show_object(ctx, o->pos[0], x, io ? "out" : "in");
+        else printf("    %-4s %s %.16s... (%lld B)\n", io ? "out" : "in", JS(x, "name"),
+                    JS(x, "hash"), JI(x, "size"));
+      }
+    }
+    json_t *fired = json_object_get(rec, "fired");
+    if (json_array_size(fired)) {
+      printf("    fired");
+      json_array_foreach(fired, j, x) {
+        if (json_object_get(x, "rule")) printf(" %s x%lld", JS(x, "rule"), JI(x, "count"));
+      }
+      printf("\n");
+    }
+  }
+  if (!o->json && !json_array_size(sel)) printf("(no matching records)\n");
+  json_decref(sel);
+  json_decref(recs);
+  return EXIT_OK;
+}
+
+static int write_out(const char *path, const char *text) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+  if (!f) return -1;
+  int bad = fputs(text, f) < 0;
+  if (f != stdout) bad |= fclose(f) != 0;
+  return bad ? -1 : 0;
+}
+
+static int cmd_export(const opts *o, ft_ctx *ctx) {
+  const char *outs[3] = {o->records, o->html, o->dot};
+  static const ft_ledger_format fmts[3] = {FT_LEDGER_JSON, FT_LEDGER_HTML, FT_LEDGER_DOT};
+  static const char *const names[3] = {"records", "html", "dot"};
+  if (!o->records && !o->html && !o->dot) {
+    fprintf(stderr, "ftledger export: give --html OUT, --dot OUT or --records OUT\n");
+    return EXIT_ERR;
+  }
+  json_t *rep = json_pack("{s:s, s:s, s:{}}", "command", "export", "dir", o->pos[0], "written");
+  for (int i = 0; i < 3; i++) {
+    if (!outs[i]) continue;
+    char *text = ft_ledger_export(ctx, o->pos[0], fmts[i]);
+    if (!text) {
+      json_decref(rep);
+      return fail("export", ctx);
+    }
+    if (write_out(outs[i], text)) {
+      fprintf(stderr, "ftledger export: cannot write %s\n", outs[i]);
+      ft_free(text);
+      json_decref(rep);
+      return EXIT_ERR;
+    }
+    json_object_set_new(json_object_get(rep, "written"), names[i],
+                        json_pack("{s:s, s:I}", "path", outs[i], "bytes", (json_int_t)strlen(text)));
+    ft_free(text);
+  }
+  if (o->json) {
+    char *t = json_dumps(rep, JSON_SORT_KEYS | JSON_COMPACT);
+    if (t) fprintf(stderr, "%s\n", t); /* stdout may carry an export */
+    free(t);
+  }
+  json_decref(rep);
+  return EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage(stderr);
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) return usage(stdout);
+  opts o;
+  bool ok = parse_args(argc, argv, &o);
+  int want = !strcmp(cmd, "diff") ? 2 : 1;
+  static const char *const known[] = {"show", "verify", "replay", "reexec", "repair",
+                                      "recover", "diff", "export"};
+  bool found = false;
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) found |= !strcmp(cmd, known[i]);
+  if (!found || !ok || o.npos != want) {
+    if (!found) fprintf(stderr, "ftledger: unknown command '%s'\n", cmd);
+    else fprintf(stderr, "ftledger %s: bad arguments\n", cmd);
+    return usage(stderr);
+  }
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  if (!ctx) return EXIT_ERR;
+  int code;
+  if (!strcmp(cmd, "show")) code = cmd_show(&o, ctx);
+  else if (!strcmp(cmd, "replay") || !strcmp(cmd, "reexec")) code = cmd_replay(cmd, &o, ctx);
+  else if (!strcmp(cmd, "diff")) code = cmd_diff(&o, ctx);
+  else if (!strcmp(cmd, "export")) code = cmd_export(&o, ctx);
+  else code = cmd_check(cmd, &o, ctx);
+  ft_ctx_free(ctx);
+  return code;
+}
