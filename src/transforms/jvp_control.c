@@ -1,0 +1,401 @@
+/* src/transforms/jvp_control.c: forward mode through control flow. Each
+ * rule transforms the sub-jaxprs (jvp_jaxpr) and emits one control-flow
+ * equation that carries primals and tangents together, as JAX's
+ * _cond_jvp, _while_loop_jvp, _scan_jvp and the call rules do. Loop carries
+ * whose tangent becomes nonzero after an iteration are found by a fixed
+ * point, so symbolic zeros stay zero only where they truly are. */
+#include <string.h>
+
+#include "transforms.h"
+
+/* Scratch arrays for one rule, freed at once. */
+typedef struct scratch {
+  void *p[16];
+  int n;
+} scratch;
+
+static void *sc_alloc(scratch *s, size_t n) {
+  if (s->n == 16) return NULL;
+  void *p = calloc(n ? n : 1, 1);
+  if (p) s->p[s->n++] = p;
+  return p;
+}
+
+static void sc_free(scratch *s) {
+  for (int i = 0; i < s->n; i++) free(s->p[i]);
+}
+
+static ft_pval *params_with(tx *t, jvp_call *c) {
+  const ft_prim_info *pi = ft_prim_get(c->e->prim);
+  ft_pval *ps = ft_arena_alloc(t->a, sizeof(ft_pval) * (size_t)(pi->n_params + 1));
+  if (!ps) return tx_nomem(t);
+  memcpy(ps, c->params, sizeof(ft_pval) * (size_t)pi->n_params);
+  return ps;
+}
+
+/* Emits prim with the given operands; outputs are typed by the shape rule. */
+static bool emit_outs(tx *t, ft_prim p, const ft_pval *ps, int n_in, ft_var **in, int n_out,
+                      ft_var **out) {
+  return tx_emitn(t, p, ps, n_in, in, n_out, out);
+}
+
+/* ------------------------------------------------------------------ cond */
+
+static bool jvp_cond(jvp_state *s, jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  const ft_pval *br = pget(FT_P_COND, c->params, "branches");
+  int nb = br->n, nops = e->n_in - 1, nout = e->n_out;
+  scratch sc = {0};
+  bool *nz = sc_alloc(&sc, (size_t)nops + 1), *onz = sc_alloc(&sc, (size_t)nout + 1);
+  bool *u = sc_alloc(&sc, (size_t)nout + 1);
+  ft_var **in = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * nops + 2));
+  ft_var **out = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * nout + 1));
+  bool ok = nz && onz && u && in && out;
+  if (!ok) tx_nomem(t);
+  for (int i = 0; ok && i < nops; i++) nz[i] = c->dx[i + 1] != NULL;
+  /* Pass 1: which outputs get a nonzero tangent in any branch. */
+  for (int b = 0; ok && b < nb; b++) {
+    if (!jvp_jaxpr(s, t->a, br->u.items[b].u.jaxpr, nz, NULL, onz)) ok = false;
+    for (int k = 0; ok && k < nout; k++) u[k] = u[k] || onz[k];
+  }
+  ft_pval nbr = ft_pv_tuple(t->a, nb);
+  if (ok && nb && !nbr.u.items) ok = (tx_nomem(t), false);
+  for (int b = 0; ok && b < nb; b++) {
+    ft_jaxpr *j = jvp_jaxpr(s, t->a, br->u.items[b].u.jaxpr, nz, u, onz);
+    if (!j) ok = false;
+    else nbr.u.items[b] = ft_pv_jaxpr(j);
+  }
+  int ni = 0, no = 0;
+  if (ok) {
+    in[ni++] = c->x[0];
+    for (int i = 0; i < nops; i++) in[ni++] = c->x[i + 1];
+    for (int i = 0; i < nops; i++)
+      if (c->dx[i + 1] && var_inexact(c->x[i + 1])) in[ni++] = c->dx[i + 1];
+    for (int k = 0; k < nout; k++) no += 1 + (u[k] && var_inexact(e->out[k]));
+    ft_pval *ps = params_with(t, c);
+    if (!ps) ok = false;
+    else {
+      pset(FT_P_COND, ps, "branches", nbr);
+      ok = emit_outs(t, FT_P_COND, ps, ni, in, no, out);
+    }
+  }
+  if (ok) {
+    int m = nout;
+    for (int k = 0; k < nout; k++) {
+      c->y[k] = out[k];
+      c->dy[k] = u[k] && var_inexact(e->out[k]) ? out[m++] : NULL;
+    }
+  }
+  sc_free(&sc);
+  return ok && !t->failed;
+}
+
+/* ----------------------------------------------------------------- while */
+
+/* A copy of cond_jaxpr (cloned into a) taking extra unused inputs. */
+static ft_jaxpr *cond_with_extra(tx *t, const ft_jaxpr *cj, int n_extra, ft_var **extra_like) {
+  ft_jaxpr *j = jaxpr_clone(t->a, cj);
+  if (!j) return tx_nomem(t);
+  ft_var **in = ft_arena_alloc(t->a, sizeof(ft_var *) * (size_t)(j->n_in + n_extra + 1));
+  if (!in) return tx_nomem(t);
+  memcpy(in, j->invars, sizeof(ft_var *) * (size_t)j->n_in);
+  for (int i = 0; i < n_extra; i++)
+    if (!(in[j->n_in + i] = ft_var_new(t->a, &extra_like[i]->aval))) return tx_nomem(t);
+  j->invars = in;
+  j->n_in += n_extra;
+  return j;
+}
+
+static bool jvp_while(jvp_state *s, jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  int cn = (int)pget_int(FT_P_WHILE, c->params, "cond_nconsts", 0);
+  int bn = (int)pget_int(FT_P_WHILE, c->params, "body_nconsts", 0);
+  ft_jaxpr *body = pget_jaxpr(FT_P_WHILE, c->params, "body_jaxpr");
+  ft_jaxpr *cj = pget_jaxpr(FT_P_WHILE, c->params, "cond_jaxpr");
+  int nc = e->n_in - cn - bn;
+  scratch sc = {0};
+  bool *nz = sc_alloc(&sc, (size_t)(bn + nc + 1)), *onz = sc_alloc(&sc, (size_t)nc + 1);
+  ft_var **in = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * e->n_in + 2));
+  ft_var **out = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * nc + 2));
+  int *perm = sc_alloc(&sc, sizeof(int) * (size_t)(2 * (bn + nc) + 2));
+  ft_var **tlike = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(nc + 1));
+  bool ok = nz && onz && in && out && perm && tlike;
+  if (!ok) tx_nomem(t);
+  for (int i = 0; ok && i < bn + nc; i++) nz[i] = c->dx[cn + i] != NULL && var_inexact(c->x[cn + i]);
+  /* Fixed point: a carry tangent is nonzero if it is on entry or the body makes it so. */
+  for (bool changed = true; ok && changed;) {
+    changed = false;
+    if (!jvp_jaxpr(s, t->a, body, nz, NULL, onz)) ok = false;
+    for (int k = 0; ok && k < nc; k++)
+      if (onz[k] && !nz[bn + k]) nz[bn + k] = changed = true;
+  }
+  ft_jaxpr *nb = NULL, *ncj = NULL;
+  int ntb = 0, ntc = 0;
+  if (ok) {
+    ft_jaxpr *jb = jvp_jaxpr(s, t->a, body, nz, nz + bn, onz);
+    for (int i = 0; i < bn; i++) ntb += nz[i];
+    for (int i = 0; i < nc; i++) ntc += nz[bn + i];
+    /* jb inputs: [bconsts, carry, t_bconsts, t_carry] -> [bconsts, t_bconsts, carry, t_carry] */
+    int m = 0;
+    for (int i = 0; i < bn; i++) perm[m++] = i;
+    for (int i = 0; i < ntb; i++) perm[m++] = bn + nc + i;
+    for (int i = 0; i < nc; i++) perm[m++] = bn + i;
+    for (int i = 0; i < ntc; i++) perm[m++] = bn + nc + ntb + i;
+    if (!jb || !(nb = jaxpr_permute(t->a, jb, perm, NULL))) ok = false;
+  }
+  if (ok) {
+    int k = 0;
+    for (int i = 0; i < nc; i++)
+      if (nz[bn + i]) tlike[k++] = c->x[cn + bn + i];
+    if (!(ncj = cond_with_extra(t, cj, ntc, tlike))) ok = false;
+  }
+  if (ok) {
+    int ni = 0;
+    for (int i = 0; i < cn + bn; i++) in[ni++] = c->x[i];
+    for (int i = 0; i < bn; i++)
+      if (nz[i]) in[ni++] = c->dx[cn + i];
+    for (int i = 0; i < nc; i++) in[ni++] = c->x[cn + bn + i];
+    for (int i = 0; i < nc; i++)
+      if (nz[bn + i]) in[ni++] = c->dx[cn + bn + i] ? c->dx[cn + bn + i]
+                                                   : tx_zeros(t, &c->x[cn + bn + i]->aval);
+    ft_pval *ps = params_with(t, c);
+    if (!ps) ok = false;
+    else {
+      pset(FT_P_WHILE, ps, "body_jaxpr", ft_pv_jaxpr(nb));
+      pset(FT_P_WHILE, ps, "cond_jaxpr", ft_pv_jaxpr(ncj));
+      pset(FT_P_WHILE, ps, "body_nconsts", ft_pv_int(bn + ntb));
+      ok = emit_outs(t, FT_P_WHILE, ps, ni, in, nc + ntc, out);
+    }
+  }
+  if (ok) {
+    int m = nc;
+    for (int i = 0; i < nc; i++) {
+      c->y[i] = out[i];
+      c->dy[i] = nz[bn + i] ? out[m++] : NULL;
+    }
+  }
+  sc_free(&sc);
+  return ok && !t->failed;
+}
+
+/* ------------------------------------------------------------------ scan */
+
+static bool jvp_scan(jvp_state *s, jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  int ncon = (int)pget_int(FT_P_SCAN, c->params, "num_consts", 0);
+  int ncar = (int)pget_int(FT_P_SCAN, c->params, "num_carry", 0);
+  ft_jaxpr *body = pget_jaxpr(FT_P_SCAN, c->params, "jaxpr");
+  int n = e->n_in, nx = n - ncon - ncar, ny = body->n_out - ncar;
+  scratch sc = {0};
+  bool *nz = sc_alloc(&sc, (size_t)n + 1), *onz = sc_alloc(&sc, (size_t)body->n_out + 1);
+  bool *inst = sc_alloc(&sc, (size_t)body->n_out + 1);
+  ft_var **in = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * n + 2));
+  ft_var **out = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * e->n_out + 2));
+  int *pin = sc_alloc(&sc, sizeof(int) * (size_t)(2 * n + 2));
+  int *pout = sc_alloc(&sc, sizeof(int) * (size_t)(2 * body->n_out + 2));
+  bool ok = nz && onz && inst && in && out && pin && pout;
+  if (!ok) tx_nomem(t);
+  for (int i = 0; ok && i < n; i++) nz[i] = c->dx[i] != NULL && var_inexact(c->x[i]);
+  for (bool changed = true; ok && changed;) {
+    changed = false;
+    if (!jvp_jaxpr(s, t->a, body, nz, NULL, onz)) ok = false;
+    for (int k = 0; ok && k < ncar; k++)
+      if (onz[k] && !nz[ncon + k]) nz[ncon + k] = changed = true;
+  }
+  ft_jaxpr *nbj = NULL;
+  int ntc = 0, ntcar = 0, ntx = 0, nty = 0;
+  if (ok) {
+    for (int k = 0; k < body->n_out; k++) inst[k] = k < ncar && nz[ncon + k];
+    ft_jaxpr *jb = jvp_jaxpr(s, t->a, body, nz, inst, onz);
+    for (int i = 0; i < ncon; i++) ntc += nz[i];
+    for (int i = 0; i < ncar; i++) ntcar += nz[ncon + i];
+    for (int i = 0; i < nx; i++) ntx += nz[ncon + ncar + i];
+    for (int k = 0; k < ny; k++) nty += onz[ncar + k];
+    /* jb inputs: [consts, carry, xs, tc, tcar, tx] -> [consts, tc, carry, tcar, xs, tx] */
+    int m = 0, T = n;
+    for (int i = 0; i < ncon; i++) pin[m++] = i;
+    for (int i = 0; i < ntc; i++) pin[m++] = T + i;
+    for (int i = 0; i < ncar; i++) pin[m++] = ncon + i;
+    for (int i = 0; i < ntcar; i++) pin[m++] = T + ntc + i;
+    for (int i = 0; i < nx; i++) pin[m++] = ncon + ncar + i;
+    for (int i = 0; i < ntx; i++) pin[m++] = T + ntc + ntcar + i;
+    /* jb outputs: [carry, ys, tcar, tys] -> [carry, tcar, ys, tys] */
+    int mo = 0, TO = body->n_out;
+    for (int k = 0; k < ncar; k++) pout[mo++] = k;
+    for (int k = 0; k < ntcar; k++) pout[mo++] = TO + k;
+    for (int k = 0; k < ny; k++) pout[mo++] = ncar + k;
+    for (int k = 0; k < nty; k++) pout[mo++] = TO + ntcar + k;
+    if (!jb || !(nbj = jaxpr_permute(t->a, jb, pin, pout))) ok = false;
+  }
+  if (ok) {
+    int ni = 0;
+    for (int i = 0; i < ncon; i++) in[ni++] = c->x[i];
+    for (int i = 0; i < ncon; i++)
+      if (nz[i]) in[ni++] = c->dx[i];
+    for (int i = 0; i < ncar; i++) in[ni++] = c->x[ncon + i];
+    for (int i = 0; i < ncar; i++)
+      if (nz[ncon + i]) in[ni++] = c->dx[ncon + i] ? c->dx[ncon + i] : tx_zeros(t, &c->x[ncon + i]->aval);
+    for (int i = 0; i < nx; i++) in[ni++] = c->x[ncon + ncar + i];
+    for (int i = 0; i < nx; i++)
+      if (nz[ncon + ncar + i]) in[ni++] = c->dx[ncon + ncar + i];
+    ft_pval *ps = params_with(t, c);
+    if (!ps) ok = false;
+    else {
+      pset(FT_P_SCAN, ps, "jaxpr", ft_pv_jaxpr(nbj));
+      pset(FT_P_SCAN, ps, "num_consts", ft_pv_int(ncon + ntc));
+      pset(FT_P_SCAN, ps, "num_carry", ft_pv_int(ncar + ntcar));
+      ok = emit_outs(t, FT_P_SCAN, ps, ni, in, e->n_out + ntcar + nty, out);
+    }
+  }
+  if (ok) {
+    int m = 0;
+    for (int k = 0; k < ncar; k++) c->y[k] = out[m++];
+    for (int k = 0; k < ncar; k++) c->dy[k] = nz[ncon + k] ? out[m++] : NULL;
+    for (int k = 0; k < ny; k++) c->y[ncar + k] = out[m++];
+    for (int k = 0; k < ny; k++) c->dy[ncar + k] = onz[ncar + k] ? out[m++] : NULL;
+  }
+  sc_free(&sc);
+  return ok && !t->failed;
+}
+
+/* ------------------------------------------------------------------- jit */
+
+static ft_pval wrap_name(tx *t, const char *how, const ft_pval *name) {
+  const char *nm = name && name->s ? name->s : "f";
+  size_t n = strlen(how) + strlen(nm) + 3;
+  char *s = ft_arena_alloc(t->a, n);
+  ft_pval v = {.tag = FT_PV_STR};
+  if (!s) return tx_nomem(t), v;
+  snprintf(s, n, "%s(%s)", how, nm);
+  v.s = s;
+  return v;
+}
+
+static bool jvp_jit(jvp_state *s, jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  ft_jaxpr *inner = pget_jaxpr(FT_P_JIT, c->params, "jaxpr");
+  scratch sc = {0};
+  bool *nz = sc_alloc(&sc, (size_t)e->n_in + 1), *onz = sc_alloc(&sc, (size_t)e->n_out + 1);
+  ft_var **in = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * e->n_in + 2));
+  ft_var **out = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * e->n_out + 2));
+  bool ok = nz && onz && in && out;
+  if (!ok) tx_nomem(t);
+  for (int i = 0; ok && i < e->n_in; i++) nz[i] = c->dx[i] != NULL && var_inexact(c->x[i]);
+  ft_jaxpr *j = ok ? jvp_jaxpr(s, t->a, inner, nz, NULL, onz) : NULL;
+  if (ok && !j) ok = false;
+  if (ok) {
+    int ni = 0, no = e->n_out;
+    for (int i = 0; i < e->n_in; i++) in[ni++] = c->x[i];
+    for (int i = 0; i < e->n_in; i++)
+      if (nz[i]) in[ni++] = c->dx[i];
+    for (int k = 0; k < e->n_out; k++) no += onz[k];
+    ft_pval *ps = params_with(t, c);
+    if (!ps) ok = false;
+    else {
+      pset(FT_P_JIT, ps, "jaxpr", ft_pv_jaxpr(j));
+      pset(FT_P_JIT, ps, "name", wrap_name(t, "jvp", pget(FT_P_JIT, c->params, "name")));
+      /* Per-input/output params (donation, shardings) no longer fit. */
+      const ft_prim_info *pi = ft_prim_get(FT_P_JIT);
+      for (int i = 0; i < pi->n_params; i++)
+        if (strcmp(pi->params[i].name, "jaxpr") && strcmp(pi->params[i].name, "name") &&
+            pi->params[i].dflt && !strcmp(pi->params[i].dflt, "None"))
+          ps[i] = ft_pv_none();
+      ok = emit_outs(t, FT_P_JIT, ps, ni, in, no, out);
+    }
+  }
+  if (ok) {
+    int m = e->n_out;
+    for (int k = 0; k < e->n_out; k++) {
+      c->y[k] = out[k];
+      c->dy[k] = onz[k] ? out[m++] : NULL;
+    }
+  }
+  sc_free(&sc);
+  return ok && !t->failed;
+}
+
+/* ------------------------------------------------------- custom rules */
+
+/* Copies the equations of j into t with inputs bound to in; writes outs. */
+static bool inline_jaxpr(tx *t, const ft_jaxpr *j, ft_var **in, ft_var **out) {
+  vmap m;
+  if (!vmap_init(&m, ft_arena_num_var_ids(j->arena) + 1)) return tx_nomem(t), false;
+  bool ok = true;
+  for (int i = 0; i < j->n_in; i++) ok = ok && vmap_set(&m, j->invars[i], in[i]);
+  ft_var *buf_in[64], *buf_out[64];
+  for (int k = 0; ok && k < j->n_eqn; k++) {
+    const ft_eqn *e = &j->eqns[k];
+    if (e->n_in > 64 || e->n_out > 64) {
+      ok = tx_fail(t, FT_ERR_UNSUPPORTED, "custom rule: equation with over 64 operands") != NULL;
+      break;
+    }
+    for (int i = 0; i < e->n_in; i++) {
+      ft_var *v = e->in[i];
+      buf_in[i] = v->kind == FT_LIT ? lit_clone(t->a, v) : vmap_get(&m, v);
+      if (!buf_in[i]) ok = false;
+    }
+    for (int o = 0; ok && o < e->n_out; o++)
+      if (!(buf_out[o] = ft_var_new(t->a, &e->out[o]->aval)) || !vmap_set(&m, e->out[o], buf_out[o])) ok = false;
+    const ft_pval *ps = ok ? params_clone(t->a, e->prim, e->params) : NULL;
+    ok = ok && ps && tx_push(t, e->prim, ps, e->n_in, buf_in, e->n_out, buf_out);
+  }
+  for (int k = 0; ok && k < j->n_out; k++) {
+    ft_var *v = j->outvars[k];
+    out[k] = v->kind == FT_LIT ? lit_clone(t->a, v) : vmap_get(&m, v);
+    if (!out[k]) ok = false;
+  }
+  vmap_free(&m);
+  if (!ok && !t->failed) tx_nomem(t);
+  return ok;
+}
+
+/* custom_jvp_call / custom_vjp_call. A rule given as a jaxpr (traced from
+ * C: [primals..., tangents...] -> [outs..., tangent outs...]) is used as it
+ * is. A rule JAX printed as a Python object cannot be run here, so the
+ * wrapped function itself is differentiated (docs/autodiff.md says when
+ * that equals the rule). */
+static bool jvp_custom(jvp_state *s, jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  ft_prim p = e->prim;
+  ft_jaxpr *call = pget_jaxpr(p, c->params, "call_jaxpr");
+  ft_jaxpr *rule = p == FT_P_CUSTOM_JVP_CALL ? pget_jaxpr(p, c->params, "jvp") : NULL;
+  if (!call) return tx_fail(t, FT_ERR_TYPE, "jvp of %s: no call_jaxpr", ft_prim_get(p)->name), false;
+  if (rule) {
+    int n = e->n_in, no = e->n_out;
+    if (rule->n_in != 2 * n || rule->n_out != 2 * no)
+      return tx_fail(t, FT_ERR_TYPE, "jvp of custom_jvp_call: the rule takes %d inputs and returns %d "
+                     "outputs; expected %d and %d", rule->n_in, rule->n_out, 2 * n, 2 * no), false;
+    ft_var **in = malloc(sizeof(ft_var *) * (size_t)(2 * n + 2 * no + 2));
+    if (!in) return tx_nomem(t), false;
+    ft_var **out = in + 2 * n;
+    for (int i = 0; i < n; i++) {
+      in[i] = c->x[i];
+      in[n + i] = c->dx[i] ? c->dx[i] : tx_zeros(t, &rule->invars[n + i]->aval);
+    }
+    bool ok = !t->failed && inline_jaxpr(t, rule, in, out);
+    for (int k = 0; ok && k < no; k++) {
+      c->y[k] = out[k];
+      c->dy[k] = var_inexact(out[k]) ? out[no + k] : NULL;
+    }
+    free(in);
+    return ok;
+  }
+  return jvp_into(s, t, call, c->x, c->dx, c->y, c->dy);
+}
+
+bool jvp_control(jvp_state *s, jvp_call *c) {
+  switch (c->e->prim) {
+  case FT_P_COND: return jvp_cond(s, c);
+  case FT_P_WHILE: return jvp_while(s, c);
+  case FT_P_SCAN: return jvp_scan(s, c);
+  case FT_P_JIT: return jvp_jit(s, c);
+  case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return jvp_custom(s, c);
+  default:
+    return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp: no rule for %s", ft_prim_get(c->e->prim)->name), false;
+  }
+}

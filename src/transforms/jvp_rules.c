@@ -1,0 +1,451 @@
+/* src/transforms/jvp_rules.c: the JVP rule of every primitive (JAX's
+ * ad.defjvp / deflinear rules), emitted after the primal equation. Each rule
+ * keeps the tangent part linear in the input tangents: factors that depend
+ * only on primals (cos x, 1 - y², masks) are computed as primal values and
+ * multiply the tangent, so partial evaluation moves them to the primal side
+ * and transposition sees only linear primitives. NULL tangents are symbolic
+ * zeros and produce no equations. ft_jvp_rule_status says which primitives
+ * have no rule and why. */
+#include <math.h>
+#include <string.h>
+
+#include "transforms.h"
+
+#define JVP_NO_RULE_NEXTAFTER "unsupported: nextafter has no derivative (JAX defines no JVP rule)"
+#define JVP_NO_RULE_BITCAST \
+  "unsupported: reinterpreting bits as a float has no derivative (JAX defines no JVP rule)"
+#define JVP_NO_RULE_CUMMAX \
+  "unsupported: needs a gather of the tangent at the running arg-extremum (not implemented)"
+#define JVP_NO_RULE_TOPK "unsupported: needs a gather of the tangent at the top-k indices (not implemented)"
+#define JVP_NO_RULE_SCATTER \
+  "unsupported: scatter/scatter-mul/min/max derivatives need gathers of the winning updates (not implemented)"
+#define JVP_NO_RULE_WINDOW "unsupported: reduce_window_max/min need a select-and-gather (not implemented)"
+
+const char *ft_jvp_rule_status(ft_prim p) {
+  switch (p) {
+  case FT_P_NEXTAFTER: return JVP_NO_RULE_NEXTAFTER;
+  case FT_P_BITCAST_CONVERT_TYPE: return JVP_NO_RULE_BITCAST;
+  case FT_P_CUMMAX: case FT_P_CUMMIN: return JVP_NO_RULE_CUMMAX;
+  case FT_P_TOP_K: return JVP_NO_RULE_TOPK;
+  case FT_P_SCATTER: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN: case FT_P_SCATTER_MAX:
+    return JVP_NO_RULE_SCATTER;
+  case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN: return JVP_NO_RULE_WINDOW;
+  default: return NULL;
+  }
+}
+
+/* The same primitive applied to the tangents (linear primitives): the
+ * primal operands at positions with nonlin[i] are passed as they are. */
+static ft_var *same_op(jvp_call *c, int n_in, ft_var **in) {
+  return tx_emit(c->t, c->e->prim, c->params, n_in, in);
+}
+
+/* Tangent of x, or explicit zeros when another operand needs a real array. */
+static ft_var *inst(jvp_call *c, int i) {
+  return c->dx[i] ? c->dx[i] : tx_zeros(c->t, &c->x[i]->aval);
+}
+
+static ft_var *lit(jvp_call *c, double v) { return tx_lit(c->t, c->y[0]->aval.dtype, v); }
+
+/* dy = dx * scale, where scale is a primal value (or NULL when dx is zero). */
+static ft_var *scale(jvp_call *c, ft_var *dx, ft_var *s) {
+  if (!dx) return NULL;
+  return tx_mul(c->t, dx, s);
+}
+
+static bool unary(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *x = c->x[0], *dx = c->dx[0], *y = c->y[0], *r = NULL;
+  const ft_aval *av = &x->aval;
+  ft_var *one = lit(c, 1.0);
+  switch (c->e->prim) {
+  case FT_P_NEG: r = tx_neg(t, dx); break;
+  case FT_P_SIGN: case FT_P_FLOOR: case FT_P_CEIL: case FT_P_ROUND: case FT_P_STOP_GRADIENT:
+    return true;
+  case FT_P_EXP: r = scale(c, dx, y); break;
+  case FT_P_EXP2: r = scale(c, dx, tx_mul(t, y, lit(c, M_LN2))); break;
+  case FT_P_LOG: r = tx_div(t, dx, x); break;
+  case FT_P_LOG1P: r = tx_div(t, dx, tx_add(t, one, x)); break;
+  case FT_P_EXPM1: r = scale(c, dx, tx_add(t, y, one)); break;
+  case FT_P_TANH: r = scale(c, dx, tx_sub(t, one, tx_mul(t, y, y))); break;
+  case FT_P_LOGISTIC: r = scale(c, dx, tx_mul(t, y, tx_sub(t, one, y))); break;
+  case FT_P_SIN: r = scale(c, dx, tx_unop(t, FT_P_COS, x)); break;
+  case FT_P_COS: r = scale(c, dx, tx_neg(t, tx_unop(t, FT_P_SIN, x))); break;
+  case FT_P_TAN: r = scale(c, dx, tx_add(t, one, tx_mul(t, y, y))); break;
+  case FT_P_ASIN:
+    r = scale(c, dx, tx_unop(t, FT_P_RSQRT, tx_sub(t, one, tx_mul(t, x, x))));
+    break;
+  case FT_P_ACOS:
+    r = scale(c, dx, tx_neg(t, tx_unop(t, FT_P_RSQRT, tx_sub(t, one, tx_mul(t, x, x)))));
+    break;
+  case FT_P_ATAN: r = tx_div(t, dx, tx_add(t, one, tx_mul(t, x, x))); break;
+  case FT_P_SINH: r = scale(c, dx, tx_unop(t, FT_P_COSH, x)); break;
+  case FT_P_COSH: r = scale(c, dx, tx_unop(t, FT_P_SINH, x)); break;
+  case FT_P_ASINH:
+    r = scale(c, dx, tx_unop(t, FT_P_RSQRT, tx_add(t, tx_mul(t, x, x), one)));
+    break;
+  case FT_P_ACOSH:
+    r = scale(c, dx, tx_unop(t, FT_P_RSQRT, tx_mul(t, tx_sub(t, x, one), tx_add(t, x, one))));
+    break;
+  case FT_P_ATANH:
+    r = tx_div(t, dx, tx_mul(t, tx_sub(t, one, x), tx_add(t, one, x)));
+    break;
+  case FT_P_SQRT: r = tx_div(t, dx, tx_mul(t, y, lit(c, 2.0))); break;
+  case FT_P_RSQRT: r = scale(c, dx, tx_mul(t, tx_div(t, y, x), lit(c, -0.5))); break;
+  case FT_P_CBRT: r = scale(c, dx, tx_mul(t, tx_integer_pow(t, y, -2), lit(c, 1.0 / 3.0))); break;
+  case FT_P_SQUARE: r = scale(c, dx, tx_mul(t, x, lit(c, 2.0))); break;
+  case FT_P_ABS: {
+    /* JAX: select(x >= 0, g, -g), so d|x|/dx at 0 is 1. */
+    ft_var *in[2] = {x, lit(c, 0.0)};
+    ft_var *ge = tx_emit(t, FT_P_GE, NULL, 2, in);
+    r = tx_select(t, ge, tx_neg(t, dx), dx);
+    break;
+  }
+  case FT_P_ERF:
+    r = scale(c, dx, tx_mul(t, lit(c, 2.0 / sqrt(M_PI)),
+                            tx_unop(t, FT_P_EXP, tx_neg(t, tx_mul(t, x, x)))));
+    break;
+  case FT_P_ERFC:
+    r = scale(c, dx, tx_mul(t, lit(c, -2.0 / sqrt(M_PI)),
+                            tx_unop(t, FT_P_EXP, tx_neg(t, tx_mul(t, x, x)))));
+    break;
+  case FT_P_ERF_INV:
+    r = scale(c, dx, tx_mul(t, lit(c, sqrt(M_PI) / 2.0), tx_unop(t, FT_P_EXP, tx_mul(t, y, y))));
+    break;
+  case FT_P_INTEGER_POW: {
+    int64_t n = pget_int(FT_P_INTEGER_POW, c->params, "y", 1);
+    if (n == 0) return true;
+    ft_var *p = n == 2 ? x : tx_integer_pow(t, x, n - 1);
+    r = scale(c, dx, n == 1 ? one : tx_mul(t, lit(c, (double)n), p));
+    break;
+  }
+  case FT_P_COPY: case FT_P_COPY_P: case FT_P_REDUCE_PRECISION: r = same_op(c, 1, &dx); break;
+  default: return tx_fail(t, FT_ERR_INTERNAL, "jvp: no unary rule"), false;
+  }
+  (void)av;
+  c->dy[0] = tx_bcast_to(t, r, &y->aval);
+  return !t->failed;
+}
+
+/* max/min: JAX's balanced rule: where both operands attain the result
+ * each gets half of the tangent. */
+static bool minmax(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *y = c->y[0];
+  const ft_aval *av = &y->aval;
+  ft_var *r = NULL;
+  for (int i = 0; i < 2; i++) {
+    if (!c->dx[i]) continue;
+    ft_var *in[2] = {c->x[i], y}, *oth[2] = {c->x[1 - i], y};
+    ft_var *mine = tx_emit(t, FT_P_EQ, NULL, 2, in);
+    ft_var *other = tx_emit(t, FT_P_EQ, NULL, 2, oth);
+    if (mine && mine->aval.rank != av->rank) mine = tx_bcast_to(t, mine, av);
+    if (other && other->aval.rank != av->rank) other = tx_bcast_to(t, other, av);
+    ft_var *w = tx_select(t, mine, tx_zeros(t, av), tx_full(t, av, 1.0));
+    ft_var *d = tx_select(t, other, tx_full(t, av, 1.0), tx_full(t, av, 2.0));
+    r = tx_acc(t, r, tx_mul(t, tx_bcast_to(t, c->dx[i], av), tx_div(t, w, d)));
+  }
+  c->dy[0] = r;
+  return !t->failed;
+}
+
+static bool binary(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *a = c->x[0], *b = c->x[1], *da = c->dx[0], *db = c->dx[1], *y = c->y[0], *r = NULL;
+  switch (c->e->prim) {
+  case FT_P_ADD: case FT_P_ADD_ANY:
+    r = tx_acc(t, tx_bcast_to(t, da, &y->aval), tx_bcast_to(t, db, &y->aval));
+    break;
+  case FT_P_SUB:
+    r = tx_acc(t, tx_bcast_to(t, da, &y->aval), tx_bcast_to(t, tx_neg(t, db), &y->aval));
+    break;
+  case FT_P_MUL: r = tx_acc(t, scale(c, da, b), db ? tx_mul(t, a, db) : NULL); break;
+  case FT_P_DIV: r = tx_acc(t, da ? tx_div(t, da, b) : NULL, scale(c, db, tx_neg(t, tx_div(t, y, b)))); break;
+  case FT_P_REM:
+    if (db) {
+      ft_var *q = tx_div(t, a, b);
+      ft_var *trunc = tx_mul(t, tx_unop(t, FT_P_SIGN, q), tx_unop(t, FT_P_FLOOR, tx_unop(t, FT_P_ABS, q)));
+      r = scale(c, db, tx_neg(t, trunc));
+    }
+    r = tx_acc(t, tx_bcast_to(t, da, &y->aval), r);
+    break;
+  case FT_P_POW:
+    if (da) r = scale(c, da, tx_mul(t, b, tx_binop(t, FT_P_POW, a, tx_sub(t, b, lit(c, 1.0)))));
+    if (db) {
+      /* JAX: log of x with zeros replaced by ones, so d(0^y)/dy = 0. */
+      ft_var *la;
+      if (a->kind == FT_LIT) la = lit(c, a->lit.f == 0 ? 0.0 : log(a->lit.f));
+      else {
+        ft_var *in[2] = {a, lit(c, 0.0)};
+        ft_var *z = tx_emit(t, FT_P_EQ, NULL, 2, in);
+        la = tx_unop(t, FT_P_LOG, tx_select(t, z, a, tx_full(t, &a->aval, 1.0)));
+      }
+      r = tx_acc(t, r, scale(c, db, tx_mul(t, la, y)));
+    }
+    break;
+  case FT_P_MAX: case FT_P_MIN: return minmax(c);
+  case FT_P_ATAN2: {
+    ft_var *den = tx_add(t, tx_mul(t, a, a), tx_mul(t, b, b));
+    r = tx_acc(t, scale(c, da, tx_div(t, b, den)), scale(c, db, tx_neg(t, tx_div(t, a, den))));
+    break;
+  }
+  case FT_P_NEXTAFTER: return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of nextafter: %s", JVP_NO_RULE_NEXTAFTER), false;
+  default: return tx_fail(t, FT_ERR_INTERNAL, "jvp: no binary rule"), false;
+  }
+  c->dy[0] = tx_bcast_to(t, r, &y->aval);
+  return !t->failed;
+}
+
+static bool select_n(jvp_call *c) {
+  int n = c->e->n_in;
+  ft_var *in[64];
+  if (n > 64) return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of select_n with more than 63 cases"), false;
+  in[0] = c->x[0];
+  for (int i = 1; i < n; i++) in[i] = inst(c, i);
+  c->dy[0] = tx_emit(c->t, FT_P_SELECT_N, NULL, n, in);
+  return !c->t->failed;
+}
+
+/* clamp(lo, x, hi): JAX's masks, as multipliers computed on the primal side. */
+static bool clamp(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *lo = c->x[0], *x = c->x[1], *hi = c->x[2], *y = c->y[0], *r = NULL;
+  const ft_aval *av = &y->aval;
+  ft_dtype dt = av->dtype;
+  ft_var *lob = tx_bcast_to(t, lo, av), *hib = tx_bcast_to(t, hi, av);
+#define CMP(p, a, b) tx_emit(t, p, NULL, 2, (ft_var *[]){a, b})
+  if (c->dx[1]) {
+    ft_var *m = CMP(FT_P_AND, CMP(FT_P_GT, x, lob), CMP(FT_P_LT, x, hib));
+    r = tx_mul(t, c->dx[1], tx_convert(t, m, dt));
+  }
+  if (c->dx[0]) {
+    ft_var *m = CMP(FT_P_AND, CMP(FT_P_GT, lob, x), CMP(FT_P_LT, lob, hib));
+    r = tx_acc(t, r, tx_mul(t, tx_bcast_to(t, c->dx[0], av), tx_convert(t, m, dt)));
+  }
+  if (c->dx[2]) {
+    ft_var *m = CMP(FT_P_LT, hib, x);
+    r = tx_acc(t, r, tx_mul(t, tx_bcast_to(t, c->dx[2], av), tx_convert(t, m, dt)));
+  }
+#undef CMP
+  c->dy[0] = r;
+  return !t->failed;
+}
+
+/* reduce_max/min: the tangent at the positions that attain the result,
+ * averaged over ties (JAX's _reduce_chooser_jvp_rule). */
+static bool reduce_chooser(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *x = c->x[0], *y = c->y[0];
+  int64_t axes[FT_MAX_RANK], kept[FT_MAX_RANK];
+  int na = pget_ints(c->e->prim, c->params, "axes", axes, FT_MAX_RANK), nk = 0;
+  if (na < 0) return tx_fail(t, FT_ERR_TYPE, "jvp of %s: bad axes", ft_prim_get(c->e->prim)->name), false;
+  for (int d = 0; d < x->aval.rank; d++) {
+    bool red = false;
+    for (int i = 0; i < na; i++) red = red || axes[i] == d;
+    if (!red) kept[nk++] = d;
+  }
+  ft_var *yb = tx_bcast(t, y, x->aval.rank, x->aval.dims, kept);
+  ft_var *mask = tx_convert(t, tx_emit(t, FT_P_EQ, NULL, 2, (ft_var *[]){x, yb}), x->aval.dtype);
+  ft_var *cnt = tx_reduce_sum(t, mask, na, axes);
+  ft_var *w = tx_div(t, mask, tx_bcast(t, cnt, x->aval.rank, x->aval.dims, kept));
+  c->dy[0] = tx_reduce_sum(t, tx_mul(t, c->dx[0], w), na, axes);
+  return !t->failed;
+}
+
+/* reduce_prod: d prod = sum_i dx_i * prod_{j != i} x_j, with the products
+ * of the others from exclusive prefix and suffix products, so zeros in x
+ * are handled exactly (no division). */
+static bool reduce_prod(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *x = c->x[0], *y = c->y[0];
+  int r = x->aval.rank;
+  int64_t axes[FT_MAX_RANK], perm[FT_MAX_RANK];
+  int na = pget_ints(FT_P_REDUCE_PROD, c->params, "axes", axes, FT_MAX_RANK), np = 0;
+  if (na < 0) return tx_fail(t, FT_ERR_TYPE, "jvp of reduce_prod: bad axes"), false;
+  int64_t K = 1, N = 1;
+  for (int d = 0; d < r; d++) {
+    bool red = false;
+    for (int i = 0; i < na; i++) red = red || axes[i] == d;
+    if (!red) perm[np++] = d, K *= x->aval.dims[d];
+  }
+  for (int d = 0; d < r; d++) {
+    bool red = false;
+    for (int i = 0; i < na; i++) red = red || axes[i] == d;
+    if (red) perm[np++] = d, N *= x->aval.dims[d];
+  }
+  if (N == 0) return true; /* empty product: constant 1 */
+  int64_t kn[2] = {K, N};
+  ft_var *xr = tx_reshape(t, tx_transpose(t, x, r, perm), 2, kn);
+  ft_pval *ps = tx_params(t, FT_P_CUMPROD);
+  if (!ps) return false;
+  pset(FT_P_CUMPROD, ps, "axis", ft_pv_int(1));
+  pset(FT_P_CUMPROD, ps, "reverse", ft_pv_bool(false));
+  ft_var *fwd = tx_emit(t, FT_P_CUMPROD, ps, 1, &xr);
+  ft_pval *ps2 = tx_params(t, FT_P_CUMPROD);
+  if (!ps2) return false;
+  pset(FT_P_CUMPROD, ps2, "axis", ft_pv_int(1));
+  pset(FT_P_CUMPROD, ps2, "reverse", ft_pv_bool(true));
+  ft_var *bwd = tx_emit(t, FT_P_CUMPROD, ps2, 1, &xr);
+  ft_var *one = lit(c, 1.0);
+  int64_t z[2] = {0, 0}, l1[2] = {K, N - 1}, s1[2] = {0, 1}, l2[2] = {K, N};
+  int64_t lo1[2] = {0, 1}, hi1[2] = {0, 0}, lo2[2] = {0, 0}, hi2[2] = {0, 1};
+  ft_var *fex = tx_pad(t, tx_slice(t, fwd, z, l1, NULL), one, lo1, hi1, NULL);
+  ft_var *bex = tx_pad(t, tx_slice(t, bwd, s1, l2, NULL), one, lo2, hi2, NULL);
+  ft_var *others = tx_mul(t, fex, bex);
+  ft_var *dr = tx_reshape(t, tx_transpose(t, c->dx[0], r, perm), 2, kn);
+  int64_t ax1 = 1;
+  ft_var *s = tx_reduce_sum(t, tx_mul(t, dr, others), 1, &ax1);
+  c->dy[0] = tx_reshape(t, s, y->aval.rank, y->aval.dims);
+  return !t->failed;
+}
+
+static bool cumulative(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *x = c->x[0], *y = c->y[0], *dx = c->dx[0];
+  ft_pval *ps = tx_params(t, FT_P_CUMSUM);
+  if (!ps) return false;
+  pset(FT_P_CUMSUM, ps, "axis", *pget(c->e->prim, c->params, "axis"));
+  pset(FT_P_CUMSUM, ps, "reverse", *pget(c->e->prim, c->params, "reverse"));
+  switch (c->e->prim) {
+  case FT_P_CUMSUM: c->dy[0] = tx_emit(t, FT_P_CUMSUM, ps, 1, &dx); break;
+  case FT_P_CUMPROD: {
+    /* y_i * sum_{j<=i} dx_j / x_j: exact where x has no zeros (see
+     * docs/autodiff.md; JAX's associative-scan rule also covers zeros). */
+    ft_var *q = tx_div(t, dx, x);
+    c->dy[0] = tx_mul(t, tx_emit(t, FT_P_CUMSUM, ps, 1, &q), y);
+    break;
+  }
+  case FT_P_CUMLOGSUMEXP: {
+    /* dy_i = sum_{j<=i} dx_j exp(x_j - y_i), shifted by the axis max m of x:
+     * exp(m - y_i) * cumsum(dx * exp(x - m)). */
+    int64_t ax = pget_int(c->e->prim, c->params, "axis", 0);
+    int r = x->aval.rank;
+    int64_t kept[FT_MAX_RANK];
+    int nk = 0;
+    for (int d = 0; d < r; d++)
+      if (d != ax) kept[nk++] = d;
+    ft_pval *pm = tx_params(t, FT_P_REDUCE_MAX);
+    if (!pm) return false;
+    pset(FT_P_REDUCE_MAX, pm, "axes", ft_pv_ints(t->a, 1, &ax));
+    ft_var *m = tx_bcast(t, tx_emit(t, FT_P_REDUCE_MAX, pm, 1, &x), r, x->aval.dims, kept);
+    ft_var *e1 = tx_unop(t, FT_P_EXP, tx_sub(t, x, m));
+    ft_var *e2 = tx_unop(t, FT_P_EXP, tx_sub(t, m, y));
+    ft_var *q = tx_mul(t, dx, e1);
+    c->dy[0] = tx_mul(t, tx_emit(t, FT_P_CUMSUM, ps, 1, &q), e2);
+    break;
+  }
+  default:
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(c->e->prim)->name,
+                   JVP_NO_RULE_CUMMAX), false;
+  }
+  return !t->failed;
+}
+
+static bool dot_general(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *r = NULL;
+  if (c->dx[0]) r = tx_emit(t, FT_P_DOT_GENERAL, c->params, 2, (ft_var *[]){c->dx[0], c->x[1]});
+  if (c->dx[1]) r = tx_acc(t, r, tx_emit(t, FT_P_DOT_GENERAL, c->params, 2, (ft_var *[]){c->x[0], c->dx[1]}));
+  c->dy[0] = r;
+  return !t->failed;
+}
+
+/* sort: the tangent of each operand is permuted like the operand, by
+ * sorting it as an extra (non-key) operand with the same keys. */
+static bool sort(jvp_call *c) {
+  tx *t = c->t;
+  int nk = (int)pget_int(FT_P_SORT, c->params, "num_keys", 1);
+  if (nk < 1 || nk > 32) return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of sort: num_keys=%d", nk), false;
+  ft_var *in[33], *out[33];
+  for (int k = 0; k < c->e->n_out; k++) {
+    if (!c->dx[k] || !var_inexact(c->y[k])) continue;
+    for (int i = 0; i < nk; i++) in[i] = c->x[i];
+    in[nk] = c->dx[k];
+    if (!tx_emitn(t, FT_P_SORT, c->params, nk + 1, in, nk + 1, out)) return false;
+    c->dy[k] = out[nk];
+  }
+  return !t->failed;
+}
+
+static bool layout(jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  ft_var *in[64];
+  int n = e->n_in;
+  if (n > 64) return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of %s with %d operands", ft_prim_get(e->prim)->name, n), false;
+  switch (e->prim) {
+  case FT_P_DYNAMIC_SLICE: /* operand linear, indices primal */
+    in[0] = c->dx[0];
+    for (int i = 1; i < n; i++) in[i] = c->x[i];
+    if (!in[0]) return true;
+    break;
+  case FT_P_DYNAMIC_UPDATE_SLICE:
+    in[0] = inst(c, 0);
+    in[1] = inst(c, 1);
+    for (int i = 2; i < n; i++) in[i] = c->x[i];
+    break;
+  case FT_P_GATHER: /* operand linear, indices primal */
+    in[0] = c->dx[0];
+    in[1] = c->x[1];
+    if (!in[0]) return true;
+    break;
+  case FT_P_SCATTER_ADD: /* operand and updates linear, indices primal */
+    in[0] = inst(c, 0);
+    in[1] = c->x[1];
+    in[2] = inst(c, 2);
+    break;
+  case FT_P_PAD:
+    in[0] = inst(c, 0);
+    in[1] = inst(c, 1);
+    break;
+  default: /* every operand linear */
+    for (int i = 0; i < n; i++) in[i] = inst(c, i);
+  }
+  return tx_emitn(t, e->prim, c->params, n, in, e->n_out, c->dy);
+}
+
+/* conv_general_dilated is bilinear like dot_general. */
+static bool conv(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *r = NULL;
+  if (c->dx[0]) r = tx_emit(t, c->e->prim, c->params, 2, (ft_var *[]){c->dx[0], c->x[1]});
+  if (c->dx[1]) r = tx_acc(t, r, tx_emit(t, c->e->prim, c->params, 2, (ft_var *[]){c->x[0], c->dx[1]}));
+  c->dy[0] = r;
+  return !t->failed;
+}
+
+bool jvp_rule(jvp_call *c) {
+  const ft_eqn *e = c->e;
+  const char *why = ft_jvp_rule_status(e->prim);
+  if (why) return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(e->prim)->name, why), false;
+  switch (ft_prim_get(e->prim)->family) {
+  case FT_FAM_UNARY: return unary(c);
+  case FT_FAM_BINARY: return binary(c);
+  case FT_FAM_COMPARE: return true; /* bool results: never reached */
+  case FT_FAM_DOT: return dot_general(c);
+  case FT_FAM_CUMULATIVE: return cumulative(c);
+  default: break;
+  }
+  switch (e->prim) {
+  case FT_P_SELECT_N: return select_n(c);
+  case FT_P_CLAMP: return clamp(c);
+  case FT_P_CONVERT_ELEMENT_TYPE:
+    if (!var_inexact(c->x[0])) return true; /* int -> float: zero (JAX) */
+    c->dy[0] = tx_emit(c->t, e->prim, c->params, 1, c->dx);
+    return !c->t->failed;
+  case FT_P_REDUCE_SUM: case FT_P_FFT: case FT_P_REDUCE_WINDOW_SUM:
+    c->dy[0] = tx_emit(c->t, e->prim, c->params, 1, c->dx);
+    return !c->t->failed;
+  case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN: return reduce_chooser(c);
+  case FT_P_REDUCE_PROD: return reduce_prod(c);
+  case FT_P_SORT: return sort(c);
+  case FT_P_CONV_GENERAL_DILATED: return conv(c);
+  case FT_P_IOTA: case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_ARGMAX: case FT_P_ARGMIN:
+    return true;
+  default: break;
+  }
+  if (ft_prim_get(e->prim)->family == FT_FAM_LAYOUT || e->prim == FT_P_GATHER ||
+      e->prim == FT_P_SCATTER_ADD)
+    return layout(c);
+  return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp: no rule for %s", ft_prim_get(e->prim)->name), false;
+}

@@ -1,0 +1,552 @@
+/* src/transforms/util.c: what every transform shares — var maps indexed by
+ * id, the equation emitter (shape rules give output avals, a failure is
+ * sticky), small op builders, param accessors, and deep copies of params
+ * and jaxprs into another arena. */
+#include <string.h>
+
+#include "transforms.h"
+
+/* ------------------------------------------------------------- maps */
+
+bool vmap_init(vmap *m, uint32_t cap) {
+  m->cap = cap ? cap : 16;
+  m->failed = false;
+  m->v = calloc(m->cap, sizeof *m->v);
+  return m->v != NULL;
+}
+
+void vmap_free(vmap *m) {
+  free(m->v);
+  m->v = NULL;
+  m->cap = 0;
+}
+
+bool vmap_set(vmap *m, const ft_var *k, ft_var *v) {
+  if (k->id >= m->cap) {
+    uint32_t cap = m->cap;
+    while (cap <= k->id) cap *= 2;
+    ft_var **n = realloc(m->v, sizeof *n * cap);
+    if (!n) return !(m->failed = true);
+    memset(n + m->cap, 0, sizeof *n * (cap - m->cap));
+    m->v = n;
+    m->cap = cap;
+  }
+  m->v[k->id] = v;
+  return true;
+}
+
+bool vflags_init(vflags *m, uint32_t cap) {
+  m->cap = cap ? cap : 16;
+  m->failed = false;
+  m->f = calloc(m->cap, 1);
+  return m->f != NULL;
+}
+
+void vflags_free(vflags *m) {
+  free(m->f);
+  m->f = NULL;
+  m->cap = 0;
+}
+
+bool vflags_set(vflags *m, const ft_var *k, uint8_t v) {
+  if (k->id >= m->cap) {
+    uint32_t cap = m->cap;
+    while (cap <= k->id) cap *= 2;
+    uint8_t *n = realloc(m->f, cap);
+    if (!n) return !(m->failed = true);
+    memset(n + m->cap, 0, cap - m->cap);
+    m->f = n;
+    m->cap = cap;
+  }
+  m->f[k->id] = v;
+  return true;
+}
+
+/* ---------------------------------------------------------- emitter */
+
+void tx_init(tx *t, ft_ctx *ctx, ft_jaxpr *j, const char *what) {
+  t->ctx = ctx;
+  t->a = j->arena;
+  t->j = j;
+  ft_jb_init(&t->b, j);
+  t->failed = false;
+  t->what = what;
+}
+
+void *tx_fail(tx *t, ft_status st, const char *fmt, ...) {
+  if (!t->failed) {
+    va_list ap;
+    va_start(ap, fmt);
+    ft_set_errorv(t->ctx, st, fmt, ap);
+    va_end(ap);
+  }
+  t->failed = true;
+  return NULL;
+}
+
+void *tx_nomem(tx *t) { return tx_fail(t, FT_ERR_NOMEM, "%s: out of memory", t->what); }
+
+bool aval_inexact(const ft_aval *a) { return ft_dtype_is_inexact(a->dtype); }
+bool var_inexact(const ft_var *v) { return ft_dtype_is_inexact(v->aval.dtype); }
+
+ft_var *var_fresh(ft_arena *a, const ft_aval *av) { return ft_var_new(a, av); }
+
+bool tx_push(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in, int n_out,
+             ft_var *const *out) {
+  if (t->failed) return false;
+  if (!ft_jb_add(&t->b, p, n_in, in, n_out, out, params)) return tx_nomem(t), false;
+  return true;
+}
+
+/* Appends e by value: its in/out/params arrays are shared, which is safe
+ * because nothing mutates an equation's arrays once built. */
+bool tx_push_shared(tx *t, const ft_eqn *e) {
+  if (t->failed) return false;
+  ft_jaxpr *j = t->j;
+  if (j->n_eqn == t->b.cap_eqn) {
+    int cap = t->b.cap_eqn ? t->b.cap_eqn * 2 : 16;
+    ft_eqn *ne = ft_arena_alloc(t->a, sizeof(ft_eqn) * (size_t)cap);
+    if (!ne) return tx_nomem(t), false;
+    if (j->n_eqn) memcpy(ne, j->eqns, sizeof(ft_eqn) * (size_t)j->n_eqn);
+    j->eqns = ne;
+    t->b.cap_eqn = cap;
+  }
+  j->eqns[j->n_eqn++] = *e;
+  return true;
+}
+
+bool tx_emitn(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in, int n_out,
+              ft_var **out) {
+  if (t->failed) return false;
+  for (int i = 0; i < n_in; i++)
+    if (!in[i]) return false;
+  if (!params && !(params = tx_params(t, p))) return false;
+  ft_aval inav[16], *ia = inav;
+  ft_aval outav[16], *oa = outav;
+  if (n_in > 16 && !(ia = malloc(sizeof *ia * (size_t)n_in))) return tx_nomem(t), false;
+  if (n_out > 16 && !(oa = malloc(sizeof *oa * (size_t)n_out))) {
+    if (ia != inav) free(ia);
+    return tx_nomem(t), false;
+  }
+  for (int i = 0; i < n_in; i++) ia[i] = in[i]->aval;
+  int got = 0;
+  ft_status st = ft_infer(t->ctx, p, params, n_in, ia, &got, oa, n_out);
+  bool ok = st == FT_OK;
+  if (!ok) {
+    ft_error_prefix(t->ctx, "%s: emitting %s", t->what, ft_prim_get(p)->name);
+    t->failed = true;
+  } else if (got != n_out) {
+    tx_fail(t, FT_ERR_INTERNAL, "%s: %s gave %d outputs, expected %d", t->what,
+            ft_prim_get(p)->name, got, n_out);
+    ok = false;
+  }
+  for (int i = 0; ok && i < n_out; i++)
+    if (!(out[i] = ft_var_new(t->a, &oa[i]))) ok = (tx_nomem(t), false);
+  if (ia != inav) free(ia);
+  if (oa != outav) free(oa);
+  return ok && tx_push(t, p, params, n_in, in, n_out, out);
+}
+
+ft_var *tx_emit(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in) {
+  ft_var *out = NULL;
+  return tx_emitn(t, p, params, n_in, in, 1, &out) ? out : NULL;
+}
+
+ft_var *tx_lit(tx *t, ft_dtype dt, double v) {
+  if (t->failed) return NULL;
+  ft_var *r;
+  if (ft_dtype_is_inexact(dt)) r = ft_lit_new_float(t->a, dt, v);
+  else if (dt == FT_BOOL) r = ft_lit_new_bool(t->a, v != 0);
+  else if (ft_dtype_is_unsigned(dt)) r = ft_lit_new_uint(t->a, dt, (uint64_t)v);
+  else r = ft_lit_new_int(t->a, dt, (int64_t)v);
+  return r ? r : tx_nomem(t);
+}
+
+ft_var *tx_bcast(tx *t, ft_var *x, int rank, const int64_t *dims, const int64_t *bd) {
+  if (!x || t->failed) return NULL;
+  ft_pval *ps = tx_params(t, FT_P_BROADCAST_IN_DIM);
+  if (!ps) return NULL;
+  pset(FT_P_BROADCAST_IN_DIM, ps, "shape", ft_pv_ints(t->a, rank, dims));
+  pset(FT_P_BROADCAST_IN_DIM, ps, "broadcast_dimensions", ft_pv_ints(t->a, x->aval.rank, bd));
+  return tx_emit(t, FT_P_BROADCAST_IN_DIM, ps, 1, &x);
+}
+
+ft_var *tx_bcast_scalar(tx *t, ft_var *x, const ft_aval *av) {
+  if (!x || av->rank == 0) return x;
+  return tx_bcast(t, x, av->rank, av->dims, NULL);
+}
+
+ft_var *tx_full(tx *t, const ft_aval *av, double v) {
+  return tx_bcast_scalar(t, tx_lit(t, av->dtype, v), av);
+}
+
+ft_var *tx_zeros(tx *t, const ft_aval *av) { return tx_full(t, av, 0.0); }
+
+ft_var *tx_unop(tx *t, ft_prim p, ft_var *x) {
+  if (!x) return NULL;
+  if (p == FT_P_NEG && x->kind == FT_LIT && ft_dtype_is_float(x->aval.dtype))
+    return tx_lit(t, x->aval.dtype, -x->lit.f);
+  return tx_emit(t, p, NULL, 1, &x);
+}
+
+ft_var *tx_binop(tx *t, ft_prim p, ft_var *x, ft_var *y) {
+  if (!x || !y) return NULL;
+  if (x->kind == FT_LIT && y->kind == FT_LIT && ft_dtype_is_float(x->aval.dtype) &&
+      x->aval.dtype == y->aval.dtype) {
+    double a = x->lit.f, b = y->lit.f, r;
+    switch (p) {
+    case FT_P_ADD: case FT_P_ADD_ANY: r = a + b; break;
+    case FT_P_SUB: r = a - b; break;
+    case FT_P_MUL: r = a * b; break;
+    case FT_P_DIV: r = a / b; break;
+    default: goto emit;
+    }
+    if (x->aval.dtype == FT_F32) r = (float)r;
+    return tx_lit(t, x->aval.dtype, r);
+  }
+emit:;
+  ft_var *in[2] = {x, y};
+  return tx_emit(t, p, NULL, 2, in);
+}
+
+ft_var *tx_acc(tx *t, ft_var *a, ft_var *b) {
+  if (!a) return b;
+  if (!b) return a;
+  return tx_binop(t, FT_P_ADD_ANY, a, b);
+}
+
+ft_var *tx_convert(tx *t, ft_var *x, ft_dtype dt) {
+  if (!x) return NULL;
+  if (x->aval.dtype == dt) return x;
+  ft_pval *ps = tx_params(t, FT_P_CONVERT_ELEMENT_TYPE);
+  if (!ps) return NULL;
+  pset(FT_P_CONVERT_ELEMENT_TYPE, ps, "new_dtype", ft_pv_dtype(dt));
+  pset(FT_P_CONVERT_ELEMENT_TYPE, ps, "weak_type", ft_pv_bool(false));
+  return tx_emit(t, FT_P_CONVERT_ELEMENT_TYPE, ps, 1, &x);
+}
+
+ft_var *tx_integer_pow(tx *t, ft_var *x, int64_t y) {
+  if (!x) return NULL;
+  if (y == 1) return x;
+  if (y == 0) return tx_full(t, &x->aval, 1.0);
+  ft_pval *ps = tx_params(t, FT_P_INTEGER_POW);
+  if (!ps) return NULL;
+  pset(FT_P_INTEGER_POW, ps, "y", ft_pv_int(y));
+  return tx_emit(t, FT_P_INTEGER_POW, ps, 1, &x);
+}
+
+ft_var *tx_reduce_sum(tx *t, ft_var *x, int n_axes, const int64_t *axes) {
+  if (!x) return NULL;
+  if (n_axes == 0) return x;
+  ft_pval *ps = tx_params(t, FT_P_REDUCE_SUM);
+  if (!ps) return NULL;
+  pset(FT_P_REDUCE_SUM, ps, "axes", ft_pv_ints(t->a, n_axes, axes));
+  return tx_emit(t, FT_P_REDUCE_SUM, ps, 1, &x);
+}
+
+ft_var *tx_reshape(tx *t, ft_var *x, int rank, const int64_t *dims) {
+  if (!x) return NULL;
+  if (x->aval.rank == rank && !memcmp(x->aval.dims, dims, sizeof(int64_t) * (size_t)rank))
+    return x;
+  ft_pval *ps = tx_params(t, FT_P_RESHAPE);
+  if (!ps) return NULL;
+  pset(FT_P_RESHAPE, ps, "new_sizes", ft_pv_ints(t->a, rank, dims));
+  return tx_emit(t, FT_P_RESHAPE, ps, 1, &x);
+}
+
+ft_var *tx_transpose(tx *t, ft_var *x, int rank, const int64_t *perm) {
+  if (!x) return NULL;
+  bool id = true;
+  for (int i = 0; i < rank; i++) id = id && perm[i] == i;
+  if (id) return x;
+  ft_pval *ps = tx_params(t, FT_P_TRANSPOSE);
+  if (!ps) return NULL;
+  pset(FT_P_TRANSPOSE, ps, "permutation", ft_pv_ints(t->a, rank, perm));
+  return tx_emit(t, FT_P_TRANSPOSE, ps, 1, &x);
+}
+
+ft_var *tx_select(tx *t, ft_var *pred, ft_var *on_false, ft_var *on_true) {
+  ft_var *in[3] = {pred, on_false, on_true};
+  return tx_emit(t, FT_P_SELECT_N, NULL, 3, in);
+}
+
+ft_var *tx_slice(tx *t, ft_var *x, const int64_t *start, const int64_t *limit,
+                 const int64_t *strides) {
+  if (!x) return NULL;
+  int r = x->aval.rank;
+  ft_pval *ps = tx_params(t, FT_P_SLICE);
+  if (!ps) return NULL;
+  pset(FT_P_SLICE, ps, "start_indices", ft_pv_ints(t->a, r, start));
+  pset(FT_P_SLICE, ps, "limit_indices", ft_pv_ints(t->a, r, limit));
+  bool unit = true;
+  for (int i = 0; strides && i < r; i++) unit = unit && strides[i] == 1;
+  if (!unit) pset(FT_P_SLICE, ps, "strides", ft_pv_ints(t->a, r, strides));
+  return tx_emit(t, FT_P_SLICE, ps, 1, &x);
+}
+
+ft_var *tx_pad(tx *t, ft_var *x, ft_var *padv, const int64_t *lo, const int64_t *hi,
+               const int64_t *interior) {
+  if (!x || !padv) return NULL;
+  int r = x->aval.rank;
+  ft_pval *ps = tx_params(t, FT_P_PAD);
+  if (!ps) return NULL;
+  ft_pval cfg = ft_pv_tuple(t->a, r);
+  for (int i = 0; i < r; i++) {
+    int64_t v[3] = {lo[i], hi[i], interior ? interior[i] : 0};
+    cfg.u.items[i] = ft_pv_ints(t->a, 3, v);
+  }
+  pset(FT_P_PAD, ps, "padding_config", cfg);
+  ft_var *in[2] = {x, padv};
+  return tx_emit(t, FT_P_PAD, ps, 2, in);
+}
+
+/* ----------------------------------------------------------- params */
+
+ft_pval *tx_params(tx *t, ft_prim p) {
+  if (t->failed) return NULL;
+  ft_pval *ps = ft_params_default(t->a, p);
+  return ps ? ps : tx_nomem(t);
+}
+
+void pset(ft_prim p, ft_pval *ps, const char *name, ft_pval v) {
+  int i = ft_prim_param_index(p, name);
+  FT_ASSERT(i >= 0); /* a param name not in prims.def: a bug here */
+  ps[i] = v;
+}
+
+const ft_pval *pget(ft_prim p, const ft_pval *ps, const char *name) {
+  int i = ft_prim_param_index(p, name);
+  return i < 0 || !ps ? NULL : &ps[i];
+}
+
+int64_t pget_int(ft_prim p, const ft_pval *ps, const char *name, int64_t dflt) {
+  const ft_pval *v = pget(p, ps, name);
+  return v && v->tag == FT_PV_INT ? v->u.i : dflt;
+}
+
+bool pget_bool(ft_prim p, const ft_pval *ps, const char *name, bool dflt) {
+  const ft_pval *v = pget(p, ps, name);
+  if (v && v->tag == FT_PV_BOOL) return v->u.b;
+  if (v && v->tag == FT_PV_INT) return v->u.i != 0;
+  return dflt;
+}
+
+int pget_ints(ft_prim p, const ft_pval *ps, const char *name, int64_t *out, int max) {
+  const ft_pval *v = pget(p, ps, name);
+  int n = 0;
+  if (!v || !ft_pv_get_ints(v, out, max, &n) || n > max) return -1;
+  return n;
+}
+
+ft_jaxpr *pget_jaxpr(ft_prim p, const ft_pval *ps, const char *name) {
+  const ft_pval *v = pget(p, ps, name);
+  return v && v->tag == FT_PV_JAXPR ? v->u.jaxpr : NULL;
+}
+
+/* ----------------------------------------------------------- cloning */
+
+typedef struct cloner {
+  ft_arena *a;
+  vmap m;
+  bool ok;
+} cloner;
+
+static ft_jaxpr *clone_jaxpr(cloner *c, const ft_jaxpr *src);
+
+static const char *clone_str(ft_arena *a, const char *s, bool *ok) {
+  if (!s) return NULL;
+  char *r = ft_arena_strndup(a, s, strlen(s));
+  if (!r) *ok = false;
+  return r;
+}
+
+static ft_pval clone_pval(cloner *c, const ft_pval *v) {
+  ft_pval r = *v;
+  r.s = clone_str(c->a, v->s, &c->ok);
+  if (v->tag == FT_PV_TUPLE && v->n) {
+    r.u.items = ft_arena_alloc(c->a, sizeof(ft_pval) * (size_t)v->n);
+    if (!r.u.items) {
+      c->ok = false;
+      r.n = 0;
+      return r;
+    }
+    for (int i = 0; i < v->n; i++) r.u.items[i] = clone_pval(c, &v->u.items[i]);
+  } else if (v->tag == FT_PV_JAXPR && v->u.jaxpr) {
+    r.u.jaxpr = clone_jaxpr(c, v->u.jaxpr);
+    if (!r.u.jaxpr) c->ok = false;
+  }
+  return r;
+}
+
+ft_var *lit_clone(ft_arena *a, const ft_var *lit) {
+  ft_var *v = ft_var_new(a, &lit->aval);
+  if (!v) return NULL;
+  v->kind = FT_LIT;
+  v->lit = lit->lit;
+  v->lit_im = lit->lit_im;
+  return v;
+}
+
+static ft_var *clone_var(cloner *c, const ft_var *v, bool define) {
+  ft_var *r = vmap_get(&c->m, v);
+  if (r && !define) return r;
+  if (v->kind == FT_LIT) r = lit_clone(c->a, v);
+  else if (v->kind == FT_DROP) r = ft_drop_new(c->a, &v->aval);
+  else r = ft_var_new(c->a, &v->aval);
+  if (!r || !vmap_set(&c->m, v, r)) c->ok = false;
+  return r;
+}
+
+static ft_var **clone_vars(cloner *c, int n, ft_var *const *vs, bool define) {
+  ft_var **r = ft_arena_alloc(c->a, sizeof(ft_var *) * (size_t)(n ? n : 1));
+  if (!r) {
+    c->ok = false;
+    return NULL;
+  }
+  for (int i = 0; i < n; i++) r[i] = clone_var(c, vs[i], define);
+  return r;
+}
+
+static ft_jaxpr *clone_jaxpr(cloner *c, const ft_jaxpr *src) {
+  ft_jaxpr *j = ft_jaxpr_new(c->a);
+  if (!j) return c->ok = false, NULL;
+  j->n_const = src->n_const;
+  j->n_in = src->n_in;
+  j->n_out = src->n_out;
+  j->constvars = clone_vars(c, src->n_const, src->constvars, true);
+  j->invars = clone_vars(c, src->n_in, src->invars, true);
+  j->eqns = ft_arena_alloc(c->a, sizeof(ft_eqn) * (size_t)(src->n_eqn ? src->n_eqn : 1));
+  if (!j->eqns) return c->ok = false, NULL;
+  const ft_prim_info *pi;
+  for (int k = 0; k < src->n_eqn && c->ok; k++) {
+    const ft_eqn *e = &src->eqns[k];
+    ft_eqn *d = &j->eqns[k];
+    d->prim = e->prim;
+    d->n_in = e->n_in;
+    d->n_out = e->n_out;
+    d->in = clone_vars(c, e->n_in, e->in, false);
+    d->out = clone_vars(c, e->n_out, e->out, true);
+    pi = ft_prim_get(e->prim);
+    d->params = ft_arena_alloc(c->a, sizeof(ft_pval) * (size_t)(pi->n_params + 1));
+    if (!d->params) return c->ok = false, NULL;
+    for (int i = 0; i < pi->n_params; i++) d->params[i] = clone_pval(c, &e->params[i]);
+  }
+  j->n_eqn = src->n_eqn;
+  j->outvars = clone_vars(c, src->n_out, src->outvars, false);
+  if (c->ok && src->const_data && !jaxpr_copy_consts(j, src)) c->ok = false;
+  return c->ok ? j : NULL;
+}
+
+bool jaxpr_copy_consts(ft_jaxpr *dst, const ft_jaxpr *src) {
+  if (!src->const_data || !src->n_const) return true;
+  if (dst->arena == src->arena) {
+    dst->const_data = src->const_data;
+    return true;
+  }
+  void **cd = ft_arena_alloc(dst->arena, sizeof(void *) * (size_t)src->n_const);
+  if (!cd) return false;
+  for (int i = 0; i < src->n_const; i++) {
+    if (!src->const_data[i]) continue;
+    const ft_aval *av = &src->constvars[i]->aval;
+    size_t n = (size_t)ft_aval_size(av) * ft_dtype_size(av->dtype);
+    if (!(cd[i] = ft_arena_alloc(dst->arena, n ? n : 1))) return false;
+    memcpy(cd[i], src->const_data[i], n);
+  }
+  dst->const_data = cd;
+  return true;
+}
+
+ft_pval pval_clone(ft_arena *a, const ft_pval *v, bool *ok) {
+  cloner c = {.a = a, .ok = true};
+  if (!vmap_init(&c.m, 64)) {
+    *ok = false;
+    return *v;
+  }
+  ft_pval r = clone_pval(&c, v);
+  vmap_free(&c.m);
+  if (!c.ok) *ok = false;
+  return r;
+}
+
+ft_pval *params_clone(ft_arena *a, ft_prim p, const ft_pval *ps) {
+  const ft_prim_info *pi = ft_prim_get(p);
+  ft_pval *r = ft_arena_alloc(a, sizeof(ft_pval) * (size_t)(pi->n_params + 1));
+  if (!r) return NULL;
+  bool simple = true;
+  for (int i = 0; i < pi->n_params; i++) simple = simple && ps[i].tag != FT_PV_JAXPR &&
+                                                  ps[i].tag != FT_PV_TUPLE && !ps[i].s;
+  if (simple) {
+    memcpy(r, ps, sizeof(ft_pval) * (size_t)pi->n_params);
+    return r;
+  }
+  cloner c = {.a = a, .ok = true};
+  if (!vmap_init(&c.m, 64)) return NULL;
+  for (int i = 0; i < pi->n_params; i++) r[i] = clone_pval(&c, &ps[i]);
+  vmap_free(&c.m);
+  return c.ok ? r : NULL;
+}
+
+ft_jaxpr *jaxpr_clone(ft_arena *a, const ft_jaxpr *src) {
+  cloner c = {.a = a, .ok = true};
+  if (!vmap_init(&c.m, ft_arena_num_var_ids(src->arena) + 1)) return NULL;
+  ft_jaxpr *r = clone_jaxpr(&c, src);
+  vmap_free(&c.m);
+  return c.ok ? r : NULL;
+}
+
+ft_jaxpr *jaxpr_clone_top(const ft_jaxpr *src) {
+  ft_jaxpr *j = ft_jaxpr_new(NULL);
+  if (!j) return NULL;
+  ft_jaxpr *c = jaxpr_clone(j->arena, src);
+  if (!c) {
+    ft_jaxpr_free(j);
+    return NULL;
+  }
+  ft_jaxpr *keep = j;
+  *keep = *c;
+  keep->owns_arena = true;
+  return keep;
+}
+
+ft_jaxpr *jaxpr_permute(ft_arena *a, const ft_jaxpr *src, const int *perm_in, const int *perm_out) {
+  ft_jaxpr *j = ft_jaxpr_new(a);
+  if (!j) return NULL;
+  *j = *src;
+  j->arena = a;
+  j->owns_arena = false;
+  ft_var **in = ft_arena_alloc(a, sizeof(ft_var *) * (size_t)(src->n_in + 1));
+  ft_var **out = ft_arena_alloc(a, sizeof(ft_var *) * (size_t)(src->n_out + 1));
+  if (!in || !out) return NULL;
+  for (int i = 0; i < src->n_in; i++) in[i] = src->invars[perm_in ? perm_in[i] : i];
+  for (int i = 0; i < src->n_out; i++) out[i] = src->outvars[perm_out ? perm_out[i] : i];
+  j->invars = in;
+  j->outvars = out;
+  return j;
+}
+
+
+/* ------------------------------------------------- implicit broadcasting */
+
+/* Elementwise primitives broadcast rank-0 operands and size-1 axes of
+ * equal-rank operands (JAX's broadcasting_shape_rule). Tangents are made
+ * full-shaped with tx_bcast_to; cotangents are summed back with tx_unbcast. */
+ft_var *tx_bcast_to(tx *t, ft_var *v, const ft_aval *to) {
+  if (!v || ft_shape_eq(&v->aval, to)) return v;
+  if (v->aval.rank == 0) return tx_bcast(t, v, to->rank, to->dims, NULL);
+  int64_t bd[FT_MAX_RANK];
+  for (int i = 0; i < v->aval.rank; i++) bd[i] = i;
+  return tx_bcast(t, v, to->rank, to->dims, bd);
+}
+
+ft_var *tx_unbcast(tx *t, ft_var *ct, const ft_aval *x) {
+  if (!ct || ft_shape_eq(&ct->aval, x)) return ct;
+  int64_t axes[FT_MAX_RANK];
+  int n = 0;
+  if (x->rank == 0) {
+    for (int i = 0; i < ct->aval.rank; i++) axes[n++] = i;
+    return tx_reduce_sum(t, ct, n, axes);
+  }
+  for (int i = 0; i < ct->aval.rank; i++)
+    if (x->dims[i] != ct->aval.dims[i]) axes[n++] = i;
+  return tx_reshape(t, tx_reduce_sum(t, ct, n, axes), x->rank, x->dims);
+}
