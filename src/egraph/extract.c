@@ -1,0 +1,362 @@
+/* src/egraph/extract.c: extraction of cheapest terms. Tree cost (a node's
+ * cost plus its children's, computed to a fixpoint like egg's Extractor)
+ * and DAG-aware cost (greedy DAG as in extraction-gym: each class keeps the
+ * set of classes its choice needs, so shared subterms count once). The cost
+ * of one node is a client callback; the result is a term DAG in
+ * topological order. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "egraph.h"
+
+static double unit_cost(void *ud, ft_egraph *eg, ft_enode n) {
+  (void)ud;
+  (void)eg;
+  (void)n;
+  return 1.0;
+}
+
+typedef struct {
+  ft_egraph *eg;
+  double *ncost;  /* per node id: its own cost (NAN for dead) */
+  double *cost;   /* per class id: best cost (INFINITY if none yet) */
+  uint32_t *best; /* per class id: chosen node */
+} ext;
+
+/* Tree costs to a fixpoint: every pass relaxes every live node. */
+static void tree_costs(ext *X) {
+  ft_egraph *eg = X->eg;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t n = 0; n < eg->nids; n++) {
+      if (eg->nodes[n].op & FT_ENODE_DEAD) continue;
+      const uint32_t *k = ft_enode_kids(eg, n);
+      double c = X->ncost[n];
+      for (uint32_t i = 0; i < eg->nodes[n].nkids && c < INFINITY; i++)
+        c += X->cost[ft_egraph_find(eg, k[i])];
+      uint32_t cls = ft_egraph_find(eg, n);
+      if (c < X->cost[cls]) {
+        X->cost[cls] = c;
+        X->best[cls] = n;
+        changed = true;
+      }
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- DAG */
+
+typedef struct {
+  uint32_t *cls; /* sorted class ids of the chosen sub-DAG, own class included */
+  double *cst;
+  uint32_t n;
+  double total;
+} cset;
+
+/* Greedy DAG costs: a node's set is the union of its kids' sets plus its
+ * own class; its cost is the sum over that set. Skips choices that would
+ * need their own class (cycles). */
+static bool dag_costs(ext *X, cset *sets) {
+  ft_egraph *eg = X->eg;
+  uint32_t *ubuf = NULL, *tmpc = NULL;
+  double *ucst = NULL, *tmpd = NULL;
+  size_t ucap = 0;
+  bool ok = true;
+  for (bool changed = true; changed && ok;) {
+    changed = false;
+    for (uint32_t n = 0; n < eg->nids && ok; n++) {
+      if (eg->nodes[n].op & FT_ENODE_DEAD) continue;
+      uint32_t cls = ft_egraph_find(eg, n), nk = eg->nodes[n].nkids;
+      const uint32_t *k = ft_enode_kids(eg, n);
+      size_t need = 1;
+      bool ready = true;
+      for (uint32_t i = 0; i < nk; i++) {
+        cset *s = &sets[ft_egraph_find(eg, k[i])];
+        if (!s->cls) ready = false;
+        else need += s->n;
+      }
+      if (!ready) continue;
+      if (need > ucap) {
+        ucap = need * 2;
+        free(ubuf), free(ucst), free(tmpc), free(tmpd);
+        ubuf = malloc(ucap * 4), ucst = malloc(ucap * 8), tmpc = malloc(ucap * 4), tmpd = malloc(ucap * 8);
+        if (!ubuf || !ucst || !tmpc || !tmpd) {
+          ok = false;
+          break;
+        }
+      }
+      /* union of sorted sets, merging one kid at a time */
+      uint32_t m = 1;
+      ubuf[0] = cls;
+      ucst[0] = X->ncost[n];
+      bool cyc = false;
+      for (uint32_t i = 0; i < nk && !cyc; i++) {
+        cset *s = &sets[ft_egraph_find(eg, k[i])];
+        uint32_t a = 0, b = 0, o = 0;
+        while (a < m || b < s->n) {
+          if (b == s->n || (a < m && ubuf[a] < s->cls[b])) tmpc[o] = ubuf[a], tmpd[o++] = ucst[a++];
+          else if (a == m || s->cls[b] < ubuf[a]) tmpc[o] = s->cls[b], tmpd[o++] = s->cst[b++];
+          else tmpc[o] = ubuf[a], tmpd[o++] = ucst[a++], b++;
+        }
+        for (uint32_t j = 0; j < s->n; j++)
+          if (s->cls[j] == cls) cyc = true;
+        memcpy(ubuf, tmpc, o * 4);
+        memcpy(ucst, tmpd, o * 8);
+        m = o;
+      }
+      if (cyc) continue;
+      double total = 0;
+      for (uint32_t j = 0; j < m; j++) total += ucst[j];
+      cset *me = &sets[cls];
+      if (me->cls && total >= me->total) continue;
+      uint32_t *nc = realloc(me->cls, m * 4);
+      double *nd = nc ? realloc(me->cst, m * 8) : NULL;
+      if (nc) me->cls = nc;
+      if (!nc || !nd) {
+        ok = false;
+        break;
+      }
+      me->cst = nd;
+      memcpy(me->cls, ubuf, m * 4);
+      memcpy(me->cst, ucst, m * 8);
+      me->n = m;
+      me->total = total;
+      X->best[cls] = n;
+      changed = true;
+    }
+  }
+  free(ubuf), free(ucst), free(tmpc), free(tmpd);
+  return ok;
+}
+
+/* ---------------------------------------------------------------- output */
+
+typedef struct {
+  ft_egraph *eg;
+  ft_egraph_term *t;
+  size_t cap;
+  uint32_t *kidpool;
+  size_t nkp, kpcap;
+  uint32_t *at;    /* per class: index in t->nodes, NONE unvisited, NONE-1 on the stack */
+  uint8_t *pbuf;
+  size_t npb, pbcap;
+  bool cycle, oom;
+} builder;
+
+/* Emits class c's chosen node after its kids (memoized: a DAG). */
+static uint32_t emit_class(builder *B, const uint32_t *best, uint32_t c, int depth) {
+  ft_egraph *eg = B->eg;
+  if (B->at[c] == FT_EGRAPH_NONE - 1 || depth > 100000) {
+    B->cycle = true;
+    return 0;
+  }
+  if (B->at[c] != FT_EGRAPH_NONE) return B->at[c];
+  B->at[c] = FT_EGRAPH_NONE - 1;
+  uint32_t n = best[c];
+  const ft_enode_rec *r = &eg->nodes[n];
+  uint32_t nk = r->nkids;
+  uint32_t kidx[16], *ki = nk <= 16 ? kidx : malloc(nk * 4u);
+  if (!ki) {
+    B->oom = true;
+    return 0;
+  }
+  for (uint32_t i = 0; i < nk && !B->cycle && !B->oom; i++)
+    ki[i] = emit_class(B, best, ft_egraph_find(eg, ft_enode_kids(eg, n)[i]), depth + 1);
+  uint32_t idx = 0;
+  if (!B->cycle && !B->oom) {
+    ft_egraph_term *t = B->t;
+    if (t->nnodes == B->cap) {
+      size_t nc = B->cap ? B->cap * 2 : 64;
+      ft_egraph_term_node *nn = realloc(t->nodes, nc * sizeof *nn);
+      if (!nn) B->oom = true;
+      else t->nodes = nn, B->cap = nc;
+    }
+    if (B->nkp + nk > B->kpcap) {
+      size_t nc = (B->nkp + nk) * 2 + 64;
+      uint32_t *np = realloc(B->kidpool, nc * 4);
+      if (!np) B->oom = true;
+      else B->kidpool = np, B->kpcap = nc;
+    }
+    if (B->npb + r->pbytes > B->pbcap) {
+      size_t nc = (B->npb + r->pbytes) * 2 + 64;
+      uint8_t *np = realloc(B->pbuf, nc);
+      if (!np) B->oom = true;
+      else B->pbuf = np, B->pbcap = nc;
+    }
+    if (!B->oom) {
+      if (nk) memcpy(B->kidpool + B->nkp, ki, nk * 4u);
+      if (r->pbytes) memcpy(B->pbuf + B->npb, ft_enode_params(eg, n), r->pbytes);
+      /* pointers are fixed up at the end: store offsets for now */
+      t->nodes[t->nnodes] = (ft_egraph_term_node){r->op & ~FT_ENODE_DEAD, nk,
+                                                  (const uint32_t *)(uintptr_t)B->nkp,
+                                                  (const void *)(uintptr_t)B->npb, r->pbytes, c, n};
+      B->nkp += nk;
+      B->npb += r->pbytes;
+      idx = (uint32_t)t->nnodes++;
+    }
+  }
+  if (ki != kidx) free(ki);
+  B->at[c] = idx;
+  return idx;
+}
+
+/* Lays out the term DAG for the roots; one malloc block owns everything. */
+static ft_egraph_term *build_term(ft_egraph *eg, const uint32_t *best, const ft_eclass *roots,
+                                  size_t nroots, bool *cycle) {
+  builder B = {.eg = eg};
+  B.t = calloc(1, sizeof *B.t);
+  B.at = malloc((size_t)eg->nids * 4 + 4);
+  uint32_t *ridx = malloc(nroots * 4 + 4);
+  if (!B.t || !B.at || !ridx) B.oom = true;
+  else memset(B.at, 0xFF, (size_t)eg->nids * 4);
+  for (size_t i = 0; i < nroots && !B.oom && !B.cycle; i++)
+    ridx[i] = emit_class(&B, best, ft_egraph_find(eg, roots[i]), 0);
+  ft_egraph_term *out = NULL;
+  if (!B.oom && !B.cycle) {
+    size_t nn = B.t->nnodes;
+    size_t sz = sizeof *out + nn * sizeof(ft_egraph_term_node) + (B.nkp + nroots) * 4 + B.npb + 16;
+    out = calloc(1, sz);
+    if (out) {
+      out->nnodes = nn;
+      out->nodes = (ft_egraph_term_node *)(out + 1);
+      uint32_t *kp = (uint32_t *)(out->nodes + nn);
+      out->roots = kp + B.nkp;
+      uint8_t *pb = (uint8_t *)(out->roots + nroots);
+      if (B.nkp) memcpy(kp, B.kidpool, B.nkp * 4);
+      memcpy(out->roots, ridx, nroots * 4);
+      if (B.npb) memcpy(pb, B.pbuf, B.npb);
+      out->nroots = nroots;
+      for (size_t i = 0; i < nn; i++) {
+        out->nodes[i] = B.t->nodes[i];
+        out->nodes[i].kids = kp + (uintptr_t)B.t->nodes[i].kids;
+        out->nodes[i].params = pb + (uintptr_t)B.t->nodes[i].params;
+      }
+    }
+  }
+  *cycle = B.cycle;
+  if (B.t) free(B.t->nodes);
+  free(B.t);
+  free(B.at);
+  free(ridx);
+  free(B.kidpool);
+  free(B.pbuf);
+  return out;
+}
+
+ft_egraph_term *ft_egraph_extract(ft_egraph *eg, const ft_eclass *roots, size_t nroots,
+                                  ft_extract_mode mode, ft_egraph_cost_fn cost, void *ud) {
+  if (!cost) cost = unit_cost;
+  for (size_t i = 0; i < nroots; i++)
+    if (roots[i] >= eg->nids) return ft_egraph_fail(eg, FT_EGRAPH_EINVAL, "extract: unknown class"), NULL;
+  if (ft_egraph_rebuild(eg) != FT_EGRAPH_OK) return NULL;
+  size_t n = eg->nids;
+  ext X = {eg, malloc(n * 8 + 8), malloc(n * 8 + 8), malloc(n * 4 + 4)};
+  cset *sets = mode == FT_EXTRACT_DAG ? calloc(n + 1, sizeof *sets) : NULL;
+  ft_egraph_term *t = NULL;
+  if (!X.ncost || !X.cost || !X.best || (mode == FT_EXTRACT_DAG && !sets)) {
+    ft_egraph_fail(eg, FT_EGRAPH_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    X.cost[i] = INFINITY;
+    X.best[i] = FT_EGRAPH_NONE;
+    X.ncost[i] = (eg->nodes[i].op & FT_ENODE_DEAD) ? NAN : cost(ud, eg, (ft_enode)i);
+  }
+  tree_costs(&X);
+  for (size_t i = 0; i < nroots; i++)
+    if (X.best[ft_egraph_find(eg, roots[i])] == FT_EGRAPH_NONE) {
+      ft_egraph_fail(eg, FT_EGRAPH_EINVAL, "extract: class %u has no finite-cost term", roots[i]);
+      goto out;
+    }
+  bool cycle = false;
+  if (mode == FT_EXTRACT_DAG) {
+    uint32_t *tree_best = malloc(n * 4 + 4);
+    if (!tree_best) goto out;
+    memcpy(tree_best, X.best, n * 4);
+    if (!dag_costs(&X, sets)) {
+      free(tree_best);
+      ft_egraph_fail(eg, FT_EGRAPH_ENOMEM, "out of memory");
+      goto out;
+    }
+    t = build_term(eg, X.best, roots, nroots, &cycle);
+    if (cycle) /* the greedy choices met a cycle: fall back to tree choices */
+      t = build_term(eg, tree_best, roots, nroots, &cycle);
+    free(tree_best);
+    if (t) { /* DAG cost: every distinct node once */
+      t->cost = 0;
+      for (size_t i = 0; i < t->nnodes; i++) t->cost += X.ncost[t->nodes[i].enode];
+    }
+  } else {
+    t = build_term(eg, X.best, roots, nroots, &cycle);
+    if (t) {
+      t->cost = 0;
+      for (size_t i = 0; i < nroots; i++) t->cost += X.cost[ft_egraph_find(eg, roots[i])];
+    }
+  }
+  if (!t && !eg->status) {
+    if (cycle) ft_egraph_fail(eg, FT_EGRAPH_EINVAL, "extract: the choices form a cycle (costs must be positive)");
+    else ft_egraph_fail(eg, FT_EGRAPH_ENOMEM, "out of memory");
+  }
+out:
+  if (sets)
+    for (size_t i = 0; i < n; i++) free(sets[i].cls), free(sets[i].cst);
+  free(sets);
+  free(X.ncost);
+  free(X.cost);
+  free(X.best);
+  return t;
+}
+
+void ft_egraph_term_free(ft_egraph_term *t) { free(t); }
+
+typedef struct {
+  char *s;
+  size_t n, cap;
+  bool oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s) {
+  size_t l = strlen(s);
+  if (b->n + l + 1 > b->cap) {
+    size_t nc = (b->n + l + 1) * 2;
+    char *ns = realloc(b->s, nc);
+    if (!ns) {
+      b->oom = true;
+      return;
+    }
+    b->s = ns;
+    b->cap = nc;
+  }
+  memcpy(b->s + b->n, s, l + 1);
+  b->n += l;
+}
+
+static void print_node(const ft_egraph *eg, const ft_egraph_term *t, uint32_t i, sbuf *b) {
+  const ft_egraph_term_node *nd = &t->nodes[i];
+  char op[256];
+  ft_egraph_format_op(eg, nd->op, nd->params, nd->pbytes, op, sizeof op);
+  if (!nd->nkids) {
+    sb_put(b, op);
+    return;
+  }
+  sb_put(b, "(");
+  sb_put(b, op);
+  for (uint32_t k = 0; k < nd->nkids; k++) {
+    sb_put(b, " ");
+    print_node(eg, t, nd->kids[k], b);
+  }
+  sb_put(b, ")");
+}
+
+char *ft_egraph_term_print(const ft_egraph *eg, const ft_egraph_term *t, size_t r) {
+  if (!t || r >= t->nroots) return NULL;
+  sbuf b = {0};
+  print_node(eg, t, t->roots[r], &b);
+  if (b.oom) {
+    free(b.s);
+    return NULL;
+  }
+  return b.s;
+}
