@@ -786,6 +786,57 @@ FT_API ft_status ft_jit_emit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_option
  * ft_fn lives until that ft_fn is freed). */
 FT_API void ft_jit_cache_clear(void);
 
+/* ================================================================= compose */
+/* A transform stack named in one line, in JAX's Python spelling, e.g.
+ * "jit(vmap(grad(f, argnums=0), in_axes=(0, None), axis_size=8))"
+ * (docs/transform.md). Owned by src/transforms/compose.c. Grammar:
+ *   expr  := NAME | fn '(' expr (',' arg)* [','] ')'
+ *   fn    := grad | value_and_grad | jvp | vjp | vmap | jit | jacfwd | jacrev | hessian
+ *   arg   := value | KEY '=' value     (positional values in JAX's order, then keywords)
+ *   value := INT | None | True | False | '(' [value (',' value)* [',']] ')'
+ * Keywords: grad, value_and_grad: argnums, has_aux; vmap: in_axes, out_axes,
+ * axis_size; jacfwd, jacrev, hessian: argnums (one input); jvp, vjp, jit:
+ * none. NAME is the program j. Steps apply inside out through the public
+ * transforms above (each verified and recorded in an attached ledger); jit
+ * is the identity on the IR (the program is compiled when it is called). */
+
+/* Applies expr to j. vmap needs axis_size= here (ft_transform_ex infers it
+ * from input avals). Errors: FT_ERR_PARSE for a malformed or inconsistent
+ * string (the message gives the column, the string and a caret under the
+ * offending place, and what was expected); a transform's own error keeps
+ * its status and is prefixed with the step ("vmap(...): ..."). Returns a new
+ * jaxpr; free it with ft_jaxpr_free(). */
+FT_API ft_jaxpr *ft_transform(ft_ctx *ctx, const ft_jaxpr *j, const char *expr);
+
+/* One applied step, as reported to ft_transform_options.on_step. Every
+ * pointer is valid during the call only. */
+typedef struct ft_transform_step {
+  int index;               /* 1, 2, ... in the order applied (innermost first) */
+  const char *name;        /* "grad", "vmap", "jit", ... */
+  const char *expr;        /* the step's text as written, e.g. "grad(f, argnums=0)" */
+  const char *params;      /* the resolved parameters, e.g. "in_axes=(0, None) out_axes=0 axis_size=8" */
+  const ft_jaxpr *result;  /* the program after this step (borrowed) */
+} ft_transform_step;
+
+/* Zero-initialized options give ft_transform's behaviour. */
+typedef struct ft_transform_options {
+  /* The avals of the arguments the result will be called with, as ft_eval
+   * takes them (when j's constvars carry no values, their avals come first
+   * and are skipped): a vmap without axis_size= takes its size from them,
+   * as jax.vmap(f)(*args) does. NULL: none. */
+  const ft_aval *in_avals;
+  int n_in_avals;
+  /* The program's name in expr; NULL accepts any identifier. */
+  const char *name;
+  /* Called after each step (may be NULL); the library never prints. */
+  void (*on_step)(void *user, const ft_transform_step *step);
+  void *user;
+} ft_transform_options;
+
+/* ft_transform with options (opts may be NULL). */
+FT_API ft_jaxpr *ft_transform_ex(ft_ctx *ctx, const ft_jaxpr *j, const char *expr,
+                                 const ft_transform_options *opts);
+
 #ifdef __cplusplus
 }
 #endif
