@@ -479,6 +479,103 @@ FT_API ft_val *ft_relu(ft_val *x);
 /* jax.nn.one_hot of integer labels: labels.shape + (n,), in dtype dt. */
 FT_API ft_val *ft_one_hot(ft_val *labels, int n, ft_dtype dt);
 
+/* ---- indexing (src/trace/index.c): gather, scatter, windows, convolution.
+ * lax semantics: the last axis of `indices` holds the start-index vectors;
+ * axis numbers are non-negative. Conveniences (ft_take, ft_index_update_*)
+ * follow jax.numpy. top_k is ft_top_k above. */
+/* JAX's GatherScatterMode (numbered as JAX numbers it). */
+typedef enum ft_gather_mode {
+  FT_GATHER_CLIP = 0,              /* start indices are clamped into range */
+  FT_GATHER_FILL_OR_DROP = 1,      /* out-of-range gather slices read the fill value;
+                                      out-of-range scatter windows are dropped */
+  FT_GATHER_PROMISE_IN_BOUNDS = 2  /* the caller promises in-range indices (gather
+                                      clamps, scatter drops, as XLA does) */
+} ft_gather_mode;
+/* lax.GatherDimensionNumbers, and the two hint params JAX prints. */
+typedef struct ft_gather_dims {
+  int n_offset;
+  int offset_dims[FT_MAX_RANK];            /* result axes of the slice (sorted) */
+  int n_collapsed;
+  int collapsed_slice_dims[FT_MAX_RANK];   /* operand axes of slice size 1 dropped */
+  int n_start;
+  int start_index_map[FT_MAX_RANK];        /* operand axis of each index component */
+  int n_batching;
+  int operand_batching_dims[FT_MAX_RANK];
+  int start_indices_batching_dims[FT_MAX_RANK];
+  bool indices_are_sorted, unique_indices;
+} ft_gather_dims;
+/* lax.gather. slice_sizes: one per operand axis. fill_value (FILL_OR_DROP
+ * only): NULL prints fill_value=None (NaN for floats, the minimum of signed
+ * and the maximum of unsigned integers, True for bool). */
+FT_API ft_val *ft_gather(ft_val *operand, ft_val *indices, const ft_gather_dims *dims,
+                         const int64_t *slice_sizes, ft_gather_mode mode, const double *fill_value);
+/* lax.ScatterDimensionNumbers, and the two hint params JAX prints. */
+typedef struct ft_scatter_dims {
+  int n_update_window;
+  int update_window_dims[FT_MAX_RANK];     /* axes of updates that are window axes */
+  int n_inserted;
+  int inserted_window_dims[FT_MAX_RANK];   /* operand axes with window size 1, absent in updates */
+  int n_scatter;
+  int scatter_dims_to_operand_dims[FT_MAX_RANK];
+  int n_batching;
+  int operand_batching_dims[FT_MAX_RANK];
+  int scatter_indices_batching_dims[FT_MAX_RANK];
+  bool indices_are_sorted, unique_indices;
+} ft_scatter_dims;
+/* lax.scatter (last write wins), scatter_add, scatter_mul, scatter_min,
+ * scatter_max: updates combine in row-major order of updates. */
+FT_API ft_val *ft_scatter(ft_val *operand, ft_val *indices, ft_val *updates,
+                          const ft_scatter_dims *dims, ft_gather_mode mode);
+FT_API ft_val *ft_scatter_add(ft_val *operand, ft_val *indices, ft_val *updates,
+                              const ft_scatter_dims *dims, ft_gather_mode mode);
+FT_API ft_val *ft_scatter_mul(ft_val *operand, ft_val *indices, ft_val *updates,
+                              const ft_scatter_dims *dims, ft_gather_mode mode);
+FT_API ft_val *ft_scatter_min(ft_val *operand, ft_val *indices, ft_val *updates,
+                              const ft_scatter_dims *dims, ft_gather_mode mode);
+FT_API ft_val *ft_scatter_max(ft_val *operand, ft_val *indices, ft_val *updates,
+                              const ft_scatter_dims *dims, ft_gather_mode mode);
+/* jnp.take(x, idx, axis) (mode "fill": negative indices count from the end,
+ * out-of-range ones read NaN / the dtype's fill), and mode "clip". idx: an
+ * integer array of any rank; the result has x's axes with `axis` replaced
+ * by idx's axes. axis may be negative. */
+FT_API ft_val *ft_take(ft_val *x, ft_val *idx, int axis);
+FT_API ft_val *ft_take_clip(ft_val *x, ft_val *idx, int axis);
+/* x.at[idx].set/add/mul/min/max(updates) for an integer array idx indexing
+ * axis 0: negative indices count from the end, out-of-range ones are
+ * dropped; updates (converted to x's dtype) broadcast to idx.shape +
+ * x.shape[1:]. */
+FT_API ft_val *ft_index_update_set(ft_val *x, ft_val *idx, ft_val *updates);
+FT_API ft_val *ft_index_update_add(ft_val *x, ft_val *idx, ft_val *updates);
+FT_API ft_val *ft_index_update_mul(ft_val *x, ft_val *idx, ft_val *updates);
+FT_API ft_val *ft_index_update_min(ft_val *x, ft_val *idx, ft_val *updates);
+FT_API ft_val *ft_index_update_max(ft_val *x, ft_val *idx, ft_val *updates);
+typedef enum ft_window_op { FT_WINDOW_SUM = 0, FT_WINDOW_MAX = 1, FT_WINDOW_MIN = 2 } ft_window_op;
+/* lax.reduce_window with add/max/min and its identity (reduce_window_sum,
+ * _max, _min). One entry per axis of x: window_dimensions; window_strides,
+ * base_dilation, window_dilation (NULL: all 1); padding (2 per axis, lo and
+ * hi; NULL: none). */
+FT_API ft_val *ft_reduce_window(ft_val *x, ft_window_op op, const int64_t *window_dimensions,
+                                const int64_t *window_strides, const int64_t *padding,
+                                const int64_t *base_dilation, const int64_t *window_dilation);
+/* lax.conv_general_dilated options; a zeroed struct (or NULL) is a stride-1,
+ * unpadded, undilated, ungrouped NC.../OI.../NC... convolution. Arrays have
+ * one entry per spatial axis (rank - 2); 0 in a stride, dilation or group
+ * count means 1. */
+typedef struct ft_conv_opts {
+  int64_t window_strides[FT_MAX_RANK];
+  int64_t padding[FT_MAX_RANK][2];         /* (lo, hi); negative crops */
+  int64_t lhs_dilation[FT_MAX_RANK];       /* base (transposed-conv) dilation */
+  int64_t rhs_dilation[FT_MAX_RANK];       /* kernel (atrous) dilation */
+  bool has_dimension_numbers;              /* false: the default specs */
+  int lhs_spec[FT_MAX_RANK];               /* (batch, feature, spatial...) axes of lhs */
+  int rhs_spec[FT_MAX_RANK];               /* (out feature, in feature, spatial...) of rhs */
+  int out_spec[FT_MAX_RANK];               /* (batch, feature, spatial...) of the result */
+  int64_t feature_group_count, batch_group_count;
+  bool has_preferred_element_type;
+  ft_dtype preferred_element_type;
+} ft_conv_opts;
+FT_API ft_val *ft_conv(ft_val *lhs, ft_val *rhs, const ft_conv_opts *opts);
+
 /* ============================================================== transforms */
 /* Automatic differentiation as jaxpr -> jaxpr transforms (DESIGN.md §4,
  * docs/autodiff.md). Every result is a new, verified jaxpr the caller frees
@@ -836,6 +933,53 @@ typedef struct ft_transform_options {
 /* ft_transform with options (opts may be NULL). */
 FT_API ft_jaxpr *ft_transform_ex(ft_ctx *ctx, const ft_jaxpr *j, const char *expr,
                                  const ft_transform_options *opts);
+
+/* ================================================================ optimize */
+/* Equality saturation on jaxprs (DESIGN.md §5, docs/egraph.md). Owned by
+ * src/egraph/tensor*.c. Each equation becomes an e-node keyed by primitive
+ * and params; rewrite rules grow the e-graph; the cheapest equivalent
+ * program under a cost model of FLOPs and bytes moved is extracted (shared
+ * subterms computed once: CSE; unused ones dropped: DCE). */
+typedef enum ft_opt_tier {
+  /* Only rewrites that keep every output bit for every input (NaN payloads
+   * aside: docs/determinism.md treats all NaNs as equal): x*1, x/1,
+   * x+(-0.0), x-0.0, neg(neg x), select_n(p,x,x), max(x,x), layout algebra,
+   * constant folding with the interpreter's kernels, CSE. */
+  FT_OPT_EXACT = 0,
+  /* Also real-number identities that may change rounding, the sign of zero
+   * or NaN/Inf results (reassociation, distribution, x*0, x-x, x+0.0,
+   * exp(log x), matrix-chain reordering). Opt-in; recorded in the ledger. */
+  FT_OPT_ALGEBRAIC
+} ft_opt_tier;
+
+typedef struct ft_opt_rule_count {
+  char *name;            /* a rule of docs/egraph.md, or "constant-fold", "cse" */
+  int64_t count;         /* applications that changed the e-graph */
+} ft_opt_rule_count;
+
+/* What one ft_optimize did. Zero-initialize; set want_proofs before the
+ * call to collect explanations. Free the contents with ft_opt_report_free. */
+typedef struct ft_opt_report {
+  bool want_proofs;                /* in: explain the rewritten outputs */
+  int n_rules;
+  ft_opt_rule_count *rules;        /* rules that fired, most frequent first */
+  double cost_before, cost_after;  /* the cost model: FLOPs + bytes / 4 */
+  int eqns_before, eqns_after;     /* equations, sub-jaxprs included */
+  int iterations;                  /* saturation iterations (top level) */
+  const char *stop_reason;         /* "saturated", "iteration limit", ... (static) */
+  size_t egraph_nodes, egraph_classes; /* top-level e-graph when it stopped */
+  int n_proofs;
+  char **proofs;                   /* per rewritten output: a chain of rewrites */
+} ft_opt_report;
+
+/* Optimizes j at the given tier. Returns a new verified jaxpr with the same
+ * inputs and outputs (free with ft_jaxpr_free), evaluating to the same bits
+ * at FT_OPT_EXACT; NULL with the message on ctx (an unsound rule names
+ * itself). report may be NULL. Appends an `optimize` record to an attached
+ * ledger with the rules that fired. */
+FT_API ft_jaxpr *ft_optimize(ft_ctx *ctx, const ft_jaxpr *j, ft_opt_tier tier,
+                             ft_opt_report *report);
+FT_API void ft_opt_report_free(ft_opt_report *report);
 
 #ifdef __cplusplus
 }

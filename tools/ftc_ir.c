@@ -49,7 +49,7 @@ int ftc_cmd_print(int argc, char **argv) {
   }
   const char *file = one_file("print", argc, argv);
   if (!file) return 1;
-  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = load(ctx, "print", file);
   int rc = 1;
   if (j) {
@@ -75,7 +75,7 @@ int ftc_cmd_hash(int argc, char **argv) {
   }
   const char *file = one_file("hash", argc, argv);
   if (!file) return 1;
-  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = load(ctx, "hash", file);
   if (j) {
     char hex[33];
@@ -95,7 +95,7 @@ int ftc_cmd_dot(int argc, char **argv) {
   }
   const char *file = one_file("dot", argc, argv);
   if (!file) return 1;
-  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = load(ctx, "dot", file);
   int rc = 1;
   if (j) {
@@ -110,8 +110,9 @@ int ftc_cmd_dot(int argc, char **argv) {
 }
 
 static int run_usage(void) {
-  printf("usage: ftc run FILE --in a.npy [--in b.npy ...] [--out-dir DIR]\n\n"
-         "Runs a jaxpr with the reference interpreter. Inputs are .npy files in the\n"
+  printf("usage: ftc run FILE --in a.npy [--in b.npy ...] [--out-dir DIR] [--engine interp|jit]\n\n"
+         "Runs a jaxpr with the reference interpreter (default) or compiled by the JIT\n"
+         "(--engine jit: bit-identical results). Inputs are .npy files in the\n"
          "order of the jaxpr's constvars then invars. Outputs are written to\n"
          "DIR/out0.npy, DIR/out1.npy, ... in output order (DIR is created if\n"
          "needed); without --out-dir they are summarized on standard output.\n");
@@ -145,18 +146,19 @@ static void summarize(int k, const ft_array *a) {
 
 int ftc_cmd_run(int argc, char **argv) {
   if (ftc_wants_help(argc, argv)) return run_usage();
-  const char *file = NULL, *out_dir = NULL;
+  const char *file = NULL, *out_dir = NULL, *engine = "interp";
   const char **ins = calloc((size_t)argc, sizeof *ins);
   int n_ins = 0, rc = 1;
-  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = NULL;
   ft_array **in = NULL, **out = NULL;
   int n_out = 0;
   if (!ins || !ctx) { ftc_fail("run", "out of memory"); goto done; }
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--in") || !strcmp(argv[i], "--out-dir")) {
+    if (!strcmp(argv[i], "--in") || !strcmp(argv[i], "--out-dir") || !strcmp(argv[i], "--engine")) {
       if (i + 1 >= argc) { ftc_fail("run", "%s needs a value", argv[i]); goto done; }
       if (argv[i][2] == 'i') ins[n_ins++] = argv[++i];
+      else if (argv[i][2] == 'e') engine = argv[++i];
       else out_dir = argv[++i];
     } else if (argv[i][0] == '-' && argv[i][1]) {
       ftc_fail("run", "unknown option '%s' (try 'ftc run --help')", argv[i]);
@@ -179,7 +181,15 @@ int ftc_cmd_run(int argc, char **argv) {
       ftc_fail("run", "%s", ft_ctx_error(ctx));
       goto done;
     }
-  if (ft_eval(ctx, j, n_ins, in, n_out, out) != FT_OK) {
+  if (strcmp(engine, "interp") && strcmp(engine, "jit")) {
+    ftc_fail("run", "--engine must be interp or jit, got '%s'", engine);
+    goto done;
+  }
+  ft_fn *fn = strcmp(engine, "jit") ? NULL : ft_jit(ctx, j, NULL);
+  ft_status rst = !strcmp(engine, "jit") && !fn ? ft_ctx_status(ctx)
+                  : fn ? ft_call(fn, n_ins, in, n_out, out) : ft_eval(ctx, j, n_ins, in, n_out, out);
+  ft_fn_free(fn);
+  if (rst != FT_OK) {
     ftc_fail("run", "%s", ft_ctx_error(ctx));
     goto done;
   }

@@ -465,6 +465,17 @@ static void place_elem(planner *P, const ft_eqn *e, int idx) {
         commit(P, tried[t], e, idx, refs);
         return;
       }
+    /* horizontal fusion: a recent open group with the same loop shape
+     * (siblings reading the same inputs share one loop and its loads) */
+    for (int gi = P->n_groups - 1, seen = 0; gi >= 0 && seen < 4; gi--) {
+      if (!P->g[gi].open) continue;
+      seen++;
+      const ft_aval *T = &e->out[0]->aval;
+      if (dims_eq(T->rank, T->dims, P->g[gi].rank, P->g[gi].dims) && can_join(P, gi, e, refs)) {
+        commit(P, gi, e, idx, refs);
+        return;
+      }
+    }
   }
   const ft_aval *T = &e->out[0]->aval;
   int gi = new_group(P, T->rank, T->dims, idx);
@@ -820,81 +831,53 @@ static bool place_dot(planner *P, const ft_eqn *e, int idx) {
 }
 
 /* -------------------------------------------------------------- fallback */
-static bool has_interp_rule(ft_prim p) {
-  switch (ft_prim_get(p)->family) {
-  case FT_FAM_OTHER: return p == FT_P_IOTA || p == FT_P_SORT || p == FT_P_FFT;
-  default: return true;
-  }
-}
-
-/* A rank-0 array holding a literal's value (as the interpreter makes it). */
-static ft_array *lit_array(ft_ctx *ctx, const ft_var *v) {
-  ft_array *a = ft_array_alloc(ctx, &v->aval);
-  if (!a) return NULL;
-  ft_dtype dt = v->aval.dtype;
-  if (ft_dtype_is_complex(dt)) ft_set_c128(a, 0, v->lit.f, v->lit_im);
-  else if (ft_dtype_is_float(dt)) ft_set_f64(a, 0, v->lit.f);
-  else if (ft_dtype_is_unsigned(dt)) ft_set_i64(a, 0, (int64_t)v->lit.u);
-  else ft_set_i64(a, 0, v->lit.i);
-  return a;
-}
-
+/* A fallback step runs a one-equation jaxpr (sharing the equation) through
+ * the interpreter, so it uses exactly the interpreter's own rule. Its
+ * inputs are the distinct vars the equation reads (literals stay in the
+ * equation); its outputs, the equation's live outputs. */
 static bool place_fallback(planner *P, const ft_eqn *e, int idx) {
-  if (!has_interp_rule(e->prim)) {
+  if (ft_eval_rule_status(e->prim)) {
     ft_set_error(P->ctx, FT_ERR_UNSUPPORTED,
                  "jit: equation %d (%s) has no rule in the interpreter nor the compiler", idx,
                  ft_prim_get(e->prim)->name);
     P->oom = true;
     return false;
   }
+  ft_arena *ar = P->p->j->arena;
+  ft_var **iv = calloc((size_t)e->n_in + 1, sizeof *iv), **ov = calloc((size_t)e->n_out + 1, sizeof *ov);
   int *in = calloc((size_t)e->n_in + 1, sizeof(int)), *out = calloc((size_t)e->n_out + 1, sizeof(int));
-  ft_array **lits = calloc((size_t)e->n_in + 1, sizeof *lits);
-  if (!in || !out || !lits) {
-    free(in), free(out), free(lits);
-    P->oom = true;
-    return false;
+  ft_jaxpr *sub = ft_jaxpr_new(ar);
+  int ni = 0, no = 0;
+  bool ok = iv && ov && in && out && sub;
+  for (int k = 0; ok && k < e->n_in; k++) {
+    ft_var *x = e->in[k];
+    bool dup = x->kind != FT_VAR;
+    for (int q = 0; q < ni && !dup; q++) dup = iv[q] == x;
+    if (dup) continue;
+    iv[ni] = x;
+    in[ni++] = materialize(P, x, idx);
   }
-  for (int k = 0; k < e->n_in; k++) {
-    if (e->in[k]->kind == FT_LIT) {
-      in[k] = -1;
-      lits[k] = lit_array(P->ctx, e->in[k]);
-      if (!lits[k]) P->oom = true;
-    } else {
-      in[k] = materialize(P, e->in[k], idx);
-    }
-  }
-  for (int k = 0; k < e->n_out; k++) {
-    if (e->out[k]->kind != FT_VAR) {
-      out[k] = -1;
-      continue;
-    }
-    out[k] = new_buf(P, FT_BUF_TEMP, 0, &e->out[k]->aval);
+  for (int k = 0; ok && k < e->n_out; k++) {
+    if (e->out[k]->kind != FT_VAR) continue;
+    ov[no] = e->out[k];
+    out[no] = new_buf(P, FT_BUF_TEMP, 0, &e->out[k]->aval);
     P->v[e->out[k]->id].kind = VK_BUF;
-    P->v[e->out[k]->id].buf = out[k];
+    P->v[e->out[k]->id].buf = out[no++];
   }
-  ft_step *s = new_step(P, FT_STEP_FALLBACK, idx, 1);
+  ok = ok && ft_jaxpr_set_vars(sub, 0, NULL, ni, iv, no, ov);
+  ft_step *s = ok ? new_step(P, FT_STEP_FALLBACK, idx, 1) : NULL;
+  free(iv), free(ov);
   if (!s) {
     free(in), free(out);
-    for (int k = 0; k < e->n_in; k++) ft_array_free(lits[k]);
-    free(lits);
-    return false;
-  }
-  s->n_in = e->n_in, s->n_out = e->n_out;
-  s->in = in, s->out = out;
-  /* literal operand arrays live in the program, indexed like the step's inputs */
-  ft_program *p = P->p;
-  ft_array **nl = realloc(p->lits, sizeof *nl * (size_t)(p->n_lits + e->n_in + 1));
-  if (!nl) {
     P->oom = true;
-    for (int k = 0; k < e->n_in; k++) ft_array_free(lits[k]);
-    free(lits);
     return false;
   }
-  p->lits = nl;
-  s->lit0 = p->n_lits;
-  for (int k = 0; k < e->n_in; k++) p->lits[p->n_lits++] = lits[k];
-  free(lits);
-  p->n_fallback++;
+  sub->eqns = (ft_eqn *)e;
+  sub->n_eqn = 1;
+  s->sub = sub;
+  s->n_in = ni, s->n_out = no;
+  s->in = in, s->out = out;
+  P->p->n_fallback++;
   return true;
 }
 
@@ -1014,6 +997,9 @@ static void assign_offsets(ft_program *p) {
 
 static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   if (P->opts->no_compile) return place_fallback(P, e, idx);
+  bool live = false; /* every primitive is pure: an equation nobody reads is skipped */
+  for (int k = 0; k < e->n_out; k++) live |= e->out[k]->kind == FT_VAR;
+  if (!live && e->n_out > 0) return true;
   ft_family fam = ft_prim_get(e->prim)->family;
   if (e->n_out == 1 && e->out[0]->kind == FT_VAR && fam != FT_FAM_CONTROL) {
     if (is_view_prim(e) && place_view(P, e, idx)) return true;
@@ -1134,8 +1120,6 @@ void ft_program_free(ft_program *p) {
   }
   for (int i = 0; i < p->n_kernels; i++) free(p->kernels[i].nodes), free(p->kernels[i].stores);
   for (int i = 0; i < p->n_consts; i++) free(p->consts[i]);
-  for (int i = 0; i < p->n_lits; i++) ft_array_free(p->lits[i]);
-  free(p->lits);
   free(p->consts);
   free(p->steps);
   free(p->kernels);

@@ -122,7 +122,7 @@ typedef struct ft_step {
   int kernel;         /* KERNEL: index into program->kernels */
   int64_t extent;     /* KERNEL: the range [0, extent) of lo..hi */
   ft_gemm_plan *gemm;
-  int lit0;           /* FALLBACK: its literal operands are lits[lit0 + k] */
+  ft_jaxpr *sub;      /* FALLBACK: the one-equation jaxpr the interpreter runs */
   ft_kernel_fn fn;    /* KERNEL: bound after compilation */
 } ft_step;
 
@@ -147,8 +147,6 @@ typedef struct ft_program {
   int n_kernels, cap_kernels;
   ft_kernel *kernels;
   ft_out_src *outs;
-  ft_array **lits;           /* literal operands of fallback steps (owned; NULL: not a literal) */
-  int n_lits;
   int n_fallback, n_gemm, n_fused_eqns;
   const char **why;          /* by equation: why it is a fallback step (static strings) */
 } ft_program;

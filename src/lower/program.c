@@ -44,33 +44,11 @@ static void run_gemm(const ft_gemm_plan *g, const void *l, const void *r, void *
 }
 
 /* --------------------------------------------------------------- fallback */
-/* The interpreter's rule for p (the same dispatch as interp.c). */
-static ft_interp_rule rule_for(ft_prim p) {
-  switch (ft_prim_get(p)->family) {
-  case FT_FAM_UNARY: return ft_interp_unary;
-  case FT_FAM_BINARY: return ft_interp_binary;
-  case FT_FAM_COMPARE: return ft_interp_compare;
-  case FT_FAM_SELECT: return ft_interp_select;
-  case FT_FAM_CONVERT: return ft_interp_convert;
-  case FT_FAM_LAYOUT: return ft_interp_layout;
-  case FT_FAM_REDUCE: return ft_interp_reduce;
-  case FT_FAM_CUMULATIVE: return ft_interp_cumulative;
-  case FT_FAM_DOT: return ft_interp_dot;
-  case FT_FAM_CONTROL: return ft_interp_control;
-  case FT_FAM_OTHER:
-    if (p == FT_P_IOTA) return ft_interp_iota;
-    if (p == FT_P_SORT) return ft_interp_sort;
-    if (p == FT_P_FFT) return ft_interp_fft;
-    return NULL;
-  }
-  return NULL;
-}
-
-/* Runs the interpreter's rule for one equation on views of the program's
- * buffers and copies its results into them. Allocates (the rule does). */
+/* Runs the step's one-equation jaxpr with the interpreter on views of the
+ * program's buffers and copies the results into them. Allocates (the
+ * interpreter does). */
 static ft_status run_fallback(ft_ctx *ctx, const ft_program *p, const ft_step *s,
                               void *const *kbufs) {
-  const ft_eqn *e = &p->j->eqns[s->eqn];
   ft_array view_st[16], *in_st[16], *out_st[16];
   ft_array *views = view_st, **in = in_st, **out = out_st;
   ft_status st = FT_OK;
@@ -84,27 +62,20 @@ static ft_status run_fallback(ft_ctx *ctx, const ft_program *p, const ft_step *s
     }
   }
   for (int k = 0; k < s->n_in; k++) {
-    if (s->in[k] < 0) {
-      in[k] = p->lits[s->lit0 + k];
-      continue;
-    }
     const ft_pbuf *b = &p->bufs[s->in[k]];
     views[k].aval = b->aval;
     views[k].nbytes = b->nbytes;
     views[k].data = kbufs[s->in[k]];
     in[k] = &views[k];
   }
-  for (int k = 0; k < s->n_out; k++) out[k] = NULL;
-  ft_interp_rule rule = rule_for(e->prim);
-  st = rule ? rule(ctx, e, in, out)
-            : ft_set_error(ctx, FT_ERR_UNSUPPORTED, "no interpreter rule");
+  st = ft_interp_jaxpr(ctx, s->sub, s->n_in, in, out);
   if (st == FT_OK)
     for (int k = 0; k < s->n_out; k++) {
-      if (s->out[k] >= 0 && out[k]->nbytes) memcpy(kbufs[s->out[k]], out[k]->data, out[k]->nbytes);
+      if (out[k]->nbytes) memcpy(kbufs[s->out[k]], out[k]->data, out[k]->nbytes);
       ft_array_free(out[k]);
     }
-  if (st != FT_OK)
-    ft_error_prefix(ctx, "jit: step for equation %d (%s)", s->eqn, ft_prim_get(e->prim)->name);
+  else
+    ft_error_prefix(ctx, "jit: fallback step for equation %d", s->eqn);
 done:
   if (views != view_st) free(views), free(in), free(out);
   return st;

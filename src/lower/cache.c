@@ -1,0 +1,208 @@
+/* src/lower/cache.c: the compile cache (DESIGN.md §6). The key is the
+ * XXH3-128 of everything the object code depends on: the canonical hash of
+ * the jaxpr, its input avals, the options, the host CPU name and features,
+ * and the library, codegen and LLVM versions. In memory, a key maps to
+ * loaded code (shared by every ft_fn of that key); on disk, to an object
+ * file whose bytes are checked against a stored XXH3-128 before use, so a
+ * corrupt, truncated or foreign file is rebuilt, never trusted. */
+#include <errno.h>
+#include <fcntl.h>
+#include <llvm/Config/llvm-config.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "lower/lower.h"
+
+static void put(XXH3_state_t *s, const void *p, size_t n) { XXH3_128bits_update(s, p, n); }
+static void puts_(XXH3_state_t *s, const char *str) { put(s, str, strlen(str) + 1); }
+
+static void put_aval(XXH3_state_t *s, const ft_aval *a) {
+  int32_t h[2] = {(int32_t)a->dtype, a->rank};
+  put(s, h, sizeof h);
+  put(s, a->dims, sizeof(int64_t) * (size_t)a->rank);
+}
+
+void ft_cache_key_make(const ft_jaxpr *j, int opt_level, const ft_plan_options *po,
+                       ft_cache_key *key) {
+  XXH3_state_t *s = XXH3_createState();
+  uint8_t h[16];
+  ft_jaxpr_hash(j, h);
+  if (s) {
+    XXH3_128bits_reset(s);
+    puts_(s, "frankentrace-jit");
+    int32_t v[6] = {FT_CODEGEN_VERSION, LLVM_VERSION_MAJOR, opt_level <= 0 ? 2 : opt_level,
+                    po->no_fusion, po->no_compile, j->const_data != NULL};
+    put(s, v, sizeof v);
+    puts_(s, ft_version());
+    puts_(s, ft_jit_host_triple());
+    puts_(s, ft_jit_host_cpu());
+    puts_(s, ft_jit_host_features());
+    put(s, h, sizeof h);
+    for (int k = 0; k < j->n_const; k++) put_aval(s, &j->constvars[k]->aval);
+    for (int k = 0; k < j->n_in; k++) put_aval(s, &j->invars[k]->aval);
+    XXH128_hash_t r = XXH3_128bits_digest(s);
+    XXH3_freeState(s);
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, r);
+    memcpy(key->h, c.digest, 16);
+  } else {
+    memcpy(key->h, h, 16); /* no memory: degrade to the jaxpr hash alone, never hit */
+    key->h[0] ^= 0xff;
+  }
+  static const char hx[] = "0123456789abcdef";
+  for (int i = 0; i < 16; i++) key->hex[2 * i] = hx[key->h[i] >> 4], key->hex[2 * i + 1] = hx[key->h[i] & 15];
+  key->hex[32] = 0;
+}
+
+/* --------------------------------------------------------------- memory */
+typedef struct mem_entry {
+  uint8_t h[16];
+  ft_jit_code *code;
+} mem_entry;
+
+static pthread_mutex_t mem_mu = PTHREAD_MUTEX_INITIALIZER;
+static mem_entry *mem;
+static int mem_n, mem_cap;
+
+ft_jit_code *ft_cache_mem_get(const ft_cache_key *key) {
+  ft_jit_code *c = NULL;
+  pthread_mutex_lock(&mem_mu);
+  for (int i = 0; i < mem_n; i++)
+    if (!memcmp(mem[i].h, key->h, 16)) {
+      c = mem[i].code;
+      ft_jit_code_retain(c);
+      break;
+    }
+  pthread_mutex_unlock(&mem_mu);
+  return c;
+}
+
+void ft_cache_mem_put(const ft_cache_key *key, ft_jit_code *c) {
+  pthread_mutex_lock(&mem_mu);
+  for (int i = 0; i < mem_n; i++)
+    if (!memcmp(mem[i].h, key->h, 16)) {
+      pthread_mutex_unlock(&mem_mu);
+      return;
+    }
+  if (mem_n == mem_cap) {
+    int nc = mem_cap ? mem_cap * 2 : 16;
+    mem_entry *nm = realloc(mem, sizeof *nm * (size_t)nc);
+    if (!nm) {
+      pthread_mutex_unlock(&mem_mu);
+      return;
+    }
+    mem = nm;
+    mem_cap = nc;
+  }
+  memcpy(mem[mem_n].h, key->h, 16);
+  mem[mem_n].code = c;
+  ft_jit_code_retain(c);
+  mem_n++;
+  pthread_mutex_unlock(&mem_mu);
+}
+
+void ft_cache_mem_clear(void) {
+  pthread_mutex_lock(&mem_mu);
+  for (int i = 0; i < mem_n; i++) ft_jit_code_release(mem[i].code);
+  free(mem);
+  mem = NULL;
+  mem_n = mem_cap = 0;
+  pthread_mutex_unlock(&mem_mu);
+}
+
+/* ----------------------------------------------------------------- disk */
+/* File layout: "FTJITOB1" | key (16 bytes) | u64 length | XXH3-128 of the
+ * object (16 bytes, canonical) | object bytes. */
+static const char MAGIC[8] = {'F', 'T', 'J', 'I', 'T', 'O', 'B', '1'};
+enum { HDR = 8 + 16 + 8 + 16 };
+
+bool ft_cache_dir(const char *opts_dir, char *buf, size_t n) {
+  const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  int w;
+  if (opts_dir && *opts_dir) w = snprintf(buf, n, "%s", opts_dir);
+  else if (x && *x) w = snprintf(buf, n, "%s/frankentrace", x);
+  else if (home && *home) w = snprintf(buf, n, "%s/.cache/frankentrace", home);
+  else return false;
+  return w > 0 && (size_t)w < n;
+}
+
+static void path_of(const char *dir, const ft_cache_key *key, char *buf, size_t n) {
+  snprintf(buf, n, "%s/%s.ftobj", dir, key->hex);
+}
+
+static void hash_of(const void *obj, size_t len, uint8_t out[16]) {
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits(obj, len));
+  memcpy(out, c.digest, 16);
+}
+
+int ft_cache_disk_get(const char *dir, const ft_cache_key *key, void **obj, size_t *len) {
+  char path[4200];
+  path_of(dir, key, path, sizeof path);
+  *obj = NULL;
+  *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  uint8_t hdr[HDR];
+  int res = -1;
+  void *data = NULL;
+  if (fread(hdr, 1, HDR, f) != HDR || memcmp(hdr, MAGIC, 8) || memcmp(hdr + 8, key->h, 16))
+    goto done;
+  uint64_t n;
+  memcpy(&n, hdr + 24, 8);
+  if (n == 0 || n > ((uint64_t)1 << 32)) goto done;
+  data = malloc((size_t)n);
+  if (!data) {
+    res = 0;
+    goto done;
+  }
+  if (fread(data, 1, (size_t)n, f) != n || fgetc(f) != EOF) goto done;
+  uint8_t h[16];
+  hash_of(data, (size_t)n, h);
+  if (memcmp(h, hdr + 32, 16)) goto done;
+  *obj = data;
+  *len = (size_t)n;
+  data = NULL;
+  res = 1;
+done:
+  fclose(f);
+  free(data);
+  if (res < 0) unlink(path); /* never trusted; rebuilt by the caller */
+  return res;
+}
+
+/* mkdir -p */
+static bool make_dirs(const char *dir) {
+  char tmp[4096];
+  size_t n = strlen(dir);
+  if (n >= sizeof tmp) return false;
+  memcpy(tmp, dir, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (tmp[i] != '/' && tmp[i] != 0) continue;
+    char c = tmp[i];
+    tmp[i] = 0;
+    if (mkdir(tmp, 0755) && errno != EEXIST) return false;
+    tmp[i] = c;
+  }
+  return true;
+}
+
+void ft_cache_disk_put(const char *dir, const ft_cache_key *key, const void *obj, size_t len) {
+  if (!make_dirs(dir)) return;
+  char path[4200], tmp[4300];
+  path_of(dir, key, path, sizeof path);
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return;
+  uint8_t hdr[HDR];
+  uint64_t n = len;
+  memcpy(hdr, MAGIC, 8);
+  memcpy(hdr + 8, key->h, 16);
+  memcpy(hdr + 24, &n, 8);
+  hash_of(obj, len, hdr + 32);
+  bool ok = fwrite(hdr, 1, HDR, f) == HDR && fwrite(obj, 1, len, f) == len;
+  ok = fclose(f) == 0 && ok;
+  if (!ok || rename(tmp, path)) unlink(tmp);
+}

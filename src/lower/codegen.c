@@ -1,0 +1,972 @@
+/* src/lower/codegen.c: LLVM-C IR for a program's kernels (DESIGN.md §6).
+ *
+ * Each loop kernel is `void ft_kN(ptr bufs, i64 lo, i64 hi)`: it loads the
+ * addresses of the buffers it touches and calls an internal, always-inlined
+ * body whose pointer parameters are noalias (so the vectorizer needs no
+ * run-time alias checks), which runs a loop nest over the collapsed loop
+ * shape, the outermost loop over [lo, hi). Every elementwise operation is
+ * emitted with exactly the interpreter's semantics (interp_elementwise.c):
+ * no fast-math flags, no contraction, transcendentals as calls of the shared
+ * math library (ft_vm_*), linked from bitcode and inlined by jit.c.
+ * Reduction kernels fold sums and products in the canonical order of
+ * docs/determinism.md with a <16 x T> accumulator (16 logical lanes whatever
+ * the host's vector width), and the order-free reductions sequentially. */
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <string.h>
+
+#include "lower/lower.h"
+
+typedef struct cg {
+  LLVMContextRef c;
+  LLVMModuleRef m;
+  LLVMBuilderRef b;
+  LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, vd;
+  LLVMValueRef fn;        /* the function being built */
+  const ft_program *p;
+  char *err;
+} cg;
+
+static LLVMTypeRef ty(cg *G, ft_dtype dt) {
+  switch (dt) {
+  case FT_BOOL: case FT_I8: case FT_U8: return G->i8;
+  case FT_I16: case FT_U16: return G->i16;
+  case FT_I32: case FT_U32: return G->i32;
+  case FT_I64: case FT_U64: return G->i64;
+  case FT_F32: return G->f32;
+  case FT_F64: return G->f64;
+  default: return G->i8;
+  }
+}
+
+static bool isf(ft_dtype dt) { return dt == FT_F32 || dt == FT_F64; }
+static bool iss(ft_dtype dt) { return ft_dtype_is_signed(dt); }
+static int bits(ft_dtype dt) { return dt == FT_BOOL ? 8 : ft_dtype_bits(dt); }
+
+static LLVMValueRef ci(LLVMTypeRef t, int64_t v) { return LLVMConstInt(t, (unsigned long long)v, 1); }
+static LLVMValueRef c64(cg *G, int64_t v) { return ci(G->i64, v); }
+
+/* ---------------------------------------------------------- declarations */
+static LLVMValueRef declare(cg *G, const char *name, LLVMTypeRef ret, int n, LLVMTypeRef a0) {
+  LLVMValueRef f = LLVMGetNamedFunction(G->m, name);
+  if (f) return f;
+  LLVMTypeRef args[2] = {a0, a0};
+  return LLVMAddFunction(G->m, name, LLVMFunctionType(ret, args, (unsigned)n, 0));
+}
+
+static LLVMValueRef call(cg *G, const char *name, LLVMTypeRef t, int n, LLVMValueRef a,
+                         LLVMValueRef b2) {
+  LLVMValueRef f = declare(G, name, t, n, t);
+  LLVMValueRef args[2] = {a, b2};
+  return LLVMBuildCall2(G->b, LLVMGlobalGetValueType(f), f, args, (unsigned)n, "");
+}
+
+/* A call of the shared math library: ft_vm_<name>_<f32|f64>. */
+static LLVMValueRef vm(cg *G, const char *name, ft_dtype dt, LLVMValueRef a, LLVMValueRef b2) {
+  char n[64];
+  snprintf(n, sizeof n, "ft_vm_%s_%s", name, dt == FT_F64 ? "f64" : "f32");
+  return call(G, n, ty(G, dt), b2 ? 2 : 1, a, b2);
+}
+
+/* An LLVM intrinsic on one float type (llvm.floor.f32 ...). */
+static LLVMValueRef intr(cg *G, const char *base, ft_dtype dt, LLVMValueRef a) {
+  char n[64];
+  snprintf(n, sizeof n, "llvm.%s.%s", base, dt == FT_F64 ? "f64" : "f32");
+  return call(G, n, ty(G, dt), 1, a, NULL);
+}
+
+/* ------------------------------------------------------------- constants */
+static LLVMValueRef lit_value(cg *G, const ft_var *v, ft_dtype dt) {
+  LLVMTypeRef t = ty(G, dt);
+  if (isf(dt)) return LLVMConstReal(t, v->lit.f);
+  if (dt == FT_BOOL) return ci(t, v->lit.i != 0);
+  if (ft_dtype_is_unsigned(dt)) return LLVMConstInt(t, v->lit.u, 0);
+  return ci(t, v->lit.i);
+}
+
+static LLVMValueRef fconst(cg *G, ft_dtype dt, double v) { return LLVMConstReal(ty(G, dt), v); }
+
+/* ---------------------------------------------------------- float helpers */
+static LLVMValueRef signbit_of(cg *G, ft_dtype dt, LLVMValueRef x) {
+  LLVMTypeRef it = dt == FT_F64 ? G->i64 : G->i32;
+  LLVMValueRef i = LLVMBuildBitCast(G->b, x, it, "");
+  return LLVMBuildICmp(G->b, LLVMIntSLT, i, ci(it, 0), "");
+}
+
+/* XLA's max/min as the interpreter's xmax/xmin: a NaN operand wins (a
+ * first), -0 < +0. */
+static LLVMValueRef fmaxmin(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b, bool is_max) {
+  LLVMBuilderRef B = G->b;
+  LLVMValueRef na = LLVMBuildFCmp(B, LLVMRealUNO, a, a, "");
+  LLVMValueRef nb = LLVMBuildFCmp(B, LLVMRealUNO, b, b, "");
+  LLVMValueRef eq = LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "");
+  LLVMValueRef sa = signbit_of(G, dt, a);
+  LLVMValueRef on_eq = is_max ? LLVMBuildSelect(B, sa, b, a, "") : LLVMBuildSelect(B, sa, a, b, "");
+  LLVMValueRef cmp = LLVMBuildFCmp(B, is_max ? LLVMRealOGT : LLVMRealOLT, a, b, "");
+  LLVMValueRef r = LLVMBuildSelect(B, cmp, a, b, "");
+  r = LLVMBuildSelect(B, eq, on_eq, r, "");
+  r = LLVMBuildSelect(B, nb, b, r, "");
+  return LLVMBuildSelect(B, na, a, r, "");
+}
+
+/* The reduction's fold_max: the same but with the tie rule
+ * (signbit(a) == is_max) ? b : a. */
+static LLVMValueRef fold_maxmin(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b, bool is_max) {
+  LLVMBuilderRef B = G->b;
+  LLVMValueRef na = LLVMBuildFCmp(B, LLVMRealUNO, a, a, "");
+  LLVMValueRef nb = LLVMBuildFCmp(B, LLVMRealUNO, b, b, "");
+  LLVMValueRef eq = LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "");
+  LLVMValueRef sa = signbit_of(G, dt, a);
+  LLVMValueRef take_b = is_max ? sa : LLVMBuildNot(B, sa, "");
+  LLVMValueRef on_eq = LLVMBuildSelect(B, take_b, b, a, "");
+  LLVMValueRef cmp = LLVMBuildFCmp(B, is_max ? LLVMRealOGT : LLVMRealOLT, a, b, "");
+  LLVMValueRef r = LLVMBuildSelect(B, cmp, a, b, "");
+  r = LLVMBuildSelect(B, eq, on_eq, r, "");
+  r = LLVMBuildSelect(B, nb, b, r, "");
+  return LLVMBuildSelect(B, na, a, r, "");
+}
+
+static LLVMValueRef imaxmin(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b, bool is_max) {
+  LLVMIntPredicate p = is_max ? (iss(dt) ? LLVMIntSGT : LLVMIntUGT) : (iss(dt) ? LLVMIntSLT : LLVMIntULT);
+  return LLVMBuildSelect(G->b, LLVMBuildICmp(G->b, p, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef bool_norm(cg *G, LLVMValueRef v) {
+  return LLVMBuildZExt(G->b, LLVMBuildICmp(G->b, LLVMIntNE, v, ci(G->i8, 0), ""), G->i8, "");
+}
+
+static LLVMValueRef zext_i8(cg *G, LLVMValueRef c) { return LLVMBuildZExt(G->b, c, G->i8, ""); }
+
+/* integer_pow on floats: square-and-multiply in the order of JAX's lowering
+ * (as the interpreter's ipow). */
+static LLVMValueRef fipow(cg *G, ft_dtype dt, LLVMValueRef x, int64_t y) {
+  if (y == 0) return fconst(G, dt, 1.0);
+  bool recip = y < 0;
+  uint64_t n = recip ? (uint64_t)0 - (uint64_t)y : (uint64_t)y;
+  LLVMValueRef acc = NULL;
+  while (n > 0) {
+    if (n & 1) acc = acc ? LLVMBuildFMul(G->b, acc, x, "") : x;
+    n >>= 1;
+    if (n > 0) x = LLVMBuildFMul(G->b, x, x, "");
+  }
+  return recip ? LLVMBuildFDiv(G->b, fconst(G, dt, 1.0), acc, "") : acc;
+}
+
+static LLVMValueRef iipow(cg *G, LLVMTypeRef t, LLVMValueRef x, int64_t y) {
+  LLVMValueRef acc = ci(t, 1), b = x;
+  for (uint64_t n = (uint64_t)y; n; n >>= 1) {
+    if (n & 1) acc = LLVMBuildMul(G->b, acc, b, "");
+    if (n >> 1) b = LLVMBuildMul(G->b, b, b, "");
+  }
+  return acc;
+}
+
+/* ------------------------------------------------------------ operations */
+static LLVMValueRef unary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef x) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = ty(G, dt);
+  if (isf(dt)) {
+    switch (e->prim) {
+    case FT_P_NEG: return LLVMBuildFNeg(B, x, "");
+    case FT_P_SIGN: {
+      LLVMValueRef r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, fconst(G, dt, 0), ""),
+                                       fconst(G, dt, -1), x, "");
+      r = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, fconst(G, dt, 0), ""),
+                          fconst(G, dt, 1), r, "");
+      return r; /* NaN: neither compare holds, x itself */
+    }
+    case FT_P_FLOOR: return intr(G, "floor", dt, x);
+    case FT_P_CEIL: return intr(G, "ceil", dt, x);
+    case FT_P_ROUND: {
+      const ft_pval *v = ft_eqn_param(e, "rounding_method");
+      bool even = (v->tag == FT_PV_INT && v->u.i == 1) || (v->s && (strstr(v->s, "EVEN") || !strcmp(v->s, "1")));
+      return intr(G, even ? "rint" : "round", dt, x);
+    }
+    case FT_P_EXP: return vm(G, "exp", dt, x, NULL);
+    case FT_P_EXP2: return vm(G, "exp2", dt, x, NULL);
+    case FT_P_LOG: return vm(G, "log", dt, x, NULL);
+    case FT_P_LOG1P: return vm(G, "log1p", dt, x, NULL);
+    case FT_P_EXPM1: return vm(G, "expm1", dt, x, NULL);
+    case FT_P_TANH: return vm(G, "tanh", dt, x, NULL);
+    case FT_P_LOGISTIC: return vm(G, "logistic", dt, x, NULL);
+    case FT_P_SIN: return vm(G, "sin", dt, x, NULL);
+    case FT_P_COS: return vm(G, "cos", dt, x, NULL);
+    case FT_P_TAN: return vm(G, "tan", dt, x, NULL);
+    case FT_P_ASIN: return vm(G, "asin", dt, x, NULL);
+    case FT_P_ACOS: return vm(G, "acos", dt, x, NULL);
+    case FT_P_ATAN: return vm(G, "atan", dt, x, NULL);
+    case FT_P_SINH: return vm(G, "sinh", dt, x, NULL);
+    case FT_P_COSH: return vm(G, "cosh", dt, x, NULL);
+    case FT_P_ASINH: return vm(G, "asinh", dt, x, NULL);
+    case FT_P_ACOSH: return vm(G, "acosh", dt, x, NULL);
+    case FT_P_ATANH: return vm(G, "atanh", dt, x, NULL);
+    case FT_P_SQRT: return vm(G, "sqrt", dt, x, NULL);
+    case FT_P_RSQRT: return vm(G, "rsqrt", dt, x, NULL);
+    case FT_P_CBRT: return vm(G, "cbrt", dt, x, NULL);
+    case FT_P_ERF: return vm(G, "erf", dt, x, NULL);
+    case FT_P_ERFC: return vm(G, "erfc", dt, x, NULL);
+    case FT_P_ERF_INV: return vm(G, "erf_inv", dt, x, NULL);
+    case FT_P_SQUARE: return LLVMBuildFMul(B, x, x, "");
+    case FT_P_ABS: return intr(G, "fabs", dt, x);
+    case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: return x;
+    case FT_P_INTEGER_POW: return fipow(G, dt, x, ft_param_int(e, "y", 0));
+    default: break;
+    }
+  } else {
+    bool isbool = dt == FT_BOOL;
+    switch (e->prim) {
+    case FT_P_NEG: return LLVMBuildNeg(B, x, "");
+    case FT_P_SIGN:
+      if (!iss(dt)) return LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntNE, x, ci(t, 0), ""), t, "");
+      return LLVMBuildSub(B, LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntSGT, x, ci(t, 0), ""), t, ""),
+                          LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntSLT, x, ci(t, 0), ""), t, ""), "");
+    case FT_P_ABS:
+      if (!iss(dt)) return x;
+      return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, x, ci(t, 0), ""),
+                             LLVMBuildNeg(B, x, ""), x, "");
+    case FT_P_SQUARE: return LLVMBuildMul(B, x, x, "");
+    case FT_P_NOT:
+      if (isbool) return zext_i8(G, LLVMBuildICmp(B, LLVMIntEQ, x, ci(t, 0), ""));
+      return LLVMBuildNot(B, x, "");
+    case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: return x;
+    case FT_P_INTEGER_POW: return iipow(G, t, x, ft_param_int(e, "y", 0));
+    default: break;
+    }
+  }
+  return NULL;
+}
+
+static LLVMValueRef int_div(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b, bool rem) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = ty(G, dt);
+  LLVMValueRef bz = LLVMBuildICmp(B, LLVMIntEQ, b, ci(t, 0), "");
+  if (iss(dt)) {
+    LLVMValueRef bm1 = LLVMBuildICmp(B, LLVMIntEQ, b, ci(t, -1), "");
+    LLVMValueRef safe = LLVMBuildSelect(B, LLVMBuildOr(B, bz, bm1, ""), ci(t, 1), b, "");
+    if (rem) {
+      LLVMValueRef r = LLVMBuildSRem(B, a, safe, "");
+      r = LLVMBuildSelect(B, bm1, ci(t, 0), r, "");
+      return LLVMBuildSelect(B, bz, a, r, "");
+    }
+    LLVMValueRef q = LLVMBuildSDiv(B, a, safe, "");
+    q = LLVMBuildSelect(B, bm1, LLVMBuildNeg(B, a, ""), q, "");
+    return LLVMBuildSelect(B, bz, ci(t, -1), q, "");
+  }
+  LLVMValueRef safe = LLVMBuildSelect(B, bz, ci(t, 1), b, "");
+  if (rem) return LLVMBuildSelect(B, bz, a, LLVMBuildURem(B, a, safe, ""), "");
+  return LLVMBuildSelect(B, bz, ci(t, -1), LLVMBuildUDiv(B, a, safe, ""), "");
+}
+
+static LLVMValueRef int_shift(cg *G, ft_prim p, ft_dtype dt, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = ty(G, dt);
+  int w = bits(dt);
+  LLVMValueRef big = LLVMBuildICmp(B, LLVMIntUGE, b, ci(t, w), "");
+  LLVMValueRef s = LLVMBuildAnd(B, b, ci(t, w - 1), "");
+  switch (p) {
+  case FT_P_SHIFT_LEFT: return LLVMBuildSelect(B, big, ci(t, 0), LLVMBuildShl(B, a, s, ""), "");
+  case FT_P_SHIFT_RIGHT_LOGICAL:
+    return LLVMBuildSelect(B, big, ci(t, 0), LLVMBuildLShr(B, a, s, ""), "");
+  default:
+    return LLVMBuildSelect(B, big, LLVMBuildAShr(B, a, ci(t, w - 1), ""), LLVMBuildAShr(B, a, s, ""), "");
+  }
+}
+
+static LLVMValueRef binary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = G->b;
+  if (isf(dt)) {
+    switch (e->prim) {
+    case FT_P_ADD: case FT_P_ADD_ANY: return LLVMBuildFAdd(B, a, b, "");
+    case FT_P_SUB: return LLVMBuildFSub(B, a, b, "");
+    case FT_P_MUL: return LLVMBuildFMul(B, a, b, "");
+    case FT_P_DIV: return LLVMBuildFDiv(B, a, b, "");
+    case FT_P_REM: return call(G, dt == FT_F64 ? "fmod" : "fmodf", ty(G, dt), 2, a, b);
+    case FT_P_POW: return vm(G, "pow", dt, a, b);
+    case FT_P_ATAN2: return vm(G, "atan2", dt, a, b);
+    case FT_P_MAX: return fmaxmin(G, dt, a, b, true);
+    case FT_P_MIN: return fmaxmin(G, dt, a, b, false);
+    case FT_P_NEXTAFTER: {
+      LLVMValueRef un = LLVMBuildFCmp(B, LLVMRealUNO, a, b, "");
+      LLVMValueRef n = call(G, dt == FT_F64 ? "nextafter" : "nextafterf", ty(G, dt), 2, a, b);
+      return LLVMBuildSelect(B, un, LLVMBuildFAdd(B, a, b, ""), n, "");
+    }
+    default: return NULL;
+    }
+  }
+  LLVMValueRef r;
+  switch (e->prim) {
+  case FT_P_ADD: case FT_P_ADD_ANY: r = LLVMBuildAdd(B, a, b, ""); break;
+  case FT_P_SUB: r = LLVMBuildSub(B, a, b, ""); break;
+  case FT_P_MUL: r = LLVMBuildMul(B, a, b, ""); break;
+  case FT_P_DIV: r = int_div(G, dt, a, b, false); break;
+  case FT_P_REM: r = int_div(G, dt, a, b, true); break;
+  case FT_P_MAX: r = imaxmin(G, dt, a, b, true); break;
+  case FT_P_MIN: r = imaxmin(G, dt, a, b, false); break;
+  case FT_P_AND: r = LLVMBuildAnd(B, a, b, ""); break;
+  case FT_P_OR: r = LLVMBuildOr(B, a, b, ""); break;
+  case FT_P_XOR: r = LLVMBuildXor(B, a, b, ""); break;
+  case FT_P_SHIFT_LEFT: case FT_P_SHIFT_RIGHT_LOGICAL: case FT_P_SHIFT_RIGHT_ARITHMETIC:
+    r = int_shift(G, e->prim, dt, a, b);
+    break;
+  default: return NULL;
+  }
+  return dt == FT_BOOL ? bool_norm(G, r) : r;
+}
+
+static LLVMValueRef compare(cg *G, ft_prim p, ft_dtype dt, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = G->b;
+  if (isf(dt)) {
+    LLVMRealPredicate rp;
+    switch (p) {
+    case FT_P_EQ: rp = LLVMRealOEQ; break;
+    case FT_P_NE: rp = LLVMRealUNE; break;
+    case FT_P_LT: rp = LLVMRealOLT; break;
+    case FT_P_LE: rp = LLVMRealOLE; break;
+    case FT_P_GT: rp = LLVMRealOGT; break;
+    default: rp = LLVMRealOGE; break;
+    }
+    return zext_i8(G, LLVMBuildFCmp(B, rp, a, b, ""));
+  }
+  bool s = iss(dt);
+  LLVMIntPredicate ip;
+  switch (p) {
+  case FT_P_EQ: ip = LLVMIntEQ; break;
+  case FT_P_NE: ip = LLVMIntNE; break;
+  case FT_P_LT: ip = s ? LLVMIntSLT : LLVMIntULT; break;
+  case FT_P_LE: ip = s ? LLVMIntSLE : LLVMIntULE; break;
+  case FT_P_GT: ip = s ? LLVMIntSGT : LLVMIntUGT; break;
+  default: ip = s ? LLVMIntSGE : LLVMIntUGE; break;
+  }
+  return zext_i8(G, LLVMBuildICmp(B, ip, a, b, ""));
+}
+
+/* convert_element_type with the interpreter's semantics (ft_convert_elem). */
+static LLVMValueRef convert(cg *G, ft_dtype sd, ft_dtype dd, LLVMValueRef x) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef st = ty(G, sd), dt = ty(G, dd);
+  if (dd == FT_BOOL) {
+    if (isf(sd)) return zext_i8(G, LLVMBuildFCmp(B, LLVMRealUNE, x, LLVMConstReal(st, 0), ""));
+    return zext_i8(G, LLVMBuildICmp(B, LLVMIntNE, x, ci(st, 0), ""));
+  }
+  if (isf(dd)) {
+    if (isf(sd)) {
+      if (sd == dd) return x;
+      return dd == FT_F64 ? LLVMBuildFPExt(B, x, dt, "") : LLVMBuildFPTrunc(B, x, dt, "");
+    }
+    return iss(sd) ? LLVMBuildSIToFP(B, x, dt, "") : LLVMBuildUIToFP(B, x, dt, "");
+  }
+  if (!isf(sd)) {
+    int sb = bits(sd), db = bits(dd);
+    if (sb == db) return x;
+    if (sb > db) return LLVMBuildTrunc(B, x, dt, "");
+    return iss(sd) ? LLVMBuildSExt(B, x, dt, "") : LLVMBuildZExt(B, x, dt, "");
+  }
+  /* float -> int: NaN -> 0, saturate, truncate toward zero (in double) */
+  LLVMValueRef d = sd == FT_F64 ? x : LLVMBuildFPExt(B, x, G->f64, "");
+  int w = bits(dd);
+  LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, d, d, "");
+  LLVMValueRef r;
+  if (iss(dd)) {
+    double lim = (double)((uint64_t)1 << (w - 1));
+    LLVMValueRef hi = LLVMBuildFCmp(B, LLVMRealOGE, d, LLVMConstReal(G->f64, lim), "");
+    LLVMValueRef lo = LLVMBuildFCmp(B, LLVMRealOLE, d, LLVMConstReal(G->f64, -lim), "");
+    LLVMValueRef safe = LLVMBuildSelect(B, LLVMBuildOr(B, LLVMBuildOr(B, hi, lo, ""), nan, ""),
+                                        LLVMConstReal(G->f64, 0), d, "");
+    r = LLVMBuildFPToSI(B, safe, dt, "");
+    LLVMValueRef mx = ci(dt, w == 64 ? INT64_MAX : (INT64_C(1) << (w - 1)) - 1);
+    r = LLVMBuildSelect(B, hi, mx, r, "");
+    r = LLVMBuildSelect(B, lo, LLVMBuildNot(B, mx, ""), r, "");
+  } else {
+    double lim = w == 64 ? 18446744073709551616.0 : (double)((uint64_t)1 << w);
+    LLVMValueRef hi = LLVMBuildFCmp(B, LLVMRealOGE, d, LLVMConstReal(G->f64, lim), "");
+    LLVMValueRef lo = LLVMBuildFCmp(B, LLVMRealOLE, d, LLVMConstReal(G->f64, 0), "");
+    LLVMValueRef safe = LLVMBuildSelect(B, LLVMBuildOr(B, LLVMBuildOr(B, hi, lo, ""), nan, ""),
+                                        LLVMConstReal(G->f64, 0), d, "");
+    r = LLVMBuildFPToUI(B, safe, dt, "");
+    r = LLVMBuildSelect(B, hi, ci(dt, -1), r, "");
+    r = LLVMBuildSelect(B, lo, ci(dt, 0), r, "");
+  }
+  return LLVMBuildSelect(B, nan, ci(dt, 0), r, "");
+}
+
+static LLVMValueRef select_n(cg *G, ft_dtype wdt, LLVMValueRef w, int ncase, LLVMValueRef *cs) {
+  LLVMBuilderRef B = G->b;
+  if (ncase == 1) return cs[0];
+  LLVMValueRef i = w;
+  if (bits(wdt) < 64) i = iss(wdt) ? LLVMBuildSExt(B, w, G->i64, "") : LLVMBuildZExt(B, w, G->i64, "");
+  if (wdt == FT_U64) i = LLVMBuildAnd(B, i, c64(G, INT64_MAX), "");
+  LLVMValueRef r = cs[ncase - 1];
+  for (int k = ncase - 2; k >= 0; k--) {
+    /* out of range clamps: below 0 takes case 0 */
+    LLVMValueRef hit = k == 0 ? LLVMBuildICmp(B, LLVMIntSLE, i, c64(G, 0), "")
+                              : LLVMBuildICmp(B, LLVMIntEQ, i, c64(G, k), "");
+    r = LLVMBuildSelect(B, hit, cs[k], r, "");
+  }
+  return r;
+}
+
+static LLVMValueRef clamp(cg *G, ft_dtype dt, LLVMValueRef lo, LLVMValueRef x, LLVMValueRef hi) {
+  if (isf(dt)) return fmaxmin(G, dt, fmaxmin(G, dt, x, lo, true), hi, false);
+  return imaxmin(G, dt, imaxmin(G, dt, x, lo, true), hi, false);
+}
+
+static LLVMValueRef elem(cg *G, const ft_knode *n, LLVMValueRef *v, const ft_knode *nodes) {
+  const ft_eqn *e = n->e;
+  ft_dtype id = e->n_in ? e->in[0]->aval.dtype : n->dt;
+  LLVMValueRef a[16];
+  for (int k = 0; k < n->n_in; k++) a[k] = v[n->in[k]];
+  (void)nodes;
+  switch (ft_prim_get(e->prim)->family) {
+  case FT_FAM_UNARY:
+    if (e->prim == FT_P_IS_FINITE)
+      return zext_i8(G, LLVMBuildFCmp(G->b, LLVMRealOLT, intr(G, "fabs", id, a[0]),
+                                      fconst(G, id, __builtin_inf()), ""));
+    return unary(G, e, n->dt, a[0]);
+  case FT_FAM_BINARY: return binary(G, e, n->dt, a[0], a[1]);
+  case FT_FAM_COMPARE: return compare(G, e->prim, id, a[0], a[1]);
+  case FT_FAM_SELECT:
+    if (e->prim == FT_P_CLAMP) return clamp(G, n->dt, a[0], a[1], a[2]);
+    return select_n(G, id, a[0], n->n_in - 1, a + 1);
+  case FT_FAM_CONVERT:
+    if (e->prim == FT_P_BITCAST_CONVERT_TYPE) {
+      if (ty(G, id) == ty(G, n->dt)) return n->dt == FT_BOOL ? bool_norm(G, a[0]) : a[0];
+      return LLVMBuildBitCast(G->b, a[0], ty(G, n->dt), "");
+    }
+    return convert(G, id, n->dt, a[0]);
+  default: return NULL;
+  }
+}
+
+/* ------------------------------------------------------------ loop kernels */
+typedef struct kctx {
+  const ft_kernel *k;
+  int nb, cap;          /* distinct buffers */
+  int *bufs;            /* buffer ids */
+  LLVMValueRef *ptrs;
+  LLVMValueRef idx[FT_MAX_RANK];
+} kctx;
+
+static int kbuf_slot(kctx *K, int buf) {
+  for (int i = 0; i < K->nb; i++)
+    if (K->bufs[i] == buf) return i;
+  if (K->nb == K->cap) return -1;
+  K->bufs[K->nb] = buf;
+  return K->nb++;
+}
+
+static bool kctx_init(kctx *K, const ft_kernel *k) {
+  memset(K, 0, sizeof *K);
+  K->k = k;
+  K->cap = k->n_nodes + k->n_stores + 2;
+  K->bufs = calloc((size_t)K->cap, sizeof *K->bufs);
+  K->ptrs = calloc((size_t)K->cap, sizeof *K->ptrs);
+  return K->bufs && K->ptrs;
+}
+
+static void kctx_free(kctx *K) {
+  free(K->bufs);
+  free(K->ptrs);
+}
+
+static LLVMValueRef offset(cg *G, kctx *K, int64_t base, const int64_t *st) {
+  LLVMValueRef off = c64(G, base);
+  for (int d = 0; d < K->k->rank; d++)
+    if (st[d] != 0)
+      off = LLVMBuildAdd(G->b, off, LLVMBuildMul(G->b, K->idx[d], c64(G, st[d]), ""), "");
+  return off;
+}
+
+static LLVMValueRef elem_ptr(cg *G, LLVMTypeRef t, LLVMValueRef base, LLVMValueRef off) {
+  return LLVMBuildGEP2(G->b, t, base, &off, 1, "");
+}
+
+/* The loop body: every node, then the stores. */
+static bool emit_body(cg *G, kctx *K) {
+  const ft_kernel *k = K->k;
+  LLVMValueRef *v = calloc((size_t)k->n_nodes + 1, sizeof *v);
+  if (!v) return false;
+  int64_t cst[FT_MAX_RANK], s = 1;
+  for (int d = k->rank - 1; d >= 0; d--) cst[d] = s, s *= k->dims[d];
+  bool ok = true;
+  for (int i = 0; i < k->n_nodes && ok; i++) {
+    const ft_knode *n = &k->nodes[i];
+    switch (n->kind) {
+    case FT_KN_LOAD:
+      if (n->acc.buf < 0) {
+        v[i] = lit_value(G, n->acc.lit, n->dt);
+      } else {
+        LLVMTypeRef t = ty(G, n->dt);
+        LLVMValueRef pv = K->ptrs[kbuf_slot(K, n->acc.buf)];
+        v[i] = LLVMBuildLoad2(G->b, t, elem_ptr(G, t, pv, offset(G, K, n->acc.base, n->acc.st)), "");
+      }
+      break;
+    case FT_KN_IOTA: {
+      LLVMValueRef ix = n->dim < 0 ? c64(G, 0) : K->idx[n->dim];
+      if (isf(n->dt)) v[i] = LLVMBuildSIToFP(G->b, ix, ty(G, n->dt), "");
+      else if (n->dt == FT_BOOL) v[i] = zext_i8(G, LLVMBuildICmp(G->b, LLVMIntNE, ix, c64(G, 0), ""));
+      else if (bits(n->dt) < 64) v[i] = LLVMBuildTrunc(G->b, ix, ty(G, n->dt), "");
+      else v[i] = ix;
+      break;
+    }
+    case FT_KN_ELEM:
+      v[i] = elem(G, n, v, k->nodes);
+      if (!v[i]) ok = false;
+      break;
+    }
+  }
+  for (int i = 0; i < k->n_stores && ok; i++) {
+    const ft_knode *n = &k->nodes[k->stores[i].node];
+    LLVMTypeRef t = ty(G, n->dt);
+    LLVMValueRef pv = K->ptrs[kbuf_slot(K, k->stores[i].buf)];
+    LLVMBuildStore(G->b, v[k->stores[i].node], elem_ptr(G, t, pv, offset(G, K, 0, cst)));
+  }
+  free(v);
+  return ok;
+}
+
+/* Loop d of the nest: [lo, hi) for d == 0, else [0, dims[d]). */
+static bool emit_loop(cg *G, kctx *K, int d, LLVMValueRef lo, LLVMValueRef hi) {
+  LLVMBuilderRef B = G->b;
+  LLVMValueRef start = d == 0 ? lo : c64(G, 0), end = d == 0 ? hi : c64(G, K->k->dims[d]);
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->c, G->fn, "loop");
+  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(G->c, G->fn, "exit");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, start, end, ""), body, exit);
+  LLVMPositionBuilderAtEnd(B, body);
+  LLVMValueRef i = LLVMBuildPhi(B, G->i64, "i");
+  K->idx[d] = i;
+  bool ok = d + 1 < K->k->rank ? emit_loop(G, K, d + 1, lo, hi) : emit_body(G, K);
+  LLVMValueRef next = LLVMBuildAdd(B, i, c64(G, 1), "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, next, end, ""), body, exit);
+  LLVMValueRef vals[2] = {start, next};
+  LLVMBasicBlockRef from[2] = {pre, latch};
+  LLVMAddIncoming(i, vals, from, 2);
+  LLVMPositionBuilderAtEnd(B, exit);
+  return ok;
+}
+
+static void add_attr(cg *G, LLVMValueRef f, unsigned idx, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(f, idx, LLVMCreateEnumAttribute(G->c, kind, 0));
+}
+
+/* The exported entry: loads buffer addresses, calls the noalias body. */
+static LLVMValueRef emit_entry(cg *G, const char *name, kctx *K, LLVMValueRef body) {
+  LLVMTypeRef args[3] = {G->ptr, G->i64, G->i64};
+  LLVMValueRef f = LLVMAddFunction(G->m, name, LLVMFunctionType(G->vd, args, 3, 0));
+  add_attr(G, f, LLVMAttributeFunctionIndex, "nounwind");
+  LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(G->c, f, "entry");
+  LLVMPositionBuilderAtEnd(G->b, bb);
+  LLVMValueRef *cargs = calloc((size_t)K->nb + 2, sizeof *cargs);
+  if (!cargs) return NULL;
+  for (int i = 0; i < K->nb; i++) {
+    LLVMValueRef slot = c64(G, K->bufs[i]);
+    LLVMValueRef pp = LLVMBuildGEP2(G->b, G->ptr, LLVMGetParam(f, 0), &slot, 1, "");
+    cargs[i] = LLVMBuildLoad2(G->b, G->ptr, pp, "");
+  }
+  cargs[K->nb] = LLVMGetParam(f, 1);
+  cargs[K->nb + 1] = LLVMGetParam(f, 2);
+  LLVMBuildCall2(G->b, LLVMGlobalGetValueType(body), body, cargs, (unsigned)K->nb + 2, "");
+  LLVMBuildRetVoid(G->b);
+  free(cargs);
+  return f;
+}
+
+static LLVMValueRef new_body(cg *G, const char *name, int nb) {
+  LLVMTypeRef *args = calloc((size_t)nb + 2, sizeof *args);
+  if (!args) return NULL;
+  for (int i = 0; i < nb; i++) args[i] = G->ptr;
+  args[nb] = G->i64;
+  args[nb + 1] = G->i64;
+  char bn[64];
+  snprintf(bn, sizeof bn, "%s.body", name);
+  LLVMValueRef f = LLVMAddFunction(G->m, bn, LLVMFunctionType(G->vd, args, (unsigned)nb + 2, 0));
+  free(args);
+  LLVMSetLinkage(f, LLVMInternalLinkage);
+  add_attr(G, f, LLVMAttributeFunctionIndex, "alwaysinline");
+  add_attr(G, f, LLVMAttributeFunctionIndex, "nounwind");
+  for (int i = 0; i < nb; i++) add_attr(G, f, (unsigned)i + 1, "noalias");
+  return f;
+}
+
+static bool emit_loop_body_fn(cg *G, kctx *K_, LLVMValueRef body);
+
+static bool emit_loop_kernel(cg *G, const ft_kernel *k) {
+  kctx K;
+  bool ok = kctx_init(&K, k);
+  for (int i = 0; ok && i < k->n_nodes; i++)
+    if (k->nodes[i].kind == FT_KN_LOAD && k->nodes[i].acc.buf >= 0) ok = kbuf_slot(&K, k->nodes[i].acc.buf) >= 0;
+  for (int i = 0; ok && i < k->n_stores; i++) ok = kbuf_slot(&K, k->stores[i].buf) >= 0;
+  LLVMValueRef body = ok ? new_body(G, k->name, K.nb) : NULL;
+  ok = ok && emit_loop_body_fn(G, &K, body);
+  kctx_free(&K);
+  return ok;
+}
+
+static bool emit_loop_body_fn(cg *G, kctx *K_, LLVMValueRef body) {
+  kctx K = *K_;
+  const ft_kernel *k = K.k;
+  G->fn = body;
+  LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(G->c, body, "entry");
+  LLVMPositionBuilderAtEnd(G->b, bb);
+  for (int i = 0; i < K.nb; i++) K.ptrs[i] = LLVMGetParam(body, (unsigned)i);
+  if (!emit_loop(G, &K, 0, LLVMGetParam(body, (unsigned)K.nb), LLVMGetParam(body, (unsigned)K.nb + 1)))
+    return false;
+  LLVMBuildRetVoid(G->b);
+  return emit_entry(G, k->name, &K, body) != NULL;
+}
+
+/* ------------------------------------------------------- reduction kernels */
+static LLVMValueRef vsplat(cg *G, LLVMTypeRef vt, LLVMValueRef s) {
+  LLVMValueRef v = LLVMGetUndef(vt);
+  for (unsigned l = 0; l < 16; l++) v = LLVMBuildInsertElement(G->b, v, s, ci(G->i32, l), "");
+  return v;
+}
+
+static LLVMValueRef vop(cg *G, bool sum, LLVMValueRef a, LLVMValueRef b) {
+  return sum ? LLVMBuildFAdd(G->b, a, b, "") : LLVMBuildFMul(G->b, a, b, "");
+}
+
+/* One block of m elements at p (stride st) in the canonical order: 16 lanes
+ * (element k into lane k % 16), then the halving tree; returns lane 0. */
+static LLVMValueRef canon_block(cg *G, ft_dtype dt, bool sum, LLVMValueRef p, int64_t st, int64_t m) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = ty(G, dt), vt = LLVMVectorType(t, 16);
+  LLVMValueRef acc0 = vsplat(G, vt, fconst(G, dt, sum ? 0.0 : 1.0));
+  int64_t chunks = m / 16, rem = m % 16;
+  LLVMValueRef acc = acc0;
+  if (chunks > 0) {
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->c, G->fn, "chunk");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(G->c, G->fn, "chunks_done");
+    LLVMBuildBr(B, body);
+    LLVMPositionBuilderAtEnd(B, body);
+    LLVMValueRef j = LLVMBuildPhi(B, G->i64, "j");
+    LLVMValueRef a = LLVMBuildPhi(B, vt, "acc");
+    LLVMValueRef off = LLVMBuildMul(B, j, c64(G, 16 * st), "");
+    LLVMValueRef x;
+    if (st == 1) {
+      x = LLVMBuildLoad2(B, vt, elem_ptr(G, t, p, off), "");
+      LLVMSetAlignment(x, (unsigned)ft_dtype_size(dt));
+    } else {
+      x = LLVMGetUndef(vt);
+      for (int l = 0; l < 16; l++) {
+        LLVMValueRef o = LLVMBuildAdd(B, off, c64(G, l * st), "");
+        x = LLVMBuildInsertElement(B, x, LLVMBuildLoad2(B, t, elem_ptr(G, t, p, o), ""), ci(G->i32, l), "");
+      }
+    }
+    LLVMValueRef an = vop(G, sum, a, x);
+    LLVMValueRef jn = LLVMBuildAdd(B, j, c64(G, 1), "");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, jn, c64(G, chunks), ""), body, exit);
+    LLVMValueRef jv[2] = {c64(G, 0), jn}, av[2] = {acc0, an};
+    LLVMBasicBlockRef from[2] = {pre, body};
+    LLVMAddIncoming(j, jv, from, 2);
+    LLVMAddIncoming(a, av, from, 2);
+    LLVMPositionBuilderAtEnd(B, exit);
+    acc = an;
+  }
+  for (int64_t l = 0; l < rem; l++) {
+    LLVMValueRef o = c64(G, (chunks * 16 + l) * st);
+    LLVMValueRef x = LLVMBuildLoad2(B, t, elem_ptr(G, t, p, o), "");
+    LLVMValueRef lane = ci(G->i32, l);
+    LLVMValueRef cur = LLVMBuildExtractElement(B, acc, lane, "");
+    acc = LLVMBuildInsertElement(B, acc, vop(G, sum, cur, x), lane, "");
+  }
+  for (int w = 8; w >= 1; w /= 2) {
+    LLVMValueRef lo_m[8], hi_m[8];
+    for (int l = 0; l < w; l++) lo_m[l] = ci(G->i32, l), hi_m[l] = ci(G->i32, l + w);
+    LLVMValueRef lo = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(lo_m, (unsigned)w), "");
+    LLVMValueRef hi = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(hi_m, (unsigned)w), "");
+    acc = vop(G, sum, lo, hi);
+  }
+  return LLVMBuildExtractElement(B, acc, ci(G->i32, 0), "");
+}
+
+/* sum/prod of n elements at p in the canonical order (n known). */
+static LLVMValueRef canon_fold(cg *G, ft_dtype dt, bool sum, LLVMValueRef p, int64_t st, int64_t n) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = ty(G, dt);
+  if (n == 0) return fconst(G, dt, sum ? 0.0 : 1.0);
+  if (n == 1) return LLVMBuildLoad2(B, t, p, "");
+  int64_t nfull = n / FT_SUM_BLOCK, tail = n % FT_SUM_BLOCK;
+  LLVMValueRef total = NULL;
+  if (nfull > 0) {
+    total = canon_block(G, dt, sum, p, st, FT_SUM_BLOCK);
+    if (nfull > 1) {
+      LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+      LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->c, G->fn, "block");
+      LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(G->c, G->fn, "blocks_done");
+      LLVMBuildBr(B, body);
+      LLVMPositionBuilderAtEnd(B, body);
+      LLVMValueRef bi = LLVMBuildPhi(B, G->i64, "b");
+      LLVMValueRef tp = LLVMBuildPhi(B, t, "total");
+      LLVMValueRef bp = elem_ptr(G, t, p, LLVMBuildMul(B, bi, c64(G, FT_SUM_BLOCK * st), ""));
+      LLVMValueRef part = canon_block(G, dt, sum, bp, st, FT_SUM_BLOCK);
+      LLVMValueRef tn = vop(G, sum, tp, part);
+      LLVMValueRef bn = LLVMBuildAdd(B, bi, c64(G, 1), "");
+      LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+      LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, bn, c64(G, nfull), ""), body, exit);
+      LLVMValueRef bv[2] = {c64(G, 1), bn}, tv[2] = {total, tn};
+      LLVMBasicBlockRef from[2] = {pre, latch};
+      LLVMAddIncoming(bi, bv, from, 2);
+      LLVMAddIncoming(tp, tv, from, 2);
+      LLVMPositionBuilderAtEnd(B, exit);
+      total = tn;
+    }
+  }
+  if (tail > 0) {
+    LLVMValueRef tpp = elem_ptr(G, t, p, c64(G, nfull * FT_SUM_BLOCK * st));
+    LLVMValueRef part = canon_block(G, dt, sum, tpp, st, tail);
+    total = total ? vop(G, sum, total, part) : part;
+  }
+  return total;
+}
+
+/* The order-free reductions: a sequential fold from the identity. */
+static LLVMValueRef seq_fold(cg *G, ft_prim pr, ft_dtype dt, LLVMValueRef p, int64_t st, int64_t n) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = ty(G, dt);
+  LLVMValueRef id;
+  bool mx = pr == FT_P_REDUCE_MAX;
+  if (isf(dt)) {
+    id = fconst(G, dt, mx ? -__builtin_inf() : __builtin_inf());
+  } else {
+    int w = bits(dt);
+    bool s = iss(dt);
+    int64_t lo = s ? (w == 64 ? INT64_MIN : -(INT64_C(1) << (w - 1))) : 0;
+    int64_t hi = s ? (w == 64 ? INT64_MAX : (INT64_C(1) << (w - 1)) - 1) : -1;
+    if (dt == FT_BOOL) lo = 0, hi = 1;
+    switch (pr) {
+    case FT_P_REDUCE_SUM: id = ci(t, 0); break;
+    case FT_P_REDUCE_PROD: id = ci(t, 1); break;
+    case FT_P_REDUCE_MAX: id = ci(t, lo); break;
+    case FT_P_REDUCE_MIN: id = ci(t, hi); break;
+    case FT_P_REDUCE_AND: id = ci(t, dt == FT_BOOL ? 1 : -1); break;
+    default: id = ci(t, 0); break;
+    }
+  }
+  if (n == 0) return id;
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->c, G->fn, "fold");
+  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(G->c, G->fn, "fold_done");
+  LLVMBuildBr(B, body);
+  LLVMPositionBuilderAtEnd(B, body);
+  LLVMValueRef k = LLVMBuildPhi(B, G->i64, "k");
+  LLVMValueRef acc = LLVMBuildPhi(B, t, "acc");
+  LLVMValueRef x = LLVMBuildLoad2(B, t, elem_ptr(G, t, p, LLVMBuildMul(B, k, c64(G, st), "")), "");
+  LLVMValueRef r;
+  if (isf(dt)) {
+    r = fold_maxmin(G, dt, acc, x, mx);
+  } else {
+    switch (pr) {
+    case FT_P_REDUCE_SUM: r = LLVMBuildAdd(B, acc, x, ""); break;
+    case FT_P_REDUCE_PROD: r = LLVMBuildMul(B, acc, x, ""); break;
+    case FT_P_REDUCE_MAX: r = imaxmin(G, dt, x, acc, true); break;
+    case FT_P_REDUCE_MIN: r = imaxmin(G, dt, x, acc, false); break;
+    case FT_P_REDUCE_AND: r = LLVMBuildAnd(B, acc, x, ""); break;
+    default: r = LLVMBuildOr(B, acc, x, ""); break;
+    }
+  }
+  LLVMValueRef kn = LLVMBuildAdd(B, k, c64(G, 1), "");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, kn, c64(G, n), ""), body, exit);
+  LLVMValueRef kv[2] = {c64(G, 0), kn}, av[2] = {id, r};
+  LLVMBasicBlockRef from[2] = {pre, body};
+  LLVMAddIncoming(k, kv, from, 2);
+  LLVMAddIncoming(acc, av, from, 2);
+  LLVMPositionBuilderAtEnd(B, exit);
+  return r;
+}
+
+static bool emit_reduce_kernel(cg *G, const ft_kernel *k) {
+  kctx K;
+  if (!kctx_init(&K, k)) return false;
+  int si = kbuf_slot(&K, k->rin.buf), so = kbuf_slot(&K, k->rout);
+  LLVMValueRef body = new_body(G, k->name, K.nb);
+  G->fn = body;
+  LLVMBuilderRef B = G->b;
+  LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(G->c, body, "entry");
+  LLVMPositionBuilderAtEnd(B, bb);
+  LLVMValueRef pin = LLVMGetParam(body, (unsigned)si), pout = LLVMGetParam(body, (unsigned)so);
+  LLVMValueRef lo = LLVMGetParam(body, (unsigned)K.nb), hi = LLVMGetParam(body, (unsigned)K.nb + 1);
+  ft_dtype dt = k->rin.dt;
+  LLVMTypeRef t = ty(G, dt);
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(G->c, body, "out");
+  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(G->c, body, "out_done");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, lo, hi, ""), loop, exit);
+  LLVMPositionBuilderAtEnd(B, loop);
+  LLVMValueRef o = LLVMBuildPhi(B, G->i64, "o");
+  /* base(o): row-major over the kept dims */
+  LLVMValueRef base = c64(G, k->rin.base), rest = o;
+  for (int d = k->krank - 1; d >= 0; d--) {
+    LLVMValueRef ix = d == 0 ? rest : LLVMBuildURem(B, rest, c64(G, k->kdims[d]), "");
+    if (d > 0) rest = LLVMBuildUDiv(B, rest, c64(G, k->kdims[d]), "");
+    base = LLVMBuildAdd(B, base, LLVMBuildMul(B, ix, c64(G, k->rin.st[d]), ""), "");
+  }
+  LLVMValueRef p = elem_ptr(G, t, pin, base);
+  bool canon = isf(dt) && (k->rprim == FT_P_REDUCE_SUM || k->rprim == FT_P_REDUCE_PROD);
+  LLVMValueRef r = canon ? canon_fold(G, dt, k->rprim == FT_P_REDUCE_SUM, p, k->rstride, k->rcount)
+                         : seq_fold(G, k->rprim, dt, p, k->rstride, k->rcount);
+  LLVMBuildStore(B, r, elem_ptr(G, t, pout, o));
+  LLVMValueRef on = LLVMBuildAdd(B, o, c64(G, 1), "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, on, hi, ""), loop, exit);
+  LLVMValueRef ov[2] = {lo, on};
+  LLVMBasicBlockRef from[2] = {pre, latch};
+  LLVMAddIncoming(o, ov, from, 2);
+  LLVMPositionBuilderAtEnd(B, exit);
+  LLVMBuildRetVoid(B);
+  bool ok = emit_entry(G, k->name, &K, body) != NULL;
+  kctx_free(&K);
+  return ok;
+}
+
+/* ------------------------------------------------------------------ entry */
+static void cg_init(cg *G, LLVMModuleRef m, const ft_program *p) {
+  memset(G, 0, sizeof *G);
+  G->m = m;
+  G->c = LLVMGetModuleContext(m);
+  G->b = LLVMCreateBuilderInContext(G->c);
+  G->i1 = LLVMInt1TypeInContext(G->c);
+  G->i8 = LLVMInt8TypeInContext(G->c);
+  G->i16 = LLVMInt16TypeInContext(G->c);
+  G->i32 = LLVMInt32TypeInContext(G->c);
+  G->i64 = LLVMInt64TypeInContext(G->c);
+  G->f32 = LLVMFloatTypeInContext(G->c);
+  G->f64 = LLVMDoubleTypeInContext(G->c);
+  G->ptr = LLVMPointerTypeInContext(G->c, 0);
+  G->vd = LLVMVoidTypeInContext(G->c);
+  G->p = p;
+}
+
+int ft_codegen_program(void *module, const ft_program *p, char **err) {
+  cg G;
+  cg_init(&G, (LLVMModuleRef)module, p);
+  int bad = 0;
+  for (int i = 0; i < p->n_kernels && !bad; i++) {
+    const ft_kernel *k = &p->kernels[i];
+    bool ok = k->kind == FT_KER_LOOP ? emit_loop_kernel(&G, k) : emit_reduce_kernel(&G, k);
+    if (!ok) {
+      char msg[128];
+      snprintf(msg, sizeof msg, "codegen: kernel %s could not be generated", k->name);
+      *err = strdup(msg);
+      bad = 1;
+    }
+  }
+  LLVMDisposeBuilder(G.b);
+  if (!bad) {
+    char *vmsg = NULL;
+    if (LLVMVerifyModule(G.m, LLVMReturnStatusAction, &vmsg)) {
+      *err = strdup(vmsg ? vmsg : "codegen: the module does not verify");
+      bad = 1;
+    }
+    LLVMDisposeMessage(vmsg);
+  }
+  return bad;
+}
+
+/* -------------------------------------------------------------- AOT entry */
+int ft_codegen_entry(void *module, const ft_program *p, const char *name, char **err) {
+  cg G;
+  cg_init(&G, (LLVMModuleRef)module, p);
+  LLVMBuilderRef B = G.b;
+  for (int i = 0; i < p->n_steps; i++) {
+    const ft_step *s = &p->steps[i];
+    if (s->kind == FT_STEP_FALLBACK || (s->kind == FT_STEP_GEMM && (!s->gemm->lhs_direct || !s->gemm->rhs_direct))) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "step %d (%s#%d) needs the library's %s; it cannot be emitted "
+               "ahead of time yet", i, ft_prim_get(p->j->eqns[s->eqn].prim)->name, s->eqn,
+               s->kind == FT_STEP_FALLBACK ? "interpreter" : "GEMM packing");
+      *err = strdup(msg);
+      LLVMDisposeBuilder(B);
+      return 1;
+    }
+  }
+  LLVMTypeRef args[2] = {G.ptr, G.ptr};
+  LLVMValueRef f = LLVMAddFunction(G.m, name, LLVMFunctionType(G.i32, args, 2, 0));
+  LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(G.c, f, "entry"));
+  LLVMValueRef arena = NULL;
+  if (p->arena_bytes) {
+    LLVMTypeRef at = LLVMArrayType(G.i8, (unsigned)p->arena_bytes);
+    arena = LLVMAddGlobal(G.m, at, "ft_aot_arena");
+    LLVMSetInitializer(arena, LLVMConstNull(at));
+    LLVMSetLinkage(arena, LLVMInternalLinkage);
+    LLVMSetAlignment(arena, 64);
+  }
+  LLVMValueRef kb = LLVMBuildArrayAlloca(B, G.ptr, c64(&G, p->n_bufs + 1), "bufs");
+  for (int b = 0; b < p->n_bufs; b++) {
+    const ft_pbuf *pb = &p->bufs[b];
+    LLVMValueRef v = NULL, ix;
+    switch (pb->kind) {
+    case FT_BUF_INPUT: case FT_BUF_OUTPUT:
+      ix = c64(&G, pb->index);
+      v = LLVMBuildLoad2(B, G.ptr, LLVMBuildGEP2(B, G.ptr, LLVMGetParam(f, pb->kind == FT_BUF_INPUT ? 0 : 1), &ix, 1, ""), "");
+      break;
+    case FT_BUF_TEMP:
+      ix = c64(&G, (int64_t)pb->offset);
+      v = arena ? LLVMBuildGEP2(B, G.i8, arena, &ix, 1, "") : LLVMConstNull(G.ptr);
+      break;
+    case FT_BUF_CONST: {
+      LLVMTypeRef at = LLVMArrayType(G.i8, (unsigned)pb->nbytes);
+      LLVMValueRef gv = LLVMAddGlobal(G.m, at, "ft_aot_const");
+      LLVMSetInitializer(gv, LLVMConstStringInContext(G.c, p->consts[pb->index], (unsigned)pb->nbytes, 1));
+      LLVMSetGlobalConstant(gv, 1);
+      LLVMSetLinkage(gv, LLVMInternalLinkage);
+      LLVMSetAlignment(gv, 64);
+      v = gv;
+      break;
+    }
+    }
+    ix = c64(&G, b);
+    LLVMBuildStore(B, v, LLVMBuildGEP2(B, G.ptr, kb, &ix, 1, ""));
+  }
+  LLVMTypeRef kargs[3] = {G.ptr, G.i64, G.i64};
+  LLVMTypeRef kty = LLVMFunctionType(G.vd, kargs, 3, 0);
+  for (int i = 0; i < p->n_steps; i++) {
+    const ft_step *s = &p->steps[i];
+    if (s->kind == FT_STEP_KERNEL) {
+      LLVMValueRef kf = LLVMGetNamedFunction(G.m, p->kernels[s->kernel].name);
+      LLVMValueRef a[3] = {kb, c64(&G, 0), c64(&G, s->extent)};
+      LLVMBuildCall2(B, kty, kf, a, 3, "");
+      continue;
+    }
+    const ft_gemm_plan *g = s->gemm;
+    LLVMTypeRef et = g->f64 ? G.f64 : G.f32;
+    LLVMTypeRef gargs[9] = {G.i64, G.i64, G.i64, G.ptr, G.i64, G.ptr, G.i64, G.ptr, G.i64};
+    LLVMTypeRef gty = LLVMFunctionType(G.vd, gargs, 9, 0);
+    const char *gn = g->f64 ? "ft_gemm_f64" : "ft_gemm_f32";
+    LLVMValueRef gf = LLVMGetNamedFunction(G.m, gn);
+    if (!gf) gf = LLVMAddFunction(G.m, gn, gty);
+    LLVMValueRef ptrs[3];
+    int bi[3] = {s->in[0], s->in[1], s->out[0]};
+    for (int q = 0; q < 3; q++) {
+      LLVMValueRef ix = c64(&G, bi[q]);
+      ptrs[q] = LLVMBuildLoad2(B, G.ptr, LLVMBuildGEP2(B, G.ptr, kb, &ix, 1, ""), "");
+    }
+    for (int64_t b = 0; b < g->B; b++) {
+      LLVMValueRef oa = c64(&G, b * g->M * g->K), ob = c64(&G, b * g->K * g->N), oc = c64(&G, b * g->M * g->N);
+      LLVMValueRef a[9] = {c64(&G, g->M), c64(&G, g->N), c64(&G, g->K),
+                           LLVMBuildGEP2(B, et, ptrs[0], &oa, 1, ""), c64(&G, g->K),
+                           LLVMBuildGEP2(B, et, ptrs[1], &ob, 1, ""), c64(&G, g->N),
+                           LLVMBuildGEP2(B, et, ptrs[2], &oc, 1, ""), c64(&G, g->N)};
+      LLVMBuildCall2(B, gty, gf, a, 9, "");
+    }
+  }
+  for (int k = 0; k < p->n_out; k++) {
+    const ft_out_src *o = &p->outs[k];
+    if (o->in_place) continue;
+    LLVMValueRef ix = c64(&G, k);
+    LLVMValueRef dst = LLVMBuildLoad2(B, G.ptr, LLVMBuildGEP2(B, G.ptr, LLVMGetParam(f, 1), &ix, 1, ""), "");
+    if (o->lit) {
+      LLVMBuildStore(B, lit_value(&G, o->lit, o->lit->aval.dtype), dst);
+      continue;
+    }
+    ix = c64(&G, o->buf);
+    LLVMValueRef src = LLVMBuildLoad2(B, G.ptr, LLVMBuildGEP2(B, G.ptr, kb, &ix, 1, ""), "");
+    LLVMBuildMemCpy(B, dst, 1, src, 1, c64(&G, (int64_t)p->bufs[o->buf].nbytes));
+  }
+  LLVMBuildRet(B, ci(G.i32, 0));
+  LLVMDisposeBuilder(B);
+  return 0;
+}

@@ -1,0 +1,550 @@
+/* tests/lower/test_jit.c: the JIT against the reference interpreter.
+ *
+ *  - every golden program that parses and evaluates (fixtures/golden) gives
+ *    the same bits through ft_jit/ft_call as through ft_eval;
+ *  - every elementwise primitive, per dtype, on random shapes (sizes 0, 1,
+ *    lengths that are not multiples of 16, broadcasting), fused in one
+ *    program per dtype and shape (few LLVM modules: fast under ASan);
+ *  - reductions in the canonical order, views (transpose, slice, rev);
+ *  - the loops vectorize (<16 x float> or <8 x float> in the optimized IR);
+ *  - the compile cache: a second ft_jit hits memory; a fresh process (the
+ *    memory cache cleared) hits the disk; a corrupted entry is detected and
+ *    rebuilt. */
+#include <dirent.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "jit_util.h"
+
+/* Runs j through the interpreter and the JIT on in[], compares. Returns the
+ * number of differing outputs (messages on stderr). */
+static int jit_vs_interp(const char *name, const ft_jaxpr *j, int n_in, ft_array **in,
+                         const ft_jit_options *opts, bool *strict) {
+  int n_out = ft_jaxpr_num_outputs(j), bad = 0;
+  ft_array **want = calloc((size_t)n_out + 1, sizeof *want), **got = calloc((size_t)n_out + 1, sizeof *got);
+  ck_assert(want && got);
+  ft_ctx_clear_error(C);
+  if (ft_eval(C, j, n_in, in, n_out, want) != FT_OK) {
+    free(want), free(got);
+    return -1; /* the interpreter cannot run it: nothing to compare */
+  }
+  ft_fn *fn = ft_jit(C, j, opts);
+  if (!fn) {
+    fprintf(stderr, "%s: ft_jit failed: %s\n", name, ft_ctx_error(C));
+    bad = n_out ? n_out : 1;
+  } else if (ft_call(fn, n_in, in, n_out, got) != FT_OK) {
+    fprintf(stderr, "%s: ft_call failed: %s\n", name, ft_ctx_error(C));
+    bad = n_out ? n_out : 1;
+  } else {
+    for (int k = 0; k < n_out; k++) {
+      int64_t at = -1;
+      if (jt_same(got[k], want[k], strict, &at)) continue;
+      bad++;
+      char av[64];
+      ft_aval a = ft_array_aval(want[k]);
+      fprintf(stderr, "%s: output %d (%s) differs at element %lld: jit %.17g, interp %.17g\n", name, k,
+              ft_aval_str(&a, av, sizeof av), (long long)at,
+              at >= 0 ? ft_get_f64(got[k], at) : 0.0, at >= 0 ? ft_get_f64(want[k], at) : 0.0);
+      if (getenv("JT_PLAN")) {
+        char *plan = ft_fn_plan(fn);
+        fprintf(stderr, "%s", plan);
+        ft_free(plan);
+      }
+    }
+  }
+  for (int k = 0; k < n_out; k++) ft_array_free(want[k]), ft_array_free(got[k]);
+  free(want), free(got);
+  ft_fn_free(fn);
+  return bad;
+}
+
+/* ------------------------------------------------------------- golden */
+static void as_dtype(ft_array *a, ft_dtype want) {
+  if (a && want == FT_BF16 && a->aval.dtype == FT_U16) a->aval.dtype = FT_BF16;
+}
+
+START_TEST(golden_jit_equals_interp) {
+  const char *dir = getenv("FT_GOLDEN");
+  ck_assert_msg(dir != NULL, "FT_GOLDEN is not set");
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  int cases = 0, compared = 0, bad_cases = 0, outs = 0, nan_payload = 0;
+  struct dirent *de;
+  char path[4096];
+  ft_jit_options opts = {.no_cache = true};
+  while ((de = readdir(d))) {
+    size_t nl = strlen(de->d_name);
+    if (nl < 7 || strcmp(de->d_name + nl - 6, ".jaxpr")) continue;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(nl - 6), de->d_name);
+    const char *only = getenv("JT_ONLY");
+    if (only && strcmp(only, name)) continue;
+    cases++;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    size_t len = 0;
+    char *text = jt_read_all(path, &len);
+    ft_ctx_clear_error(C);
+    ft_jaxpr *j = ft_parse(C, text, len, path);
+    free(text);
+    if (!j) continue;
+    ft_array *in[64] = {0};
+    int n_in = 0;
+    for (int k = 0; n_in < 64; k++) {
+      snprintf(path, sizeof path, "%s/%s.const%d.npy", dir, name, k);
+      if (!(in[n_in] = ft_npy_read(C, path))) break;
+      if (k < j->n_const) as_dtype(in[n_in], j->constvars[k]->aval.dtype);
+      n_in++;
+    }
+    for (int k = 0; n_in < 64; k++) {
+      snprintf(path, sizeof path, "%s/%s.in%d.npy", dir, name, k);
+      if (!(in[n_in] = ft_npy_read(C, path))) break;
+      if (k < j->n_in) as_dtype(in[n_in], j->invars[k]->aval.dtype);
+      n_in++;
+    }
+    bool strict = true;
+    int r = jit_vs_interp(name, j, n_in, in, &opts, &strict);
+    if (r >= 0) {
+      compared++;
+      outs += ft_jaxpr_num_outputs(j);
+      if (r > 0) bad_cases++;
+      if (!strict) nan_payload++;
+    }
+    for (int k = 0; k < n_in; k++) ft_array_free(in[k]);
+    ft_jaxpr_free(j);
+  }
+  closedir(d);
+  fprintf(stderr, "golden jit: %d cases, %d run by the interpreter and compared (%d outputs), %d differ; "
+          "%d differ only in NaN payloads\n", cases, compared, outs, bad_cases, nan_payload);
+  ck_assert_int_gt(compared, 100);
+  ck_assert_int_eq(bad_cases, 0);
+}
+END_TEST
+
+/* The MLP loss and its gradient: bitwise equal, and the plan compiles the
+ * elementwise work, uses GEMM and has no fallback. */
+static ft_jaxpr *load_golden(const char *name, ft_array **in, int *n_in) {
+  const char *dir = getenv("FT_GOLDEN");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.jaxpr", dir, name);
+  size_t len;
+  char *text = jt_read_all(path, &len);
+  ck_assert_ptr_nonnull(text);
+  ft_jaxpr *j = ft_parse(C, text, len, path);
+  free(text);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  *n_in = 0;
+  for (int k = 0; k < 16; k++) {
+    snprintf(path, sizeof path, "%s/%s.in%d.npy", dir, name, k);
+    if (!(in[*n_in] = ft_npy_read(C, path))) break;
+    (*n_in)++;
+  }
+  ft_ctx_clear_error(C);
+  return j;
+}
+
+START_TEST(mlp_loss_and_grad) {
+  static const char *const names[] = {"mlp_loss", "grad_mlp_loss"};
+  for (int t = 0; t < 2; t++) {
+    ft_array *in[16];
+    int n_in;
+    ft_jaxpr *j = load_golden(names[t], in, &n_in);
+    bool strict = true;
+    ft_jit_options o = {.no_cache = true};
+    ck_assert_int_eq(jit_vs_interp(names[t], j, n_in, in, &o, &strict), 0);
+    ck_assert(strict);
+    ft_fn *fn = ft_jit(C, j, &o);
+    ck_assert_ptr_nonnull(fn);
+    ft_jit_stats s;
+    ck_assert_int_eq(ft_fn_stats(fn, &s), FT_OK);
+    ck_assert_int_eq(s.n_fallback, 0);
+    ck_assert_int_ge(s.n_gemm, 2);
+    ck_assert_int_gt(s.n_fused_eqns, 0);
+    ft_fn_free(fn);
+    for (int k = 0; k < n_in; k++) ft_array_free(in[k]);
+    ft_jaxpr_free(j);
+  }
+}
+END_TEST
+
+/* ------------------------------------------------- elementwise primitives */
+typedef struct tb {
+  char *p;
+  size_t n, cap;
+  int nv;          /* next generated var */
+  char outs[8192]; /* ", "-separated output names */
+} tb;
+
+static void tb_put(tb *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tb_put(tb *t, const char *fmt, ...) {
+  va_list ap;
+  for (;;) {
+    va_start(ap, fmt);
+    int w = vsnprintf(t->p + t->n, t->cap - t->n, fmt, ap);
+    va_end(ap);
+    if ((size_t)w < t->cap - t->n) {
+      t->n += (size_t)w;
+      return;
+    }
+    t->cap = t->cap * 2 + (size_t)w + 64;
+    t->p = realloc(t->p, t->cap);
+    ck_assert_ptr_nonnull(t->p);
+  }
+}
+
+/* Adds `zN:<type> = <rhs>` and lists zN as an output. */
+static void tb_eqn(tb *t, const char *type, const char *rhs) {
+  tb_put(t, "    z%d:%s = %s\n", t->nv, type, rhs);
+  size_t l = strlen(t->outs);
+  snprintf(t->outs + l, sizeof t->outs - l, "%sz%d", l ? ", " : "", t->nv);
+  t->nv++;
+}
+
+static const char *const UNARY_F[] = {"neg", "sign", "floor", "ceil", "round[rounding_method=0]",
+  "round[rounding_method=1]", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin",
+  "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt",
+  "cbrt", "square", "abs", "erf", "erfc", "erf_inv", "integer_pow[y=3]", "integer_pow[y=-2]",
+  "integer_pow[y=0]", "copy", "stop_gradient"};
+static const char *const BINARY_F[] = {"add", "sub", "mul", "div", "rem", "pow", "max", "min",
+  "atan2", "nextafter"};
+static const char *const UNARY_I[] = {"neg", "sign", "abs", "square", "not", "copy", "integer_pow[y=3]"};
+static const char *const BINARY_I[] = {"add", "sub", "mul", "div", "rem", "max", "min", "and", "or",
+  "xor", "shift_left", "shift_right_logical", "shift_right_arithmetic"};
+static const char *const BINARY_B[] = {"max", "min", "and", "or", "xor"};
+static const char *const CMP[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+static const ft_dtype NATIVE[] = {FT_BOOL, FT_I8, FT_I16, FT_I32, FT_I64, FT_U8, FT_U16, FT_U32,
+                                  FT_U64, FT_F32, FT_F64};
+static const char *const SHAPES[] = {"[37]", "[]", "[1]", "[3,17]", "[0]", "[2,1,33]", "[5,4]", "[129]"};
+
+/* The program for dtype dt on shape S: every primitive of the dtype on
+ * inputs a, b (dt[S]), r (dt broadcastable: S with size-1 trailing dims), s
+ * (dt[] scalar), c (bool[S]), w (i32[S]); chains to exercise fusion. */
+static char *elementwise_program(ft_dtype dt, const char *S, const char *R) {
+  tb t = {0};
+  t.cap = 1 << 14;
+  t.p = malloc(t.cap);
+  const char *d = ft_dtype_name(dt), *ld = ft_dtype_long_name(dt);
+  bool fl = dt == FT_F32 || dt == FT_F64, isbool = dt == FT_BOOL;
+  char T[64], B[64], rhs[256];
+  snprintf(T, sizeof T, "%s%s", d, S);
+  snprintf(B, sizeof B, "bool%s", S);
+  tb_put(&t, "{ lambda ; a:%s b:%s r:%s%s s:%s[] c:%s w:i32%s. let\n", T, T, d, R, d, B, S);
+  const char *const *un = fl ? UNARY_F : isbool ? (const char *const[]){"not", "copy"} : UNARY_I;
+  size_t nun = fl ? FT_COUNTOF(UNARY_F) : isbool ? 2 : FT_COUNTOF(UNARY_I);
+  const char *const *bin = fl ? BINARY_F : isbool ? BINARY_B : BINARY_I;
+  size_t nbin = fl ? FT_COUNTOF(BINARY_F) : isbool ? FT_COUNTOF(BINARY_B) : FT_COUNTOF(BINARY_I);
+  for (size_t i = 0; i < nun; i++) {
+    snprintf(rhs, sizeof rhs, "%s a", un[i]);
+    tb_eqn(&t, T, rhs);
+  }
+  if (fl) tb_eqn(&t, B, "is_finite a");
+  for (size_t i = 0; i < nbin; i++) {
+    snprintf(rhs, sizeof rhs, "%s a b", bin[i]);
+    tb_eqn(&t, T, rhs);
+    snprintf(rhs, sizeof rhs, "%s s a", bin[i]); /* scalar operand */
+    tb_eqn(&t, T, rhs);
+    snprintf(rhs, sizeof rhs, "%s a r", bin[i]); /* size-1 broadcasting */
+    tb_eqn(&t, T, rhs);
+  }
+  for (size_t i = 0; i < FT_COUNTOF(CMP); i++) {
+    snprintf(rhs, sizeof rhs, "%s a b", CMP[i]);
+    tb_eqn(&t, B, rhs);
+  }
+  tb_eqn(&t, T, "select_n c a b");
+  tb_eqn(&t, T, "select_n w a b a");
+  if (!isbool) tb_eqn(&t, T, "clamp s a b");
+  for (size_t i = 0; i < FT_COUNTOF(NATIVE); i++) {
+    char to[64];
+    snprintf(to, sizeof to, "%s%s", ft_dtype_name(NATIVE[i]), S);
+    snprintf(rhs, sizeof rhs, "convert_element_type[new_dtype=%s weak_type=False] a",
+             ft_dtype_long_name(NATIVE[i]));
+    tb_eqn(&t, to, rhs);
+  }
+  /* a fused chain with literals, a scalar broadcast and a select */
+  const char *one = fl ? "1.0" : isbool ? "True" : "1";
+  tb_put(&t, "    y0:%s = %s a b\n", T, isbool ? "and" : "mul");
+  tb_put(&t, "    y1:%s = %s y0 %s:%s[]\n", T, isbool ? "or" : "add", one, d);
+  tb_put(&t, "    y2:%s = broadcast_in_dim[broadcast_dimensions=() shape=%s sharding=None] s\n", T,
+         strcmp(S, "[]") ? S : "()");
+  tb_put(&t, "    y3:%s = max y1 y2\n", T);
+  tb_put(&t, "    y4:%s = select_n c y3 a\n", T);
+  tb_eqn(&t, T, fl ? "tanh y4" : "max y4 b");
+  (void)ld;
+  tb_put(&t, "  in (%s) }\n", t.outs);
+  return t.p;
+}
+
+static ft_array *rand_array(ft_dtype dt, const ft_aval *shape, uint64_t seed) {
+  ft_aval av = *shape;
+  av.dtype = dt;
+  ft_array *a = ft_array_alloc(C, &av);
+  ck_assert_ptr_nonnull(a);
+  jt_fill(a, seed);
+  return a;
+}
+
+START_TEST(elementwise_all_dtypes) {
+  ft_dtype dt = NATIVE[_i];
+  int fails = 0;
+  for (int si = 0; si < 2; si++) {
+    const char *S = SHAPES[(_i * 3 + si * 5) % FT_COUNTOF(SHAPES)];
+    char R[64];
+    /* r: the first dim of S, then 1s */
+    if (!strcmp(S, "[]")) snprintf(R, sizeof R, "[]");
+    else {
+      int d0 = atoi(S + 1), rank = 1;
+      for (const char *q = S; *q; q++) rank += *q == ',';
+      int w = snprintf(R, sizeof R, "[%d", d0);
+      for (int k = 1; k < rank; k++) w += snprintf(R + w, sizeof R - (size_t)w, ",1");
+      snprintf(R + w, sizeof R - (size_t)w, "]");
+    }
+    char *text = elementwise_program(dt, S, R);
+    ft_jaxpr *j = ft_parse(C, text, strlen(text), "elementwise");
+    ck_assert_msg(j != NULL, "%s\n%s", ft_ctx_error(C), text);
+    free(text);
+    ft_array *in[6];
+    for (int k = 0; k < 6; k++) {
+      ft_aval av;
+      ck_assert_int_eq(ft_jaxpr_input_aval(j, k, &av), FT_OK);
+      in[k] = rand_array(av.dtype, &av, (uint64_t)(_i * 100 + si * 10 + k));
+    }
+    char name[64];
+    snprintf(name, sizeof name, "elementwise %s%s", ft_dtype_name(dt), S);
+    bool strict = true;
+    ft_jit_options o = {.no_cache = true};
+    int r = jit_vs_interp(name, j, 6, in, &o, &strict);
+    ck_assert_msg(r >= 0, "%s: the interpreter failed: %s", name, ft_ctx_error(C));
+    fails += r;
+    for (int k = 0; k < 6; k++) ft_array_free(in[k]);
+    ft_jaxpr_free(j);
+  }
+  ck_assert_int_eq(fails, 0);
+}
+END_TEST
+
+/* ------------------------------------------- reductions, views, vectorization */
+static ft_jaxpr *parse_text(const char *text) {
+  ft_jaxpr *j = ft_parse(C, text, strlen(text), "test");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  return j;
+}
+
+/* Sums over more than two canonical blocks (4096) with a tail, strided
+ * (axis 0) and contiguous (axis 1) runs, all axes, through views
+ * (transpose, slice, rev, broadcast) and fused producers; f32, f64, i32. */
+START_TEST(reductions_and_views) {
+  static const char *const dts[] = {"f32", "f64", "i32"};
+  for (int t = 0; t < 3; t++) {
+    const char *d = dts[t];
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{ lambda ; a:%s[3,9001] b:%s[9001,3] c:%s[4,5,6]. let\n"
+             "    e:%s[3] = reduce_sum[axes=(1,) out_sharding=None] a\n"
+             "    f:%s[3] = reduce_sum[axes=(0,) out_sharding=None] b\n"
+             "    g:%s[] = reduce_sum[axes=(0, 1) out_sharding=None] a\n"
+             "    h:%s[3] = reduce_max[axes=(1,) out_sharding=None] a\n"
+             "    i:%s[3] = reduce_min[axes=(0,) out_sharding=None] b\n"
+             "    j:%s[6] = reduce_prod[axes=(0, 1) out_sharding=None] c\n"
+             "    k:%s[4,6,5] = transpose[permutation=(0, 2, 1)] c\n"
+             "    l:%s[4,6,5] = mul k k\n"
+             "    m:%s[2,5,3] = slice[limit_indices=(4, 5, 6) start_indices=(0, 0, 0) strides=(2, 1, 2)] c\n"
+             "    n:%s[2,5,3] = rev[dimensions=(1,)] m\n"
+             "    o:%s[5] = reduce_sum[axes=(0, 2) out_sharding=None] n\n"
+             "    p:%s[4,5,6] = add c c\n"
+             "    q:%s[4,5] = reduce_sum[axes=(2,) out_sharding=None] p\n"
+             "    r:%s[2,4,5] = broadcast_in_dim[broadcast_dimensions=(1, 2) shape=(2, 4, 5) sharding=None] q\n"
+             "    s:%s[9001,3] = transpose[permutation=(1, 0)] a\n"
+             "    u:%s[9001,3] = sub s b\n"
+             "  in (e, f, g, h, i, j, l, n, o, r, u) }\n",
+             d, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d);
+    ft_jaxpr *j = parse_text(text);
+    ft_array *in[3];
+    for (int k = 0; k < 3; k++) {
+      ft_aval av;
+      ft_jaxpr_input_aval(j, k, &av);
+      in[k] = rand_array(av.dtype, &av, (uint64_t)(t * 10 + k));
+      if (av.dtype != FT_I32) /* finite values: sums of mixed infinities are NaN either way */
+        for (int64_t e = 0; e < ft_array_size(in[k]); e++)
+          if (!isfinite(ft_get_f64(in[k], e))) ft_set_f64(in[k], e, 0.25);
+    }
+    bool strict = true;
+    ft_jit_options o = {.no_cache = true};
+    ck_assert_int_eq(jit_vs_interp(d, j, 3, in, &o, &strict), 0);
+    ft_fn *fn = ft_jit(C, j, &o);
+    ft_jit_stats s;
+    ft_fn_stats(fn, &s);
+    /* all compiled, views included, except o: reduced axes (0, 2) of a
+     * strided view are not one arithmetic run (not compiled yet) */
+    ck_assert_int_eq(s.n_fallback, 1);
+    ft_fn_free(fn);
+    for (int k = 0; k < 3; k++) ft_array_free(in[k]);
+    ft_jaxpr_free(j);
+  }
+}
+END_TEST
+
+/* The fused chain of the benchmark compiles to one kernel whose loop is
+ * vectorized (AVX-512: <16 x float>; AVX2: <8 x float>), with the math
+ * inlined (no call left) and no FMA contraction. */
+START_TEST(elementwise_kernel_vectorizes) {
+  const char *text = "{ lambda ; x:f32[1000]. let\n"
+                     "    a:f32[1000] = tanh x\n    b:f32[1000] = logistic x\n"
+                     "    c:f32[1000] = mul a b\n    d:f32[1000] = mul x x\n"
+                     "    e:f32[1000] = add c d\n  in (e,) }\n";
+  ft_jaxpr *j = parse_text(text);
+  char path[] = "/tmp/ft_test_jit_XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ck_assert_int_eq(ft_jit_emit(C, j, NULL, FT_EMIT_PLAN, NULL, path), FT_OK);
+  size_t len;
+  char *plan = jt_read_all(path, &len);
+  ck_assert_ptr_nonnull(strstr(plan, "1 compiled kernels, 0 GEMM, 0 fallback"));
+  free(plan);
+  ck_assert_int_eq(ft_jit_emit(C, j, NULL, FT_EMIT_LLVM, NULL, path), FT_OK);
+  char *ir = jt_read_all(path, &len);
+  unlink(path);
+  ck_assert_msg(strstr(ir, "<16 x float>") || strstr(ir, "<8 x float>"), "the loop did not vectorize");
+  ck_assert_ptr_null(strstr(ir, "call float @ft_vm_"));
+  ck_assert_ptr_null(strstr(ir, "fmuladd"));
+  ck_assert_ptr_null(strstr(ir, " contract "));
+  ck_assert_ptr_null(strstr(ir, "llvm.fma"));
+  free(ir);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- cache */
+static ft_fn *jit_with(ft_jaxpr *j, const char *dir, ft_jit_stats *s) {
+  ft_jit_options o = {.cache_dir = dir};
+  ft_fn *fn = ft_jit(C, j, &o);
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
+  ft_fn_stats(fn, s);
+  return fn;
+}
+
+static void check_runs(ft_fn *fn, ft_jaxpr *j) {
+  ft_array *in[1];
+  ft_aval av;
+  ft_jaxpr_input_aval(j, 0, &av);
+  in[0] = rand_array(FT_F32, &av, 7);
+  ft_array *want[1], *got[1];
+  ck_assert_int_eq(ft_eval(C, j, 1, in, 1, want), FT_OK);
+  ck_assert_int_eq(ft_call(fn, 1, in, 1, got), FT_OK);
+  ck_assert(jt_same(got[0], want[0], NULL, NULL));
+  ft_array_free(in[0]), ft_array_free(want[0]), ft_array_free(got[0]);
+}
+
+START_TEST(compile_cache) {
+  char dir[] = "/tmp/ft_jit_cache_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  /* a program no other test compiles (its own cache key) */
+  char text[512];
+  snprintf(text, sizeof text, "{ lambda ; x:f32[77]. let\n    a:f32[77] = exp x\n"
+           "    b:f32[77] = mul a %d.0:f32[]\n  in (b,) }\n", (int)getpid() % 1000 + 3);
+  ft_jaxpr *j = parse_text(text);
+  ft_jit_stats s;
+  ft_jit_cache_clear();
+  ft_fn *f1 = jit_with(j, dir, &s);
+  ck_assert(!s.mem_hit && !s.disk_hit);
+  check_runs(f1, j);
+  /* the same program again, renamed: an in-memory hit */
+  ft_fn *f2 = jit_with(j, dir, &s);
+  ck_assert(s.mem_hit);
+  check_runs(f2, j);
+  ft_fn_free(f1);
+  ft_fn_free(f2);
+  /* as a new process would: the memory cache empty, the disk cache warm */
+  ft_jit_cache_clear();
+  ft_fn *f3 = jit_with(j, dir, &s);
+  ck_assert(s.disk_hit && !s.mem_hit && !s.disk_corrupt);
+  check_runs(f3, j);
+  ft_fn_free(f3);
+  /* corrupt the object (one flipped byte in the middle): detected, rebuilt */
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  char path[4200] = "";
+  while ((de = readdir(d)))
+    if (strstr(de->d_name, ".ftobj")) snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+  closedir(d);
+  ck_assert(path[0]);
+  FILE *f = fopen(path, "r+b");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, n / 2, SEEK_SET);
+  int c = fgetc(f);
+  fseek(f, n / 2, SEEK_SET);
+  fputc(c ^ 0x5a, f);
+  fclose(f);
+  ft_jit_cache_clear();
+  ft_fn *f4 = jit_with(j, dir, &s);
+  ck_assert(s.disk_corrupt && !s.disk_hit);
+  check_runs(f4, j);
+  ft_fn_free(f4);
+  /* the rebuilt entry is good again; a truncated one is detected too */
+  ft_jit_cache_clear();
+  ft_fn *f5 = jit_with(j, dir, &s);
+  ck_assert(s.disk_hit);
+  ft_fn_free(f5);
+  ck_assert_int_eq(truncate(path, 100), 0);
+  ft_jit_cache_clear();
+  ft_fn *f6 = jit_with(j, dir, &s);
+  ck_assert(s.disk_corrupt && !s.disk_hit);
+  check_runs(f6, j);
+  ft_fn_free(f6);
+  ft_jit_cache_clear();
+  unlink(path);
+  rmdir(dir);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
+/* ft_call_into writes caller-provided outputs; bad arguments are errors. */
+START_TEST(call_into_and_errors) {
+  ft_jaxpr *j = parse_text("{ lambda ; x:f32[]. let\n    a:f32[] = mul x 2.0:f32[]\n"
+                           "    b:f32[] = add a 1.0:f32[]\n  in (b, x, 3.0:f32[]) }\n");
+  ft_fn *fn = ft_jit(C, j, NULL);
+  ck_assert_ptr_nonnull(fn);
+  float xv = 1.5f;
+  ft_array *x = ft_array_from_data(C, FT_F32, 0, NULL, &xv);
+  ft_array *o[3] = {ft_array_new(C, FT_F32, 0, NULL), ft_array_new(C, FT_F32, 0, NULL),
+                    ft_array_new(C, FT_F32, 0, NULL)};
+  ck_assert_int_eq(ft_call_into(fn, 1, &x, 3, o), FT_OK);
+  ck_assert(*(float *)ft_array_data(o[0]) == 4.0f);
+  ck_assert(*(float *)ft_array_data(o[1]) == 1.5f);
+  ck_assert(*(float *)ft_array_data(o[2]) == 3.0f);
+  ck_assert_int_eq(ft_call_into(fn, 0, NULL, 3, o), FT_ERR_INVALID_ARG);
+  ft_array *wrong = ft_array_new(C, FT_F64, 0, NULL);
+  ck_assert_int_eq(ft_call_into(fn, 1, &wrong, 3, o), FT_ERR_TYPE);
+  ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "input 0"));
+  ft_array_free(wrong);
+  for (int k = 0; k < 3; k++) ft_array_free(o[k]);
+  ft_array_free(x);
+  ft_fn_free(fn);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("jit");
+  TCase *t = tcase_create("jit");
+  tcase_add_checked_fixture(t, jt_setup, jt_teardown);
+  tcase_set_timeout(t, 900);
+  tcase_add_test(t, mlp_loss_and_grad);
+  tcase_add_loop_test(t, elementwise_all_dtypes, 0, (int)FT_COUNTOF(NATIVE));
+  tcase_add_test(t, reductions_and_views);
+  tcase_add_test(t, elementwise_kernel_vectorizes);
+  tcase_add_test(t, compile_cache);
+  tcase_add_test(t, call_into_and_errors);
+  tcase_add_test(t, golden_jit_equals_interp);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

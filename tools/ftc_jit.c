@@ -1,0 +1,89 @@
+/* tools/ftc_jit.c: `ftc compile`: a jaxpr compiled ahead of time — the
+ * execution plan, LLVM IR, assembly, an object file, a shared library, or
+ * the C header of the emitted entry function (src/lower, docs/jit.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftc.h"
+
+static int compile_usage(void) {
+  printf("usage: ftc compile FILE --emit plan|llvm|asm|obj|so|h [-o OUT] [--name NAME] [-O N]\n"
+         "                   [--no-fusion]\n\n"
+         "Compiles a jaxpr for this machine's CPU and writes:\n"
+         "  plan  the execution plan: fused loop kernels, GEMM calls, and the fallback\n"
+         "        steps that still run the interpreter's rule (with the reason)\n"
+         "  llvm  the optimized LLVM IR of the kernels      asm  host assembly\n"
+         "  obj   an ELF object with the kernels and the entry function NAME\n"
+         "  so    a shared library with the same (linked with $CC or cc)\n"
+         "  h     the C header declaring `int NAME(const void *const *in, void *const *out)`\n"
+         "OUT defaults to standard output for plan, llvm, asm and h. NAME defaults to ft_main.\n"
+         "-O N picks the LLVM pipeline default<ON> (1..3, default 2).\n");
+  return 0;
+}
+
+int ftc_cmd_compile(int argc, char **argv) {
+  if (ftc_wants_help(argc, argv)) return compile_usage();
+  const char *file = NULL, *emit = NULL, *out = NULL, *name = NULL;
+  ft_jit_options o = {0};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--emit") || !strcmp(a, "-o") || !strcmp(a, "--name") || !strcmp(a, "-O")) {
+      if (i + 1 >= argc) return ftc_fail("compile", "%s needs a value", a);
+      const char *v = argv[++i];
+      if (!strcmp(a, "--emit")) emit = v;
+      else if (!strcmp(a, "-o")) out = v;
+      else if (!strcmp(a, "--name")) name = v;
+      else o.opt_level = atoi(v);
+    } else if (!strcmp(a, "--no-fusion")) {
+      o.no_fusion = true;
+    } else if (a[0] == '-' && a[1]) {
+      return ftc_fail("compile", "unknown option '%s' (try 'ftc compile --help')", a);
+    } else if (file) {
+      return ftc_fail("compile", "expected one FILE, got '%s' and '%s'", file, a);
+    } else {
+      file = a;
+    }
+  }
+  if (!file) return ftc_fail("compile", "missing FILE (try 'ftc compile --help')");
+  static const char *const kinds[] = {"plan", "llvm", "asm", "obj", "so", "h"};
+  int kind = -1;
+  for (int k = 0; k < 6; k++)
+    if (emit && !strcmp(emit, kinds[k])) kind = k;
+  if (kind < 0) return ftc_fail("compile", "--emit must be plan, llvm, asm, obj, so or h");
+  if (!out && (kind == FT_EMIT_OBJ || kind == FT_EMIT_SO))
+    return ftc_fail("compile", "--emit %s needs -o OUT", emit);
+  size_t len;
+  char *text = ftc_read_file(file, &len);
+  if (!text) return ftc_fail("compile", "cannot read '%s'", file);
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_jaxpr *j = ft_parse(ctx, text, len, strcmp(file, "-") ? file : "<stdin>");
+  free(text);
+  int rc = 1;
+  if (!j) {
+    fprintf(stderr, "ftc compile: %s\n", ft_ctx_error(ctx));
+    goto done;
+  }
+  char tmp[64] = "";
+  const char *path = out;
+  if (!path) {
+    snprintf(tmp, sizeof tmp, "/tmp/ftc-compile-%ld.out", (long)getpid());
+    path = tmp;
+  }
+  if (ft_jit_emit(ctx, j, &o, (ft_emit_kind)kind, name, path) != FT_OK) {
+    ftc_fail("compile", "%s", ft_ctx_error(ctx));
+    goto done;
+  }
+  if (!out) {
+    char *s = ftc_read_file(path, &len);
+    if (s) fwrite(s, 1, len, stdout);
+    free(s);
+    remove(path);
+  }
+  rc = 0;
+done:
+  ft_jaxpr_free(j);
+  ft_ctx_free(ctx);
+  return rc;
+}
