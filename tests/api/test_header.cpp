@@ -1,0 +1,25 @@
+// tests/api/test_header.cpp: ft.h compiles as C++ and the shared library
+// links and runs from C++ (parse, print, hash through the public API only).
+#include <cstdio>
+#include <cstring>
+
+#include "ft.h"
+
+int main() {
+  ft_ctx *ctx = ft_ctx_new(nullptr);
+  if (!ctx) return 1;
+  const char *text = "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }";
+  ft_jaxpr *j = ft_parse(ctx, text, std::strlen(text), "cxx");
+  if (!j) {
+    std::fprintf(stderr, "parse failed: %s\n", ft_ctx_error(ctx));
+    return 1;
+  }
+  char *out = ft_jaxpr_print(ctx, j);
+  int rc = out && std::strcmp(out, text) == 0 ? 0 : 1;
+  if (rc) std::fprintf(stderr, "printed:\n%s\nexpected:\n%s", out ? out : "(null)", text);
+  ft_free(out);
+  ft_jaxpr_free(j);
+  ft_ctx_free(ctx);
+  std::printf("%s\n", rc ? "1 passed, 1 failed" : "1 passed, 0 failed");
+  return rc;
+}
