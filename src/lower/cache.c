@@ -5,8 +5,10 @@
  * loaded code (shared by every ft_fn of that key); on disk, to an object
  * file whose bytes are checked against a stored XXH3-128 before use, so a
  * corrupt, truncated or foreign file is rebuilt, never trusted. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <llvm/Config/llvm-config.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,6 +26,24 @@ static void put_aval(XXH3_state_t *s, const ft_aval *a) {
   put(s, a->dims, sizeof(int64_t) * (size_t)a->rank);
 }
 
+/* The identity of the code that generated an object: the version string
+ * alone does not change when the library is rebuilt from changed sources,
+ * and a stale object from an older build can be wrong or crash. So the key
+ * also covers the file that holds this code (the shared library, or the
+ * executable that linked the static one): its size, mtime and inode. */
+static char build_ident[160];
+static pthread_once_t build_once = PTHREAD_ONCE_INIT;
+
+static void build_ident_init(void) {
+  Dl_info info;
+  struct stat st;
+  if (dladdr((void *)&ft_cache_key_make, &info) && info.dli_fname && stat(info.dli_fname, &st) == 0)
+    snprintf(build_ident, sizeof build_ident, "%lld:%lld.%09ld:%llu", (long long)st.st_size,
+             (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
+  else
+    snprintf(build_ident, sizeof build_ident, "unknown-build:%s %s", __DATE__, __TIME__);
+}
+
 void ft_cache_key_make(const ft_jaxpr *j, int opt_level, const ft_plan_options *po,
                        ft_cache_key *key) {
   XXH3_state_t *s = XXH3_createState();
@@ -36,6 +56,8 @@ void ft_cache_key_make(const ft_jaxpr *j, int opt_level, const ft_plan_options *
                     po->no_fusion, po->no_compile, j->const_data != NULL};
     put(s, v, sizeof v);
     puts_(s, ft_version());
+    pthread_once(&build_once, build_ident_init);
+    puts_(s, build_ident);
     puts_(s, ft_jit_host_triple());
     puts_(s, ft_jit_host_cpu());
     puts_(s, ft_jit_host_features());
