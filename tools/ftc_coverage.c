@@ -12,6 +12,7 @@
 #include "runtime/runtime.h"
 #include "transforms/transforms.h"
 #include "transforms/vmap.h"
+#include "egraph/tensor.h"
 
 typedef struct {
   const char *name;
@@ -23,6 +24,7 @@ static const column columns[] = {
     {"jvp", ft_jvp_rule_status},
     {"transpose", ft_transpose_rule_status},
     {"batch", ft_batch_rule_status},
+    {"egraph", ft_egraph_rule_status},
 };
 enum { NCOL = sizeof columns / sizeof columns[0] };
 

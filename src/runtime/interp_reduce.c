@@ -146,7 +146,7 @@ static ft_status reduce_int(const ft_eqn *e, const ft_array *a, ft_array *o, con
   bool sgn = ft_dtype_is_signed(dt);
   int bits = ft_dtype_bits(dt);
   int64_t n = ft_array_size(o);
-  int64_t lo = sgn ? ft_int_wrap(INT64_C(1) << (bits - 1), bits, true) : 0;
+  int64_t lo = sgn ? ft_int_wrap((int64_t)(UINT64_C(1) << (bits - 1)), bits, true) : 0;
   int64_t hi = sgn ? ~lo : ft_int_wrap(-1, bits, false);
   if (dt == FT_BOOL) lo = 0, hi = 1;
   for (int64_t i = 0; i < n; i++) {
