@@ -505,8 +505,8 @@ typedef struct ft_gather_dims {
   bool indices_are_sorted, unique_indices;
 } ft_gather_dims;
 /* lax.gather. slice_sizes: one per operand axis. fill_value (FILL_OR_DROP
- * only): NULL prints fill_value=None (NaN for floats, the minimum of signed
- * and the maximum of unsigned integers, True for bool). */
+ * only, else ignored): NULL means lax's default, NaN for inexact dtypes, the
+ * minimum of signed and the maximum of unsigned integers, True for bool. */
 FT_API ft_val *ft_gather(ft_val *operand, ft_val *indices, const ft_gather_dims *dims,
                          const int64_t *slice_sizes, ft_gather_mode mode, const double *fill_value);
 /* lax.ScatterDimensionNumbers, and the two hint params JAX prints. */
@@ -575,6 +575,39 @@ typedef struct ft_conv_opts {
   ft_dtype preferred_element_type;
 } ft_conv_opts;
 FT_API ft_val *ft_conv(ft_val *lhs, ft_val *rhs, const ft_conv_opts *opts);
+
+/* ---- custom rules (src/trace/custom.c): jax.custom_jvp and jax.custom_vjp.
+ * fn is traced into call_jaxpr, which evaluation runs; the rules are traced
+ * into jaxprs that the transforms use instead of differentiating fn
+ * (docs/autodiff.md, "Custom rules"). fn and the rules are called with the
+ * arguments' avals and must return what is said below (checked here).
+ *  - Every tangent and cotangent has its primal's aval; for integer and
+ *    bool values they are zeros on the way in and ignored on the way out.
+ *  - Values of enclosing traces that fn or a rule uses are captured as
+ *    leading operands (num_consts) shared by all of them. The rules give no
+ *    derivative with respect to them, so differentiating the call with
+ *    respect to such a value fails, as in JAX: pass it as an argument.
+ *  - name (NULL: "<lambda>") is the call's name param: letters, digits and
+ *    '_' '.' '<' '>' only, so that the printout parses back.
+ * Both return the number of outputs written to out (fn's outputs), or -1. */
+/* jax.custom_jvp. jvp_fn gets the n_args primals, then their n_args
+ * tangents, and returns fn's outputs, then their tangents (which must be
+ * linear in the input tangents for reverse mode). jvp, linearize, vjp and
+ * grad use the rule; higher orders differentiate the rule, as JAX does. */
+FT_API int ft_custom_jvp_call(ft_tracer *t, const char *name, ft_trace_fn fn, ft_trace_fn jvp_fn,
+                              void *user, int n_args, ft_val *const *args, ft_val **out,
+                              int max_out);
+/* jax.custom_vjp. fwd_fn gets the n_args arguments and returns fn's
+ * outputs, then any number of residuals; bwd_fn gets the residuals, then
+ * one cotangent per output, and returns one cotangent per argument. vjp and
+ * grad run fwd forward and bwd backward (through custom_lin, JAX's linear
+ * primitive that carries bwd); higher orders differentiate fwd and bwd.
+ * Forward mode has no rule: ft_jvp and ft_linearize succeed, but evaluating
+ * their tangents fails ("custom_lin is only meaningful under
+ * transposition"), as in JAX. */
+FT_API int ft_custom_vjp_call(ft_tracer *t, const char *name, ft_trace_fn fn, ft_trace_fn fwd_fn,
+                              ft_trace_fn bwd_fn, void *user, int n_args, ft_val *const *args,
+                              ft_val **out, int max_out);
 
 /* ============================================================== transforms */
 /* Automatic differentiation as jaxpr -> jaxpr transforms (DESIGN.md §4,
@@ -833,6 +866,7 @@ typedef struct ft_jit_options {
   const char *cache_dir;  /* NULL: $XDG_CACHE_HOME/frankentrace, else ~/.cache/frankentrace */
   bool no_fusion;         /* one kernel per equation (debugging) */
   bool interpret_all;     /* every equation a fallback step (debugging) */
+  bool no_optimize;       /* skip the exact-tier e-graph rewrite (on by default) */
 } ft_jit_options;
 
 /* What one ft_jit did (ft_fn_stats). Times in milliseconds. */

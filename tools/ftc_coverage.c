@@ -13,6 +13,7 @@
 #include "transforms/transforms.h"
 #include "transforms/vmap.h"
 #include "egraph/tensor.h"
+#include "lower/lower.h"
 
 typedef struct {
   const char *name;
@@ -25,6 +26,7 @@ static const column columns[] = {
     {"transpose", ft_transpose_rule_status},
     {"batch", ft_batch_rule_status},
     {"egraph", ft_egraph_rule_status},
+    {"lower", ft_lower_rule_status},
 };
 enum { NCOL = sizeof columns / sizeof columns[0] };
 

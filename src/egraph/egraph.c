@@ -473,7 +473,7 @@ ft_enode ft_egraph_add_termnode(ft_egraph *eg, uint32_t op, const void *params, 
   uint32_t t = memo_find(eg, &eg->ex_memo, th, op, params, pbytes, tkids, nkids, true);
   if (t != FT_EGRAPH_NONE) return t;
   /* copy term kids: tkids may point into ex_kids, which new_node grows */
-  uint32_t small[8], *tk = nkids <= 8 ? small : malloc(nkids * 4);
+  uint32_t small[8] = {0}, *tk = nkids <= 8 ? small : malloc(nkids * 4);
   if (!tk) return ft_egraph_fail(eg, FT_EGRAPH_ENOMEM, "out of memory"), FT_EGRAPH_NONE;
   if (nkids) memcpy(tk, tkids, nkids * 4); /* tkids may be NULL for a leaf */
   uint32_t *k = canon_kids(eg, tk, nkids);

@@ -628,196 +628,312 @@ static LLVMValueRef vop(cg *G, bool sum, LLVMValueRef a, LLVMValueRef b) {
   return sum ? LLVMBuildFAdd(G->b, a, b, "") : LLVMBuildFMul(G->b, a, b, "");
 }
 
-/* One block of m elements at p (stride st) in the canonical order: 16 lanes
- * (element k into lane k % 16), then the halving tree; returns lane 0. */
-static LLVMValueRef canon_block(cg *G, ft_dtype dt, bool sum, LLVMValueRef p, int64_t st, int64_t m) {
+/* A counted loop `for (i = start; i < end; i++)`. Loop-carried state lives
+ * in allocas of the entry block (SROA turns them into registers), so loops
+ * that may run zero times need no exit phis. */
+typedef struct cloop {
+  LLVMBasicBlockRef body, exit;
+  LLVMValueRef i, end;
+} cloop;
+
+static LLVMValueRef cloop_begin(cg *G, cloop *L, LLVMValueRef start, LLVMValueRef end) {
   LLVMBuilderRef B = G->b;
-  LLVMTypeRef t = ty(G, dt), vt = LLVMVectorType(t, 16);
-  LLVMValueRef acc0 = vsplat(G, vt, fconst(G, dt, sum ? 0.0 : 1.0));
-  int64_t chunks = m / 16, rem = m % 16;
-  LLVMValueRef acc = acc0;
-  if (chunks > 0) {
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->c, G->fn, "chunk");
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(G->c, G->fn, "chunks_done");
-    LLVMBuildBr(B, body);
-    LLVMPositionBuilderAtEnd(B, body);
-    LLVMValueRef j = LLVMBuildPhi(B, G->i64, "j");
-    LLVMValueRef a = LLVMBuildPhi(B, vt, "acc");
-    LLVMValueRef off = LLVMBuildMul(B, j, c64(G, 16 * st), "");
-    LLVMValueRef x;
-    if (st == 1) {
-      x = LLVMBuildLoad2(B, vt, elem_ptr(G, t, p, off), "");
-      LLVMSetAlignment(x, (unsigned)ft_dtype_size(dt));
-    } else {
-      x = LLVMGetUndef(vt);
-      for (int l = 0; l < 16; l++) {
-        LLVMValueRef o = LLVMBuildAdd(B, off, c64(G, l * st), "");
-        x = LLVMBuildInsertElement(B, x, LLVMBuildLoad2(B, t, elem_ptr(G, t, p, o), ""), ci(G->i32, l), "");
-      }
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+  L->body = LLVMAppendBasicBlockInContext(G->c, G->fn, "l");
+  L->exit = LLVMAppendBasicBlockInContext(G->c, G->fn, "l_done");
+  L->end = end;
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, start, end, ""), L->body, L->exit);
+  LLVMPositionBuilderAtEnd(B, L->body);
+  L->i = LLVMBuildPhi(B, G->i64, "i");
+  LLVMAddIncoming(L->i, &start, &pre, 1);
+  return L->i;
+}
+
+static void cloop_end(cg *G, cloop *L) {
+  LLVMBuilderRef B = G->b;
+  LLVMValueRef next = LLVMBuildAdd(B, L->i, c64(G, 1), "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, next, L->end, ""), L->body, L->exit);
+  LLVMAddIncoming(L->i, &next, &latch, 1);
+  LLVMPositionBuilderAtEnd(B, L->exit);
+}
+
+/* An alloca at the start of the entry block. */
+static LLVMValueRef entry_alloca(cg *G, LLVMTypeRef t) {
+  LLVMBuilderRef B = G->b;
+  LLVMBasicBlockRef cur = LLVMGetInsertBlock(B), entry = LLVMGetEntryBasicBlock(G->fn);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first) LLVMPositionBuilderBefore(B, first);
+  else LLVMPositionBuilderAtEnd(B, entry);
+  LLVMValueRef a = LLVMBuildAlloca(B, t, "");
+  LLVMSetAlignment(a, 64);
+  LLVMPositionBuilderAtEnd(B, cur);
+  return a;
+}
+
+/* A reduction being generated: where each load node is, per output. */
+typedef struct rk {
+  const ft_kernel *k;
+  kctx *K;
+  LLVMValueRef *kbase;      /* by node: offset of the current output's first element */
+  int *nseg;                /* by node: collapsed runs of the reduced axes */
+  int64_t (*segdim)[FT_MAX_RANK], (*segst)[FT_MAX_RANK]; /* innermost first */
+  LLVMValueRef *v;          /* by node: values at the current element */
+} rk;
+
+/* Collapses the reduced (red) or kept (!red) axes of load strides st into
+ * runs, innermost first: consecutive axes whose strides chain merge. */
+static int runs_of(const ft_kernel *k, const int64_t *st, bool red, int64_t *dim, int64_t *rst) {
+  int n = 0;
+  for (int d = k->irank - 1; d >= 0; d--) {
+    if (k->ired[d] != red || k->idims[d] == 1) continue;
+    if (n > 0 && st[d] == rst[n - 1] * dim[n - 1]) {
+      dim[n - 1] *= k->idims[d];
+      continue;
     }
-    LLVMValueRef an = vop(G, sum, a, x);
-    LLVMValueRef jn = LLVMBuildAdd(B, j, c64(G, 1), "");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, jn, c64(G, chunks), ""), body, exit);
-    LLVMValueRef jv[2] = {c64(G, 0), jn}, av[2] = {acc0, an};
-    LLVMBasicBlockRef from[2] = {pre, body};
-    LLVMAddIncoming(j, jv, from, 2);
-    LLVMAddIncoming(a, av, from, 2);
-    LLVMPositionBuilderAtEnd(B, exit);
-    acc = an;
+    dim[n] = k->idims[d];
+    rst[n++] = st[d];
   }
-  for (int64_t l = 0; l < rem; l++) {
-    LLVMValueRef o = c64(G, (chunks * 16 + l) * st);
-    LLVMValueRef x = LLVMBuildLoad2(B, t, elem_ptr(G, t, p, o), "");
-    LLVMValueRef lane = ci(G->i32, l);
-    LLVMValueRef cur = LLVMBuildExtractElement(B, acc, lane, "");
-    acc = LLVMBuildInsertElement(B, acc, vop(G, sum, cur, x), lane, "");
+  return n;
+}
+
+/* sum_r (rest % dim_r) * st_r over runs innermost first, rest /= dim_r. */
+static LLVMValueRef unravel_off(cg *G, LLVMValueRef idx, int n, const int64_t *dim, const int64_t *st) {
+  LLVMBuilderRef B = G->b;
+  LLVMValueRef off = c64(G, 0), rest = idx;
+  for (int r = 0; r < n; r++) {
+    LLVMValueRef ix = r + 1 == n ? rest : LLVMBuildURem(B, rest, c64(G, dim[r]), "");
+    if (r + 1 < n) rest = LLVMBuildUDiv(B, rest, c64(G, dim[r]), "");
+    if (st[r] != 0) off = LLVMBuildAdd(B, off, LLVMBuildMul(B, ix, c64(G, st[r]), ""), "");
   }
+  return off;
+}
+
+/* The folded value at reduced position kk of the current output. */
+static LLVMValueRef eval_at(cg *G, rk *R, LLVMValueRef kk) {
+  const ft_kernel *k = R->k;
+  for (int i = 0; i < k->n_nodes; i++) {
+    const ft_knode *n = &k->nodes[i];
+    if (n->kind == FT_KN_ELEM) {
+      R->v[i] = elem(G, n, R->v, k->nodes);
+      if (!R->v[i]) return NULL;
+    } else if (n->kind == FT_KN_LOAD && n->acc.buf < 0) {
+      R->v[i] = lit_value(G, n->acc.lit, n->dt);
+    } else if (n->kind == FT_KN_LOAD) {
+      LLVMTypeRef t = ty(G, n->dt);
+      LLVMValueRef off = LLVMBuildAdd(G->b, R->kbase[i],
+                                      unravel_off(G, kk, R->nseg[i], R->segdim[i], R->segst[i]), "");
+      R->v[i] = LLVMBuildLoad2(G->b, t, elem_ptr(G, t, R->K->ptrs[kbuf_slot(R->K, n->acc.buf)], off), "");
+    } else {
+      return NULL;
+    }
+  }
+  return R->v[k->rnode];
+}
+
+static LLVMValueRef fold_identity(cg *G, ft_prim pr, ft_dtype dt) {
+  LLVMTypeRef t = ty(G, dt);
+  bool mx = pr == FT_P_REDUCE_MAX;
+  if (isf(dt)) {
+    if (pr == FT_P_REDUCE_SUM) return fconst(G, dt, 0.0);
+    if (pr == FT_P_REDUCE_PROD) return fconst(G, dt, 1.0);
+    return fconst(G, dt, mx ? -__builtin_inf() : __builtin_inf());
+  }
+  int w = bits(dt);
+  bool s = iss(dt);
+  int64_t lo = s ? (w == 64 ? INT64_MIN : -(INT64_C(1) << (w - 1))) : 0;
+  int64_t hi = s ? (w == 64 ? INT64_MAX : (INT64_C(1) << (w - 1)) - 1) : -1;
+  if (dt == FT_BOOL) lo = 0, hi = 1;
+  switch (pr) {
+  case FT_P_REDUCE_PROD: return ci(t, 1);
+  case FT_P_REDUCE_MAX: return ci(t, lo);
+  case FT_P_REDUCE_MIN: return ci(t, hi);
+  case FT_P_REDUCE_AND: return ci(t, dt == FT_BOOL ? 1 : -1);
+  default: return ci(t, 0);
+  }
+}
+
+static LLVMValueRef fold_op(cg *G, ft_prim pr, ft_dtype dt, LLVMValueRef acc, LLVMValueRef x) {
+  LLVMBuilderRef B = G->b;
+  if (isf(dt)) {
+    if (pr == FT_P_REDUCE_SUM || pr == FT_P_REDUCE_PROD) return vop(G, pr == FT_P_REDUCE_SUM, acc, x);
+    return fold_maxmin(G, dt, acc, x, pr == FT_P_REDUCE_MAX);
+  }
+  switch (pr) {
+  case FT_P_REDUCE_SUM: return LLVMBuildAdd(B, acc, x, "");
+  case FT_P_REDUCE_PROD: return LLVMBuildMul(B, acc, x, "");
+  case FT_P_REDUCE_MAX: return imaxmin(G, dt, x, acc, true);
+  case FT_P_REDUCE_MIN: return imaxmin(G, dt, x, acc, false);
+  case FT_P_REDUCE_AND: return LLVMBuildAnd(B, acc, x, "");
+  default: return LLVMBuildOr(B, acc, x, "");
+  }
+}
+
+/* sum/prod of the n values in the canonical order of docs/determinism.md:
+ * blocks of FT_SUM_BLOCK left to right; in a block, value j into lane
+ * j % 16 of a <16 x T> accumulator (16 values at a time through a small
+ * array the loop vectorizer fills), the tail lane by lane, then the halving
+ * tree. n == 1 is the value itself. */
+static LLVMValueRef canon_fold(cg *G, rk *R, ft_dtype dt, bool sum, int64_t n) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = ty(G, dt), vt = LLVMVectorType(t, 16), at = LLVMArrayType(t, 16);
+  if (n == 0) return fconst(G, dt, sum ? 0.0 : 1.0);
+  if (n == 1) return eval_at(G, R, c64(G, 0));
+  LLVMValueRef accp = entry_alloca(G, vt), tmp = entry_alloca(G, at), totp = entry_alloca(G, t);
+  LLVMValueRef id = vsplat(G, vt, fconst(G, dt, sum ? 0.0 : 1.0));
+  cloop Lb, Lj, Ll, Lr;
+  int64_t nb = (n + FT_SUM_BLOCK - 1) / FT_SUM_BLOCK;
+  LLVMValueRef b = cloop_begin(G, &Lb, c64(G, 0), c64(G, nb));
+  LLVMValueRef start = LLVMBuildMul(B, b, c64(G, FT_SUM_BLOCK), "");
+  LLVMValueRef left = LLVMBuildSub(B, c64(G, n), start, "");
+  LLVMValueRef m = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, left, c64(G, FT_SUM_BLOCK), ""),
+                                   left, c64(G, FT_SUM_BLOCK), "");
+  LLVMValueRef chunks = LLVMBuildLShr(B, m, c64(G, 4), "");
+  LLVMValueRef rem = LLVMBuildAnd(B, m, c64(G, 15), "");
+  LLVMBuildStore(B, id, accp);
+  LLVMValueRef j = cloop_begin(G, &Lj, c64(G, 0), chunks);
+  LLVMValueRef j16 = LLVMBuildAdd(B, start, LLVMBuildMul(B, j, c64(G, 16), ""), "");
+  LLVMValueRef l = cloop_begin(G, &Ll, c64(G, 0), c64(G, 16));
+  LLVMValueRef x = eval_at(G, R, LLVMBuildAdd(B, j16, l, ""));
+  if (!x) return NULL;
+  LLVMBuildStore(B, x, elem_ptr(G, t, tmp, l));
+  cloop_end(G, &Ll);
+  LLVMValueRef xv = LLVMBuildLoad2(B, vt, tmp, "");
+  LLVMSetAlignment(xv, 64);
+  LLVMBuildStore(B, vop(G, sum, LLVMBuildLoad2(B, vt, accp, ""), xv), accp);
+  cloop_end(G, &Lj);
+  LLVMValueRef t0 = LLVMBuildAdd(B, start, LLVMBuildMul(B, chunks, c64(G, 16), ""), "");
+  LLVMValueRef r = cloop_begin(G, &Lr, c64(G, 0), rem);
+  x = eval_at(G, R, LLVMBuildAdd(B, t0, r, ""));
+  if (!x) return NULL;
+  LLVMValueRef acc = LLVMBuildLoad2(B, vt, accp, "");
+  LLVMValueRef lane = LLVMBuildExtractElement(B, acc, r, "");
+  LLVMBuildStore(B, LLVMBuildInsertElement(B, acc, vop(G, sum, lane, x), r, ""), accp);
+  cloop_end(G, &Lr);
+  acc = LLVMBuildLoad2(B, vt, accp, "");
   for (int w = 8; w >= 1; w /= 2) {
     LLVMValueRef lo_m[8], hi_m[8];
-    for (int l = 0; l < w; l++) lo_m[l] = ci(G->i32, l), hi_m[l] = ci(G->i32, l + w);
+    for (int q = 0; q < w; q++) lo_m[q] = ci(G->i32, q), hi_m[q] = ci(G->i32, q + w);
     LLVMValueRef lo = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(lo_m, (unsigned)w), "");
     LLVMValueRef hi = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(hi_m, (unsigned)w), "");
     acc = vop(G, sum, lo, hi);
   }
-  return LLVMBuildExtractElement(B, acc, ci(G->i32, 0), "");
-}
-
-/* sum/prod of n elements at p in the canonical order (n known). */
-static LLVMValueRef canon_fold(cg *G, ft_dtype dt, bool sum, LLVMValueRef p, int64_t st, int64_t n) {
-  LLVMBuilderRef B = G->b;
-  LLVMTypeRef t = ty(G, dt);
-  if (n == 0) return fconst(G, dt, sum ? 0.0 : 1.0);
-  if (n == 1) return LLVMBuildLoad2(B, t, p, "");
-  int64_t nfull = n / FT_SUM_BLOCK, tail = n % FT_SUM_BLOCK;
-  LLVMValueRef total = NULL;
-  if (nfull > 0) {
-    total = canon_block(G, dt, sum, p, st, FT_SUM_BLOCK);
-    if (nfull > 1) {
-      LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-      LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->c, G->fn, "block");
-      LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(G->c, G->fn, "blocks_done");
-      LLVMBuildBr(B, body);
-      LLVMPositionBuilderAtEnd(B, body);
-      LLVMValueRef bi = LLVMBuildPhi(B, G->i64, "b");
-      LLVMValueRef tp = LLVMBuildPhi(B, t, "total");
-      LLVMValueRef bp = elem_ptr(G, t, p, LLVMBuildMul(B, bi, c64(G, FT_SUM_BLOCK * st), ""));
-      LLVMValueRef part = canon_block(G, dt, sum, bp, st, FT_SUM_BLOCK);
-      LLVMValueRef tn = vop(G, sum, tp, part);
-      LLVMValueRef bn = LLVMBuildAdd(B, bi, c64(G, 1), "");
-      LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
-      LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, bn, c64(G, nfull), ""), body, exit);
-      LLVMValueRef bv[2] = {c64(G, 1), bn}, tv[2] = {total, tn};
-      LLVMBasicBlockRef from[2] = {pre, latch};
-      LLVMAddIncoming(bi, bv, from, 2);
-      LLVMAddIncoming(tp, tv, from, 2);
-      LLVMPositionBuilderAtEnd(B, exit);
-      total = tn;
-    }
-  }
-  if (tail > 0) {
-    LLVMValueRef tpp = elem_ptr(G, t, p, c64(G, nfull * FT_SUM_BLOCK * st));
-    LLVMValueRef part = canon_block(G, dt, sum, tpp, st, tail);
-    total = total ? vop(G, sum, total, part) : part;
-  }
-  return total;
+  LLVMValueRef part = LLVMBuildExtractElement(B, acc, ci(G->i32, 0), "");
+  LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, b, c64(G, 0), "");
+  LLVMValueRef tot = LLVMBuildLoad2(B, t, totp, "");
+  LLVMBuildStore(B, LLVMBuildSelect(B, first, part, vop(G, sum, tot, part), ""), totp);
+  cloop_end(G, &Lb);
+  return LLVMBuildLoad2(B, t, totp, "");
 }
 
 /* The order-free reductions: a sequential fold from the identity. */
-static LLVMValueRef seq_fold(cg *G, ft_prim pr, ft_dtype dt, LLVMValueRef p, int64_t st, int64_t n) {
+static LLVMValueRef seq_fold(cg *G, rk *R, ft_prim pr, ft_dtype dt, int64_t n) {
   LLVMBuilderRef B = G->b;
   LLVMTypeRef t = ty(G, dt);
-  LLVMValueRef id;
-  bool mx = pr == FT_P_REDUCE_MAX;
-  if (isf(dt)) {
-    id = fconst(G, dt, mx ? -__builtin_inf() : __builtin_inf());
-  } else {
-    int w = bits(dt);
-    bool s = iss(dt);
-    int64_t lo = s ? (w == 64 ? INT64_MIN : -(INT64_C(1) << (w - 1))) : 0;
-    int64_t hi = s ? (w == 64 ? INT64_MAX : (INT64_C(1) << (w - 1)) - 1) : -1;
-    if (dt == FT_BOOL) lo = 0, hi = 1;
-    switch (pr) {
-    case FT_P_REDUCE_SUM: id = ci(t, 0); break;
-    case FT_P_REDUCE_PROD: id = ci(t, 1); break;
-    case FT_P_REDUCE_MAX: id = ci(t, lo); break;
-    case FT_P_REDUCE_MIN: id = ci(t, hi); break;
-    case FT_P_REDUCE_AND: id = ci(t, dt == FT_BOOL ? 1 : -1); break;
-    default: id = ci(t, 0); break;
-    }
-  }
+  LLVMValueRef id = fold_identity(G, pr, dt);
   if (n == 0) return id;
-  LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(G->c, G->fn, "fold");
-  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(G->c, G->fn, "fold_done");
-  LLVMBuildBr(B, body);
-  LLVMPositionBuilderAtEnd(B, body);
-  LLVMValueRef k = LLVMBuildPhi(B, G->i64, "k");
-  LLVMValueRef acc = LLVMBuildPhi(B, t, "acc");
-  LLVMValueRef x = LLVMBuildLoad2(B, t, elem_ptr(G, t, p, LLVMBuildMul(B, k, c64(G, st), "")), "");
-  LLVMValueRef r;
+  LLVMValueRef accp = entry_alloca(G, t);
+  LLVMBuildStore(B, id, accp);
+  cloop L;
+  LLVMValueRef kk = cloop_begin(G, &L, c64(G, 0), c64(G, n));
+  LLVMValueRef x = eval_at(G, R, kk);
+  if (!x) return NULL;
+  LLVMBuildStore(B, fold_op(G, pr, dt, LLVMBuildLoad2(B, t, accp, ""), x), accp);
+  cloop_end(G, &L);
+  return LLVMBuildLoad2(B, t, accp, "");
+}
+
+/* argmax/argmin as the interpreter: the first extreme; once the best is a
+ * NaN it stays (a NaN counts as the extreme); -0 and +0 tie. */
+static LLVMValueRef arg_fold(cg *G, rk *R, bool mx, ft_dtype dt, int64_t n) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = ty(G, dt);
+  LLVMValueRef bvp = entry_alloca(G, t), bip = entry_alloca(G, G->i64);
+  LLVMValueRef x0 = eval_at(G, R, c64(G, 0));
+  if (!x0) return NULL;
+  LLVMBuildStore(B, x0, bvp);
+  LLVMBuildStore(B, c64(G, 0), bip);
+  cloop L;
+  LLVMValueRef kk = cloop_begin(G, &L, c64(G, 1), c64(G, n));
+  LLVMValueRef x = eval_at(G, R, kk);
+  if (!x) return NULL;
+  LLVMValueRef bv = LLVMBuildLoad2(B, t, bvp, ""), take;
   if (isf(dt)) {
-    r = fold_maxmin(G, dt, acc, x, mx);
+    LLVMValueRef better = LLVMBuildFCmp(B, mx ? LLVMRealOGT : LLVMRealOLT, x, bv, "");
+    take = LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""), better, "");
+    take = LLVMBuildAnd(B, take, LLVMBuildFCmp(B, LLVMRealORD, bv, bv, ""), "");
   } else {
-    switch (pr) {
-    case FT_P_REDUCE_SUM: r = LLVMBuildAdd(B, acc, x, ""); break;
-    case FT_P_REDUCE_PROD: r = LLVMBuildMul(B, acc, x, ""); break;
-    case FT_P_REDUCE_MAX: r = imaxmin(G, dt, x, acc, true); break;
-    case FT_P_REDUCE_MIN: r = imaxmin(G, dt, x, acc, false); break;
-    case FT_P_REDUCE_AND: r = LLVMBuildAnd(B, acc, x, ""); break;
-    default: r = LLVMBuildOr(B, acc, x, ""); break;
-    }
+    bool s = iss(dt);
+    take = LLVMBuildICmp(B, mx ? (s ? LLVMIntSGT : LLVMIntUGT) : (s ? LLVMIntSLT : LLVMIntULT), x, bv, "");
   }
-  LLVMValueRef kn = LLVMBuildAdd(B, k, c64(G, 1), "");
-  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, kn, c64(G, n), ""), body, exit);
-  LLVMValueRef kv[2] = {c64(G, 0), kn}, av[2] = {id, r};
-  LLVMBasicBlockRef from[2] = {pre, body};
-  LLVMAddIncoming(k, kv, from, 2);
-  LLVMAddIncoming(acc, av, from, 2);
-  LLVMPositionBuilderAtEnd(B, exit);
-  return r;
+  LLVMBuildStore(B, LLVMBuildSelect(B, take, x, bv, ""), bvp);
+  LLVMBuildStore(B, LLVMBuildSelect(B, take, kk, LLVMBuildLoad2(B, G->i64, bip, ""), ""), bip);
+  cloop_end(G, &L);
+  return LLVMBuildLoad2(B, G->i64, bip, "");
+}
+
+static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
+  const ft_kernel *k = K->k;
+  LLVMBuilderRef B = G->b;
+  G->fn = body;
+  LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(G->c, body, "entry"));
+  for (int i = 0; i < K->nb; i++) K->ptrs[i] = LLVMGetParam(body, (unsigned)i);
+  LLVMValueRef lo = LLVMGetParam(body, (unsigned)K->nb), hi = LLVMGetParam(body, (unsigned)K->nb + 1);
+  int64_t n = 1;
+  for (int d = 0; d < k->irank; d++)
+    if (k->ired[d]) n *= k->idims[d];
+  ft_dtype dt = k->nodes[k->rnode].dt;
+  cloop Lo;
+  LLVMValueRef o = cloop_begin(G, &Lo, lo, hi);
+  for (int i = 0; i < k->n_nodes; i++) {
+    const ft_knode *q = &k->nodes[i];
+    if (q->kind != FT_KN_LOAD || q->acc.buf < 0) continue;
+    int64_t kd[FT_MAX_RANK], ks[FT_MAX_RANK];
+    int nk = runs_of(k, q->acc.st, false, kd, ks);
+    R->kbase[i] = LLVMBuildAdd(B, c64(G, q->acc.base), unravel_off(G, o, nk, kd, ks), "");
+    R->nseg[i] = runs_of(k, q->acc.st, true, R->segdim[i], R->segst[i]);
+  }
+  LLVMValueRef r;
+  switch (k->rprim) {
+  case FT_P_ARGMAX: case FT_P_ARGMIN:
+    r = arg_fold(G, R, k->rprim == FT_P_ARGMAX, dt, n);
+    if (r && bits(k->rout_dt) < 64) r = LLVMBuildTrunc(B, r, ty(G, k->rout_dt), "");
+    break;
+  case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD:
+    if (isf(dt)) {
+      r = canon_fold(G, R, dt, k->rprim == FT_P_REDUCE_SUM, n);
+      break;
+    }
+    /* fall through */
+  default:
+    r = seq_fold(G, R, k->rprim, dt, n);
+    break;
+  }
+  if (!r) return false;
+  LLVMBuildStore(B, r, elem_ptr(G, ty(G, k->rout_dt), K->ptrs[kbuf_slot(K, k->rout)], o));
+  cloop_end(G, &Lo);
+  LLVMBuildRetVoid(B);
+  return true;
 }
 
 static bool emit_reduce_kernel(cg *G, const ft_kernel *k) {
   kctx K;
-  if (!kctx_init(&K, k)) return false;
-  int si = kbuf_slot(&K, k->rin.buf), so = kbuf_slot(&K, k->rout);
-  LLVMValueRef body = new_body(G, k->name, K.nb);
-  G->fn = body;
-  LLVMBuilderRef B = G->b;
-  LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(G->c, body, "entry");
-  LLVMPositionBuilderAtEnd(B, bb);
-  LLVMValueRef pin = LLVMGetParam(body, (unsigned)si), pout = LLVMGetParam(body, (unsigned)so);
-  LLVMValueRef lo = LLVMGetParam(body, (unsigned)K.nb), hi = LLVMGetParam(body, (unsigned)K.nb + 1);
-  ft_dtype dt = k->rin.dt;
-  LLVMTypeRef t = ty(G, dt);
-  LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
-  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(G->c, body, "out");
-  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(G->c, body, "out_done");
-  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, lo, hi, ""), loop, exit);
-  LLVMPositionBuilderAtEnd(B, loop);
-  LLVMValueRef o = LLVMBuildPhi(B, G->i64, "o");
-  /* base(o): row-major over the kept dims */
-  LLVMValueRef base = c64(G, k->rin.base), rest = o;
-  for (int d = k->krank - 1; d >= 0; d--) {
-    LLVMValueRef ix = d == 0 ? rest : LLVMBuildURem(B, rest, c64(G, k->kdims[d]), "");
-    if (d > 0) rest = LLVMBuildUDiv(B, rest, c64(G, k->kdims[d]), "");
-    base = LLVMBuildAdd(B, base, LLVMBuildMul(B, ix, c64(G, k->rin.st[d]), ""), "");
-  }
-  LLVMValueRef p = elem_ptr(G, t, pin, base);
-  bool canon = isf(dt) && (k->rprim == FT_P_REDUCE_SUM || k->rprim == FT_P_REDUCE_PROD);
-  LLVMValueRef r = canon ? canon_fold(G, dt, k->rprim == FT_P_REDUCE_SUM, p, k->rstride, k->rcount)
-                         : seq_fold(G, k->rprim, dt, p, k->rstride, k->rcount);
-  LLVMBuildStore(B, r, elem_ptr(G, t, pout, o));
-  LLVMValueRef on = LLVMBuildAdd(B, o, c64(G, 1), "");
-  LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
-  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, on, hi, ""), loop, exit);
-  LLVMValueRef ov[2] = {lo, on};
-  LLVMBasicBlockRef from[2] = {pre, latch};
-  LLVMAddIncoming(o, ov, from, 2);
-  LLVMPositionBuilderAtEnd(B, exit);
-  LLVMBuildRetVoid(B);
-  bool ok = emit_entry(G, k->name, &K, body) != NULL;
+  bool ok = kctx_init(&K, k);
+  rk R = {.k = k, .K = &K};
+  size_t nn = (size_t)k->n_nodes + 1;
+  R.kbase = calloc(nn, sizeof *R.kbase);
+  R.nseg = calloc(nn, sizeof *R.nseg);
+  R.segdim = calloc(nn, sizeof *R.segdim);
+  R.segst = calloc(nn, sizeof *R.segst);
+  R.v = calloc(nn, sizeof *R.v);
+  ok = ok && R.kbase && R.nseg && R.segdim && R.segst && R.v;
+  for (int i = 0; ok && i < k->n_nodes; i++)
+    if (k->nodes[i].kind == FT_KN_LOAD && k->nodes[i].acc.buf >= 0) ok = kbuf_slot(&K, k->nodes[i].acc.buf) >= 0;
+  ok = ok && kbuf_slot(&K, k->rout) >= 0;
+  LLVMValueRef body = ok ? new_body(G, k->name, K.nb) : NULL;
+  ok = ok && body && emit_reduce_body(G, &K, &R, body);
+  ok = ok && emit_entry(G, k->name, &K, body) != NULL;
+  free(R.kbase), free(R.nseg), free(R.segdim), free(R.segst), free(R.v);
   kctx_free(&K);
   return ok;
 }
@@ -873,11 +989,13 @@ int ft_codegen_entry(void *module, const ft_program *p, const char *name, char *
   LLVMBuilderRef B = G.b;
   for (int i = 0; i < p->n_steps; i++) {
     const ft_step *s = &p->steps[i];
-    if (s->kind == FT_STEP_FALLBACK || (s->kind == FT_STEP_GEMM && (!s->gemm->lhs_direct || !s->gemm->rhs_direct))) {
+    if (s->kind == FT_STEP_FALLBACK || s->kind == FT_STEP_CONTROL ||
+        (s->kind == FT_STEP_GEMM && (!s->gemm->lhs_direct || !s->gemm->rhs_direct))) {
       char msg[256];
       snprintf(msg, sizeof msg, "step %d (%s#%d) needs the library's %s; it cannot be emitted "
                "ahead of time yet", i, ft_prim_get(p->j->eqns[s->eqn].prim)->name, s->eqn,
-               s->kind == FT_STEP_FALLBACK ? "interpreter" : "GEMM packing");
+               s->kind == FT_STEP_FALLBACK ? "interpreter"
+               : s->kind == FT_STEP_CONTROL ? "control-flow driver" : "GEMM packing");
       *err = strdup(msg);
       LLVMDisposeBuilder(B);
       return 1;

@@ -48,6 +48,7 @@ typedef struct planner {
   int seq;
   bool oom;
   const char **why;  /* per eqn: why it is a fallback (NULL: compiled) */
+  int *uses;         /* by var id: how many equation operands and outputs read it */
 } planner;
 
 /* ----------------------------------------------------------------- helpers */
@@ -616,88 +617,166 @@ static bool place_view(planner *P, const ft_eqn *e, int idx) {
 static bool reduce_native(const ft_eqn *e, const char **why) {
   ft_dtype dt = e->in[0]->aval.dtype;
   bool fl = dt == FT_F32 || dt == FT_F64;
-  if (!dt_native(dt)) {
-    *why = "reduction dtype not compiled yet";
+  if (!dt_native(dt) || !dt_native(e->out[0]->aval.dtype)) {
+    *why = "reduction dtype not compiled yet (f16/bf16/complex reductions run in the interpreter)";
     return false;
   }
   switch (e->prim) {
   case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD: if (dt == FT_BOOL) goto bad; return true;
   case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN: return true;
   case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: if (fl) goto bad; return true;
-  default: *why = "argmax/argmin are not compiled yet"; return false;
+  case FT_P_ARGMAX: case FT_P_ARGMIN: {
+    int64_t axes[FT_MAX_RANK];
+    const ft_aval *A = &e->in[0]->aval;
+    if (ft_param_ints(e, "axes", axes, FT_MAX_RANK) != 1 || axes[0] < 0 || axes[0] >= A->rank ||
+        A->dims[axes[0]] == 0) {
+      *why = "argmax/argmin over other than one non-empty axis (the interpreter's error)";
+      return false;
+    }
+    return true;
+  }
+  default: *why = "not a reduction the kernels compile"; return false;
   }
 bad:
   *why = "reduction not defined for this dtype";
   return false;
 }
 
-/* Collapses the reduced axes of access a (over x's shape) into one strided
- * run and the kept axes into a loop; false when the reduced elements are
- * not one arithmetic progression. */
-static bool plan_reduce(const ft_eqn *e, const ft_access *a, ft_kernel *k) {
-  const ft_aval *A = &e->in[0]->aval;
-  int64_t axes[FT_MAX_RANK];
-  int na = ft_param_ints(e, "axes", axes, FT_MAX_RANK);
-  bool red[FT_MAX_RANK] = {0};
-  if (na < 0) return false;
-  for (int i = 0; i < na; i++) red[axes[i]] = true;
-  k->rcount = 1;
-  k->rstride = 0;
-  int runs = 0;
-  int64_t last_st = 0;
-  for (int d = 0; d < A->rank; d++) {
-    if (!red[d] || A->dims[d] == 1) continue;
-    if (A->dims[d] == 0) {
-      k->rcount = 0;
-      continue;
-    }
-    if (runs == 0 || last_st != a->st[d] * A->dims[d]) runs++;
-    last_st = a->st[d];
-    k->rcount *= A->dims[d];
-    k->rstride = a->st[d];
+/* Strides of a group load over the group's loop shape S -> over the
+ * reduction's input shape T (same element count). */
+static bool load_to_input(ft_access *a, const group *g, const ft_aval *T) {
+  if (dims_eq(g->rank, g->dims, T->rank, T->dims)) return true;
+  if (a->buf < 0 || all_zero(g->rank, g->dims, a->st)) {
+    memset(a->st, 0, sizeof a->st);
+    return true;
   }
-  if (k->rcount == 0) runs = 1;
-  if (runs > 1) return false;
-  k->krank = 0;
-  for (int d = 0; d < A->rank; d++) {
-    if (red[d] || A->dims[d] == 1) continue;
-    if (k->krank > 0 && k->rin.st[k->krank - 1] == a->st[d] * A->dims[d]) {
-      k->kdims[k->krank - 1] *= A->dims[d];
-      k->rin.st[k->krank - 1] = a->st[d];
-      continue;
-    }
-    k->kdims[k->krank] = A->dims[d];
-    k->rin.st[k->krank++] = a->st[d];
+  if (is_contig(g->rank, g->dims, a->st)) {
+    contig(T->rank, T->dims, a->st);
+    return true;
   }
-  return true;
+  return false;
 }
 
+/* Copies into k the nodes of open group gi that compute `node` (a
+ * prologue: the producers are recomputed inside the reduction, the group
+ * never stores the value). False when they cannot be moved (an iota, or a
+ * load whose strides do not carry over to the input shape). */
+static bool clone_prologue(planner *P, int gi, int node, const ft_aval *T, ft_kernel *k) {
+  const ft_kernel *gk = gkernel(P, gi);
+  int n = node + 1;
+  int *map = malloc(sizeof(int) * (size_t)n);
+  bool *need = calloc((size_t)n, sizeof *need);
+  bool ok = map && need;
+  if (ok) need[node] = true;
+  for (int i = node; ok && i >= 0; i--) {
+    if (!need[i]) continue;
+    const ft_knode *q = &gk->nodes[i];
+    if (q->kind == FT_KN_IOTA) ok = false;
+    for (int a = 0; q->kind == FT_KN_ELEM && a < q->n_in; a++) need[q->in[a]] = true;
+  }
+  for (int i = 0; ok && i < n; i++) {
+    if (!need[i]) continue;
+    ft_knode q = gk->nodes[i];
+    if (q.kind == FT_KN_LOAD && !load_to_input(&q.acc, &P->g[gi], T)) {
+      ok = false;
+      break;
+    }
+    for (int a = 0; q.kind == FT_KN_ELEM && a < q.n_in; a++) q.in[a] = map[q.in[a]];
+    ft_knode *nn = grow(P, k->nodes, &k->cap_nodes, k->n_nodes + 1, sizeof *k->nodes);
+    if (!nn) {
+      ok = false;
+      break;
+    }
+    k->nodes = nn;
+    k->nodes[k->n_nodes] = q;
+    map[i] = k->n_nodes++;
+  }
+  if (ok) k->rnode = map[node];
+  free(map);
+  free(need);
+  return ok;
+}
+
+/* Fills the plan-text fields (rcount, rstride, kdims) of reduction k. */
+static void reduce_summary(ft_kernel *k) {
+  const ft_knode *l0 = NULL;
+  for (int i = 0; i < k->n_nodes && !l0; i++)
+    if (k->nodes[i].kind == FT_KN_LOAD && k->nodes[i].acc.buf >= 0) l0 = &k->nodes[i];
+  k->rcount = 1;
+  k->rstride = 0;
+  k->krank = 0;
+  for (int d = 0; d < k->irank; d++) {
+    if (k->ired[d]) {
+      k->rcount *= k->idims[d];
+      if (k->idims[d] != 1 && l0) k->rstride = l0->acc.st[d];
+    } else if (k->idims[d] != 1) {
+      k->kdims[k->krank++] = k->idims[d];
+    }
+  }
+  if (l0) k->rin = l0->acc;
+}
+
+/* A reduction kernel: the input's producers (the open fusion group that
+ * computes it, when the reduction is its only consumer) are recomputed in
+ * the kernel; else it loads the input's buffer or view. Any set of axes. */
 static bool place_reduce(planner *P, const ft_eqn *e, int idx) {
   const ft_var *x = e->in[0], *o = e->out[0];
   if (!reduce_native(e, &P->why[idx]) || x->kind != FT_VAR) return false;
-  ft_access a;
-  if (!own_access(P, x, &a)) {
-    a.buf = -2;
-    a.base = 0;
-    contig(x->aval.rank, x->aval.dims, a.st);
-  }
+  const ft_aval *T = &x->aval;
   ft_kernel k;
   memset(&k, 0, sizeof k);
-  k.rin = a;
-  if (!plan_reduce(e, &a, &k)) {
-    P->why[idx] = "reduced axes are not one strided run";
-    return false;
-  }
-  if (a.buf == -2) k.rin.buf = materialize(P, x, idx);
-  if (k.rin.buf < 0) return false;
   k.kind = FT_KER_REDUCE;
   k.rprim = e->prim;
-  k.rin.base = a.base;
-  k.rin.dt = x->aval.dtype;
+  k.rout_dt = o->aval.dtype;
+  k.irank = T->rank;
+  memcpy(k.idims, T->dims, sizeof(int64_t) * (size_t)T->rank);
+  int64_t axes[FT_MAX_RANK];
+  int na = ft_param_ints(e, "axes", axes, FT_MAX_RANK);
+  if (na < 0) return false;
+  for (int i = 0; i < na; i++) {
+    if (axes[i] < 0 || axes[i] >= T->rank) return false;
+    k.ired[axes[i]] = true;
+  }
+  vinfo *vx = &P->v[x->id];
+  bool fused = false;
+  if (!P->opts->no_fusion && vx->kind == VK_GROUP && vx->buf < 0 && P->g[vx->group].open &&
+      P->uses[x->id] == 1) {
+    fused = clone_prologue(P, vx->group, vx->node, T, &k);
+    if (!fused) {
+      free(k.nodes);
+      memset(&k.nodes, 0, sizeof k.nodes);
+      k.n_nodes = k.cap_nodes = 0;
+    }
+  }
+  if (!fused) {
+    ft_access a;
+    if (!own_access(P, x, &a)) {
+      memset(&a, 0, sizeof a);
+      a.buf = -2;
+      a.dt = T->dtype;
+      contig(T->rank, T->dims, a.st);
+    }
+    if (a.buf == -2) a.buf = materialize(P, x, idx);
+    if (a.buf < -1) return false;
+    a.dt = T->dtype;
+    ft_knode ln = {.kind = FT_KN_LOAD, .dt = a.dt, .acc = a};
+    k.nodes = malloc(sizeof *k.nodes);
+    if (!k.nodes) {
+      P->oom = true;
+      return false;
+    }
+    k.nodes[0] = ln;
+    k.n_nodes = k.cap_nodes = 1;
+    k.rnode = 0;
+  }
+  reduce_summary(&k);
   k.rout = new_buf(P, FT_BUF_TEMP, 0, &o->aval);
   ft_program *p = P->p;
   ft_kernel *nk = grow(P, p->kernels, &p->cap_kernels, p->n_kernels + 1, sizeof *p->kernels);
-  if (!nk || k.rout < 0) return false;
+  if (!nk || k.rout < 0) {
+    free(k.nodes);
+    return false;
+  }
   p->kernels = nk;
   int ki = p->n_kernels++;
   p->kernels[ki] = k;
@@ -707,16 +786,23 @@ static bool place_reduce(planner *P, const ft_eqn *e, int idx) {
   s->extent = ft_aval_size(&o->aval);
   s->n_eqns = 1;
   s->eqns = malloc(sizeof(int));
-  s->n_in = s->n_out = 1;
-  s->in = malloc(sizeof(int));
+  s->in = malloc(sizeof(int) * (size_t)(k.n_nodes + 1));
   s->out = malloc(sizeof(int));
   if (!s->eqns || !s->in || !s->out) {
     P->oom = true;
     return false;
   }
   s->eqns[0] = idx;
-  s->in[0] = k.rin.buf;
+  s->n_in = 0;
+  for (int i = 0; i < k.n_nodes; i++) {
+    int b2 = k.nodes[i].kind == FT_KN_LOAD ? k.nodes[i].acc.buf : -1;
+    bool dup = b2 < 0;
+    for (int q = 0; q < s->n_in && !dup; q++) dup = s->in[q] == b2;
+    if (!dup) s->in[s->n_in++] = b2;
+  }
+  s->n_out = 1;
   s->out[0] = k.rout;
+  if (fused) P->p->n_fused_eqns++;
   P->v[o->id].kind = VK_BUF;
   P->v[o->id].buf = k.rout;
   return true;
@@ -830,6 +916,101 @@ static bool place_dot(planner *P, const ft_eqn *e, int idx) {
   return true;
 }
 
+/* --------------------------------------------------------- control flow */
+/* A buffer holding literal x (a one-node kernel that stores it). */
+static int literal_buf(planner *P, const ft_var *x, int at) {
+  if (!dt_native(x->aval.dtype)) return -1;
+  int gi = new_group(P, x->aval.rank, x->aval.dims, at);
+  if (gi < 0) return -1;
+  P->g[gi].sub = 0;
+  P->g[gi].open = false;
+  ft_access a = {.buf = -1, .lit = x, .dt = x->aval.dtype};
+  int node = load_node(P, gi, &a), buf = new_buf(P, FT_BUF_TEMP, 0, &x->aval);
+  if (node < 0 || buf < 0) return -1;
+  add_store(P, gi, node, buf);
+  return buf;
+}
+
+/* Adds off to every kernel index of q's steps and of its sub-programs'. */
+static void shift_kernels(ft_program *q, int off) {
+  for (int i = 0; i < q->n_steps; i++) {
+    ft_step *s = &q->steps[i];
+    if (s->kind == FT_STEP_KERNEL) s->kernel += off;
+    if (s->kind == FT_STEP_CONTROL)
+      for (int k = 0; k < ft_control_num_subs(s->ctl); k++) shift_kernels(ft_control_sub(s->ctl, k), off);
+  }
+}
+
+/* Moves sub-program q's kernels (its own and its sub-programs') into the
+ * program being planned: one module holds every kernel. */
+static bool hoist_kernels(planner *P, ft_program *q) {
+  ft_program *p = P->p;
+  if (q->n_kernels == 0) return true;
+  ft_kernel *nk = grow(P, p->kernels, &p->cap_kernels, p->n_kernels + q->n_kernels, sizeof *p->kernels);
+  if (!nk) return false;
+  p->kernels = nk;
+  memcpy(p->kernels + p->n_kernels, q->kernels, sizeof *q->kernels * (size_t)q->n_kernels);
+  shift_kernels(q, p->n_kernels);
+  p->n_kernels += q->n_kernels;
+  free(q->kernels);
+  q->kernels = NULL;
+  q->n_kernels = q->cap_kernels = 0;
+  return true;
+}
+
+/* cond/while/scan/jit/custom_*_call: one control step driving compiled
+ * sub-programs (control.c). False (a fallback step) when the sub-jaxprs do
+ * not fit or an operand is a literal of a dtype kernels cannot store. */
+static bool place_control(planner *P, const ft_eqn *e, int idx) {
+  const char *why = NULL;
+  ft_control *c = ft_control_new(P->ctx, e, P->opts, &why);
+  if (!c) {
+    if (ft_ctx_status(P->ctx)) { /* e.g. a sub-jaxpr the planner rejects: the interpreter reports it */
+      ft_ctx_clear_error(P->ctx);
+      why = "a sub-jaxpr could not be planned";
+    }
+    P->why[idx] = why;
+    return false;
+  }
+  for (int k = 0; k < e->n_in; k++)
+    if (e->in[k]->kind == FT_LIT && !dt_native(e->in[k]->aval.dtype)) {
+      P->why[idx] = "a literal operand of a dtype the kernels do not store";
+      ft_control_free(c);
+      return false;
+    }
+  int *in = malloc(sizeof(int) * (size_t)(e->n_in + 1)), *out = malloc(sizeof(int) * (size_t)(e->n_out + 1));
+  bool ok = in && out;
+  for (int k = 0; ok && k < e->n_in; k++) {
+    in[k] = e->in[k]->kind == FT_LIT ? literal_buf(P, e->in[k], idx) : materialize(P, e->in[k], idx);
+    ok = in[k] >= 0;
+  }
+  for (int k = 0; ok && k < e->n_out; k++) {
+    out[k] = new_buf(P, FT_BUF_TEMP, 0, &e->out[k]->aval);
+    ok = out[k] >= 0;
+    if (ok && e->out[k]->kind == FT_VAR) {
+      P->v[e->out[k]->id].kind = VK_BUF;
+      P->v[e->out[k]->id].buf = out[k];
+    }
+  }
+  int nf = 0;
+  for (int i = 0; ok && i < ft_control_num_subs(c); i++) {
+    ok = hoist_kernels(P, ft_control_sub(c, i));
+    nf += ft_control_sub(c, i)->n_fallback;
+  }
+  ft_step *s = ok ? new_step(P, FT_STEP_CONTROL, idx, 1) : NULL;
+  if (!s) {
+    free(in), free(out);
+    ft_control_free(c);
+    P->oom = true;
+    return false;
+  }
+  s->ctl = c;
+  s->n_in = e->n_in, s->n_out = e->n_out;
+  s->in = in, s->out = out;
+  P->p->n_fallback += nf;
+  return true;
+}
+
 /* -------------------------------------------------------------- fallback */
 /* A fallback step runs a one-equation jaxpr (sharing the equation) through
  * the interpreter, so it uses exactly the interpreter's own rule. Its
@@ -922,6 +1103,10 @@ static bool finish_group(planner *P, int gi) {
     for (int j = 0; j < nr && n->acc.buf >= 0; j++) st[j] = n->acc.st[inner[j]];
     memcpy(n->acc.st, st, sizeof st);
   }
+  if (k->n_stores == 0) { /* every value went into reductions: no step */
+    P->p->n_fused_eqns += g->n_eqns;
+    return true;
+  }
   if (zero) nd[0] = 0, nr = 1;
   if (nr == 0) nd[0] = 1, nr = 1;
   k->rank = nr;
@@ -947,6 +1132,50 @@ static bool finish_group(planner *P, int gi) {
     if (k->nodes[i].kind == FT_KN_LOAD && k->nodes[i].acc.buf >= 0) s->in[nin++] = k->nodes[i].acc.buf;
   s->n_in = nin;
   P->p->n_fused_eqns += g->n_eqns;
+  return true;
+}
+
+/* Removes the kernels no step runs (groups whose values were all fused
+ * into reductions) and renumbers the rest, sub-programs' steps included. */
+static void mark_used(const ft_program *q, bool *used) {
+  for (int i = 0; i < q->n_steps; i++) {
+    const ft_step *s = &q->steps[i];
+    if (s->kind == FT_STEP_KERNEL) used[s->kernel] = true;
+    if (s->kind == FT_STEP_CONTROL)
+      for (int k = 0; k < ft_control_num_subs(s->ctl); k++) mark_used(ft_control_sub(s->ctl, k), used);
+  }
+}
+
+static void remap_kernels(ft_program *q, const int *map) {
+  for (int i = 0; i < q->n_steps; i++) {
+    ft_step *s = &q->steps[i];
+    if (s->kind == FT_STEP_KERNEL) s->kernel = map[s->kernel];
+    if (s->kind == FT_STEP_CONTROL)
+      for (int k = 0; k < ft_control_num_subs(s->ctl); k++) remap_kernels(ft_control_sub(s->ctl, k), map);
+  }
+}
+
+static bool drop_unused_kernels(ft_program *p) {
+  bool *used = calloc((size_t)p->n_kernels + 1, sizeof *used);
+  int *map = malloc(sizeof(int) * (size_t)(p->n_kernels + 1));
+  if (!used || !map) {
+    free(used), free(map);
+    return false;
+  }
+  mark_used(p, used);
+  int n = 0;
+  for (int i = 0; i < p->n_kernels; i++) {
+    map[i] = -1;
+    if (!used[i]) {
+      free(p->kernels[i].nodes), free(p->kernels[i].stores);
+      continue;
+    }
+    p->kernels[n] = p->kernels[i];
+    map[i] = n++;
+  }
+  p->n_kernels = n;
+  remap_kernels(p, map);
+  free(used), free(map);
   return true;
 }
 
@@ -1001,6 +1230,10 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   for (int k = 0; k < e->n_out; k++) live |= e->out[k]->kind == FT_VAR;
   if (!live && e->n_out > 0) return true;
   ft_family fam = ft_prim_get(e->prim)->family;
+  if (fam == FT_FAM_CONTROL) {
+    if (place_control(P, e, idx)) return true;
+    if (P->oom) return false;
+  }
   if (e->n_out == 1 && e->out[0]->kind == FT_VAR && fam != FT_FAM_CONTROL) {
     if (is_view_prim(e) && place_view(P, e, idx)) return true;
     if (fam == FT_FAM_REDUCE && place_reduce(P, e, idx)) return true;
@@ -1014,7 +1247,7 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   if (P->oom) return false;
   if (!P->why[idx]) {
     switch (fam) {
-    case FT_FAM_CONTROL: P->why[idx] = "control flow is not compiled yet"; break;
+    case FT_FAM_CONTROL: P->why[idx] = "control flow whose sub-jaxprs do not fit its operands"; break;
     case FT_FAM_LAYOUT: P->why[idx] = "layout operation is not compiled yet"; break;
     case FT_FAM_CUMULATIVE: P->why[idx] = "cumulative operations are not compiled yet"; break;
     case FT_FAM_OTHER: P->why[idx] = "sort/fft are not compiled yet"; break;
@@ -1080,13 +1313,22 @@ ft_program *ft_program_plan(ft_ctx *ctx, const ft_jaxpr *j, const ft_plan_option
   P.nv = ft_arena_num_var_ids(p->j->arena);
   P.v = calloc((size_t)P.nv + 1, sizeof *P.v);
   P.why = calloc((size_t)p->j->n_eqn + 1, sizeof *P.why);
-  bool ok = P.v && P.why && plan_inputs(&P);
+  P.uses = calloc((size_t)P.nv + 1, sizeof *P.uses);
+  bool ok = P.v && P.why && P.uses && plan_inputs(&P);
+  for (int i = 0; ok && i < p->j->n_eqn; i++)
+    for (int k = 0; k < p->j->eqns[i].n_in; k++)
+      if (p->j->eqns[i].in[k]->kind == FT_VAR) P.uses[p->j->eqns[i].in[k]->id]++;
+  for (int k = 0; ok && k < p->j->n_out; k++)
+    if (p->j->outvars[k]->kind == FT_VAR) P.uses[p->j->outvars[k]->id]++;
   for (int i = 0; ok && i < p->j->n_eqn; i++) ok = plan_eqn(&P, &p->j->eqns[i], i) && !P.oom;
   if (ok) plan_outputs(&P);
   for (int gi = 0; ok && !P.oom && gi < P.n_groups; gi++) ok = finish_group(&P, gi);
   ok = ok && !P.oom;
   if (ok) {
-    qsort(p->steps, (size_t)p->n_steps, sizeof *p->steps, step_cmp);
+    if (p->n_steps > 1) qsort(p->steps, (size_t)p->n_steps, sizeof *p->steps, step_cmp);
+    ok = drop_unused_kernels(p);
+  }
+  if (ok) {
     for (int i = 0; i < p->n_kernels; i++)
       snprintf(p->kernels[i].name, sizeof p->kernels[i].name, "ft_k%d", i);
     for (int i = 0; i < p->n_steps; i++) p->n_gemm += p->steps[i].kind == FT_STEP_GEMM;
@@ -1098,6 +1340,7 @@ ft_program *ft_program_plan(ft_ctx *ctx, const ft_jaxpr *j, const ft_plan_option
   for (int gi = 0; gi < P.n_groups; gi++) free(P.g[gi].eqns);
   free(P.g);
   free(P.v);
+  free(P.uses);
   free(P.why);
   if (!ok) {
     if (ft_ctx_status(ctx) == FT_OK) ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory while planning");
@@ -1112,6 +1355,7 @@ void ft_program_free(ft_program *p) {
   for (int i = 0; i < p->n_steps; i++) {
     ft_step *s = &p->steps[i];
     free(s->eqns), free(s->in), free(s->out);
+    ft_control_free(s->ctl);
     if (s->gemm) {
       ft_gemm_plan *g = s->gemm;
       free(g->lb), free(g->lm), free(g->lk), free(g->rb), free(g->rk), free(g->rn);
@@ -1128,4 +1372,31 @@ void ft_program_free(ft_program *p) {
   free(p->why);
   ft_jaxpr_free(p->j);
   free(p);
+}
+
+/* ------------------------------------------------------------- coverage */
+const char *ft_lower_rule_status(ft_prim p) {
+  switch (ft_prim_get(p)->family) {
+  case FT_FAM_UNARY:
+    if (p == FT_P_REDUCE_PRECISION)
+      return "unsupported: runs as an interpreter step: reduce_precision is not compiled yet";
+    return NULL;
+  case FT_FAM_BINARY: case FT_FAM_COMPARE: case FT_FAM_SELECT: case FT_FAM_CONVERT:
+  case FT_FAM_REDUCE: case FT_FAM_DOT: case FT_FAM_CONTROL:
+    return NULL;
+  case FT_FAM_LAYOUT:
+    switch (p) {
+    case FT_P_BROADCAST_IN_DIM: case FT_P_RESHAPE: case FT_P_TRANSPOSE: case FT_P_SQUEEZE:
+    case FT_P_EXPAND_DIMS: case FT_P_REV: case FT_P_SLICE:
+      return NULL;
+    default:
+      return "unsupported: runs as an interpreter step: this layout operation is not compiled yet";
+    }
+  case FT_FAM_CUMULATIVE:
+    return "unsupported: runs as an interpreter step: cumulative operations are not compiled yet";
+  default:
+    if (p == FT_P_IOTA) return NULL;
+    return "unsupported: runs as an interpreter step: not compiled yet (sort, top_k, gather, scatter, "
+           "reduce_window, conv, fft)";
+  }
 }

@@ -63,6 +63,62 @@ static LLVMTargetMachineRef new_tm(int opt_level) {
                                  LLVMRelocPIC, LLVMCodeModelDefault);
 }
 
+/* One target machine per opt level is kept for the process: creating one
+ * (parsing the AVX-512 feature string, building the subtarget) costs
+ * milliseconds per compilation. A target machine is not safe to use from
+ * two threads at once, so a compilation takes it out of the pool and puts
+ * it back; a concurrent compilation makes its own. */
+static pthread_mutex_t tm_mu = PTHREAD_MUTEX_INITIALIZER;
+static LLVMTargetMachineRef tm_pool[4];
+
+static LLVMTargetMachineRef tm_acquire(int opt_level) {
+  pthread_mutex_lock(&tm_mu);
+  LLVMTargetMachineRef tm = tm_pool[opt_level];
+  tm_pool[opt_level] = NULL;
+  pthread_mutex_unlock(&tm_mu);
+  return tm ? tm : new_tm(opt_level);
+}
+
+static void tm_release(int opt_level, LLVMTargetMachineRef tm) {
+  pthread_mutex_lock(&tm_mu);
+  if (!tm_pool[opt_level]) tm_pool[opt_level] = tm, tm = NULL;
+  pthread_mutex_unlock(&tm_mu);
+  if (tm) LLVMDisposeTargetMachine(tm);
+}
+
+/* Kernels doing less than this many element-iterations are compiled without
+ * optimization (optnone: the math is still inlined, FastISel, no
+ * vectorizer) unless opt_level is 3. They run for nanoseconds either way,
+ * and the O2 pipeline plus SelectionDAG codegen cost about 5 ms per small
+ * kernel: the MLP training step's 14 kernels went from ~115 ms to ~25 ms of
+ * CPU. Optimization never changes the bits (no fast-math, no contraction). */
+enum { SMALL_KERNEL_WORK = 2048 };
+
+static int64_t kernel_work(const ft_program *p, int ki) {
+  const ft_kernel *k = &p->kernels[ki];
+  int64_t w = 1;
+  if (k->kind == FT_KER_LOOP) {
+    for (int d = 0; d < k->rank; d++) w *= k->dims[d];
+    return w;
+  }
+  for (int d = 0; d < k->krank; d++) w *= k->kdims[d];
+  return w * (k->rcount > 0 ? k->rcount : 1);
+}
+
+static void mark_small_kernels(LLVMModuleRef m, const ft_program *p, int opt_level) {
+  if (opt_level >= 3) return;
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  unsigned optnone = LLVMGetEnumAttributeKindForName("optnone", 7);
+  unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
+  for (int i = 0; i < p->n_kernels; i++) {
+    if (kernel_work(p, i) >= SMALL_KERNEL_WORK) continue;
+    LLVMValueRef f = LLVMGetNamedFunction(m, p->kernels[i].name);
+    if (!f) continue;
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c, optnone, 0));
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c, noinline, 0));
+  }
+}
+
 /* ------------------------------------------------------------- emission */
 ft_status ft_jit_emit_program(ft_ctx *ctx, const ft_program *p, int opt_level, ft_llvm_out kind,
                               const char *entry, void **out, size_t *len, double *opt_ms,
@@ -71,7 +127,7 @@ ft_status ft_jit_emit_program(ft_ctx *ctx, const ft_program *p, int opt_level, f
   *len = 0;
   if (opt_level <= 0) opt_level = 2;
   if (opt_level > 3) opt_level = 3;
-  LLVMTargetMachineRef tm = new_tm(opt_level);
+  LLVMTargetMachineRef tm = tm_acquire(opt_level);
   if (!tm) return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "jit: no LLVM target for %s", host_triple);
   LLVMContextRef c = LLVMContextCreate();
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext("frankentrace", c);
@@ -93,6 +149,7 @@ ft_status ft_jit_emit_program(ft_ctx *ctx, const ft_program *p, int opt_level, f
     LLVMDisposeMessage(lerr);
     goto done;
   }
+  mark_small_kernels(m, p, opt_level);
   char pipeline[32];
   snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
@@ -134,7 +191,7 @@ ft_status ft_jit_emit_program(ft_ctx *ctx, const ft_program *p, int opt_level, f
 done:
   LLVMDisposeModule(m);
   LLVMContextDispose(c);
-  LLVMDisposeTargetMachine(tm);
+  tm_release(opt_level, tm);
   return st;
 }
 
@@ -237,6 +294,7 @@ struct ft_fn {
   void **kbufs;
   void *arena;
   ft_jit_stats stats;
+  ft_jaxpr *optimized;  /* the exact-tier rewrite of the input, which prog points into */
 };
 
 void ft_fn_free(ft_fn *fn) {
@@ -246,6 +304,7 @@ void ft_fn_free(ft_fn *fn) {
   pthread_mutex_destroy(&fn->mu);
   free(fn->kbufs);
   free(fn->arena);
+  ft_jaxpr_free(fn->optimized);
   free(fn);
 }
 
@@ -296,6 +355,16 @@ static ft_status get_code(ft_fn *fn, const ft_jaxpr *j, const ft_jit_options *o,
   return FT_OK;
 }
 
+/* Points every kernel step, sub-programs' included, at its compiled code. */
+static void bind_kernels(ft_program *q, const ft_jit_code *code) {
+  for (int i = 0; i < q->n_steps; i++) {
+    ft_step *s = &q->steps[i];
+    if (s->kind == FT_STEP_KERNEL) s->fn = ft_jit_code_kernel(code, s->kernel);
+    if (s->kind == FT_STEP_CONTROL)
+      for (int k = 0; k < ft_control_num_subs(s->ctl); k++) bind_kernels(ft_control_sub(s->ctl, k), code);
+  }
+}
+
 ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
   if (!j) {
     ft_set_error(ctx, FT_ERR_INVALID_ARG, "jit: NULL jaxpr");
@@ -315,6 +384,13 @@ ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
   }
   fn->ctx = ctx;
   pthread_mutex_init(&fn->mu, NULL);
+  /* DESIGN §5: the exact tier of the e-graph runs by default at jit. Its
+   * rewrites preserve every output bit (NaN payloads aside, which the
+   * determinism contract leaves open), so results equal ft_eval of j. */
+  if (!o.no_optimize) {
+    if (!(fn->optimized = ft_optimize(ctx, j, FT_OPT_EXACT, NULL))) goto fail;
+    j = fn->optimized;
+  }
   ft_plan_options po = {.no_fusion = o.no_fusion, .no_compile = o.interpret_all};
   fn->prog = ft_program_plan(ctx, j, &po);
   if (!fn->prog) goto fail;
@@ -322,9 +398,7 @@ ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
   ft_program *p = fn->prog;
   if (p->n_kernels > 0) {
     if (get_code(fn, j, &o, &po)) goto fail;
-    for (int i = 0; i < p->n_steps; i++)
-      if (p->steps[i].kind == FT_STEP_KERNEL)
-        p->steps[i].fn = ft_jit_code_kernel(fn->code, p->steps[i].kernel);
+    bind_kernels(p, fn->code);
   }
   fn->kbufs = calloc((size_t)p->n_bufs + 1, sizeof *fn->kbufs);
   fn->arena = aligned_alloc(64, (p->arena_bytes + 63) / 64 * 64 + 64);

@@ -18,7 +18,7 @@
 #include "runtime/runtime.h"
 
 /* Bump when generated code changes meaning: it is part of every cache key. */
-#define FT_CODEGEN_VERSION 3
+#define FT_CODEGEN_VERSION 4
 
 /* ============================================================== the program */
 /* Where a value lives at run time. */
@@ -88,6 +88,17 @@ typedef struct ft_kernel {
   int64_t rcount, rstride;
   int krank;
   int64_t kdims[FT_MAX_RANK];
+  /* FT_KER_REDUCE, general form (the fields above stay filled for the plan
+   * text): the value folded is node rnode of nodes[] (loads and elementwise
+   * producers fused into the reduction), evaluated at each element of the
+   * input shape idims[0..irank) (load strides are over that shape); ired[d]
+   * marks the reduced axes. Outputs enumerate the kept axes row-major, the
+   * fold the reduced axes row-major, as the interpreter does. rprim may be
+   * argmax/argmin; rout_dt is the output dtype. */
+  int rnode, irank;
+  int64_t idims[FT_MAX_RANK];
+  bool ired[FT_MAX_RANK];
+  ft_dtype rout_dt;
 } ft_kernel;
 
 /* A compiled kernel: runs iterations [lo, hi) of its outermost loop (loop
@@ -107,8 +118,11 @@ typedef struct ft_gemm_plan {
 typedef enum ft_step_kind {
   FT_STEP_KERNEL,    /* a compiled loop or reduction kernel */
   FT_STEP_GEMM,      /* dot_general through ft_gemm_f32/f64 */
-  FT_STEP_FALLBACK   /* one equation run by the interpreter's own rule */
+  FT_STEP_FALLBACK,  /* one equation run by the interpreter's own rule */
+  FT_STEP_CONTROL    /* cond/while/scan/jit/custom_*_call driving compiled sub-programs (control.c) */
 } ft_step_kind;
+
+typedef struct ft_control ft_control;
 
 typedef struct ft_step {
   ft_step_kind kind;
@@ -124,6 +138,7 @@ typedef struct ft_step {
   ft_gemm_plan *gemm;
   ft_jaxpr *sub;      /* FALLBACK: the one-equation jaxpr the interpreter runs */
   ft_kernel_fn fn;    /* KERNEL: bound after compilation */
+  ft_control *ctl;    /* CONTROL: the sub-programs and their preallocated state */
 } ft_step;
 
 /* How output k is produced when it is not written in place. */
@@ -167,6 +182,27 @@ char *ft_program_describe(const ft_program *p);
 /* Whether the loop kernels can compute this equation natively (else it is a
  * fallback step). why (may be NULL) receives a static reason when not. */
 bool ft_lower_elem_native(const ft_eqn *e, const char **why);
+
+/* Coverage: NULL when the JIT compiles p natively (at least for f32), else
+ * "unsupported: runs as an interpreter step: <why>" (a static string). */
+const char *ft_lower_rule_status(ft_prim p);
+
+/* =============================================================== control.c */
+/* Control flow as compiled sub-programs: the branches of cond, the cond and
+ * body of while, the body of scan, the jaxpr of jit / custom_jvp_call /
+ * custom_vjp_call are planned as ft_programs whose kernels the caller
+ * hoists into the top program's module. NULL and *why (static) when the
+ * equation's sub-jaxprs do not fit its operands (then it is a fallback
+ * step); NULL with an error on ctx on a real failure. */
+ft_control *ft_control_new(ft_ctx *ctx, const ft_eqn *e, const ft_plan_options *opts,
+                           const char **why);
+void ft_control_free(ft_control *c);
+int ft_control_num_subs(const ft_control *c);
+ft_program *ft_control_sub(const ft_control *c, int i);
+/* Runs a FT_STEP_CONTROL step (its buffers bound in kbufs). */
+ft_status ft_control_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs);
+/* One line for the plan text: "while#3 (cond: 2 steps, body: 5 steps, ...)". */
+void ft_control_describe(const ft_control *c, char *buf, size_t n);
 
 /* =============================================================== program.c */
 /* Runs p once. in: n_args arrays (checked against the avals); out: n_out

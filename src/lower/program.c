@@ -92,6 +92,8 @@ ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s
     return FT_OK;
   case FT_STEP_FALLBACK:
     return run_fallback(ctx, p, s, kbufs);
+  case FT_STEP_CONTROL:
+    return ft_control_run(ctx, p, s, kbufs);
   }
   return FT_ERR_INTERNAL;
 }
@@ -210,6 +212,12 @@ char *ft_program_describe(const ft_program *p) {
                     s->eqn, g->f64 ? "f64" : "f32", (long long)g->B, (long long)g->M,
                     (long long)g->N, (long long)g->K, g->lhs_direct ? "direct" : "packed",
                     g->rhs_direct ? "direct" : "packed");
+      break;
+    }
+    case FT_STEP_CONTROL: {
+      char line[512];
+      ft_control_describe(s->ctl, line, sizeof line);
+      ft_buf_printf(&o, "control %s#%d: %s\n", ft_prim_get(e->prim)->name, s->eqn, line);
       break;
     }
     case FT_STEP_FALLBACK:

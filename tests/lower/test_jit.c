@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "jit_util.h"
+#include "lower/lower.h"
 
 /* Runs j through the interpreter and the JIT on in[], compares. Returns the
  * number of differing outputs (messages on stderr). */
@@ -310,7 +311,9 @@ START_TEST(elementwise_all_dtypes) {
     char name[64];
     snprintf(name, sizeof name, "elementwise %s%s", ft_dtype_name(dt), S);
     bool strict = true;
-    ft_jit_options o = {.no_cache = true};
+    /* the second shape at opt_level 3: every kernel vectorized (at 2, small
+     * kernels are compiled unoptimized) */
+    ft_jit_options o = {.no_cache = true, .opt_level = si ? 3 : 2};
     int r = jit_vs_interp(name, j, 6, in, &o, &strict);
     ck_assert_msg(r >= 0, "%s: the interpreter failed: %s", name, ft_ctx_error(C));
     fails += r;
@@ -372,9 +375,9 @@ START_TEST(reductions_and_views) {
     ft_fn *fn = ft_jit(C, j, &o);
     ft_jit_stats s;
     ft_fn_stats(fn, &s);
-    /* all compiled, views included, except o: reduced axes (0, 2) of a
-     * strided view are not one arithmetic run (not compiled yet) */
-    ck_assert_int_eq(s.n_fallback, 1);
+    /* all compiled, views included, o too (reduced axes (0, 2) of a
+     * strided view: not one arithmetic run) */
+    ck_assert_int_eq(s.n_fallback, 0);
     ft_fn_free(fn);
     for (int k = 0; k < 3; k++) ft_array_free(in[k]);
     ft_jaxpr_free(j);
@@ -382,14 +385,128 @@ START_TEST(reductions_and_views) {
 }
 END_TEST
 
+/* Reductions fused with their elementwise producers (the producers are
+ * recomputed inside the reduction kernel, in the canonical order), over
+ * several non-adjacent axes of strided views, argmax/argmin, on f32, f64,
+ * i32, u8 (argmax) and bool (reduce_or), sizes 0, 1, 16k+r and more than
+ * two 4096-blocks; one module per dtype, compiled at opt_level 2 (small
+ * kernels unoptimized) and 3 (vectorized). Every output bitwise equal to
+ * the interpreter, and no fallback step. */
+START_TEST(fused_reductions) {
+  static const char *const dts[] = {"f32", "f64", "i32"};
+  for (int t = 0; t < 3; t++) {
+    const char *d = dts[t];
+    bool fl = t < 2;
+    char text[8192];
+    snprintf(text, sizeof text,
+             "{ lambda ; a:%s[3,9001] b:%s[4,5,6] c:%s[0,7] x:%s[37] y:%s[1] u:u8[6,33]. let\n"
+             "    p:%s[3,9001] = mul a a\n"
+             "    q:%s[3,9001] = %s p 1%s:%s[]\n"
+             "    r:%s[3] = reduce_sum[axes=(1,) out_sharding=None] q\n"
+             "    s:%s[9001,3] = transpose[permutation=(1, 0)] a\n"
+             "    s2:%s[9001,3] = sub s 2%s:%s[]\n"
+             "    s3:%s[3] = reduce_max[axes=(0,) out_sharding=None] s2\n"
+             "    e:%s[4,5,6] = add b b\n"
+             "    f:%s[5] = reduce_sum[axes=(0, 2) out_sharding=None] e\n"
+             "    g:%s[6,5,4] = transpose[permutation=(2, 1, 0)] b\n"
+             "    h:%s[5] = reduce_prod[axes=(0, 2) out_sharding=None] g\n"
+             "    i:%s[6] = reduce_min[axes=(1, 2) out_sharding=None] g\n"
+             "    j:i32[4,6] = argmax[axes=(1,) index_dtype=int32] b\n"
+             "    k:i32[5,6] = argmin[axes=(0,) index_dtype=int32] b\n"
+             "    l:%s[7] = reduce_sum[axes=(0,) out_sharding=None] c\n"
+             "    m:%s[0] = reduce_max[axes=(1,) out_sharding=None] c\n"
+             "    n:%s[] = reduce_sum[axes=(0,) out_sharding=None] x\n"
+             "    o:%s[] = reduce_sum[axes=(0,) out_sharding=None] y\n"
+             "    x2:%s[37] = mul x x\n"
+             "    v:%s[] = reduce_sum[axes=(0,) out_sharding=None] x2\n"
+             "    w:i64[33] = argmax[axes=(0,) index_dtype=int64] u\n"
+             "    z:i32[] = argmin[axes=(0,) index_dtype=int32] x\n"
+             "    bb:bool[4,5,6] = gt b 0%s:%s[]\n"
+             "    cc:bool[5] = reduce_or[axes=(0, 2)] bb\n"
+             "  in (r, s3, f, h, i, j, k, l, m, n, o, v, w, z, cc) }\n",
+             d, d, d, d, d, d, d, fl ? "add" : "max", fl ? ".0" : "", d, d, d, d, fl ? ".0" : "", d, d, d,
+             d, d, d, d, d, d, d, d, d, d, fl ? ".0" : "", d);
+    ft_jaxpr *j = parse_text(text);
+    ft_array *in[6];
+    for (int k = 0; k < 6; k++) {
+      ft_aval av;
+      ft_jaxpr_input_aval(j, k, &av);
+      in[k] = rand_array(av.dtype, &av, (uint64_t)(t * 10 + k + 100));
+      if (fl) /* finite values: sums of mixed infinities are NaN either way */
+        for (int64_t e = 0; e < ft_array_size(in[k]) && av.dtype != FT_U8; e++)
+          if (!isfinite(ft_get_f64(in[k], e)) && e % 7) ft_set_f64(in[k], e, 0.25);
+    }
+    for (int lvl = 2; lvl <= 3; lvl++) {
+      bool strict = true;
+      ft_jit_options o = {.no_cache = true, .opt_level = lvl};
+      ck_assert_int_eq(jit_vs_interp(d, j, 6, in, &o, &strict), 0);
+      ft_fn *fn = ft_jit(C, j, &o);
+      ft_jit_stats s;
+      ft_fn_stats(fn, &s);
+      ck_assert_int_eq(s.n_fallback, 0);
+      if (lvl == 2) {
+        /* mul, add/max fused into r's reduction: no loop kernel stores p or q */
+        char *plan = ft_fn_plan(fn);
+        ck_assert_ptr_null(strstr(plan, "fused: mul#0"));
+        ft_free(plan);
+      }
+      ft_fn_free(fn);
+    }
+    for (int k = 0; k < 6; k++) ft_array_free(in[k]);
+    ft_jaxpr_free(j);
+  }
+}
+END_TEST
+
+/* Control flow runs as compiled sub-programs: every golden cond / while /
+ * scan / jit / custom_jvp_call program plans with no fallback step at any
+ * depth (golden_jit_equals_interp checks the bits). */
+START_TEST(control_flow_compiles) {
+  static const char *const names[] = {"cond_binary", "cond_multi_output_consts", "cond_switch3",
+    "fori_loop_dynamic", "fori_loop_static", "grad_rnn_scan", "jit_big_hoisted", "nested_jit",
+    "jvp_newton_while", "newton_while", "rnn_scan", "scan_cumsum", "scan_no_xs_length",
+    "scan_reverse_unroll", "while_loop_collatz", "while_loop_consts", "custom_jvp_relu",
+    "custom_vjp_user"};
+  for (size_t t = 0; t < FT_COUNTOF(names); t++) {
+    ft_array *in[16];
+    int n_in;
+    ft_jaxpr *j = load_golden(names[t], in, &n_in);
+    ft_jit_options o = {.no_cache = true};
+    ft_fn *fn = ft_jit(C, j, &o);
+    ck_assert_msg(fn != NULL, "%s: %s", names[t], ft_ctx_error(C));
+    ft_jit_stats s;
+    ft_fn_stats(fn, &s);
+    char *plan = ft_fn_plan(fn);
+    ck_assert_msg(s.n_fallback == 0, "%s:\n%s", names[t], plan);
+    ck_assert_msg(strstr(plan, "control ") != NULL, "%s:\n%s", names[t], plan);
+    ft_free(plan);
+    ft_fn_free(fn);
+    for (int k = 0; k < n_in; k++) ft_array_free(in[k]);
+    ft_jaxpr_free(j);
+  }
+}
+END_TEST
+
+/* The coverage matrix's view of the JIT. */
+START_TEST(rule_status) {
+  ck_assert_ptr_null(ft_lower_rule_status(FT_P_TANH));
+  ck_assert_ptr_null(ft_lower_rule_status(FT_P_ARGMAX));
+  ck_assert_ptr_null(ft_lower_rule_status(FT_P_WHILE));
+  ck_assert_ptr_null(ft_lower_rule_status(FT_P_DOT_GENERAL));
+  const char *w = ft_lower_rule_status(FT_P_SORT);
+  ck_assert_ptr_nonnull(w);
+  ck_assert_ptr_nonnull(strstr(w, "unsupported: runs as an interpreter step: "));
+}
+END_TEST
+
 /* The fused chain of the benchmark compiles to one kernel whose loop is
  * vectorized (AVX-512: <16 x float>; AVX2: <8 x float>), with the math
  * inlined (no call left) and no FMA contraction. */
 START_TEST(elementwise_kernel_vectorizes) {
-  const char *text = "{ lambda ; x:f32[1000]. let\n"
-                     "    a:f32[1000] = tanh x\n    b:f32[1000] = logistic x\n"
-                     "    c:f32[1000] = mul a b\n    d:f32[1000] = mul x x\n"
-                     "    e:f32[1000] = add c d\n  in (e,) }\n";
+  const char *text = "{ lambda ; x:f32[5000]. let\n"
+                     "    a:f32[5000] = tanh x\n    b:f32[5000] = logistic x\n"
+                     "    c:f32[5000] = mul a b\n    d:f32[5000] = mul x x\n"
+                     "    e:f32[5000] = add c d\n  in (e,) }\n";
   ft_jaxpr *j = parse_text(text);
   char path[] = "/tmp/ft_test_jit_XXXXXX";
   int fd = mkstemp(path);
@@ -533,6 +650,9 @@ static Suite *suite(void) {
   tcase_add_test(t, mlp_loss_and_grad);
   tcase_add_loop_test(t, elementwise_all_dtypes, 0, (int)FT_COUNTOF(NATIVE));
   tcase_add_test(t, reductions_and_views);
+  tcase_add_test(t, fused_reductions);
+  tcase_add_test(t, control_flow_compiles);
+  tcase_add_test(t, rule_status);
   tcase_add_test(t, elementwise_kernel_vectorizes);
   tcase_add_test(t, compile_cache);
   tcase_add_test(t, call_into_and_errors);
