@@ -1,0 +1,45 @@
+/* tools/conformance-report: runs the conformance harness over the JAX
+ * fixtures and writes the report (docs/conformance.md is its output; it is
+ * never edited by hand).
+ *
+ *   conformance-report [-o docs/conformance.md] [FIXTURES_DIR]
+ *
+ * FIXTURES_DIR defaults to ./fixtures (golden/, conformance/). Exit status
+ * 0 when every case passes or is a known failure, 1 otherwise, 2 on a usage
+ * or I/O error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf.h"
+
+int main(int argc, char **argv) {
+  const char *out_path = NULL, *fx = "fixtures";
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-o") && i + 1 < argc) out_path = argv[++i];
+    else if (argv[i][0] == '-') {
+      fprintf(stderr, "usage: %s [-o FILE] [FIXTURES_DIR]\n", argv[0]);
+      return 2;
+    } else fx = argv[i];
+  }
+  char g[4096], c[4096], lax[4096];
+  snprintf(g, sizeof g, "%s/golden", fx);
+  snprintf(c, sizeof c, "%s/conformance", fx);
+  snprintf(lax, sizeof lax, "%s/conformance/LAX_PRIMITIVES.json", fx);
+  conf_opts o = {.golden_dir = g, .conf_dir = c};
+  conf_stats st;
+  if (conf_run(&o, &st)) return 2;
+  FILE *f = out_path ? fopen(out_path, "w") : stdout;
+  if (!f) {
+    perror(out_path);
+    conf_stats_free(&st);
+    return 2;
+  }
+  int r = conf_write_report(&st, lax, f);
+  if (f != stdout && fclose(f)) r = -1;
+  fprintf(stderr, "conformance-report: %d cases, %d pass, %d fail, %d known failures%s%s\n",
+          st.cases, st.pass, st.fail, st.known, out_path ? "; wrote " : "", out_path ? out_path : "");
+  int status = r ? 2 : st.fail ? 1 : 0;
+  conf_stats_free(&st);
+  return status;
+}
