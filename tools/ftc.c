@@ -1,5 +1,9 @@
 /* tools/ftc.c: the ftc driver. It dispatches to one function per subcommand
- * (listed once in ftc_cmds.def) and owns the shared CLI helpers. */
+ * (listed once in ftc_cmds.def) and owns the shared CLI helpers, among them
+ * the global options --ledger DIR and --ledger-calls LEVEL: they may appear
+ * anywhere on the line, are removed before the command sees its arguments,
+ * and attach the opened ledger to every context a command makes with
+ * ftc_ctx_new(). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,23 +55,97 @@ char *ftc_read_file(const char *path, size_t *len_out) {
   return buf;
 }
 
+static ft_ledger *ledger;   /* --ledger DIR, open for the whole run */
+static ft_ctx *ledger_ctx;  /* the context it was opened with (owns its errors) */
+
+ft_ctx *ftc_ctx_new(void) {
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  if (!ctx) {
+    fprintf(stderr, "ftc: out of memory\n");
+    return NULL;
+  }
+  if (ledger && ft_ctx_attach_ledger(ctx, ledger) != FT_OK) {
+    fprintf(stderr, "ftc: %s\n", ft_ctx_error(ctx));
+    ft_ctx_free(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+/* Takes --ledger DIR and --ledger-calls LEVEL out of argv (in place) and
+ * opens the ledger. Returns 0, or the exit status of a usage error (2) or of
+ * a ledger that cannot be opened (1). */
+static int global_options(int *argc, char **argv) {
+  const char *dir = NULL, *calls = "bytes";
+  int n = 1;
+  for (int i = 1; i < *argc; i++) {
+    bool is_dir = !strcmp(argv[i], "--ledger"), is_calls = !strcmp(argv[i], "--ledger-calls");
+    if (!is_dir && !is_calls) {
+      argv[n++] = argv[i];
+      continue;
+    }
+    if (i + 1 >= *argc) {
+      fprintf(stderr, "ftc: %s needs a value\n", argv[i]);
+      return 2;
+    }
+    if (is_dir) dir = argv[++i];
+    else calls = argv[++i];
+  }
+  argv[n] = NULL;
+  *argc = n;
+  ft_ledger_options o = {0};
+  if (!strcmp(calls, "none")) o.calls = FT_LEDGER_CALLS_NONE;
+  else if (!strcmp(calls, "hashes")) o.calls = FT_LEDGER_CALLS_HASHES;
+  else if (!strcmp(calls, "bytes")) o.calls = FT_LEDGER_CALLS_BYTES;
+  else {
+    fprintf(stderr, "ftc: --ledger-calls takes none, hashes or bytes, not '%s'\n", calls);
+    return 2;
+  }
+  if (!dir) return 0;
+  if (!(ledger_ctx = ft_ctx_new(NULL)) || !(ledger = ft_ledger_open(ledger_ctx, dir, &o))) {
+    fprintf(stderr, "ftc: --ledger %s: %s\n", dir, ledger_ctx ? ft_ctx_error(ledger_ctx) : "out of memory");
+    ft_ctx_free(ledger_ctx);
+    return 1;
+  }
+  return 0;
+}
+
+/* Closes the ledger after the command; a failed final sync fails the run. */
+static int close_ledger(int rc) {
+  if (!ledger) return rc;
+  if (ft_ledger_close(ledger) != FT_OK) {
+    fprintf(stderr, "ftc: the ledger could not be synced to disk\n");
+    if (!rc) rc = 1;
+  }
+  ft_ctx_free(ledger_ctx);
+  return rc;
+}
+
 static void usage(FILE *out) {
   fprintf(out, "usage: ftc <command> [options] [FILE]\n\n"
                "FrankenTrace: JAX's jaxprs, transforms and JIT in C.\n\ncommands:\n");
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     fprintf(out, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
-  fprintf(out, "\n'ftc <command> --help' describes one command. FILE '-' reads standard input.\n");
+  fprintf(out, "\n'ftc <command> --help' describes one command. FILE '-' reads standard input.\n"
+               "\nglobal options (anywhere on the line):\n"
+               "  --ledger DIR           record what the command does in the ledger DIR\n"
+               "                         (created if absent; check it with ftledger)\n"
+               "  --ledger-calls LEVEL   none, hashes or bytes (the default): how much of\n"
+               "                         each run of a program the ledger keeps; bytes\n"
+               "                         lets 'ftledger reexec' re-run it\n");
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) { usage(stderr); return 2; }
+  int st = global_options(&argc, argv);
+  if (st) return st;
+  if (argc < 2) { usage(stderr); return close_ledger(2); }
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
     usage(stdout);
-    return 0;
+    return close_ledger(0);
   }
-  if (!strcmp(argv[1], "--version")) { printf("ftc %s\n", ft_version()); return 0; }
+  if (!strcmp(argv[1], "--version")) { printf("ftc %s\n", ft_version()); return close_ledger(0); }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-    if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+    if (!strcmp(argv[1], cmds[i].name)) return close_ledger(cmds[i].fn(argc - 1, argv + 1));
   fprintf(stderr, "ftc: unknown command '%s' (try 'ftc --help')\n", argv[1]);
-  return 2;
+  return close_ledger(2);
 }

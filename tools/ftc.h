@@ -12,6 +12,10 @@
 int ftc_wants_help(int argc, char **argv);
 /* Prints "ftc <cmd>: <message>" to stderr; returns 1 (the exit status for bad input). */
 int ftc_fail(const char *cmd, const char *fmt, ...);
+/* A new context for a command: the ledger given by the global --ledger DIR
+ * option, if any, is attached to it (one context at a time; free it with
+ * ft_ctx_free before making another). NULL (after a message) on failure. */
+ft_ctx *ftc_ctx_new(void);
 /* Reads a whole file ("-" = stdin) into a malloc'd NUL-terminated buffer; NULL on error. */
 char *ftc_read_file(const char *path, size_t *len_out);
 #endif

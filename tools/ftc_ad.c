@@ -141,7 +141,7 @@ static int ad_main(const char *cmd, int argc, char **argv) {
   size_t len = 0;
   char *text = ftc_read_file(o.file, &len);
   if (!text) return ftc_fail(cmd, "cannot read '%s'", o.file);
-  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = ctx ? ft_parse(ctx, text, len, o.file) : NULL, *r = NULL;
   int rc = 1;
   if (!j) {

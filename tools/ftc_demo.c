@@ -1,7 +1,9 @@
 /* tools/ftc_demo.c: `ftc demo`, the main job. It traces a small MLP
  * classifier's loss from C, prints its jaxpr (JAX's text format), checks
- * that the text parses back to the same hash, and runs it with the
- * reference interpreter on fixed data. */
+ * that the text parses back to the same hash, runs it with the reference
+ * interpreter on fixed data, differentiates it (ft_grad) and takes one SGD
+ * step. With the global --ledger DIR every step is recorded: the trace, the
+ * parse, the grad transform and each run (see docs/ledger.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include "ftc.h"
 
 enum { BATCH = 8, IN = 4, HIDDEN = 16, CLASSES = 3 };
+#define LR 0.5f
 
 /* loss(W1, b1, W2, b2, x, y) = mean over the batch of the softmax
  * cross-entropy of tanh(x W1 + b1) W2 + b2 against one-hot labels y. */
@@ -41,19 +44,61 @@ static ft_array *random_array(ft_ctx *ctx, uint64_t *seed, int rank, const int64
 }
 
 static int demo_usage(void) {
-  printf("usage: ftc demo\n\n"
+  printf("usage: ftc demo [--ledger DIR]\n\n"
          "Traces the loss of a small MLP classifier (%d-%d-%d, tanh, softmax\n"
          "cross-entropy, batch %d) from C, prints its jaxpr in JAX's text format,\n"
          "parses the text back and checks the canonical hash, and runs the jaxpr\n"
-         "with the reference interpreter on fixed data.\n", IN, HIDDEN, CLASSES, BATCH);
+         "with the reference interpreter on fixed data. Then it takes the gradient\n"
+         "of the loss with respect to the weights (ft_grad), runs it, and takes one\n"
+         "SGD step (learning rate %g).\n\n"
+         "With --ledger DIR each step is recorded in the ledger DIR (the trace, the\n"
+         "parse, the grad transform and, with the arrays, every run); then try\n"
+         "  ftledger verify DIR && ftledger replay DIR && ftledger reexec DIR\n",
+         IN, HIDDEN, CLASSES, BATCH, (double)LR);
   return 0;
+}
+
+/* The gradient of the loss w.r.t. W1, b1, W2, b2, run on in[], then one SGD
+ * step in place on in[0..4). Prints what it did; 0 or 1 (after a message). */
+static int grad_step(ft_ctx *ctx, const ft_jaxpr *loss, ft_array **in, float loss0) {
+  const int argnums[4] = {0, 1, 2, 3};
+  ft_array *g[4] = {0}, *out[1] = {0};
+  int rc = 1;
+  ft_jaxpr *gj = ft_grad(ctx, loss, 4, argnums, false);
+  if (!gj || ft_eval(ctx, gj, 6, in, 4, g) != FT_OK) goto done;
+  char h[33];
+  ft_jaxpr_hash_hex(gj, h);
+  printf("\n# its gradient w.r.t. W1, b1, W2, b2 (ft_grad): %d equations, hash %s\n",
+         ft_jaxpr_num_eqns(gj), h);
+  for (int p = 0; p < 4; p++) {
+    float *w = ft_array_data(in[p]);
+    const float *d = ft_array_data(g[p]);
+    ft_aval av = ft_array_aval(in[p]);
+    double norm = 0;
+    for (int64_t i = 0; i < ft_aval_size(&av); i++) {
+      norm += (double)d[i] * d[i];
+      w[i] -= LR * d[i];
+    }
+    printf("|d loss / d %s| = %.9g\n", (const char *[]){"W1", "b1", "W2", "b2"}[p], sqrt(norm));
+  }
+  if (ft_eval(ctx, loss, 6, in, 1, out) != FT_OK) goto done;
+  float loss1 = *(float *)ft_array_data(out[0]);
+  printf("# one SGD step (learning rate %g):\nloss = %.9g -> %.9g\n", (double)LR, (double)loss0,
+         (double)loss1);
+  rc = loss1 < loss0 ? 0 : ftc_fail("demo", "the SGD step did not lower the loss (a bug)");
+done:
+  if (rc && ft_ctx_status(ctx)) ftc_fail("demo", "%s", ft_ctx_error(ctx));
+  for (int p = 0; p < 4; p++) ft_array_free(g[p]);
+  ft_array_free(out[0]);
+  ft_jaxpr_free(gj);
+  return rc;
 }
 
 int ftc_cmd_demo(int argc, char **argv) {
   if (ftc_wants_help(argc, argv)) return demo_usage();
   if (argc > 1) return ftc_fail("demo", "unexpected argument '%s' (try 'ftc demo --help')", argv[1]);
   int rc = 1;
-  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = NULL, *back = NULL;
   char *text = NULL;
   ft_array *in[6] = {0}, *out[1] = {0};
@@ -62,7 +107,7 @@ int ftc_cmd_demo(int argc, char **argv) {
   const int64_t *dims[6] = {dw1, db1, dw2, db2, dx, dy};
   const int ranks[6] = {2, 1, 2, 1, 2, 2};
   ft_aval avals[6];
-  if (!ctx) return ftc_fail("demo", "out of memory");
+  if (!ctx) return 1;
   for (int i = 0; i < 6; i++) {
     memset(&avals[i], 0, sizeof avals[i]);
     avals[i].dtype = FT_F32;
@@ -90,7 +135,7 @@ int ftc_cmd_demo(int argc, char **argv) {
   float loss = *(float *)ft_array_data(out[0]);
   printf("# reference interpreter on fixed data (seed 42):\nloss = %.9g  (chance level ln 3 = %.9g)\n",
          (double)loss, log(3.0));
-  rc = 0;
+  rc = grad_step(ctx, j, in, loss);
   goto done;
 fail:
   ftc_fail("demo", "%s", ft_ctx_error(ctx));

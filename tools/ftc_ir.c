@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "ftc.h"
+#include "runtime/exec.h"
 
 /* Parses FILE ('-' = stdin) into a jaxpr, printing the library's message
  * (with line:col and a caret) on failure. */
@@ -110,12 +111,18 @@ int ftc_cmd_dot(int argc, char **argv) {
 }
 
 static int run_usage(void) {
-  printf("usage: ftc run FILE --in a.npy [--in b.npy ...] [--out-dir DIR] [--engine interp|jit]\n\n"
+  printf("usage: ftc run FILE --in a.npy [--in b.npy ...] [--out-dir DIR] [--engine interp|jit]\n"
+         "               [--profile OUT.json] [--stats]\n\n"
          "Runs a jaxpr with the reference interpreter (default) or compiled by the JIT\n"
          "(--engine jit: bit-identical results). Inputs are .npy files in the\n"
          "order of the jaxpr's constvars then invars. Outputs are written to\n"
          "DIR/out0.npy, DIR/out1.npy, ... in output order (DIR is created if\n"
-         "needed); without --out-dir they are summarized on standard output.\n");
+         "needed); without --out-dir they are summarized on standard output.\n"
+         "--profile and --stats compile the jaxpr and run it on the executor (threads:\n"
+         "FT_NUM_THREADS, else one per CPU): one warm-up call, then 10 profiled calls.\n"
+         "--profile writes the last call as a Chrome trace (chrome://tracing, Perfetto):\n"
+         "every step with its thread, wave and duration. --stats prints per-step time\n"
+         "and bytes after the outputs.\n");
   return 0;
 }
 
@@ -146,7 +153,9 @@ static void summarize(int k, const ft_array *a) {
 
 int ftc_cmd_run(int argc, char **argv) {
   if (ftc_wants_help(argc, argv)) return run_usage();
-  const char *file = NULL, *out_dir = NULL, *engine = "interp";
+  const char *file = NULL, *out_dir = NULL, *engine = "interp", *profile = NULL;
+  bool stats = false;
+  char *stats_text = NULL;
   const char **ins = calloc((size_t)argc, sizeof *ins);
   int n_ins = 0, rc = 1;
   ft_ctx *ctx = ftc_ctx_new();
@@ -155,9 +164,13 @@ int ftc_cmd_run(int argc, char **argv) {
   int n_out = 0;
   if (!ins || !ctx) { ftc_fail("run", "out of memory"); goto done; }
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--in") || !strcmp(argv[i], "--out-dir") || !strcmp(argv[i], "--engine")) {
+    if (!strcmp(argv[i], "--stats")) {
+      stats = true;
+    } else if (!strcmp(argv[i], "--in") || !strcmp(argv[i], "--out-dir") ||
+               !strcmp(argv[i], "--engine") || !strcmp(argv[i], "--profile")) {
       if (i + 1 >= argc) { ftc_fail("run", "%s needs a value", argv[i]); goto done; }
-      if (argv[i][2] == 'i') ins[n_ins++] = argv[++i];
+      if (argv[i][2] == 'p') profile = argv[++i];
+      else if (argv[i][2] == 'i') ins[n_ins++] = argv[++i];
       else if (argv[i][2] == 'e') engine = argv[++i];
       else out_dir = argv[++i];
     } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -185,10 +198,24 @@ int ftc_cmd_run(int argc, char **argv) {
     ftc_fail("run", "--engine must be interp or jit, got '%s'", engine);
     goto done;
   }
-  ft_fn *fn = strcmp(engine, "jit") ? NULL : ft_jit(ctx, j, NULL);
-  ft_status rst = !strcmp(engine, "jit") && !fn ? ft_ctx_status(ctx)
-                  : fn ? ft_call(fn, n_ins, in, n_out, out) : ft_eval(ctx, j, n_ins, in, n_out, out);
-  ft_fn_free(fn);
+  ft_status rst;
+  if (profile || stats) {
+    char *json = NULL;
+    rst = ft_exec_profile_jaxpr(ctx, j, n_ins, in, n_out, out, 10, profile ? &json : NULL,
+                                stats ? &stats_text : NULL);
+    FILE *pf = rst == FT_OK && profile ? fopen(profile, "w") : NULL;
+    if (rst == FT_OK && profile && (!pf || fputs(json, pf) < 0 || fclose(pf) != 0)) {
+      ftc_fail("run", "cannot write '%s': %s", profile, strerror(errno));
+      free(json);
+      goto done;
+    }
+    free(json);
+  } else {
+    ft_fn *fn = strcmp(engine, "jit") ? NULL : ft_jit(ctx, j, NULL);
+    rst = !strcmp(engine, "jit") && !fn ? ft_ctx_status(ctx)
+          : fn ? ft_call(fn, n_ins, in, n_out, out) : ft_eval(ctx, j, n_ins, in, n_out, out);
+    ft_fn_free(fn);
+  }
   if (rst != FT_OK) {
     ftc_fail("run", "%s", ft_ctx_error(ctx));
     goto done;
@@ -206,8 +233,10 @@ int ftc_cmd_run(int argc, char **argv) {
       goto done;
     }
   }
+  if (stats_text) fputs(stats_text, stdout);
   rc = 0;
 done:
+  free(stats_text);
   for (int i = 0; in && i < n_ins; i++) ft_array_free(in[i]);
   for (int k = 0; out && k < n_out; k++) ft_array_free(out[k]);
   free(in);

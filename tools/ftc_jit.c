@@ -57,7 +57,7 @@ int ftc_cmd_compile(int argc, char **argv) {
   size_t len;
   char *text = ftc_read_file(file, &len);
   if (!text) return ftc_fail("compile", "cannot read '%s'", file);
-  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = ft_parse(ctx, text, len, strcmp(file, "-") ? file : "<stdin>");
   free(text);
   int rc = 1;

@@ -220,7 +220,7 @@ int ftc_cmd_transform(int argc, char **argv) {
   size_t len;
   char *text = ftc_read_file(o.file, &len);
   if (!text) return ftc_fail("transform", "cannot read '%s': %s", o.file, strerror(errno));
-  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = ctx ? ft_parse(ctx, text, len, strcmp(o.file, "-") ? o.file : "<stdin>") : NULL;
   ft_jaxpr *r = NULL;
   ft_array *in[MAX_IN] = {0};

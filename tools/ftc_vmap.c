@@ -100,7 +100,7 @@ int ftc_cmd_vmap(int argc, char **argv) {
   int ia[256], oa[256];
   int ni = parse_axes("vmap", "--in-axes", ins, ia, 256), no = parse_axes("vmap", "--out-axes", outs, oa, 256);
   if (ni < 0 || no < 0) return 1;
-  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = load(ctx, "vmap", file), *v = NULL;
   int rc = 1, *in_axes = NULL, *out_axes = NULL;
   if (!j) goto done;
@@ -145,7 +145,7 @@ static int jac_cmd(const char *cmd, jac_fn fn, const char *what, int argc, char 
     else file = argv[i];
   }
   if (!file) return ftc_fail(cmd, "missing FILE (try 'ftc %s --help')", cmd);
-  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = load(ctx, cmd, file), *r = NULL;
   int rc = 1;
   if (j && !(r = fn(ctx, j, argnum))) ftc_fail(cmd, "%s", ft_ctx_error(ctx));

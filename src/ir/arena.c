@@ -1,5 +1,6 @@
 /* src/ir/arena.c: the bump allocator that owns every IR node of a jaxpr. */
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ir.h"
 
@@ -28,30 +29,55 @@ void ft_arena_free(ft_arena *a) {
   free(a);
 }
 
-void *ft_arena_alloc(ft_arena *a, size_t n) {
-  n = (n + 15) & ~(size_t)15;
-  if (n == 0) n = 16;
+/* Big chunks ask for transparent huge pages: a 100k-equation grad fills
+ * ~150 MB of fresh memory, and taking it 4 KiB page fault by page fault was
+ * a third of the transform's time. Advisory only (no effect where THP is
+ * off or unsupported). */
+static void huge_pages(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+  enum { HUGE = 2 * 1024 * 1024 };
+  uintptr_t lo = ((uintptr_t)p + HUGE - 1) & ~(uintptr_t)(HUGE - 1);
+  uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)(HUGE - 1);
+  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+  (void)p, (void)n;
+#endif
+}
+
+/* Starts a new chunk big enough for n bytes (n already rounded). */
+static void *alloc_slow(ft_arena *a, size_t n) {
+  size_t sz = n > CHUNK_MIN ? n : CHUNK_MIN;
+  /* Grow chunk size with the arena so big jaxprs need few chunks. */
+  if (a->bytes / 4 > sz) sz = a->bytes / 4;
+  chunk *c = malloc(sizeof(chunk) + sz);
+  if (!c) return NULL;
+  huge_pages(c, sizeof(chunk) + sz);
+  c->size = sz;
+  c->used = n;
+  c->next = a->head;
+  a->head = c;
+  a->bytes += n;
+  return c->data;
+}
+
+void *ft_arena_alloc_raw(ft_arena *a, size_t n) {
+  n = n ? (n + 15) & ~(size_t)15 : 16;
   chunk *c = a->head;
-  if (!c || c->size - c->used < n) {
-    size_t sz = n > CHUNK_MIN ? n : CHUNK_MIN;
-    /* Grow chunk size with the arena so big jaxprs need few chunks. */
-    if (a->bytes / 4 > sz) sz = a->bytes / 4;
-    c = malloc(sizeof(chunk) + sz);
-    if (!c) return NULL;
-    c->size = sz;
-    c->used = 0;
-    c->next = a->head;
-    a->head = c;
-  }
+  if (!c || c->size - c->used < n) return alloc_slow(a, n);
   void *p = c->data + c->used;
   c->used += n;
   a->bytes += n;
-  memset(p, 0, n);
+  return p;
+}
+
+void *ft_arena_alloc(ft_arena *a, size_t n) {
+  void *p = ft_arena_alloc_raw(a, n);
+  if (p) memset(p, 0, n);
   return p;
 }
 
 char *ft_arena_strndup(ft_arena *a, const char *s, size_t len) {
-  char *p = ft_arena_alloc(a, len + 1);
+  char *p = ft_arena_alloc_raw(a, len + 1);
   if (!p) return NULL;
   memcpy(p, s, len);
   p[len] = 0;

@@ -35,6 +35,9 @@ ft_arena *ft_arena_new(void);
 void ft_arena_free(ft_arena *a);
 /* Zeroed memory, 16-byte aligned. NULL when out of memory. */
 void *ft_arena_alloc(ft_arena *a, size_t n);
+/* Like ft_arena_alloc without the zeroing: for builders that write every
+ * byte they later read (the hot paths of the parser and the transforms). */
+void *ft_arena_alloc_raw(ft_arena *a, size_t n);
 /* A NUL-terminated copy of s[0..len). */
 char *ft_arena_strndup(ft_arena *a, const char *s, size_t len);
 /* The next variable id of this arena: ids are unique among all the vars of
@@ -47,12 +50,35 @@ size_t ft_arena_bytes(const ft_arena *a);
 /* ================================================================== ctx.c */
 struct ft_ledger;
 
+/* What a successful ft_parse, ft_trace or ft_eval reports to the context's
+ * observer. The observer is how the ledger (src/ledger installs it when it is
+ * attached) records these calls without src/ir, src/trace or src/runtime
+ * depending on it. Fields a kind does not use are zero; all are borrowed. */
+typedef enum ft_ctx_event_kind { FT_CTX_EV_PARSE, FT_CTX_EV_TRACE, FT_CTX_EV_EVAL } ft_ctx_event_kind;
+typedef struct ft_ctx_event {
+  ft_ctx_event_kind kind;
+  const char *text;          /* parse: the source text, len bytes */
+  size_t len;
+  const ft_jaxpr *jaxpr;     /* the parsed, traced or evaluated jaxpr */
+  int n_in, n_out;           /* eval: its arguments and results */
+  ft_array *const *in;
+  ft_array *const *out;
+} ft_ctx_event;
+
 struct ft_ctx {
   ft_ctx_options opts;
   ft_status status;
   char err[4096];
   struct ft_ledger *ledger;  /* attached ledger, or NULL (src/ledger owns it) */
+  /* The observer (NULL: none). A status other than FT_OK fails the call that
+   * reported (its result is freed), with the observer's message on ctx. */
+  ft_status (*on_event)(ft_ctx *ctx, const ft_ctx_event *ev);
 };
+
+/* Reports ev to ctx's observer, if any. */
+static inline ft_status ft_ctx_notify(ft_ctx *ctx, const ft_ctx_event *ev) {
+  return ctx && ctx->on_event ? ctx->on_event(ctx, ev) : FT_OK;
+}
 
 /* Records a failure on ctx (message formatted like printf) and returns st, so
  * callers can write `return ft_set_error(ctx, FT_ERR_SHAPE, "...", ...)`.
@@ -117,7 +143,8 @@ typedef enum ft_pkind {
   FT_PK_JAXPR,    /* a closed sub-jaxpr */
   FT_PK_JAXPRS,   /* a tuple of closed sub-jaxprs */
   FT_PK_DOTDIMS,  /* ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)) */
-  FT_PK_PADCFG    /* ((lo, hi, interior), ...) */
+  FT_PK_PADCFG,   /* ((lo, hi, interior), ...) */
+  FT_PK_RULE      /* a function: a name (JAX prints Python rules so) or a jaxpr (C tracing) */
 } ft_pkind;
 
 typedef struct ft_param_spec {
@@ -224,6 +251,9 @@ struct ft_jaxpr {
    * buffers in the arena, shaped by constvars[i]->aval; or NULL (parsed text
    * carries no values: callers pass them as leading inputs). */
   void **const_data;
+  /* Unique in the process (set by ft_jaxpr_new): with the address, an
+   * identity that survives address reuse (the ledger caches per program). */
+  uint64_t serial;
 };
 
 /* A new, empty top-level jaxpr with its own arena (a == NULL), or a
@@ -245,15 +275,26 @@ typedef struct ft_jb {
 } ft_jb;
 
 void ft_jb_init(ft_jb *b, struct ft_jaxpr *j);
-/* Appends an equation; in/out arrays are copied; params (may be NULL when
- * the primitive has none) is copied. Returns the equation or NULL (no memory). */
+/* Appends an equation; in/out arrays are copied; params is copied (NULL:
+ * the schema defaults, shared). Returns the equation or NULL (no memory). */
 ft_eqn *ft_jb_add(ft_jb *b, ft_prim p, int n_in, ft_var *const *in, int n_out,
                   ft_var *const *out, const ft_pval *params);
+/* As ft_jb_add, but params is stored, not copied: it must outlive the
+ * arena (live in it, or be ft_params_default_shared) and nobody may write
+ * it afterwards. Params are immutable once built, so equations with equal
+ * params may share one array. */
+ft_eqn *ft_jb_add_owned(ft_jb *b, ft_prim p, int n_in, ft_var *const *in, int n_out,
+                        ft_var *const *out, const ft_pval *params);
+/* Makes room for one more equation in b->j->eqns (false: no memory). */
+bool ft_jb_reserve(ft_jb *b);
 /* Sets the var lists (copied into the arena). */
 bool ft_jaxpr_set_vars(struct ft_jaxpr *j, int n_const, ft_var *const *constvars,
                        int n_in, ft_var *const *invars, int n_out, ft_var *const *outvars);
 /* A param array for p filled with the schema defaults (required ones NONE). */
 ft_pval *ft_params_default(ft_arena *a, ft_prim p);
+/* The same defaults as one immutable array per primitive, shared by every
+ * equation and arena (process lifetime; never written). */
+const ft_pval *ft_params_default_shared(ft_prim p);
 
 /* ================================================================ shape.c */
 /* The shape/dtype rule of every primitive: given the params and the input
@@ -262,6 +303,12 @@ ft_pval *ft_params_default(ft_arena *a, ft_prim p);
  * against the inputs here too. */
 ft_status ft_infer(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in,
                    const ft_aval *in, int *n_out, ft_aval *out, int max_out);
+/* Field `name` of a dimension-numbers param (GatherDimensionNumbers,
+ * ScatterDimensionNumbers, ConvDimensionNumbers): from JAX's printed text
+ * `Name(field=(1, 2), ...)`, or item `pos` of a positional tuple of int
+ * tuples. Writes at most FT_MAX_RANK ints to out and their count to *n;
+ * false when the field is missing or malformed. */
+bool ft_dimnums_field(const ft_pval *v, const char *name, int pos, int64_t *out, int *n);
 
 /* ================================================================ print.c */
 /* (pp.c holds the layout engine and the number formatting; print.c builds

@@ -1,5 +1,7 @@
 /* src/ir/jaxpr.c: constructing jaxprs, variables, literals and equations, and
  * the small public accessors. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "ir.h"
@@ -12,8 +14,10 @@ ft_jaxpr *ft_jaxpr_new(ft_arena *a) {
     if (own) ft_arena_free(a);
     return NULL;
   }
+  static _Atomic uint64_t next_serial;
   j->arena = a;
   j->owns_arena = own;
+  j->serial = ++next_serial;
   return j;
 }
 
@@ -23,11 +27,13 @@ void ft_jaxpr_free(ft_jaxpr *j) {
 }
 
 static ft_var *var_alloc(ft_arena *a, const ft_aval *aval, ft_var_kind k) {
-  ft_var *v = ft_arena_alloc(a, sizeof *v);
+  ft_var *v = ft_arena_alloc_raw(a, sizeof *v);
   if (!v) return NULL;
   v->aval = *aval;
   v->kind = k;
   v->id = ft_arena_next_var_id(a);
+  v->lit.u = 0;
+  v->lit_im = 0;
   return v;
 }
 
@@ -64,40 +70,82 @@ void ft_jb_init(ft_jb *b, ft_jaxpr *j) {
 }
 
 static ft_var **copy_vars(ft_arena *a, int n, ft_var *const *v) {
-  ft_var **p = ft_arena_alloc(a, sizeof(ft_var *) * (size_t)(n ? n : 1));
+  ft_var **p = ft_arena_alloc_raw(a, sizeof(ft_var *) * (size_t)(n ? n : 1));
   if (p && n) memcpy(p, v, sizeof(ft_var *) * (size_t)n);
+  if (p && !n) p[0] = NULL;
   return p;
+}
+
+/* The schema defaults of every primitive, built on first use and shared by
+ * all equations that use them: params are immutable once built, so one
+ * array per primitive serves every arena (it lives as long as the process,
+ * reachable from shared_arena). A failed allocation is not remembered: the
+ * next call tries again. */
+static ft_pval *_Atomic shared_default[FT_NUM_PRIMS];
+static ft_arena *shared_arena;
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const ft_pval *ft_params_default_shared(ft_prim p) {
+  ft_pval *d = atomic_load_explicit(&shared_default[p], memory_order_acquire);
+  if (d) return d;
+  pthread_mutex_lock(&shared_lock);
+  if (!(d = atomic_load_explicit(&shared_default[p], memory_order_relaxed))) {
+    if (!shared_arena) shared_arena = ft_arena_new();
+    if (shared_arena && (d = ft_params_default(shared_arena, p)))
+      atomic_store_explicit(&shared_default[p], d, memory_order_release);
+  }
+  pthread_mutex_unlock(&shared_lock);
+  return d;
+}
+
+/* Room for one more equation: the array doubles in the arena (the old one
+ * is wasted; amortized that is 2x). */
+bool ft_jb_reserve(ft_jb *b) {
+  ft_jaxpr *j = b->j;
+  if (j->n_eqn < b->cap_eqn) return true;
+  int cap = b->cap_eqn ? b->cap_eqn * 2 : 16;
+  ft_eqn *e = ft_arena_alloc_raw(b->arena, sizeof(ft_eqn) * (size_t)cap);
+  if (!e) return false;
+  if (j->n_eqn) memcpy(e, j->eqns, sizeof(ft_eqn) * (size_t)j->n_eqn);
+  j->eqns = e;
+  b->cap_eqn = cap;
+  return true;
+}
+
+ft_eqn *ft_jb_add_owned(ft_jb *b, ft_prim p, int n_in, ft_var *const *in, int n_out,
+                        ft_var *const *out, const ft_pval *params) {
+  ft_jaxpr *j = b->j;
+  if (!ft_jb_reserve(b)) return NULL;
+  ft_eqn *e = &j->eqns[j->n_eqn];
+  e->prim = p;
+  e->n_in = n_in;
+  e->n_out = n_out;
+  /* One block holds both var arrays (each non-NULL even when empty). */
+  ft_var **io = ft_arena_alloc_raw(b->arena, sizeof(ft_var *) * (size_t)(n_in + n_out + 2));
+  if (!io) return NULL;
+  e->in = io;
+  e->out = io + n_in + 1;
+  if (n_in) memcpy(e->in, in, sizeof(ft_var *) * (size_t)n_in);
+  if (n_out) memcpy(e->out, out, sizeof(ft_var *) * (size_t)n_out);
+  e->in[n_in] = e->out[n_out] = NULL;
+  /* Equations do not write their params: the array may be shared. */
+  e->params = (ft_pval *)(params ? params : ft_params_default_shared(p));
+  if (!e->in || !e->out || !e->params) return NULL;
+  j->n_eqn++;
+  return e;
 }
 
 ft_eqn *ft_jb_add(ft_jb *b, ft_prim p, int n_in, ft_var *const *in, int n_out,
                   ft_var *const *out, const ft_pval *params) {
-  ft_jaxpr *j = b->j;
-  if (j->n_eqn == b->cap_eqn) {
-    /* Doubling in the arena wastes the old array; amortized it is 2x. */
-    int cap = b->cap_eqn ? b->cap_eqn * 2 : 16;
-    ft_eqn *e = ft_arena_alloc(b->arena, sizeof(ft_eqn) * (size_t)cap);
-    if (!e) return NULL;
-    if (j->n_eqn) memcpy(e, j->eqns, sizeof(ft_eqn) * (size_t)j->n_eqn);
-    j->eqns = e;
-    b->cap_eqn = cap;
-  }
-  ft_eqn *e = &j->eqns[j->n_eqn];
-  memset(e, 0, sizeof *e);
-  e->prim = p;
-  e->n_in = n_in;
-  e->n_out = n_out;
-  e->in = copy_vars(b->arena, n_in, in);
-  e->out = copy_vars(b->arena, n_out, out);
   const ft_prim_info *pi = ft_prim_get(p);
-  if (params) {
-    e->params = ft_arena_alloc(b->arena, sizeof(ft_pval) * (size_t)(pi->n_params + 1));
-    if (e->params && pi->n_params) memcpy(e->params, params, sizeof(ft_pval) * (size_t)pi->n_params);
-  } else {
-    e->params = ft_params_default(b->arena, p);
+  const ft_pval *ps = NULL; /* NULL: the shared defaults */
+  if (params && pi->n_params) {
+    ft_pval *c = ft_arena_alloc_raw(b->arena, sizeof(ft_pval) * (size_t)pi->n_params);
+    if (!c) return NULL;
+    memcpy(c, params, sizeof(ft_pval) * (size_t)pi->n_params);
+    ps = c;
   }
-  if (!e->in || !e->out || !e->params) return NULL;
-  j->n_eqn++;
-  return e;
+  return ft_jb_add_owned(b, p, n_in, in, n_out, out, ps);
 }
 
 bool ft_jaxpr_set_vars(ft_jaxpr *j, int n_const, ft_var *const *constvars, int n_in,

@@ -874,5 +874,7 @@ ft_jaxpr *ft_parse(ft_ctx *ctx, const char *text, size_t len, const char *name) 
     ft_jaxpr_free(top);
     return NULL;
   }
+  ft_ctx_event ev = {.kind = FT_CTX_EV_PARSE, .text = text, .len = len, .jaxpr = top};
+  if (ft_ctx_notify(ctx, &ev) != FT_OK) return ft_jaxpr_free(top), NULL; /* the ledger's record */
   return top;
 }

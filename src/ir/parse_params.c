@@ -218,6 +218,7 @@ static const char *kind_name(ft_pkind k) {
   case FT_PK_JAXPRS: return "a tuple of jaxprs";
   case FT_PK_DOTDIMS: return "dimension numbers ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))";
   case FT_PK_PADCFG: return "a tuple of (low, high, interior) triples";
+  case FT_PK_RULE: return "a function name or a jaxpr";
   }
   return "a value";
 }
@@ -313,6 +314,8 @@ static bool coerce(const ft_param_spec *spec, ft_pval *v) {
   case FT_PK_JAXPRS: return all_items(v, FT_PV_JAXPR);
   case FT_PK_DOTDIMS: return is_dotdims(v);
   case FT_PK_PADCFG: return is_padcfg(v);
+  case FT_PK_RULE:
+    return v->tag == FT_PV_NONE || v->tag == FT_PV_JAXPR || (v->tag == FT_PV_STR && is_name(v->s));
   }
   return false;
 }
@@ -385,6 +388,8 @@ ft_pval ft_parse_param_value(ft_parser *p, ft_prim prim, const ft_param_spec *sp
   if (spec->kind == FT_PK_JAXPR) v = ft_pv_jaxpr(jaxpr_or_name(p));
   else if (spec->kind == FT_PK_JAXPRS) v = parse_jaxprs(p);
   else if (spec->kind == FT_PK_NAME) v = parse_name(p), normalize_name(p, &v);
+  else if (spec->kind == FT_PK_RULE && ft_parse_peek(p) == '{') v = ft_pv_jaxpr(ft_parse_subjaxpr(p));
+  else if (spec->kind == FT_PK_RULE) v = parse_name(p), normalize_name(p, &v);
   else v = parse_value(p);
   if (!spec->legacy && !coerce(spec, &v))
     ft_parse_fail(p, start, "param '%s' of %s expects %s", spec->name, ft_prim_get(prim)->name,
@@ -465,6 +470,6 @@ static void normalize_jit(ft_pval *ps) {
 void ft_parse_normalize_params(ft_parser *p, ft_prim prim, ft_pval *ps) {
   const ft_prim_info *pi = ft_prim_get(prim);
   for (int k = 0; k < pi->n_params; k++)
-    if (pi->params[k].kind == FT_PK_NAME) normalize_name(p, &ps[k]);
+    if (pi->params[k].kind == FT_PK_NAME || pi->params[k].kind == FT_PK_RULE) normalize_name(p, &ps[k]);
   if (prim == FT_P_JIT) normalize_jit(ps);
 }

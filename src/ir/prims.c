@@ -26,6 +26,7 @@ static const struct { const char *s; ft_pkind k; } kinds[] = {
     {"float", FT_PK_FLOAT}, {"dtype?", FT_PK_DTYPE_OR_NONE}, {"dtype", FT_PK_DTYPE},
     {"name", FT_PK_NAME},   {"jaxprs", FT_PK_JAXPRS}, {"jaxpr", FT_PK_JAXPR},
     {"dotdims", FT_PK_DOTDIMS}, {"padcfg", FT_PK_PADCFG}, {"sym", FT_PK_SYM},
+    {"rule", FT_PK_RULE},
 };
 
 static char *dup_range(const char *s, size_t n) {

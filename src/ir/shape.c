@@ -950,6 +950,12 @@ static bool dn_field(const ft_pval *v, const char *name, int pos, int64_t *out, 
   return false;
 }
 
+/* Exposed for the runtime (interp_index.c, interp_window.c): one decoder of
+ * the printed dimension numbers for the shape rules and the interpreter. */
+bool ft_dimnums_field(const ft_pval *v, const char *name, int pos, int64_t *out, int *n) {
+  return dn_field(v, name, pos, out, n);
+}
+
 static bool contains(int n, const int64_t *v, int64_t x) {
   for (int i = 0; i < n; i++)
     if (v[i] == x) return true;
@@ -1301,6 +1307,58 @@ static ft_status rule_scan(R *r) {
   return FT_OK;
 }
 
+/* The first i where a[i] and the aval of v[i] differ (of n), or -1. */
+static int avals_differ(const ft_aval *a, ft_var *const *v, int n) {
+  for (int i = 0; i < n; i++)
+    if (!ft_aval_eq(a + i, &v[i]->aval)) return i;
+  return -1;
+}
+
+static ft_status rule_mismatch(R *r, const char *what) {
+  return fail(r, FT_ERR_TYPE, "the %s rule does not fit the call (docs/autodiff.md, Custom rules)", what);
+}
+
+/* Rules given as jaxprs (C tracing) must fit the call; a rule JAX printed
+ * as a Python function's name is not checked. With n operands (the first
+ * nc consts), m outputs and nr residuals:
+ *   jvp: [operands..., their tangents...] -> [outputs..., their tangents...]
+ *   fwd: [operands...] -> [outputs..., residuals...]
+ *   bwd: [consts..., residuals..., cts of outputs...] -> [cts of the n - nc arguments...]
+ * Tangents and cotangents have their primal's aval. */
+static ft_status check_rules(R *r, const ft_jaxpr *call, int nc) {
+  const ft_pval *jv = param(r, "jvp"), *fw = param(r, "fwd"), *bw = param(r, "bwd");
+  int n = r->n_in, m = call->n_out;
+  ft_aval *outs = malloc(sizeof(ft_aval) * (size_t)(m + 1));
+  if (!outs) return ft_set_error(r->ctx, FT_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < m; k++) outs[k] = call->outvars[k]->aval;
+  ft_status st = FT_OK;
+  if (jv && jv->tag == FT_PV_JAXPR) {
+    const ft_jaxpr *j = jv->u.jaxpr;
+    if (j->n_in != 2 * n || j->n_out != 2 * m || avals_differ(r->in, j->invars, n) >= 0 ||
+        avals_differ(r->in, j->invars + n, n) >= 0 || avals_differ(outs, j->outvars, m) >= 0 ||
+        avals_differ(outs, j->outvars + m, m) >= 0)
+      st = rule_mismatch(r, "jvp");
+  }
+  bool fj = fw && fw->tag == FT_PV_JAXPR, bj = bw && bw->tag == FT_PV_JAXPR;
+  if (!st && fj != bj && (fw || bw))
+    st = fail(r, FT_ERR_TYPE, "fwd and bwd must both be jaxprs or both be names");
+  if (!st && fj && bj) {
+    const ft_jaxpr *f = fw->u.jaxpr, *b = bw->u.jaxpr;
+    int nr = f->n_out - m;
+    if (f->n_in != n || nr < 0 || avals_differ(r->in, f->invars, n) >= 0 ||
+        avals_differ(outs, f->outvars, m) >= 0)
+      st = rule_mismatch(r, "fwd");
+    else if (b->n_in != nc + nr + m || b->n_out != n - nc || avals_differ(r->in, b->invars, nc) >= 0 ||
+             avals_differ(r->in + nc, b->outvars, n - nc) >= 0 ||
+             avals_differ(outs, b->invars + nc + nr, m) >= 0)
+      st = rule_mismatch(r, "bwd");
+    for (int i = 0; !st && i < nr; i++)
+      if (!ft_aval_eq(&f->outvars[m + i]->aval, &b->invars[nc + i]->aval)) st = rule_mismatch(r, "bwd");
+  }
+  free(outs);
+  return st;
+}
+
 /* jit, custom_jvp_call, custom_vjp_call: the operands are the sub-jaxpr's
  * inputs (consts first, when num_consts is given), its outputs the results. */
 static ft_status rule_call(R *r) {
@@ -1311,7 +1369,35 @@ static ft_status rule_call(R *r) {
   if (nc && (nc->tag != FT_PV_INT || nc->u.i < 0 || nc->u.i > r->n_in))
     return fail(r, FT_ERR_TYPE, "num_consts does not fit %d operands", r->n_in);
   if ((st = check_sig(r, r->p == FT_P_JIT ? "jaxpr" : "call_jaxpr", j, r->n_in, r->in, 0))) return st;
+  if (r->p != FT_P_JIT && (st = check_rules(r, j, nc ? (int)nc->u.i : 0))) return st;
   return put_outs(r, j);
+}
+
+/* custom_lin: [residuals (num_res)..., tangents...] -> the cotangent inputs
+ * of bwd after its residuals; bwd maps them back to one cotangent per
+ * tangent operand, of its aval. */
+static ft_status rule_custom_lin(R *r) {
+  const ft_jaxpr *bwd = NULL;
+  int64_t nr = 0;
+  ft_status st = need_jaxpr(r, "bwd", &bwd);
+  if (st || (st = need_int(r, "num_res", &nr))) return st;
+  if (nr < 0 || nr > r->n_in || bwd->n_in < nr)
+    return fail(r, FT_ERR_TYPE, "num_res=%lld does not fit %d operands and a bwd of %d inputs",
+                (long long)nr, r->n_in, bwd->n_in);
+  int n = (int)nr, nt = r->n_in - n;
+  for (int i = 0; i < n; i++)
+    if (!ft_aval_eq(&bwd->invars[i]->aval, &r->in[i]))
+      return fail(r, FT_ERR_TYPE, "bwd input %d is %s but residual %d is %s", i,
+                  S(r, &bwd->invars[i]->aval), i, S(r, &r->in[i]));
+  if (bwd->n_out != nt)
+    return fail(r, FT_ERR_TYPE, "bwd returns %d cotangents for %d tangent operands", bwd->n_out, nt);
+  for (int i = 0; i < nt; i++)
+    if (!ft_aval_eq(&bwd->outvars[i]->aval, &r->in[n + i]))
+      return fail(r, FT_ERR_TYPE, "bwd output %d is %s but tangent operand %d is %s", i,
+                  S(r, &bwd->outvars[i]->aval), n + i, S(r, &r->in[n + i]));
+  for (int i = n; i < bwd->n_in; i++)
+    if ((st = put(r, bwd->invars[i]->aval))) return st;
+  return FT_OK;
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -1355,6 +1441,7 @@ static ft_status dispatch(R *r) {
   case FT_P_WHILE: return rule_while(r);
   case FT_P_SCAN: return rule_scan(r);
   case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return rule_call(r);
+  case FT_P_CUSTOM_LIN: return rule_custom_lin(r);
   default:
     return fail(r, FT_ERR_UNSUPPORTED, "no shape rule (internal: add one to shape.c)");
   }

@@ -15,9 +15,13 @@
  * transforms may combine vars of several arenas; and which sub-jaxprs were
  * verified already (JAX hoists a sub-jaxpr used by several equations into
  * `let f = {...} in`, so one sub-jaxpr object may have many uses). */
+typedef struct pent {
+  const void *key;
+  uint32_t val;
+} pent;
+
 typedef struct pmap {
-  const void **keys;
-  uint32_t *val;
+  pent *e;
   size_t cap, n;
 } pmap;
 
@@ -26,36 +30,31 @@ typedef struct V {
   pmap defs, subs;
   uint32_t next_scope;
   bool nomem;
+  ft_aval *scratch;     /* check_types' aval buffer, grown on demand */
+  size_t scratch_cap;
 } V;
 
+/* Arena objects are allocated one after another, so consecutive keys take
+ * consecutive slots (cache-friendly on big jaxprs) while each 1 MiB block
+ * of addresses starts at a scrambled offset (distinct blocks spread). */
 static size_t slot_of(const pmap *m, const void *k) {
-  uintptr_t h = (uintptr_t)k;
-  h ^= h >> 17;
-  h *= (uintptr_t)0x9E3779B97F4A7C15ull;
-  size_t i = (size_t)(h >> 7) & (m->cap - 1);
-  while (m->keys[i] && m->keys[i] != k) i = (i + 1) & (m->cap - 1);
+  uintptr_t x = (uintptr_t)k >> 4;
+  size_t i = (size_t)(x + (x >> 16) * (uintptr_t)0x9E3779B97F4A7C15ull) & (m->cap - 1);
+  while (m->e[i].key && m->e[i].key != k) i = (i + 1) & (m->cap - 1);
   return i;
 }
 
 static bool grow(pmap *m) {
   pmap nm = {0};
   nm.cap = m->cap ? m->cap * 2 : 256;
-  nm.keys = calloc(nm.cap, sizeof *nm.keys);
-  nm.val = calloc(nm.cap, sizeof *nm.val);
-  if (!nm.keys || !nm.val) {
-    free(nm.keys);
-    free(nm.val);
-    return false;
-  }
+  nm.e = calloc(nm.cap, sizeof *nm.e);
+  if (!nm.e) return false;
   for (size_t i = 0; i < m->cap; i++)
-    if (m->keys[i]) {
-      size_t s = slot_of(&nm, m->keys[i]);
-      nm.keys[s] = m->keys[i];
-      nm.val[s] = m->val[i];
+    if (m->e[i].key) {
+      nm.e[slot_of(&nm, m->e[i].key)] = m->e[i];
       nm.n++;
     }
-  free(m->keys);
-  free(m->val);
+  free(m->e);
   *m = nm;
   return true;
 }
@@ -64,7 +63,7 @@ static bool grow(pmap *m) {
 static uint32_t lookup(const pmap *m, const void *k) {
   if (!m->cap) return 0;
   size_t i = slot_of(m, k);
-  return m->keys[i] ? m->val[i] : 0;
+  return m->e[i].key ? m->e[i].val : 0;
 }
 
 /* Stores k -> val; false if k was already present (or no memory). */
@@ -74,9 +73,9 @@ static bool define_in(V *v, pmap *m, const void *k, uint32_t val) {
     return false;
   }
   size_t i = slot_of(m, k);
-  if (m->keys[i]) return false;
-  m->keys[i] = k;
-  m->val[i] = val;
+  if (m->e[i].key) return false;
+  m->e[i].key = k;
+  m->e[i].val = val;
   m->n++;
   return true;
 }
@@ -146,6 +145,8 @@ static bool kind_ok(const ft_param_spec *s, const ft_pval *p) {
     for (int i = 0; i < p->n; i++)
       if (!is_ints(&p->u.items[i]) || p->u.items[i].n != 3) return false;
     return true;
+  case FT_PK_RULE:
+    return p->tag == FT_PV_STR || p->tag == FT_PV_OPAQUE || (p->tag == FT_PV_JAXPR && p->u.jaxpr);
   }
   return false;
 }
@@ -167,6 +168,7 @@ static const char *kind_text(ft_pkind k) {
   case FT_PK_JAXPRS: return "a tuple of jaxprs";
   case FT_PK_DOTDIMS: return "((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))";
   case FT_PK_PADCFG: return "a tuple of (lo, hi, interior)";
+  case FT_PK_RULE: return "a function name or a jaxpr";
   }
   return "?";
 }
@@ -204,22 +206,39 @@ static void path_fmt(char *dst, size_t n, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The message prefix of one equation, "<outer>eqn 3 (add): ", formatted
+ * only when a message or a sub-jaxpr path needs it (formatting it for
+ * every equation cost more than the checks). */
+typedef struct where {
+  const char *outer;
+  int idx;
+  const char *name;
+  bool done;
+  char buf[1100];
+} where;
+
+static const char *where_str(where *w) {
+  if (!w->done) path_fmt(w->buf, sizeof w->buf, "%seqn %d (%s): ", w->outer, w->idx, w->name);
+  w->done = true;
+  return w->buf;
+}
+
 /* Recurses into the sub-jaxprs of one equation's params. */
-static ft_status verify_subs(V *v, const char *pre, const ft_eqn *e) {
+static ft_status verify_subs(V *v, where *w, const ft_eqn *e) {
   const ft_prim_info *pi = ft_prim_get(e->prim);
   char sub[1200];
   for (int k = 0; k < pi->n_params; k++) {
     const ft_pval *p = &e->params[k];
     if (p->tag == FT_PV_JAXPR && p->u.jaxpr) {
-      path_fmt(sub, sizeof sub, "%s%s: ", pre, pi->params[k].name);
+      path_fmt(sub, sizeof sub, "%s%s: ", where_str(w), pi->params[k].name);
       ft_status st = verify_jaxpr(v, p->u.jaxpr, sub);
       if (st) return st;
     } else if (p->tag == FT_PV_TUPLE) {
       for (int i = 0; i < p->n; i++) {
         const ft_pval *q = &p->u.items[i];
         if (q->tag != FT_PV_JAXPR || !q->u.jaxpr) continue;
-        if (e->prim == FT_P_COND) path_fmt(sub, sizeof sub, "%sbranch %d: ", pre, i);
-        else path_fmt(sub, sizeof sub, "%s%s[%d]: ", pre, pi->params[k].name, i);
+        if (e->prim == FT_P_COND) path_fmt(sub, sizeof sub, "%sbranch %d: ", where_str(w), i);
+        else path_fmt(sub, sizeof sub, "%s%s[%d]: ", where_str(w), pi->params[k].name, i);
         ft_status st = verify_jaxpr(v, q->u.jaxpr, sub);
         if (st) return st;
       }
@@ -229,7 +248,7 @@ static ft_status verify_subs(V *v, const char *pre, const ft_eqn *e) {
 }
 
 /* Runs the shape rule and compares the declared outputs with its result. */
-static ft_status check_types(V *v, const char *pre, const ft_eqn *e) {
+static ft_status check_types(V *v, where *w, const ft_eqn *e) {
   const ft_prim_info *pi = ft_prim_get(e->prim);
   int cap = e->n_out + e->n_in + 256;
   for (int k = 0; k < pi->n_params; k++) {
@@ -239,16 +258,25 @@ static ft_status check_types(V *v, const char *pre, const ft_eqn *e) {
       for (int i = 0; i < p->n; i++)
         if (p->u.items[i].tag == FT_PV_JAXPR && p->u.items[i].u.jaxpr) cap += p->u.items[i].u.jaxpr->n_out;
   }
-  ft_aval *in = malloc(sizeof(ft_aval) * (size_t)(e->n_in + 1));
-  ft_aval *out = malloc(sizeof(ft_aval) * (size_t)cap);
-  if (!in || !out) {
-    free(in);
-    free(out);
-    return ft_set_error(v->ctx, FT_ERR_NOMEM, "%sout of memory", pre);
+  size_t need = (size_t)(e->n_in + 1) + (size_t)cap;
+  if (need > v->scratch_cap) {
+    free(v->scratch);
+    v->scratch_cap = need > 2 * v->scratch_cap ? need : 2 * v->scratch_cap;
+    if (!(v->scratch = malloc(sizeof(ft_aval) * v->scratch_cap))) {
+      v->scratch_cap = 0;
+      return ft_set_error(v->ctx, FT_ERR_NOMEM, "%sout of memory", where_str(w));
+    }
   }
+  ft_aval *in = v->scratch, *out = v->scratch + e->n_in + 1;
   for (int i = 0; i < e->n_in; i++) in[i] = e->in[i]->aval;
   int n_out = 0;
   ft_status st = ft_infer(v->ctx, e->prim, e->params, e->n_in, in, &n_out, out, cap);
+  if (!st && n_out == e->n_out) { /* the common case: no message to build */
+    int k = 0;
+    while (k < n_out && ft_aval_eq(&e->out[k]->aval, &out[k])) k++;
+    if (k == n_out) return FT_OK;
+  }
+  const char *pre = where_str(w);
   if (st) {
     /* ft_infer says "add: ..."; the prefix already names the primitive. */
     char msg[sizeof v->ctx->err];
@@ -268,49 +296,58 @@ static ft_status check_types(V *v, const char *pre, const ft_eqn *e) {
                  ft_aval_str(&e->out[k]->aval, b0, sizeof b0), ft_aval_str(&out[k], b1, sizeof b1));
     }
   }
-  free(in);
-  free(out);
   return st;
+}
+
+/* Whether atom a needs no message: a scalar literal, or a var of this scope. */
+static bool atom_ok(V *v, const ft_var *a, uint32_t scope) {
+  if (!a) return false;
+  if (a->kind == FT_LIT) return a->aval.rank == 0;
+  return a->kind == FT_VAR && lookup(&v->defs, a) == scope;
 }
 
 static ft_status verify_eqn(V *v, const ft_jaxpr *j, int idx, uint32_t scope, const char *outer) {
   const ft_eqn *e = &j->eqns[idx];
-  char pre[1100];
   if ((unsigned)e->prim >= FT_NUM_PRIMS)
     return err(v, outer, FT_ERR_TYPE, "eqn %d: unknown primitive %d", idx, (int)e->prim);
   const ft_prim_info *pi = ft_prim_get(e->prim);
-  path_fmt(pre, sizeof pre, "%seqn %d (%s): ", outer, idx, pi->name);
+  where w; /* buf stays unwritten until a message needs it */
+  w.outer = outer, w.idx = idx, w.name = pi->name, w.done = false;
   if ((pi->n_in >= 0 && e->n_in != pi->n_in) || e->n_in < 0)
-    return err(v, pre, FT_ERR_TYPE, "expects %d operand%s, got %d", pi->n_in, pi->n_in == 1 ? "" : "s", e->n_in);
+    return err(v, where_str(&w), FT_ERR_TYPE, "expects %d operand%s, got %d", pi->n_in,
+               pi->n_in == 1 ? "" : "s", e->n_in);
   if ((pi->n_out >= 0 && e->n_out != pi->n_out) || e->n_out < 0)
-    return err(v, pre, FT_ERR_TYPE, "expects %d output%s, got %d", pi->n_out, pi->n_out == 1 ? "" : "s", e->n_out);
+    return err(v, where_str(&w), FT_ERR_TYPE, "expects %d output%s, got %d", pi->n_out,
+               pi->n_out == 1 ? "" : "s", e->n_out);
   if ((e->n_in && !e->in) || (e->n_out && !e->out) || (pi->n_params && !e->params))
-    return err(v, pre, FT_ERR_TYPE, "malformed equation (missing operand, output or param arrays)");
+    return err(v, where_str(&w), FT_ERR_TYPE, "malformed equation (missing operand, output or param arrays)");
   for (int k = 0; k < pi->n_params; k++) {
     const ft_param_spec *s = &pi->params[k];
     const ft_pval *p = &e->params[k];
     if (p->tag == FT_PV_NONE && !s->dflt && s->kind != FT_PK_ANY && s->kind != FT_PK_INTS_OR_NONE &&
         s->kind != FT_PK_DTYPE_OR_NONE)
-      return err(v, pre, FT_ERR_TYPE, "missing required param %s", s->name);
+      return err(v, where_str(&w), FT_ERR_TYPE, "missing required param %s", s->name);
     bool none_default = p->tag == FT_PV_NONE && s->dflt && !strcmp(s->dflt, "None");
     if (!none_default && !kind_ok(s, p))
-      return err(v, pre, FT_ERR_TYPE, "param %s must be %s", s->name, kind_text(s->kind));
+      return err(v, where_str(&w), FT_ERR_TYPE, "param %s must be %s", s->name, kind_text(s->kind));
   }
   for (int i = 0; i < e->n_in; i++) {
-    ft_status st = check_atom(v, pre, "operand", i, e->in[i], scope);
+    if (atom_ok(v, e->in[i], scope)) continue;
+    ft_status st = check_atom(v, where_str(&w), "operand", i, e->in[i], scope);
     if (st) return st;
   }
-  ft_status st = verify_subs(v, pre, e);
+  ft_status st = verify_subs(v, &w, e);
   if (st) return st;
   for (int k = 0; k < e->n_out; k++)
     if (!e->out[k] || e->out[k]->kind == FT_LIT)
-      return err(v, pre, FT_ERR_TYPE, "output %d is %s", k, e->out[k] ? "a literal" : "missing (NULL)");
-  if ((st = check_types(v, pre, e))) return st;
+      return err(v, where_str(&w), FT_ERR_TYPE, "output %d is %s", k,
+                 e->out[k] ? "a literal" : "missing (NULL)");
+  if ((st = check_types(v, &w, e))) return st;
   for (int k = 0; k < e->n_out; k++) {
     if (e->out[k]->kind != FT_VAR) continue;
     if (!define(v, e->out[k], scope)) {
       char b[256];
-      return err(v, pre, FT_ERR_TYPE, "output %d (%s) is already defined (each var is defined once)",
+      return err(v, where_str(&w), FT_ERR_TYPE, "output %d (%s) is already defined (each var is defined once)",
                  k, ft_aval_str(&e->out[k]->aval, b, sizeof b));
     }
   }
@@ -350,7 +387,8 @@ static ft_status verify_jaxpr(V *v, const ft_jaxpr *j, const char *pre) {
   for (int i = 0; i < j->n_eqn; i++)
     if ((st = verify_eqn(v, j, i, scope, pre))) return st;
   for (int i = 0; i < j->n_out; i++)
-    if ((st = check_atom(v, pre, "output", i, j->outvars[i], scope))) return st;
+    if (!atom_ok(v, j->outvars[i], scope) && (st = check_atom(v, pre, "output", i, j->outvars[i], scope)))
+      return st;
   return FT_OK;
 }
 
@@ -358,9 +396,8 @@ ft_status ft_jaxpr_verify(ft_ctx *ctx, const ft_jaxpr *j) {
   if (!j) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_jaxpr_verify: jaxpr is NULL");
   V v = {.ctx = ctx};
   ft_status st = verify_jaxpr(&v, j, "");
-  free(v.defs.keys);
-  free(v.defs.val);
-  free(v.subs.keys);
-  free(v.subs.val);
+  free(v.defs.e);
+  free(v.subs.e);
+  free(v.scratch);
   return st;
 }

@@ -1,17 +1,17 @@
-/* src/ledger/builtins.c: the replayers FrankenTrace itself provides, one line
- * per (kind, op). Each is a function with the ft_ledger_replayer signature
- * that lives with the code it replays (the parser's next to the parser, a
- * transform's next to the transform) and is declared in that folder's
- * internal header; this table only wires them in. Records whose (kind, op)
+/* src/ledger/builtins.c: the replayers FrankenTrace provides, one line per
+ * (kind, op). The replayers themselves are in replayers.c (they need only
+ * the public API); this table only wires them in. Records whose (kind, op)
  * has no entry are reported by replay as "not replayable yet".
  *
- * Expected entries (see docs/ledger.md, "Replayers"):
- *   parse     "parse"            src/ir        jaxpr text -> canonical text
- *   transform "jvp" "vjp" "grad" "vmap" ...    src/transforms
- *   optimize  "saturate"         src/egraph
- *   compile   "jit"              src/lower     (output: the compiled-code hash)
- *   call      "interp" "jit"     src/runtime   (reexec: inputs -> outputs)
- */
+ *   parse     "parse"                     source text -> canonical text
+ *   trace     "trace"                     self-check of the stored outputs
+ *   transform "jvp" "dce" "linearize" "transpose" "vjp" "grad"
+ *             "value_and_grad" "vmap" "jacfwd" "jacrev" "hessian"
+ *                                         canonical text + params -> canonical text
+ *   call      "interp"                    reexec: program + arrays -> arrays
+ *
+ * Not yet: optimize "saturate" (src/egraph does not record yet), compile
+ * "jit" and call "jit" (src/lower does not record yet). */
 #include "ledger/ledger.h"
 
 typedef struct builtin {
@@ -21,10 +21,23 @@ typedef struct builtin {
 } builtin;
 
 static const builtin builtins[] = {
-    {FT_LEDGER_NUM_KINDS, NULL, NULL}, /* placeholder: keeps the table non-empty */
+    {FT_LEDGER_PARSE, "parse", ft_lreplay_parse},
+    {FT_LEDGER_TRACE, "trace", ft_lreplay_trace},
+    {FT_LEDGER_TRANSFORM, "jvp", ft_lreplay_transform},
+    {FT_LEDGER_TRANSFORM, "dce", ft_lreplay_transform},
+    {FT_LEDGER_TRANSFORM, "linearize", ft_lreplay_transform},
+    {FT_LEDGER_TRANSFORM, "transpose", ft_lreplay_transform},
+    {FT_LEDGER_TRANSFORM, "vjp", ft_lreplay_transform},
+    {FT_LEDGER_TRANSFORM, "grad", ft_lreplay_transform},
+    {FT_LEDGER_TRANSFORM, "value_and_grad", ft_lreplay_transform},
+    {FT_LEDGER_TRANSFORM, "vmap", ft_lreplay_transform},
+    {FT_LEDGER_TRANSFORM, "jacfwd", ft_lreplay_transform},
+    {FT_LEDGER_TRANSFORM, "jacrev", ft_lreplay_transform},
+    {FT_LEDGER_TRANSFORM, "hessian", ft_lreplay_transform},
+    {FT_LEDGER_CALL, "interp", ft_lreplay_interp},
 };
 
 void ft_ledger_register_builtins(void) {
   for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-    if (builtins[i].fn) ft_ledger_register_replayer(builtins[i].kind, builtins[i].op, builtins[i].fn, NULL);
+    ft_ledger_register_replayer(builtins[i].kind, builtins[i].op, builtins[i].fn, NULL);
 }

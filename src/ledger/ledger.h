@@ -6,7 +6,9 @@
  *   parity.c   Reed-Solomon stripes through ISA-L, parity file format
  *   scan.c     reading a ledger back: verify, recover, repair
  *   replay.c   the replayer registry, replay, reexec, diff
- *   builtins.c the replayers the library itself provides
+ *   observe.c  the context observer: parse, trace and call records
+ *   replayers.c the library's replayers (parse, trace, transforms, interp)
+ *   builtins.c the table that registers them
  *   export.c   JSON / HTML / DOT renderings
  *
  * On disk (docs/ledger.md has the details):
@@ -197,6 +199,16 @@ struct ft_ledger {
   size_t entry_size;       /* bytes of one log.par entry */
   uint8_t *tailbuf;        /* scratch: header + one entry (the log.tail file) */
   bool broken;             /* a rollback failed: refuse further appends */
+  /* observe.c: the canonical-text hash of the programs run lately, so a call
+   * logged by hash does not print its program every time (a cache). */
+  struct ft_lprog {
+    const void *j, *eqns, *invars;
+    uint64_t serial;
+    int n_eqn, n_in, n_out;
+    uint8_t hash[16];
+    size_t len;
+  } progs[8];
+  unsigned progs_next;
 };
 
 /* Stores an object (content-addressed, with its parity) unless present. */
@@ -252,6 +264,27 @@ int ft_lscan_rebuild_log_parity(ft_lscan *s, size_t from_stripe, bool sync);
 
 /* Looks up the replayer of (kind, op). */
 ft_ledger_replayer ft_ledger_find_replayer(ft_ledger_kind kind, const char *op, void **user);
+
+/* ============================================================= observe.c */
+
+/* The observer ft_ctx_attach_ledger installs on a context (ctx->on_event):
+ * appends a "parse" record (source text -> canonical text), a "trace" record
+ * (-> canonical text and the values of traced constants, as .npy) or, when
+ * the ledger logs calls, a "call" record of op "interp" (program text and
+ * argument arrays as .npy -> result arrays as .npy). */
+ft_status ft_ledger_observe(ft_ctx *ctx, const ft_ctx_event *ev);
+
+/* =========================================================== replayers.c */
+
+/* The library's replayers (ft_ledger_replayer signature); see replayers.c. */
+ft_status ft_lreplay_parse(ft_ctx *ctx, void *user, const char *op, const char *params_json,
+                           const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
+ft_status ft_lreplay_trace(ft_ctx *ctx, void *user, const char *op, const char *params_json,
+                           const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
+ft_status ft_lreplay_transform(ft_ctx *ctx, void *user, const char *op, const char *params_json,
+                               const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
+ft_status ft_lreplay_interp(ft_ctx *ctx, void *user, const char *op, const char *params_json,
+                            const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
 
 /* ============================================================ builtins.c */
 

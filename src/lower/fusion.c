@@ -1376,6 +1376,8 @@ void ft_program_free(ft_program *p) {
 
 /* ------------------------------------------------------------- coverage */
 const char *ft_lower_rule_status(ft_prim p) {
+  if (p == FT_P_CUSTOM_LIN) /* its interpreter step refuses to run, as JAX's impl does */
+    return "n/a: custom_lin is only meaningful under transposition (it never runs forward)";
   switch (ft_prim_get(p)->family) {
   case FT_FAM_UNARY:
     if (p == FT_P_REDUCE_PRECISION)

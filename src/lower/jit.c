@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "lower/lower.h"
+#include "runtime/exec.h"
 #include "lower/vmath/vm_llvm.h"
 
 static double now_ms(void) {
@@ -290,20 +291,22 @@ struct ft_fn {
   ft_ctx *ctx;
   ft_program *prog;
   ft_jit_code *code;
-  pthread_mutex_t mu;
-  void **kbufs;
-  void *arena;
+  /* Calls run on the dependency-wave executor (src/runtime/exec.h): a
+   * shared pool of the context's thread count, and the program's steps as
+   * tasks with a buffer plan over waves. Each call takes its own frame
+   * (arena) from the executor's free list, so calls need no lock. */
+  ft_pool *pool;
+  ft_prog_exec *pe;
   ft_jit_stats stats;
   ft_jaxpr *optimized;  /* the exact-tier rewrite of the input, which prog points into */
 };
 
 void ft_fn_free(ft_fn *fn) {
   if (!fn) return;
+  ft_prog_exec_free(fn->pe); /* borrows prog: first */
+  ft_pool_release_shared(fn->pool);
   ft_jit_code_release(fn->code);
   ft_program_free(fn->prog);
-  pthread_mutex_destroy(&fn->mu);
-  free(fn->kbufs);
-  free(fn->arena);
   ft_jaxpr_free(fn->optimized);
   free(fn);
 }
@@ -383,7 +386,6 @@ ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
     return NULL;
   }
   fn->ctx = ctx;
-  pthread_mutex_init(&fn->mu, NULL);
   /* DESIGN §5: the exact tier of the e-graph runs by default at jit. Its
    * rewrites preserve every output bit (NaN payloads aside, which the
    * determinism contract leaves open), so results equal ft_eval of j. */
@@ -400,19 +402,22 @@ ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
     if (get_code(fn, j, &o, &po)) goto fail;
     bind_kernels(p, fn->code);
   }
-  fn->kbufs = calloc((size_t)p->n_bufs + 1, sizeof *fn->kbufs);
-  fn->arena = aligned_alloc(64, (p->arena_bytes + 63) / 64 * 64 + 64);
-  if (!fn->kbufs || !fn->arena) {
-    ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory for the buffers");
+  /* One frame made now: even the first call allocates nothing. */
+  int threads = ft_pool_default_threads(&ctx->opts);
+  if (!(fn->pool = ft_pool_acquire_shared(threads))) {
+    ft_set_error(ctx, FT_ERR_NOMEM, "jit: cannot start %d executor threads", threads);
     goto fail;
   }
+  if (!(fn->pe = ft_prog_exec_new(ctx, p, fn->pool, NULL)) ||
+      ft_exec_reserve(ft_prog_exec_executor(fn->pe), ctx, 1) != FT_OK)
+    goto fail;
   ft_jit_stats *s = &fn->stats;
   s->n_steps = p->n_steps;
   s->n_kernels = p->n_kernels;
   s->n_fused_eqns = p->n_fused_eqns;
   s->n_gemm = p->n_gemm;
   s->n_fallback = p->n_fallback;
-  s->arena_bytes = p->arena_bytes;
+  s->arena_bytes = ft_prog_exec_plan_stats(fn->pe).peak;
   s->total_ms = now_ms() - t0;
   return fn;
 fail:
@@ -427,10 +432,7 @@ ft_status ft_call_into(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_a
     return ft_set_error(fn->ctx, FT_ERR_INVALID_ARG,
                         "call: expected %d inputs and %d outputs, got %d and %d", p->n_args,
                         p->n_out, n_in, n_out);
-  pthread_mutex_lock(&fn->mu);
-  ft_status st = ft_program_run(fn->ctx, p, in, out, fn->kbufs, fn->arena);
-  pthread_mutex_unlock(&fn->mu);
-  return st;
+  return ft_prog_exec_run(fn->pe, fn->ctx, in, out, NULL);
 }
 
 ft_status ft_call(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_array **out) {

@@ -67,6 +67,14 @@ static ft_interp_rule rule_for(ft_prim p) {
     if (p == FT_P_IOTA) return ft_interp_iota;
     if (p == FT_P_SORT) return ft_interp_sort;
     if (p == FT_P_FFT) return ft_interp_fft;
+    if (p == FT_P_GATHER) return ft_interp_gather;
+    if (p == FT_P_SCATTER || p == FT_P_SCATTER_ADD || p == FT_P_SCATTER_MUL ||
+        p == FT_P_SCATTER_MIN || p == FT_P_SCATTER_MAX)
+      return ft_interp_scatter;
+    if (p == FT_P_REDUCE_WINDOW_SUM || p == FT_P_REDUCE_WINDOW_MAX || p == FT_P_REDUCE_WINDOW_MIN)
+      return ft_interp_reduce_window;
+    if (p == FT_P_CONV_GENERAL_DILATED) return ft_interp_conv;
+    if (p == FT_P_TOP_K) return ft_interp_top_k;
     return NULL;
   }
   return NULL;
@@ -76,8 +84,7 @@ static ft_interp_rule rule_for(ft_prim p) {
  * the explicit reason it has none. Derived from rule_for, so it cannot drift. */
 const char *ft_eval_rule_status(ft_prim p) {
   if (rule_for(p)) return NULL;
-  return "unsupported: indexed/windowed primitive not yet evaluated (gather, scatter, "
-         "reduce_window, conv, top_k arrive with the indexing work)";
+  return "unsupported: no interpreter rule for this primitive yet";
 }
 
 /* The environment: one slot per variable id of the jaxpr's arena. */
@@ -95,7 +102,7 @@ static void env_set(env *E, const ft_var *v, ft_array *a, bool owned) {
 }
 
 static void env_free(env *E) {
-  for (uint32_t i = 0; i < E->n; i++)
+  for (uint32_t i = 0; E->owned && i < E->n; i++)  /* owned is NULL when its calloc failed */
     if (E->owned[i]) ft_array_free(E->val[i]);
   free(E->val);
   free(E->owned);
@@ -249,5 +256,10 @@ ft_status ft_eval(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
                         j->n_out, n_out);
   for (int k = 0; k < n_in; k++)
     if (!in[k]) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "eval: input %d is NULL", k);
-  return ft_interp_jaxpr(ctx, j, n_in, in, out);
+  ft_status st = ft_interp_jaxpr(ctx, j, n_in, in, out);
+  /* The ledger's call record (when one is attached and logs calls). */
+  ft_ctx_event ev = {.kind = FT_CTX_EV_EVAL, .jaxpr = j, .n_in = n_in, .in = in, .n_out = n_out, .out = out};
+  if (st == FT_OK && (st = ft_ctx_notify(ctx, &ev)) != FT_OK)
+    for (int k = 0; k < n_out; k++) ft_array_free(out[k]), out[k] = NULL;
+  return st;
 }

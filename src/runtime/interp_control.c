@@ -1,7 +1,8 @@
 /* src/runtime/interp_control.c: control flow — cond (index clamped into
  * range, as XLA does), while, scan (forward and reverse), and the call-like
  * primitives jit/pjit, custom_jvp_call and custom_vjp_call, which evaluate
- * their inner jaxpr (their rules only matter to transforms). */
+ * their inner jaxpr (their rules only matter to transforms). custom_lin
+ * refuses to run: it only exists to be transposed. */
 #include <string.h>
 
 #include "runtime.h"
@@ -170,6 +171,10 @@ ft_status ft_interp_control(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
   case FT_P_JIT: return call(ctx, param_jaxpr(e, "jaxpr"), e->n_in, in, out);
   case FT_P_CUSTOM_JVP_CALL:
   case FT_P_CUSTOM_VJP_CALL: return call(ctx, param_jaxpr(e, "call_jaxpr"), e->n_in, in, out);
+  case FT_P_CUSTOM_LIN: /* as JAX's custom_lin impl: forward mode cannot run a bwd rule */
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
+                        "custom_lin is only meaningful under transposition: a custom_vjp function "
+                        "has no forward-mode derivative (use grad/vjp, or a custom_jvp rule)");
   default: return ft_set_error(ctx, FT_ERR_INTERNAL, "not a control-flow primitive");
   }
 }

@@ -253,12 +253,23 @@ static uint64_t reduce_precision_bits(uint64_t x, int nbits, int src_e, int src_
     if (xe > (maxe << src_m)) x = signed_inf;
     else if (xe <= (mine << src_m)) x = signed_zero;
   }
-  if (isnan_x) {
-    if (mbits > 0) return orig;
-    uint64_t exp_mask = ((UINT64_C(1) << src_e) - 1) << src_m;
-    return (orig & (UINT64_C(1) << (nbits - 1))) | exp_mask;
+  /* XLA (as JAX 0.10.2 runs it) returns a NaN unchanged, payload and sign,
+   * even with mantissa_bits = 0 where the rounding would make it inf */
+  return isnan_x ? orig : x;
+}
+
+/* The storage format of a float dtype: total, exponent and mantissa bits.
+ * reduce_precision works on these bits (XLA's emitter does, for f16 and bf16
+ * too): going through f32 would treat an f16 subnormal as an f32 normal and
+ * flush it when exponent_bits is 5, where XLA keeps it. */
+static bool float_format(ft_dtype dt, int *nbits, int *src_e, int *src_m) {
+  switch (dt) {
+  case FT_F16: *nbits = 16, *src_e = 5, *src_m = 10; return true;
+  case FT_BF16: *nbits = 16, *src_e = 8, *src_m = 7; return true;
+  case FT_F32: *nbits = 32, *src_e = 8, *src_m = 23; return true;
+  case FT_F64: *nbits = 64, *src_e = 11, *src_m = 52; return true;
+  default: return false;
   }
-  return x;
 }
 
 static ft_status reduce_precision(ft_ctx *ctx, const ft_eqn *e, const ft_array *a, ft_array *o) {
@@ -267,27 +278,21 @@ static ft_status reduce_precision(ft_ctx *ctx, const ft_eqn *e, const ft_array *
     return ft_set_error(ctx, FT_ERR_TYPE, "reduce_precision: bad exponent_bits %lld or "
                         "mantissa_bits %lld", (long long)eb, (long long)mb);
   ft_dtype dt = a->aval.dtype;
+  int nbits, src_e, src_m;
+  if (!float_format(dt, &nbits, &src_e, &src_m)) return unsupported(ctx, e, dt);
+  int ebits = eb < src_e ? (int)eb : src_e, mbits = mb < src_m ? (int)mb : src_m;
+  uint64_t exp_mask = ((UINT64_C(1) << src_e) - 1) << src_m, man_mask = (UINT64_C(1) << src_m) - 1;
   int64_t n = ft_array_size(a);
   for (int64_t i = 0; i < n; i++) {
-    if (dt == FT_F64) {
-      double x = ft_get_f64(a, i);
-      uint64_t b;
-      memcpy(&b, &x, 8);
-      b = reduce_precision_bits(b, 64, 11, 52, eb < 11 ? (int)eb : 11, mb < 52 ? (int)mb : 52,
-                                x != x);
-      memcpy(&x, &b, 8);
-      ft_set_f64(o, i, x);
-    } else if (wkind_of(dt) == WK_F32) {
-      float x = (float)ft_get_f64(a, i);
-      uint32_t b;
-      memcpy(&b, &x, 4);
-      b = (uint32_t)reduce_precision_bits(b, 32, 8, 23, eb < 8 ? (int)eb : 8,
-                                          mb < 23 ? (int)mb : 23, x != x);
-      memcpy(&x, &b, 4);
-      ft_set_f64(o, i, x);
-    } else {
-      return unsupported(ctx, e, dt);
-    }
+    uint64_t b = 0;
+    if (nbits == 16) b = ((const uint16_t *)a->data)[i];
+    else if (nbits == 32) b = ((const uint32_t *)a->data)[i];
+    else b = ((const uint64_t *)a->data)[i];
+    bool isnan_b = (b & exp_mask) == exp_mask && (b & man_mask);
+    b = reduce_precision_bits(b, nbits, src_e, src_m, ebits, mbits, isnan_b);
+    if (nbits == 16) ((uint16_t *)o->data)[i] = (uint16_t)b;
+    else if (nbits == 32) ((uint32_t *)o->data)[i] = (uint32_t)b;
+    else ((uint64_t *)o->data)[i] = b;
   }
   return FT_OK;
 }

@@ -370,10 +370,13 @@ ft_status ft_interp_cumulative(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in
 }
 
 /* -------------------------------------------------------------------- sort */
-/* A key that orders floats as lax.sort does: NaNs (all made one positive
- * NaN) after +inf, and -0.0 before +0.0. */
+/* A key that orders floats as lax.sort's comparator does
+ * (_canonicalize_float_for_sort): every zero is made +0.0 and every NaN one
+ * positive NaN, so -0.0 and +0.0 compare equal (the stable sort keeps their
+ * order) and all NaNs, whatever their sign, sort after +inf, equal. */
 static uint64_t float_key(double x) {
   uint64_t u;
+  if (x == 0) x = 0.0;
   if (x != x) x = NAN;
   memcpy(&u, &x, 8);
   return (u >> 63) ? ~u : u | (UINT64_C(1) << 63);

@@ -3,8 +3,9 @@
  * float conversions), npy.c (.npy I/O), interp.c (the reference interpreter's
  * environment and dispatch), interp_elementwise.c, interp_layout.c,
  * interp_reduce.c (reductions, cumulative ops, argmax, sort), interp_linalg.c
- * (dot_general, the shared GEMM routine, fft), interp_control.c (cond, while,
- * scan, jit, custom calls). */
+ * (dot_general, the shared GEMM routine, fft), interp_index.c (gather,
+ * scatter*), interp_window.c (reduce_window_*, conv_general_dilated, top_k),
+ * interp_control.c (cond, while, scan, jit, custom calls). */
 #ifndef FT_RUNTIME_H
 #define FT_RUNTIME_H
 
@@ -127,6 +128,19 @@ void ft_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, c
                  int64_t ldb, float *c, int64_t ldc);
 void ft_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                  const double *b, int64_t ldb, double *c, int64_t ldc);
+
+/* ========================================================== interp_index.c */
+/* gather and scatter, scatter-add, scatter-mul, scatter-min, scatter-max
+ * (JAX's GatherScatterMode: clip, fill/drop, promise_in_bounds). */
+ft_status ft_interp_gather(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+ft_status ft_interp_scatter(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+
+/* ========================================================= interp_window.c */
+/* reduce_window_{sum,max,min}, conv_general_dilated, top_k. Float sums are
+ * sequential in window order (docs/determinism.md). */
+ft_status ft_interp_reduce_window(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+ft_status ft_interp_conv(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+ft_status ft_interp_top_k(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 
 /* ======================================================== interp_control.c */
 ft_status ft_interp_control(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);

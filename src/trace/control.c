@@ -3,26 +3,20 @@
  * while, scan or jit equation. Values of enclosing traces that a callback
  * uses are captured and passed as leading operands, as JAX's closure
  * conversion does (cond: consts shared by all branches; while: cond and
- * body consts; scan: num_consts; jit: leading arguments). */
+ * body consts; scan: num_consts; jit: leading arguments). The sub-trace
+ * helpers are shared with custom.c (trace.h). */
 #include <string.h>
 
 #include "trace/trace.h"
 
-/* One traced callback: its tracer and argument vars. */
-typedef struct sub {
-  ft_tracer *t;
-  ft_var **args;
-  int n_args;
-} sub;
-
-static void subs_free(sub *s, int n) {
+static void subs_free(ft_subtrace *s, int n) {
   for (int i = 0; s && i < n; i++) free(s[i].args);
   free(s);
 }
 
 /* Traces fn with arguments of the given avals. */
-static bool trace_sub(ft_tracer *root, sub *s, ft_trace_fn fn, void *user, int n_args,
-                      const ft_aval *avals, const char *what) {
+bool ft__trace_sub(ft_tracer *root, ft_subtrace *s, ft_trace_fn fn, void *user, int n_args,
+                   const ft_aval *avals, const char *what) {
   s->n_args = n_args;
   s->args = calloc((size_t)n_args + 1, sizeof *s->args);
   if (!s->args) {
@@ -40,7 +34,7 @@ static bool trace_sub(ft_tracer *root, sub *s, ft_trace_fn fn, void *user, int n
 /* Installs the invars of s: inner vars for the outer vars consts[0..n)
  * (its captures, or fresh unused vars for consts it did not capture), then
  * its arguments. */
-static bool install(ft_tracer *root, sub *s, int n, ft_var *const *consts) {
+bool ft__install_sub(ft_tracer *root, ft_subtrace *s, int n, ft_var *const *consts) {
   ft_var **inv = calloc((size_t)(n + s->n_args) + 1, sizeof *inv);
   if (!inv) goto nomem;
   for (int i = 0; i < n; i++) {
@@ -60,8 +54,8 @@ nomem:
 }
 
 /* Operands [consts (vars of root->cur) ..., vals ...] as values. */
-static ft_val **operands(ft_tracer *root, int n_consts, ft_var *const *consts, int lead,
-                         ft_val *const *lead_vals, int n_vals, ft_val *const *vals) {
+ft_val **ft__operands(ft_tracer *root, int n_consts, ft_var *const *consts, int lead,
+                      ft_val *const *lead_vals, int n_vals, ft_val *const *vals) {
   int n = lead + n_consts + n_vals;
   ft_val **ops = calloc((size_t)n + 1, sizeof *ops);
   if (!ops) {
@@ -78,7 +72,7 @@ static ft_val **operands(ft_tracer *root, int n_consts, ft_var *const *consts, i
   return ops;
 }
 
-static ft_aval *avals_of(ft_tracer *root, int n, ft_val *const *v) {
+ft_aval *ft__avals_of(ft_tracer *root, int n, ft_val *const *v) {
   ft_aval *a = calloc((size_t)n + 1, sizeof *a);
   if (!a) ft__fail(root, FT_ERR_NOMEM, "out of memory while tracing");
   for (int i = 0; a && i < n; i++) a[i] = v[i]->v->aval;
@@ -123,8 +117,8 @@ int ft_cond(ft_tracer *t, ft_val *index, int n_branches, const ft_trace_fn *bran
   int ret = -1, n_u = 0;
   ft_var **uni = NULL;
   ft_val **args = NULL;
-  ft_aval *avals = avals_of(root, n_ops, ops);
-  sub *s = calloc((size_t)n_branches, sizeof *s);
+  ft_aval *avals = ft__avals_of(root, n_ops, ops);
+  ft_subtrace *s = calloc((size_t)n_branches, sizeof *s);
   if (!s || !avals) {
     ft__fail(root, FT_ERR_NOMEM, "out of memory while tracing");
     goto done;
@@ -132,7 +126,7 @@ int ft_cond(ft_tracer *t, ft_val *index, int n_branches, const ft_trace_fn *bran
   for (int k = 0; k < n_branches; k++) {
     char what[48];
     snprintf(what, sizeof what, "cond branch %d", k);
-    if (!trace_sub(root, &s[k], branches[k], user, n_ops, avals, what)) goto done;
+    if (!ft__trace_sub(root, &s[k], branches[k], user, n_ops, avals, what)) goto done;
   }
   /* The union of every branch's captures, in first-seen order. */
   int cap = 0;
@@ -149,7 +143,7 @@ int ft_cond(ft_tracer *t, ft_val *index, int n_branches, const ft_trace_fn *bran
       if (!seen) uni[n_u++] = s[k].t->cap_outer[c];
     }
   for (int k = 0; k < n_branches; k++)
-    if (!install(root, &s[k], n_u, uni)) goto done;
+    if (!ft__install_sub(root, &s[k], n_u, uni)) goto done;
   ft_pval *ps = ft__params(root, FT_P_COND);
   ft_pval br = ft_pv_tuple(root->j->arena, n_branches);
   if (!ps || br.tag != FT_PV_TUPLE) {
@@ -158,7 +152,7 @@ int ft_cond(ft_tracer *t, ft_val *index, int n_branches, const ft_trace_fn *bran
   }
   for (int k = 0; k < n_branches; k++) br.u.items[k] = ft_pv_jaxpr(s[k].t->j);
   ft__set(ps, FT_P_COND, "branches", br);
-  if (!(args = operands(root, n_u, uni, 1, &ix, n_ops, ops))) goto done;
+  if (!(args = ft__operands(root, n_u, uni, 1, &ix, n_ops, ops))) goto done;
   ret = ft__emit(root, FT_P_COND, 1 + n_u + n_ops, args, ps, out, max_out);
 done:
   free(args);
@@ -179,12 +173,12 @@ int ft_while_loop(ft_tracer *t, ft_trace_fn cond_fn, ft_trace_fn body_fn, void *
     return -1;
   }
   int ret = -1;
-  ft_aval *avals = avals_of(root, n_carry, init);
-  sub s[2] = {{0}, {0}};
+  ft_aval *avals = ft__avals_of(root, n_carry, init);
+  ft_subtrace s[2] = {{0}, {0}};
   ft_var **consts = NULL;
   ft_val **args = NULL;
-  if (!avals || !trace_sub(root, &s[0], cond_fn, user, n_carry, avals, "while cond") ||
-      !trace_sub(root, &s[1], body_fn, user, n_carry, avals, "while body"))
+  if (!avals || !ft__trace_sub(root, &s[0], cond_fn, user, n_carry, avals, "while cond") ||
+      !ft__trace_sub(root, &s[1], body_fn, user, n_carry, avals, "while body"))
     goto done;
   int cn = s[0].t->n_cap, bn = s[1].t->n_cap;
   consts = calloc((size_t)(cn + bn) + 1, sizeof *consts);
@@ -194,7 +188,7 @@ int ft_while_loop(ft_tracer *t, ft_trace_fn cond_fn, ft_trace_fn body_fn, void *
   }
   memcpy(consts, s[0].t->cap_outer, sizeof *consts * (size_t)cn);
   memcpy(consts + cn, s[1].t->cap_outer, sizeof *consts * (size_t)bn);
-  if (!install(root, &s[0], cn, consts) || !install(root, &s[1], bn, consts + cn)) goto done;
+  if (!ft__install_sub(root, &s[0], cn, consts) || !ft__install_sub(root, &s[1], bn, consts + cn)) goto done;
   ft_prim p = FT_P_WHILE;
   ft_pval *ps = ft__params(root, p);
   if (!ps) goto done;
@@ -202,7 +196,7 @@ int ft_while_loop(ft_tracer *t, ft_trace_fn cond_fn, ft_trace_fn body_fn, void *
   ft__set(ps, p, "body_jaxpr", ft_pv_jaxpr(s[1].t->j));
   ft__set(ps, p, "cond_nconsts", ft_pv_int(cn));
   ft__set(ps, p, "body_nconsts", ft_pv_int(bn));
-  if (!(args = operands(root, cn + bn, consts, 0, NULL, n_carry, init))) goto done;
+  if (!(args = ft__operands(root, cn + bn, consts, 0, NULL, n_carry, init))) goto done;
   ret = ft__emit(root, p, cn + bn + n_carry, args, ps, out, n_carry);
 done:
   free(args);
@@ -233,7 +227,7 @@ int ft_scan(ft_tracer *t, ft_trace_fn body, void *user, int64_t length, bool rev
   int n = n_carry + n_xs, ret = -1;
   ft_aval *avals = calloc((size_t)n + 1, sizeof *avals);
   ft_val **args = NULL;
-  sub s = {0};
+  ft_subtrace s = {0};
   if (!avals) {
     ft__fail(root, FT_ERR_NOMEM, "out of memory while tracing");
     return -1;
@@ -252,10 +246,10 @@ int ft_scan(ft_tracer *t, ft_trace_fn body, void *user, int64_t length, bool rev
     memmove(a.dims, x->dims + 1, sizeof(int64_t) * (size_t)a.rank);
     avals[n_carry + i] = a;
   }
-  if (!trace_sub(root, &s, body, user, n, avals, "scan body")) goto done;
+  if (!ft__trace_sub(root, &s, body, user, n, avals, "scan body")) goto done;
   int nc = s.t->n_cap;
   ft_var **consts = s.t->cap_outer;
-  if (!install(root, &s, nc, consts)) goto done;
+  if (!ft__install_sub(root, &s, nc, consts)) goto done;
   ft_prim p = FT_P_SCAN;
   ft_pval *ps = ft__params(root, p);
   if (!ps) goto done;
@@ -271,7 +265,7 @@ int ft_scan(ft_tracer *t, ft_trace_fn body, void *user, int64_t length, bool rev
   }
   memcpy(v, init, sizeof *v * (size_t)n_carry);
   if (n_xs) memcpy(v + n_carry, xs, sizeof *v * (size_t)n_xs);
-  args = operands(root, nc, consts, 0, NULL, n, v);
+  args = ft__operands(root, nc, consts, 0, NULL, n, v);
   free(v);
   if (args) ret = ft__emit(root, p, nc + n, args, ps, out, max_out);
 done:
@@ -292,12 +286,12 @@ int ft_jit_call(ft_tracer *t, const char *name, ft_trace_fn fn, void *user, int 
     return -1;
   }
   int ret = -1;
-  ft_aval *avals = avals_of(root, n_args, args);
+  ft_aval *avals = ft__avals_of(root, n_args, args);
   ft_val **ops = NULL;
-  sub s = {0};
-  if (!avals || !trace_sub(root, &s, fn, user, n_args, avals, "jit")) goto done;
+  ft_subtrace s = {0};
+  if (!avals || !ft__trace_sub(root, &s, fn, user, n_args, avals, "jit")) goto done;
   int nc = s.t->n_cap;
-  if (!install(root, &s, nc, s.t->cap_outer)) goto done;
+  if (!ft__install_sub(root, &s, nc, s.t->cap_outer)) goto done;
   ft_prim p = FT_P_JIT;
   ft_pval *ps = ft__params(root, p);
   const char *nm = name ? name : "<lambda>";
@@ -308,7 +302,7 @@ int ft_jit_call(ft_tracer *t, const char *name, ft_trace_fn fn, void *user, int 
   }
   ft__set(ps, p, "jaxpr", ft_pv_jaxpr(s.t->j));
   ft__set(ps, p, "name", (ft_pval){.tag = FT_PV_STR, .s = copy});
-  if ((ops = operands(root, nc, s.t->cap_outer, 0, NULL, n_args, args)))
+  if ((ops = ft__operands(root, nc, s.t->cap_outer, 0, NULL, n_args, args)))
     ret = ft__emit(root, p, nc + n_args, ops, ps, out, max_out);
 done:
   free(ops);

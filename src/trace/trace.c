@@ -563,5 +563,7 @@ ft_jaxpr *ft_trace(ft_ctx *ctx, ft_trace_fn fn, void *user, int n_in, const ft_a
     return NULL;
   }
   tracer_free_all(root);
+  ft_ctx_event ev = {.kind = FT_CTX_EV_TRACE, .jaxpr = j};
+  if (ft_ctx_notify(ctx, &ev) != FT_OK) return ft_jaxpr_free(j), NULL; /* the ledger's record */
   return j;
 }

@@ -1,8 +1,9 @@
 /* src/trace/trace.h: the internal header of tracing (DESIGN.md §3).
  * Sections follow the files: trace.c (tracers, values, emission, constants,
  * ft_trace), ops.c (one function per primitive), control.c (cond, while,
- * scan, jit: sub-traces), numpy.c (jax.numpy-style conveniences built from
- * primitives, and dtype promotion).
+ * scan, jit: sub-traces), custom.c (custom_jvp_call, custom_vjp_call),
+ * numpy.c (jax.numpy-style conveniences built from primitives, and dtype
+ * promotion).
  *
  * Model. One ft_trace call owns a tree of tracers: the root builds the
  * top-level jaxpr; each control-flow call pushes a sub-tracer that builds a
@@ -79,6 +80,29 @@ int ft__run(ft_tracer *t, ft_trace_fn fn, void *user, int n_args, ft_var *const 
 ft_tracer *ft__sub_new(ft_tracer *root, int n_args, const ft_aval *avals, ft_var **args);
 /* The literal var lit converted to dtype dt (constant folding). */
 ft_var *ft__lit_convert(ft_arena *a, const ft_var *lit, ft_dtype dt, bool weak);
+
+/* ============================================================ control.c */
+/* One traced callback (a sub-jaxpr being built): its tracer and argument vars. */
+typedef struct ft_subtrace {
+  ft_tracer *t;
+  ft_var **args;   /* malloc'd; the caller frees it */
+  int n_args;
+} ft_subtrace;
+
+/* Traces fn with n_args arguments of the given avals into a new sub-tracer
+ * of root->cur; `what` names it in errors. False (error on root) on failure. */
+bool ft__trace_sub(ft_tracer *root, ft_subtrace *s, ft_trace_fn fn, void *user, int n_args,
+                   const ft_aval *avals, const char *what);
+/* Installs the invars of s: inner vars for the outer vars consts[0..n)
+ * (its captures, or fresh unused vars for consts it did not capture), then
+ * its arguments. */
+bool ft__install_sub(ft_tracer *root, ft_subtrace *s, int n, ft_var *const *consts);
+/* Operands [lead_vals..., consts (vars of root->cur) as values..., vals...]
+ * (malloc'd; the caller frees it), or NULL. */
+ft_val **ft__operands(ft_tracer *root, int n_consts, ft_var *const *consts, int lead,
+                      ft_val *const *lead_vals, int n_vals, ft_val *const *vals);
+/* The avals of v[0..n) (malloc'd; the caller frees it), or NULL. */
+ft_aval *ft__avals_of(ft_tracer *root, int n, ft_val *const *v);
 
 /* ============================================================== numpy.c */
 /* JAX's type promotion (jnp.promote_types with weak types, x64 off for the

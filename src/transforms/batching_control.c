@@ -9,13 +9,15 @@
  *         lanes with select_n, so each lane stops exactly where it would.
  *  scan   consts and carry batched at axis 0, xs at axis 1 (the scan walks
  *         axis 0), ys come out batched at axis 1.
- *  jit, custom_jvp_call, custom_vjp_call: the inner jaxpr is batched.
+ *  jit, custom_jvp_call, custom_vjp_call: the inner jaxpr is batched (with
+ *         rules given as jaxprs, and custom_lin: custom.c).
  *
  * The lane loop batches any primitive as a scan over the batch whose body
  * is the unbatched equation: lane b computes exactly the unbatched result
  * on slice b. */
 #include <string.h>
 
+#include "custom.h"
 #include "vmap.h"
 
 static bool is_jaxpr_param(const ft_pval *v) {
@@ -395,6 +397,7 @@ static bool batch_call(bt_call *c, const char *pname) {
 }
 
 bool bt_control(bt_call *c) {
+  if (bt_custom_needed(c->e)) return bt_custom(c); /* custom.c: rules batched with the call */
   switch (c->e->prim) {
   case FT_P_COND: return batch_cond(c);
   case FT_P_WHILE: return batch_while(c);

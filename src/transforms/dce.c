@@ -150,7 +150,7 @@ bool dce_jaxpr(ft_ctx *ctx, ft_jaxpr *j, const bool *used, bool prune_outs, bool
   if (!vflags_init(&d.live, ft_arena_num_var_ids(j->arena) + 1)) goto nomem;
   for (int k = 0; k < j->n_out; k++)
     if ((!used || used[k]) && j->outvars[k]->kind == FT_VAR) vflags_set(&d.live, j->outvars[k], 1);
-  ft_eqn *ne = ft_arena_alloc(j->arena, sizeof(ft_eqn) * (size_t)(j->n_eqn + 1));
+  ft_eqn *ne = ft_arena_alloc_raw(j->arena, sizeof(ft_eqn) * (size_t)(j->n_eqn + 1));
   bool *need = malloc(sizeof(bool) * 64);
   int need_cap = 64;
   if (!ne || !need) {

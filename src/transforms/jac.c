@@ -151,7 +151,9 @@ static ft_jaxpr *jacobian(ft_ctx *ctx, const ft_jaxpr *j, int argnum, jac_mode m
   }
   if (!ft_jaxpr_set_vars(r, d->n_const, cv, n_in, x, n_jac, outs)) goto nomem;
   res = ft_dce(ctx, r);
-  if (res && !ft__after_transform(ctx, what, "{}", j, res)) {
+  char params[48];
+  snprintf(params, sizeof params, "{\"argnum\":%d}", argnum);
+  if (res && !ft__after_transform(ctx, what, params, j, res)) {
     ft_jaxpr_free(res);
     res = NULL;
   }

@@ -28,19 +28,19 @@ static ft_var *atom(jvp_state *s, tx *t, ft_var *v) {
 static bool copy_eqn(tx *t, const ft_eqn *e, const ft_pval *params, ft_var **x, ft_var **y) {
   for (int k = 0; k < e->n_out; k++)
     if (!(y[k] = ft_var_new(t->a, &e->out[k]->aval))) return tx_nomem(t), false;
-  return tx_push(t, e->prim, params, e->n_in, x, e->n_out, y);
+  return tx_push_owned(t, e->prim, params, e->n_in, x, e->n_out, y);
 }
 
-static bool jvp_eqn(jvp_state *s, tx *t, const ft_eqn *e, ft_var **x, ft_var **dx, ft_var **y,
-                    ft_var **dy) {
+static bool jvp_eqn(jvp_state *s, tx *t, const ft_arena *from, const ft_eqn *e, ft_var **x,
+                    ft_var **dx, ft_var **y, ft_var **dy) {
   bool any = false;
   for (int i = 0; i < e->n_in; i++) {
     if (!(x[i] = atom(s, t, e->in[i]))) return false;
     dx[i] = e->in[i]->kind == FT_LIT ? NULL : vmap_get(&s->tangent, e->in[i]);
     any = any || dx[i];
   }
-  const ft_pval *params = params_clone(t->a, e->prim, e->params);
-  if (!params) return tx_nomem(t), false;
+  const ft_pval *params = params_import(t, from, e->prim, e->params);
+  if (!params) return false;
   for (int k = 0; k < e->n_out; k++) dy[k] = NULL;
   jvp_call c = {.t = t, .e = e, .params = params, .x = x, .dx = dx, .y = y, .dy = dy};
   if (!any) return copy_eqn(t, e, params, x, y);
@@ -70,7 +70,7 @@ bool jvp_into(jvp_state *s, tx *t, const ft_jaxpr *src, ft_var *const *primals_i
   bool ok = true;
   for (int k = 0; ok && k < src->n_eqn; k++) {
     const ft_eqn *e = &src->eqns[k];
-    ok = jvp_eqn(s, t, e, x, dx, y, dy);
+    ok = jvp_eqn(s, t, src->arena, e, x, dx, y, dy);
     for (int o = 0; ok && o < e->n_out; o++) {
       ft_var *d = var_inexact(e->out[o]) ? dy[o] : NULL;
       if (!vmap_set(&s->primal, e->out[o], y[o]) || !vmap_set(&s->tangent, e->out[o], d))

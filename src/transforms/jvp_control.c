@@ -6,6 +6,7 @@
  * point, so symbolic zeros stay zero only where they truly are. */
 #include <string.h>
 
+#include "custom.h"
 #include "transforms.h"
 
 /* Scratch arrays for one rule, freed at once. */
@@ -318,83 +319,14 @@ static bool jvp_jit(jvp_state *s, jvp_call *c) {
   return ok && !t->failed;
 }
 
-/* ------------------------------------------------------- custom rules */
-
-/* Copies the equations of j into t with inputs bound to in; writes outs. */
-static bool inline_jaxpr(tx *t, const ft_jaxpr *j, ft_var **in, ft_var **out) {
-  vmap m;
-  if (!vmap_init(&m, ft_arena_num_var_ids(j->arena) + 1)) return tx_nomem(t), false;
-  bool ok = true;
-  for (int i = 0; i < j->n_in; i++) ok = ok && vmap_set(&m, j->invars[i], in[i]);
-  ft_var *buf_in[64], *buf_out[64];
-  for (int k = 0; ok && k < j->n_eqn; k++) {
-    const ft_eqn *e = &j->eqns[k];
-    if (e->n_in > 64 || e->n_out > 64) {
-      ok = tx_fail(t, FT_ERR_UNSUPPORTED, "custom rule: equation with over 64 operands") != NULL;
-      break;
-    }
-    for (int i = 0; i < e->n_in; i++) {
-      ft_var *v = e->in[i];
-      buf_in[i] = v->kind == FT_LIT ? lit_clone(t->a, v) : vmap_get(&m, v);
-      if (!buf_in[i]) ok = false;
-    }
-    for (int o = 0; ok && o < e->n_out; o++)
-      if (!(buf_out[o] = ft_var_new(t->a, &e->out[o]->aval)) || !vmap_set(&m, e->out[o], buf_out[o])) ok = false;
-    const ft_pval *ps = ok ? params_clone(t->a, e->prim, e->params) : NULL;
-    ok = ok && ps && tx_push(t, e->prim, ps, e->n_in, buf_in, e->n_out, buf_out);
-  }
-  for (int k = 0; ok && k < j->n_out; k++) {
-    ft_var *v = j->outvars[k];
-    out[k] = v->kind == FT_LIT ? lit_clone(t->a, v) : vmap_get(&m, v);
-    if (!out[k]) ok = false;
-  }
-  vmap_free(&m);
-  if (!ok && !t->failed) tx_nomem(t);
-  return ok;
-}
-
-/* custom_jvp_call / custom_vjp_call. A rule given as a jaxpr (traced from
- * C: [primals..., tangents...] -> [outs..., tangent outs...]) is used as it
- * is. A rule JAX printed as a Python object cannot be run here, so the
- * wrapped function itself is differentiated (docs/autodiff.md says when
- * that equals the rule). */
-static bool jvp_custom(jvp_state *s, jvp_call *c) {
-  tx *t = c->t;
-  const ft_eqn *e = c->e;
-  ft_prim p = e->prim;
-  ft_jaxpr *call = pget_jaxpr(p, c->params, "call_jaxpr");
-  ft_jaxpr *rule = p == FT_P_CUSTOM_JVP_CALL ? pget_jaxpr(p, c->params, "jvp") : NULL;
-  if (!call) return tx_fail(t, FT_ERR_TYPE, "jvp of %s: no call_jaxpr", ft_prim_get(p)->name), false;
-  if (rule) {
-    int n = e->n_in, no = e->n_out;
-    if (rule->n_in != 2 * n || rule->n_out != 2 * no)
-      return tx_fail(t, FT_ERR_TYPE, "jvp of custom_jvp_call: the rule takes %d inputs and returns %d "
-                     "outputs; expected %d and %d", rule->n_in, rule->n_out, 2 * n, 2 * no), false;
-    ft_var **in = malloc(sizeof(ft_var *) * (size_t)(2 * n + 2 * no + 2));
-    if (!in) return tx_nomem(t), false;
-    ft_var **out = in + 2 * n;
-    for (int i = 0; i < n; i++) {
-      in[i] = c->x[i];
-      in[n + i] = c->dx[i] ? c->dx[i] : tx_zeros(t, &rule->invars[n + i]->aval);
-    }
-    bool ok = !t->failed && inline_jaxpr(t, rule, in, out);
-    for (int k = 0; ok && k < no; k++) {
-      c->y[k] = out[k];
-      c->dy[k] = var_inexact(out[k]) ? out[no + k] : NULL;
-    }
-    free(in);
-    return ok;
-  }
-  return jvp_into(s, t, call, c->x, c->dx, c->y, c->dy);
-}
-
 bool jvp_control(jvp_state *s, jvp_call *c) {
   switch (c->e->prim) {
   case FT_P_COND: return jvp_cond(s, c);
   case FT_P_WHILE: return jvp_while(s, c);
   case FT_P_SCAN: return jvp_scan(s, c);
   case FT_P_JIT: return jvp_jit(s, c);
-  case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return jvp_custom(s, c);
+  case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return jvp_custom_call(s, c); /* custom.c */
+  case FT_P_CUSTOM_LIN: return jvp_custom_lin(c);
   default:
     return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp: no rule for %s", ft_prim_get(c->e->prim)->name), false;
   }

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "custom.h"
 #include "transforms.h"
 
 #define JVP_NO_RULE_NEXTAFTER "unsupported: nextafter has no derivative (JAX defines no JVP rule)"
@@ -30,6 +31,7 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_SCATTER: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN: case FT_P_SCATTER_MAX:
     return JVP_NO_RULE_SCATTER;
   case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN: return JVP_NO_RULE_WINDOW;
+  case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
   default: return NULL;
   }
 }

@@ -455,6 +455,7 @@ static bool pe_eqn(pe *p, const ft_eqn *e) {
   bool any = false;
   for (int i = 0; i < e->n_in; i++) any = any || is_unk(p, e->in[i]);
   if (!any) return tx_push_shared(&p->K, e);
+  if (ft_prim_get(e->prim)->family != FT_FAM_CONTROL) return all_unknown(p, e);
   bool *uin = malloc((size_t)e->n_in + 1);
   if (!uin) return tx_nomem(&p->K), false;
   for (int i = 0; i < e->n_in; i++) uin[i] = is_unk(p, e->in[i]);

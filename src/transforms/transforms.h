@@ -34,7 +34,13 @@ void vmap_free(vmap *m);
 static inline ft_var *vmap_get(const vmap *m, const ft_var *k) {
   return k->id < m->cap ? m->v[k->id] : NULL;
 }
-bool vmap_set(vmap *m, const ft_var *k, ft_var *v);
+bool vmap_set_grow(vmap *m, const ft_var *k, ft_var *v);
+/* Maps sized by the arena's var-id count never grow: the set is a store. */
+static inline bool vmap_set(vmap *m, const ft_var *k, ft_var *v) {
+  if (k->id >= m->cap) return vmap_set_grow(m, k, v);
+  m->v[k->id] = v;
+  return true;
+}
 
 /* A byte flag per var id, growing on demand. */
 typedef struct vflags {
@@ -47,7 +53,12 @@ void vflags_free(vflags *m);
 static inline uint8_t vflags_get(const vflags *m, const ft_var *k) {
   return k->id < m->cap ? m->f[k->id] : 0;
 }
-bool vflags_set(vflags *m, const ft_var *k, uint8_t v);
+bool vflags_set_grow(vflags *m, const ft_var *k, uint8_t v);
+static inline bool vflags_set(vflags *m, const ft_var *k, uint8_t v) {
+  if (k->id >= m->cap) return vflags_set_grow(m, k, v);
+  m->f[k->id] = v;
+  return true;
+}
 
 /* The equation emitter: appends equations to one jaxpr, computing output
  * avals with the shape rules (ft_infer). Failure is sticky: once an emit
@@ -78,6 +89,10 @@ ft_var *tx_emit(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const
  * rule. Used to copy equations. */
 bool tx_push(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in, int n_out,
              ft_var *const *out);
+/* As tx_push, storing params without a copy (see ft_jb_add_owned: it must
+ * live in t's arena or be shared defaults, and is never written again). */
+bool tx_push_owned(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in,
+                   int n_out, ft_var *const *out);
 /* Appends a copy of e sharing its arrays (e must live in t's arena). */
 bool tx_push_shared(tx *t, const ft_eqn *e);
 
@@ -117,6 +132,11 @@ ft_var *tx_unbcast(tx *t, ft_var *ct, const ft_aval *x);
 /* Sum of a and b where NULL is a symbolic zero (add_any: cotangents, tangents). */
 ft_var *tx_acc(tx *t, ft_var *a, ft_var *b);
 
+/* Params of an equation of arena `from` for use in t's arena: the same
+ * array when the arenas are one (params are immutable, so equations share
+ * them), the shared defaults when p has none, else a deep copy. NULL (and
+ * t failed) when out of memory. */
+const ft_pval *params_import(tx *t, const ft_arena *from, ft_prim p, const ft_pval *ps);
 /* Params: a fresh default array for p, and setting one by name. */
 ft_pval *tx_params(tx *t, ft_prim p);
 void pset(ft_prim p, ft_pval *ps, const char *name, ft_pval v);

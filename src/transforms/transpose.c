@@ -57,8 +57,8 @@ bool transpose_into(tr_state *s, tx *t, const ft_jaxpr *lin, const bool *linear,
       ok = (y[o] = ft_var_new(t->a, &e->out[o]->aval)) && vmap_set(&s->primal, e->out[o], y[o]);
       if (!ok) tx_nomem(t);
     }
-    const ft_pval *ps = ok ? params_clone(t->a, e->prim, e->params) : NULL;
-    ok = ok && ps && tx_push(t, e->prim, ps, e->n_in, x, e->n_out, y);
+    const ft_pval *ps = ok ? params_import(t, lin->arena, e->prim, e->params) : NULL;
+    ok = ok && ps && tx_push_owned(t, e->prim, ps, e->n_in, x, e->n_out, y);
   }
   for (int k = 0; ok && k < lin->n_out; k++) {
     ft_var *v = lin->outvars[k];
@@ -83,8 +83,8 @@ bool transpose_into(tr_state *s, tx *t, const ft_jaxpr *lin, const bool *linear,
       ctx[i] = NULL;
       ok = lb[i] || x[i];
     }
-    const ft_pval *ps = ok ? params_clone(t->a, e->prim, e->params) : NULL;
-    if (ok && !ps) ok = (tx_nomem(t), false);
+    const ft_pval *ps = ok ? params_import(t, lin->arena, e->prim, e->params) : NULL;
+    if (ok && !ps) ok = false;
     tr_call c = {.t = t, .e = e, .params = ps, .lin = lb, .x = x, .ct = ct, .ct_x = ctx};
     ok = ok && transpose_rule(s, &c);
     if (!ok) {

@@ -7,6 +7,7 @@
  * not supported and why. */
 #include <string.h>
 
+#include "custom.h"
 #include "transforms.h"
 
 #define TR_NOT_LINEAR "not linear"
@@ -23,7 +24,7 @@ const char *ft_transpose_rule_status(ft_prim p) {
   case FT_P_DYNAMIC_UPDATE_SLICE: case FT_P_SELECT_N: case FT_P_DOT_GENERAL: case FT_P_CUMSUM:
   case FT_P_FFT: case FT_P_COPY: case FT_P_COPY_P: case FT_P_REDUCE_PRECISION: case FT_P_SPLIT:
   case FT_P_SORT: case FT_P_COND: case FT_P_SCAN: case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL:
-  case FT_P_CUSTOM_VJP_CALL:
+  case FT_P_CUSTOM_VJP_CALL: case FT_P_CUSTOM_LIN:
     return NULL;
   case FT_P_WHILE: return TR_WHILE;
   case FT_P_GATHER: return "unsupported: needs scatter-add with converted dimension numbers (not implemented)";
@@ -625,6 +626,7 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_FFT: return fft(c);
   case FT_P_SORT: return sort(c);
   case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return tr_call_rule(s, c);
+  case FT_P_CUSTOM_LIN: return tr_custom_lin(s, c); /* custom.c: calls bwd */
   case FT_P_COND: return tr_cond(s, c);
   case FT_P_SCAN: return tr_scan(s, c);
   default: {

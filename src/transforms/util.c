@@ -21,8 +21,8 @@ void vmap_free(vmap *m) {
   m->cap = 0;
 }
 
-bool vmap_set(vmap *m, const ft_var *k, ft_var *v) {
-  if (k->id >= m->cap) {
+bool vmap_set_grow(vmap *m, const ft_var *k, ft_var *v) {
+  {
     uint32_t cap = m->cap;
     while (cap <= k->id) cap *= 2;
     ft_var **n = realloc(m->v, sizeof *n * cap);
@@ -48,8 +48,8 @@ void vflags_free(vflags *m) {
   m->cap = 0;
 }
 
-bool vflags_set(vflags *m, const ft_var *k, uint8_t v) {
-  if (k->id >= m->cap) {
+bool vflags_set_grow(vflags *m, const ft_var *k, uint8_t v) {
+  {
     uint32_t cap = m->cap;
     while (cap <= k->id) cap *= 2;
     uint8_t *n = realloc(m->f, cap);
@@ -98,20 +98,58 @@ bool tx_push(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *i
   return true;
 }
 
+bool tx_push_owned(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in,
+                   int n_out, ft_var *const *out) {
+  if (t->failed) return false;
+  if (!ft_jb_add_owned(&t->b, p, n_in, in, n_out, out, params)) return tx_nomem(t), false;
+  return true;
+}
+
 /* Appends e by value: its in/out/params arrays are shared, which is safe
  * because nothing mutates an equation's arrays once built. */
 bool tx_push_shared(tx *t, const ft_eqn *e) {
   if (t->failed) return false;
-  ft_jaxpr *j = t->j;
-  if (j->n_eqn == t->b.cap_eqn) {
-    int cap = t->b.cap_eqn ? t->b.cap_eqn * 2 : 16;
-    ft_eqn *ne = ft_arena_alloc(t->a, sizeof(ft_eqn) * (size_t)cap);
-    if (!ne) return tx_nomem(t), false;
-    if (j->n_eqn) memcpy(ne, j->eqns, sizeof(ft_eqn) * (size_t)j->n_eqn);
-    j->eqns = ne;
-    t->b.cap_eqn = cap;
+  if (!ft_jb_reserve(&t->b)) return tx_nomem(t), false;
+  t->j->eqns[t->j->n_eqn++] = *e;
+  return true;
+}
+
+/* The output aval of the elementwise equations the rules emit most (float
+ * operands of one dtype and one shape, or a scalar and an array), computed
+ * here without the general shape rule; false sends the caller to ft_infer.
+ * The result is exactly what ft_infer gives for these cases (rule_unary,
+ * rule_binary in src/ir/shape.c): the operand's aval, weak only when every
+ * operand is weak. */
+static bool infer_elementwise(ft_prim p, const ft_pval *params, int n_in, ft_var *const *in,
+                              ft_aval *out) {
+  const ft_prim_info *pi = ft_prim_get(p);
+  if (pi->n_in != n_in) return false;
+  if (pi->family == FT_FAM_UNARY) {
+    switch (p) {
+    case FT_P_NOT: case FT_P_IS_FINITE: case FT_P_INTEGER_POW: case FT_P_REDUCE_PRECISION:
+      return false; /* different dtype rules or params to check */
+    default: break;
+    }
+    if (!ft_dtype_is_float(in[0]->aval.dtype)) return false;
+    *out = in[0]->aval;
+    return true;
   }
-  j->eqns[j->n_eqn++] = *e;
+  if (pi->family != FT_FAM_BINARY) return false;
+  switch (p) {
+  case FT_P_ADD: case FT_P_ADD_ANY: case FT_P_SUB: case FT_P_DIV: case FT_P_MAX: case FT_P_MIN: break;
+  case FT_P_MUL: /* out_dtype (when given) sets the result dtype */
+    if (params && params[0].tag != FT_PV_NONE) return false;
+    break;
+  default: return false;
+  }
+  const ft_aval *a = &in[0]->aval, *b = &in[1]->aval;
+  if (!ft_dtype_is_float(a->dtype) || a->dtype != b->dtype) return false;
+  if (b->rank == 0) *out = *a;
+  else if (a->rank == 0 || ft_shape_eq(a, b)) *out = *b;
+  else return false;
+  /* nary_shape takes the first operand that is not rank 0 (else operand 0). */
+  if (a->rank != 0 || b->rank == 0) *out = *a;
+  out->weak_type = a->weak_type && b->weak_type;
   return true;
 }
 
@@ -120,7 +158,14 @@ bool tx_emitn(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *
   if (t->failed) return false;
   for (int i = 0; i < n_in; i++)
     if (!in[i]) return false;
-  if (!params && !(params = tx_params(t, p))) return false;
+  ft_aval fast;
+  if (n_out == 1 && infer_elementwise(p, params, n_in, in, &fast)) {
+    if (!(out[0] = ft_var_new(t->a, &fast))) return tx_nomem(t), false;
+    return params ? tx_push(t, p, params, n_in, in, n_out, out)
+                  : tx_push_owned(t, p, NULL, n_in, in, n_out, out);
+  }
+  bool dflt = !params;
+  if (dflt && !(params = ft_params_default_shared(p))) return tx_nomem(t), false;
   ft_aval inav[16], *ia = inav;
   ft_aval outav[16], *oa = outav;
   if (n_in > 16 && !(ia = malloc(sizeof *ia * (size_t)n_in))) return tx_nomem(t), false;
@@ -144,7 +189,9 @@ bool tx_emitn(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *
     if (!(out[i] = ft_var_new(t->a, &oa[i]))) ok = (tx_nomem(t), false);
   if (ia != inav) free(ia);
   if (oa != outav) free(oa);
-  return ok && tx_push(t, p, params, n_in, in, n_out, out);
+  if (!ok) return false;
+  return dflt ? tx_push_owned(t, p, params, n_in, in, n_out, out)
+              : tx_push(t, p, params, n_in, in, n_out, out);
 }
 
 ft_var *tx_emit(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in) {
@@ -304,8 +351,37 @@ ft_var *tx_pad(tx *t, ft_var *x, ft_var *padv, const int64_t *lo, const int64_t 
 
 ft_pval *tx_params(tx *t, ft_prim p) {
   if (t->failed) return NULL;
-  ft_pval *ps = ft_params_default(t->a, p);
-  return ps ? ps : tx_nomem(t);
+  int n = ft_prim_get(p)->n_params;
+  const ft_pval *d = ft_params_default_shared(p);
+  ft_pval *ps = d ? ft_arena_alloc_raw(t->a, sizeof(ft_pval) * (size_t)(n + 1)) : NULL;
+  if (!ps) return tx_nomem(t);
+  memcpy(ps, d, sizeof(ft_pval) * (size_t)(n + 1));
+  return ps;
+}
+
+/* Whether v prints and reads exactly as the schema default d (which is
+ * None, a bool, an int or ()): stricter than ft_pval_eq, which ignores
+ * spellings such as np.int64(2). */
+static bool pval_same_default(const ft_pval *v, const ft_pval *d) {
+  if (v->tag != d->tag || v->s || d->s || v->list != d->list) return false;
+  switch (v->tag) {
+  case FT_PV_NONE: return true;
+  case FT_PV_BOOL: return v->u.b == d->u.b;
+  case FT_PV_INT: return v->u.i == d->u.i;
+  case FT_PV_TUPLE: return v->n == 0 && d->n == 0;
+  default: return false;
+  }
+}
+
+const ft_pval *params_import(tx *t, const ft_arena *from, ft_prim p, const ft_pval *ps) {
+  if (t->failed) return NULL;
+  if (from == t->a) return ps; /* same arena: share (params are immutable) */
+  int n = ft_prim_get(p)->n_params;
+  const ft_pval *r = ft_params_default_shared(p);
+  for (int i = 0; r && i < n; i++)
+    if (!pval_same_default(&ps[i], &r[i])) r = NULL;
+  if (!r) r = params_clone(t->a, p, ps); /* not the defaults */
+  return r ? r : tx_nomem(t);
 }
 
 void pset(ft_prim p, ft_pval *ps, const char *name, ft_pval v) {

@@ -67,5 +67,53 @@ fi
 expect demo 0 'parsed back from text: same hash' -- "$FTC" demo
 expect demo-extra-arg 1 "unexpected argument" -- "$FTC" demo foo
 
+# --ledger: ftc demo records the trace, the parse, the grad and every run;
+# ftledger then verifies, replays and re-executes it.
+FTLEDGER=${3:-$(dirname "$FTC")/ftledger}
+L="$tmp/demo-ledger"
+expect demo-ledger 0 'one SGD step' -- "$FTC" demo --ledger "$L"
+expect demo-ledger-verify 0 'clean - 6 records' -- "$FTLEDGER" verify "$L"
+expect demo-ledger-replay 0 '3 recomputed, 3 match, 0 diverged; 0 not replayable' -- "$FTLEDGER" replay "$L"
+expect demo-ledger-reexec 0 '3 recomputed, 3 match, 0 diverged; 0 not replayable' -- "$FTLEDGER" reexec "$L"
+expect demo-ledger-show 0 'transform grad +\{"argnums":\[0,1,2,3\],"has_aux":false\}' -- "$FTLEDGER" show "$L"
+expect demo-ledger-again 0 '' -- "$FTC" --ledger "$L" demo
+expect demo-ledger-grows 0 'clean - 12 records' -- "$FTLEDGER" verify "$L"
+expect demo-ledger-hashes 0 '' -- "$FTC" demo --ledger "$tmp/l2" --ledger-calls hashes
+expect demo-ledger-hashes-reexec 0 '0 recomputed.*3 not replayable' -- "$FTLEDGER" reexec "$tmp/l2"
+expect demo-ledger-none 0 '' -- "$FTC" demo --ledger "$tmp/l3" --ledger-calls none
+expect demo-ledger-none-verify 0 'clean - 3 records' -- "$FTLEDGER" verify "$tmp/l3"
+expect ledger-needs-value 2 '--ledger needs a value' -- "$FTC" demo --ledger
+expect ledger-calls-bad 2 "--ledger-calls takes none, hashes or bytes" -- "$FTC" demo --ledger "$tmp/l4" --ledger-calls all
+expect ledger-not-a-dir 1 'ledger' -- "$FTC" demo --ledger /dev/null/x
+printf '{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n  in (b,) }\n' >"$tmp/sin3.jaxpr"
+expect jvp-ledger 0 '' -- "$FTC" jvp "$tmp/sin3.jaxpr" --ledger "$tmp/l5"
+expect jvp-ledger-replay 0 '2 recomputed, 2 match' -- "$FTLEDGER" replay "$tmp/l5"
+
+# transform: a JAX-style transform stack, the IR after every step, bad strings with a caret
+printf '{ lambda ; a:f32[3] b:f32[3]. let\n    c:f32[3] = mul a b\n    d:f32[] = reduce_sum[axes=(0,) out_sharding=None] c\n  in (d,) }\n' >"$tmp/dot.jaxpr"
+expect transform-grad 0 'd:f32\[3\] = mul c b' -- "$FTC" transform "$tmp/dot.jaxpr" 'grad(f)'
+expect transform-bad-name 1 "unknown transform 'grad2'" -- "$FTC" transform "$tmp/dot.jaxpr" 'vmap(grad2(f))'
+expect transform-bad-caret 1 '^      \^$' -- "$FTC" transform "$tmp/dot.jaxpr" 'grad(f'
+expect transform-in-axes 1 'column 17: in_axes has 3 entries but the function takes 2 inputs' -- "$FTC" transform "$tmp/dot.jaxpr" 'vmap(f, in_axes=(0, None, 0), axis_size=2)'
+expect transform-needs-size 1 'vmap needs axis_size=' -- "$FTC" transform "$tmp/dot.jaxpr" 'vmap(f)'
+expect transform-step-error 1 '^ftc transform: grad\(\.\.\.\): gradient' -- "$FTC" transform "$tmp/dot.jaxpr" 'grad(vmap(f, axis_size=2))'
+expect transform-no-expr 1 'missing EXPR' -- "$FTC" transform "$tmp/dot.jaxpr"
+if [ -f "$FIX/golden/mlp_loss.jaxpr" ]; then
+  M="$FIX/golden/mlp_loss.jaxpr"
+  E='jit(vmap(grad(f, argnums=0), in_axes=(None, None, None, None, 0, 0)))'
+  expect transform-dump 0 'axis_size=7 \(from the input shapes\)' -- "$FTC" transform "$M" "$E" --dump \
+    --in-shapes 'f32[4,3],f32[3],f32[3,2],f32[2],f32[7,5,4],f32[7,5,2]'
+  heads=$(grep '^# ' "$tmp/out" | cut -c1-20 | tr '\n' '|')
+  want='# input: f|# step 1: grad(f, ar|# step 2: vmap(grad(|# step 3: jit(vmap(g|'
+  if [ "$heads" = "$want" ]; then pass=$((pass + 1)); else echo "FAIL transform-dump-order: $heads"; fail=$((fail + 1)); fi
+  ins=()
+  for f in "$FIX"/golden/mlp_loss.in*.npy; do ins+=(--in "$f"); done
+  expect transform-run-jit 0 'compiled by ft_jit' -- "$FTC" transform "$M" 'jit(grad(f, argnums=(0, 1)))' --run "${ins[@]}" --quiet
+  grep -v '^#' "$tmp/out" >"$tmp/jit.txt"
+  expect transform-run-eval 0 'reference interpreter' -- "$FTC" transform "$M" 'grad(f, argnums=(0, 1))' --run "${ins[@]}" --quiet
+  grep -v '^#' "$tmp/out" >"$tmp/eval.txt"
+  if [ -s "$tmp/jit.txt" ] && cmp -s "$tmp/jit.txt" "$tmp/eval.txt"; then pass=$((pass + 1)); else echo "FAIL transform-run-same"; fail=$((fail + 1)); fi
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -292,6 +292,10 @@ END_TEST
 
 int main(void) {
   ft_ledger_fault_nosync(true); /* durability is not under test here; speed is */
+  /* The toy "parse" record below is not real jaxpr text: take the library's
+   * parse replayer out, so it counts as "not replayable yet" (the real
+   * replayers are tested by test_ledger_pipeline). */
+  ft_ledger_register_replayer(FT_LEDGER_PARSE, "parse", NULL, NULL);
   Suite *s = suite_create("ledger_replay");
   LT_ADD(s, test_replay_with_registered_replayer);
   LT_ADD(s, test_altered_object_names_its_record);

@@ -27,12 +27,6 @@ enum { FLOAT_ULP = 4 };
 /* Cases allowed to fail, each with its reason. Remove an entry when the
  * reason goes away (the summary then counts the case like any other). */
 static const char *const KNOWN_GAPS[] = {
-    /* primitives added to prims.def after the foundation set; no
-     * interpreter rule yet */
-    "cumlogsumexp_reduce_window", /* reduce_window_max */
-    "top_k_clip_misc",            /* top_k */
-    "gather_scatter",             /* gather, scatter */
-    "conv_general",               /* conv_general_dilated */
     /* the parser rejects a hoisted sub-jaxpr shared by two equations */
     "while_loop_collatz", "jit_shared_hoisted", "fft_rfft_irfft",
 };

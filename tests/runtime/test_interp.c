@@ -262,6 +262,83 @@ START_TEST(reduce_precision) {
 }
 END_TEST
 
+/* reduce_precision of n raw elements of dt to (eb, mb); returns the raw result
+ * bits in out (elements of 2, 4 or 8 bytes). */
+static void rp_bits(ft_dtype dt, int n, const void *in, int eb, int mb, void *out) {
+  int64_t d[1] = {n};
+  B b = b_new(FT_P_REDUCE_PRECISION);
+  b_int(&b, "exponent_bits", eb);
+  b_int(&b, "mantissa_bits", mb);
+  ft_array *a = ARR(dt, 1, d, in);
+  ft_array *r = b_run(&b, 1, &a, AV(dt, 1, d));
+  memcpy(out, ft_array_data(r), ft_dtype_size(dt) * (size_t)n);
+  ft_array_free(a), ft_array_free(r);
+}
+
+/* Subnormals, all values from JAX 0.10.2 on CPU: reduce_precision rounds the
+ * mantissa of the dtype's own bits and flushes only below a *narrower*
+ * exponent range, so with the source's exponent_bits subnormals survive
+ * (f16 (5, 10) is the identity; 2^-24 was flushed when f16 went via f32). */
+START_TEST(reduce_precision_subnormals) {
+  /* f16: 2^-24, 3*2^-24, 7*2^-24, 2^-14, 2^-15, 1, 1+2^-10, 65504, nan, -inf, 5*2^-20 */
+  uint16_t h[11] = {1, 3, 7, 1024, 512, 15360, 15361, 31743, 32256, 64512, 80}, ho[11];
+  static const struct { int eb, mb; uint16_t want[11]; } hc[] = {
+      {5, 10, {1, 3, 7, 1024, 512, 15360, 15361, 31743, 32256, 64512, 80}},
+      {8, 23, {1, 3, 7, 1024, 512, 15360, 15361, 31743, 32256, 64512, 80}},
+      {5, 2, {0, 0, 0, 1024, 512, 15360, 15360, 31744, 32256, 64512, 0}},
+      {5, 0, {0, 0, 0, 1024, 0, 15360, 15360, 31744, 32256, 64512, 0}},
+      {4, 3, {0, 0, 0, 0, 0, 15360, 15360, 31744, 32256, 64512, 0}},
+      {3, 10, {0, 0, 0, 0, 0, 15360, 15361, 31744, 32256, 64512, 0}},
+  };
+  for (size_t c = 0; c < sizeof hc / sizeof hc[0]; c++) {
+    rp_bits(FT_F16, 11, h, hc[c].eb, hc[c].mb, ho);
+    ck_assert_msg(!memcmp(ho, hc[c].want, sizeof ho), "f16 (%d, %d)", hc[c].eb, hc[c].mb);
+  }
+  /* bf16: 2^-133, 3*2^-133, 2^-126, 2^-127, 1+2^-7, 5*2^-130, 1e-39 */
+  uint16_t g[7] = {1, 3, 128, 64, 16257, 40, 11}, go[7];
+  static const struct { int eb, mb; uint16_t want[7]; } gc[] = {
+      {8, 7, {1, 3, 128, 64, 16257, 40, 11}},
+      {11, 52, {1, 3, 128, 64, 16257, 40, 11}},
+      {8, 2, {0, 0, 128, 64, 16256, 32, 0}},
+      {8, 1, {0, 0, 128, 64, 16256, 64, 0}},
+      {5, 7, {0, 0, 0, 0, 16257, 0, 0}},
+  };
+  for (size_t c = 0; c < sizeof gc / sizeof gc[0]; c++) {
+    rp_bits(FT_BF16, 7, g, gc[c].eb, gc[c].mb, go);
+    ck_assert_msg(!memcmp(go, gc[c].want, sizeof go), "bf16 (%d, %d)", gc[c].eb, gc[c].mb);
+  }
+  /* f32: 2^-149, 2^-126, 2^-127, 1.5*2^-140, 2^-133, 2^-134, 1+2^-8, 3e-39 */
+  uint32_t f[8] = {1, 8388608, 4194304, 768, 65536, 32768, 1065385984, 2140872}, fo[8];
+  static const struct { int eb, mb; uint32_t want[8]; } fc[] = {
+      {8, 23, {1, 8388608, 4194304, 768, 65536, 32768, 1065385984, 2140872}},
+      {11, 52, {1, 8388608, 4194304, 768, 65536, 32768, 1065385984, 2140872}},
+      {8, 7, {0, 8388608, 4194304, 0, 65536, 0, 1065353216, 2162688}},
+      {5, 10, {0, 0, 0, 0, 0, 0, 1065385984, 0}},
+  };
+  for (size_t c = 0; c < sizeof fc / sizeof fc[0]; c++) {
+    rp_bits(FT_F32, 8, f, fc[c].eb, fc[c].mb, fo);
+    ck_assert_msg(!memcmp(fo, fc[c].want, sizeof fo), "f32 (%d, %d)", fc[c].eb, fc[c].mb);
+  }
+  /* f64: 2^-1074, 2^-1022, 2^-1023, 2^-149, 2^-150, 2^-126, 2^-127, 3*2^-1074 */
+  double x[8] = {0x1p-1074, 0x1p-1022, 0x1p-1023, 0x1p-149, 0x1p-150, 0x1p-126, 0x1p-127,
+                 0x3p-1074}, xo[8];
+  static const struct { int eb, mb; double want[8]; } xc[] = {
+      {11, 52, {0x1p-1074, 0x1p-1022, 0x1p-1023, 0x1p-149, 0x1p-150, 0x1p-126, 0x1p-127,
+                0x3p-1074}},
+      {11, 10, {0, 0x1p-1022, 0x1p-1023, 0x1p-149, 0x1p-150, 0x1p-126, 0x1p-127, 0}},
+      {8, 23, {0, 0, 0, 0, 0, 0x1p-126, 0, 0}},
+  };
+  for (size_t c = 0; c < sizeof xc / sizeof xc[0]; c++) {
+    rp_bits(FT_F64, 8, x, xc[c].eb, xc[c].mb, xo);
+    ck_assert_msg(!memcmp(xo, xc[c].want, sizeof xo), "f64 (%d, %d)", xc[c].eb, xc[c].mb);
+  }
+  /* a NaN comes back unchanged (sign and payload), even with mantissa_bits 0 */
+  uint32_t nan_in[3] = {0x7fc00000u, 0xff800001u, 0x3f800000u}, nan_out[3];
+  rp_bits(FT_F32, 3, nan_in, 5, 0, nan_out);
+  ck_assert_mem_eq(nan_out, nan_in, sizeof nan_in);
+}
+END_TEST
+
 /* ----------------------------------------------------------------- binary */
 START_TEST(binary_int_edges) {
   /* all values from JAX 0.10.2 on CPU */
@@ -986,7 +1063,7 @@ END_TEST
 
 /* -------------------------------------------------------------------- sort */
 START_TEST(sort_prims) {
-  /* JAX: NaNs last (both signs, stable), -0.0 before +0.0 */
+  /* JAX: NaNs last (both signs, stable); -0.0 and +0.0 equal (stable) */
   float x[8] = {3.0f, NAN, -0.0f, 0.0f, -INFINITY, 1.0f, -NAN, INFINITY};
   uint32_t want[8] = {4286578688u, 2147483648u, 0, 1065353216, 1077936128, 2139095040,
                       2143289344u, 4290772992u};
@@ -998,6 +1075,20 @@ START_TEST(sort_prims) {
   ft_array *a = ARR(FT_F32, 1, d8, x);
   ft_array *r = b_run(&b, 1, &a, a->aval);
   ck_assert_mem_eq(ft_array_data(r), want, sizeof want);
+  ft_array_free(a), ft_array_free(r);
+  /* JAX 0.10.2: lax.sort([nan, 1, -nan, -inf, inf, 0, -0, -1]) is
+   * [-inf, -1, 0, -0, 1, inf, nan, -nan]: +0.0 stays before -0.0 and the NaNs
+   * keep their order (a total order on the bits would swap both pairs) */
+  float x2[8] = {NAN, 1.0f, -NAN, -INFINITY, INFINITY, 0.0f, -0.0f, -1.0f};
+  uint32_t want2[8] = {0xff800000u, 0xbf800000u, 0, 0x80000000u, 0x3f800000u, 0x7f800000u,
+                       0x7fc00000u, 0xffc00000u};
+  b = b_new(FT_P_SORT);
+  b_int(&b, "dimension", 0);
+  b_bool(&b, "is_stable", true);
+  b_int(&b, "num_keys", 1);
+  a = ARR(FT_F32, 1, d8, x2);
+  r = b_run(&b, 1, &a, a->aval);
+  ck_assert_mem_eq(ft_array_data(r), want2, sizeof want2);
   ft_array_free(a), ft_array_free(r);
   /* two operands, one key, stable (JAX) */
   int64_t d4[1] = {4};
@@ -1352,6 +1443,7 @@ static Suite *suite(void) {
   tcase_add_test(t, unary_int);
   tcase_add_test(t, integer_pow);
   tcase_add_test(t, reduce_precision);
+  tcase_add_test(t, reduce_precision_subnormals);
   tcase_add_test(t, binary_int_edges);
   tcase_add_test(t, binary_float_edges);
   tcase_add_test(t, binary_broadcast_literal_and_mixed_pow);

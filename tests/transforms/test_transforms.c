@@ -772,6 +772,65 @@ START_TEST(vjp_and_coverage) {
 }
 END_TEST
 
+/* ----------------------------------------------------------- long chains */
+
+/* A chain of n elementwise equations on f64[3], in blocks of four that map
+ * x to -(2x + 0.75)/2 = -x - 0.375 (derivative -1, all constants dyadic so
+ * every value is exact); an even number of blocks is the identity. The loss
+ * is sum(v_n * v_n), so its gradient is exactly 2x. */
+static char *chain_text(int n) {
+  size_t cap = (size_t)n * 48 + 256, k = 0;
+  char *s = malloc(cap);
+  ck_assert_ptr_nonnull(s);
+  static const char *ops[4] = {"mul v%d 2.0:f64[]", "add v%d 0.75:f64[]", "mul v%d 0.5:f64[]", "neg v%d"};
+  k += (size_t)snprintf(s + k, cap - k, "{ lambda ; v0:f64[3]. let\n");
+  for (int i = 1; i <= n; i++) {
+    k += (size_t)snprintf(s + k, cap - k, "    v%d:f64[3] = ", i);
+    k += (size_t)snprintf(s + k, cap - k, ops[(i - 1) % 4], i - 1);
+    s[k++] = '\n';
+  }
+  snprintf(s + k, cap - k, "    sq:f64[3] = mul v%d v%d\n    out:f64[] = reduce_sum[axes=(0,) "
+           "out_sharding=None] sq\n  in (out,) }\n", n, n);
+  return s;
+}
+
+/* Transforms are linear in program size: grad of a 20k-equation chain
+ * succeeds, has O(N) equations, and is exact. */
+START_TEST(grad_long_chain) {
+  enum { N = 20000 };
+  char *text = chain_text(N);
+  ft_jaxpr *j = P(text);
+  free(text);
+  ck_assert_int_eq(ft_jaxpr_num_eqns(j), N + 2);
+  ft_jaxpr *g = ft_grad(C, j, 0, NULL, false);
+  ck_assert_msg(g != NULL, "grad: %s", ft_ctx_error(C));
+  verify(g);
+  ck_assert_int_le(ft_jaxpr_num_eqns(g), 6 * N);
+  ck_assert_int_ge(ft_jaxpr_num_eqns(g), N); /* the primal chain is still there */
+  int64_t d3 = 3;
+  ft_array *x = ft_array_new(C, FT_F64, 1, &d3), *o[1];
+  const double xs[3] = {1.5, -2.25, 3.0};
+  for (int i = 0; i < 3; i++) ft_set_f64(x, i, xs[i]);
+  run(g, 1, &x, o);
+  for (int i = 0; i < 3; i++) ck_assert(ft_get_f64(o[0], i) == 2 * xs[i]);
+  ft_array_free(o[0]);
+  ft_jaxpr *t = ft_jvp(C, j);
+  ck_assert_msg(t != NULL, "jvp: %s", ft_ctx_error(C));
+  ck_assert_int_le(ft_jaxpr_num_eqns(t), 6 * N);
+  ft_array *dx = ft_array_new(C, FT_F64, 1, &d3), *in[2] = {x, dx}, *jo[2];
+  for (int i = 0; i < 3; i++) ft_set_f64(dx, i, i + 1.0);
+  run(t, 2, in, jo);
+  ck_assert(ft_get_f64(jo[0], 0) == 1.5 * 1.5 + 2.25 * 2.25 + 3.0 * 3.0);
+  ck_assert(ft_get_f64(jo[1], 0) == 2 * (1.5 * 1 - 2.25 * 2 + 3.0 * 3));
+  free_arrays(2, jo);
+  ft_array_free(x);
+  ft_array_free(dx);
+  ft_jaxpr_free(t);
+  ft_jaxpr_free(g);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("transforms");
   TCase *t = tcase_create("core");
@@ -793,6 +852,7 @@ static Suite *suite(void) {
   tcase_add_test(t, linearity);
   tcase_add_test(t, bad_input);
   tcase_add_test(t, vjp_and_coverage);
+  tcase_add_test(t, grad_long_chain);
   suite_add_tcase(s, t);
   return s;
 }

@@ -1,0 +1,243 @@
+/* src/ledger/observe.c: the context observer the ledger installs when it is
+ * attached (ft_ctx_attach_ledger). ft_parse, ft_trace and ft_eval report to
+ * it through ctx->on_event (src/ir cannot depend on the ledger), and it turns
+ * each report into a record:
+ *
+ *   parse  op "parse"   in: the source text   out: the canonical text
+ *   trace  op "trace"   params: the input avals
+ *                       out: the canonical text, then each traced constant as .npy
+ *   call   op "interp"  in: the program's canonical text, each traced constant
+ *                       (.npy), each argument (.npy)   out: each result (.npy)
+ *
+ * Arrays are recorded as the bytes of their .npy file (ft_npy_write_mem), so
+ * one hash names dtype, shape and contents. A call's inputs are what ft_eval
+ * takes for the parsed program text: the constants' values first, then the
+ * arguments. Calls are recorded only when the ledger logs calls; at the
+ * hashes level the bytes are hashed, at the bytes level also stored (up to
+ * the cap), which is what lets reexec re-run them.
+ *
+ * The hashes level is the one meant for training loops, so it avoids work
+ * that would cost more than the step (bench/ledger): the program's text is
+ * printed once and its hash cached per program (struct ft_lprog), and an
+ * array's .npy hash is computed from its header and its buffer in place,
+ * without building the file. */
+#include <string.h>
+#include <xxhash.h>
+
+#include "ledger/ledger.h"
+#include "runtime/runtime.h"
+
+/* The .npy bytes of a (malloc'd). float0 arrays, which .npy cannot carry,
+ * are recorded as their aval text ("float0[3]"): they hold no data. */
+static ft_status array_bytes(ft_ctx *ctx, const ft_array *a, void **buf, size_t *len) {
+  ft_aval av = ft_array_aval(a);
+  if (av.dtype == FT_FLOAT0) {
+    char s[160];
+    ft_aval_str(&av, s, sizeof s);
+    *len = strlen(s);
+    *buf = strdup(s);
+    return *buf ? FT_OK : ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory");
+  }
+  return ft_npy_write_mem(ctx, a, buf, len);
+}
+
+/* The .npy bytes of j's traced constants (n_const buffers), when it has any. */
+static ft_status const_bytes(ft_ctx *ctx, const ft_jaxpr *j, void **bufs, size_t *lens) {
+  for (int i = 0; j->const_data && i < j->n_const; i++) {
+    const ft_aval *av = &j->constvars[i]->aval;
+    ft_array *a = ft_array_from_data(ctx, av->dtype, av->rank, av->dims, j->const_data[i]);
+    ft_status st = a ? array_bytes(ctx, a, &bufs[i], &lens[i]) : ft_ctx_status(ctx);
+    ft_array_free(a);
+    if (st) return st;
+  }
+  return FT_OK;
+}
+
+/* One record with objs[0..n_in) as inputs and the rest as outputs. */
+static ft_status record(ft_ctx *ctx, ft_ledger_kind kind, const char *op, const char *params,
+                        const ft_ledger_obj *objs, int n_in, int n_out) {
+  ft_ledger_event e = {.kind = kind, .op = op, .params_json = params, .inputs = objs,
+                       .n_inputs = n_in, .outputs = objs + n_in, .n_outputs = n_out};
+  return ft_ledger_record(ctx, &e);
+}
+
+static ft_status on_parse(ft_ctx *ctx, const ft_ctx_event *ev) {
+  char *text = ft_jaxpr_print(ctx, ev->jaxpr);
+  if (!text) return ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory printing a parse record");
+  ft_ledger_obj o[2] = {{.name = "text", .data = ev->text, .len = ev->len},
+                        {.name = "jaxpr", .data = text, .len = strlen(text)}};
+  ft_status st = record(ctx, FT_LEDGER_PARSE, "parse", NULL, o, 1, 1);
+  free(text);
+  return st;
+}
+
+/* params of a trace record: {"in_avals":["f32[8,4]",...]} (malloc'd). */
+static char *trace_params(const ft_jaxpr *j) {
+  json_t *p = json_object(), *a = json_array();
+  for (int i = 0; p && a && i < j->n_in; i++) {
+    char s[160];
+    json_array_append_new(a, json_string(ft_aval_str(&j->invars[i]->aval, s, sizeof s)));
+  }
+  json_object_set_new(p, "in_avals", a);
+  char *text = p ? ft_ledger_canon(p) : NULL;
+  json_decref(p);
+  return text;
+}
+
+static ft_status on_trace(ft_ctx *ctx, const ft_ctx_event *ev) {
+  const ft_jaxpr *j = ev->jaxpr;
+  int nc = j->const_data ? j->n_const : 0;
+  ft_ledger_obj *o = calloc((size_t)nc + 1, sizeof *o);
+  void **bufs = calloc((size_t)nc + 1, sizeof *bufs);
+  size_t *lens = calloc((size_t)nc + 1, sizeof *lens);
+  char *text = ft_jaxpr_print(ctx, j), *params = trace_params(j), (*names)[16] = calloc((size_t)nc + 1, 16);
+  ft_status st = o && bufs && lens && text && params && names ? FT_OK : FT_ERR_NOMEM;
+  if (st) ft_set_error(ctx, st, "ledger: out of memory building a trace record");
+  if (!st) st = const_bytes(ctx, j, bufs, lens);
+  if (!st) {
+    o[0] = (ft_ledger_obj){.name = "jaxpr", .data = text, .len = strlen(text)};
+    for (int i = 0; i < nc; i++) {
+      snprintf(names[i], 16, "const%d", i);
+      o[1 + i] = (ft_ledger_obj){.name = names[i], .data = bufs[i], .len = lens[i]};
+    }
+    st = record(ctx, FT_LEDGER_TRACE, "trace", params, o, 0, 1 + nc);
+  }
+  for (int i = 0; bufs && i < nc; i++) free(bufs[i]);
+  free(o), free(bufs), free(lens), free(text), free(params), free(names);
+  return st;
+}
+
+/* The hash of the .npy file of a (as array_bytes would write it) into h,
+ * without copying the data: the header of a zero-byte array of a's aval is
+ * the header of a's file. */
+static ft_status npy_hash(ft_ctx *ctx, const ft_array *a, uint8_t h[16], size_t *len) {
+  if (a->aval.dtype == FT_FLOAT0) {
+    void *buf;
+    ft_status st = array_bytes(ctx, a, &buf, len);
+    if (!st) ft_lhash128(buf, *len, h);
+    free(buf);
+    return st;
+  }
+  struct ft_array head = {.aval = a->aval, .nbytes = 0, .data = a->data};
+  void *hdr;
+  size_t hlen;
+  ft_status st = ft_npy_write_mem(ctx, &head, &hdr, &hlen);
+  XXH3_state_t *s = st ? NULL : XXH3_createState();
+  if (!st && !s) st = ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory");
+  if (!st) {
+    XXH3_128bits_reset(s);
+    XXH3_128bits_update(s, hdr, hlen);
+    XXH3_128bits_update(s, a->data, a->nbytes);
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(s));
+    memcpy(h, c.digest, 16);
+    *len = hlen + a->nbytes;
+  }
+  XXH3_freeState(s);
+  free(hdr);
+  return st;
+}
+
+/* The program of a call logged by hash: its canonical text's hash, from the
+ * cache when j was run before. The key is j's address, serial and shape, so
+ * a new jaxpr at a freed one's address is not mistaken for it. */
+static ft_status program_hash(ft_ctx *ctx, const ft_jaxpr *j, uint8_t h[16], size_t *len) {
+  ft_ledger *lg = ctx->ledger;
+  struct ft_lprog key = {.j = j, .eqns = j->eqns, .invars = j->invars, .serial = j->serial,
+                         .n_eqn = j->n_eqn, .n_in = j->n_in, .n_out = j->n_out};
+  for (size_t i = 0; i < FT_COUNTOF(lg->progs); i++) {
+    const struct ft_lprog *p = &lg->progs[i];
+    if (p->j == key.j && p->eqns == key.eqns && p->invars == key.invars &&
+        p->serial == key.serial && p->n_eqn == key.n_eqn && p->n_in == key.n_in &&
+        p->n_out == key.n_out) {
+      memcpy(h, p->hash, 16);
+      *len = p->len;
+      return FT_OK;
+    }
+  }
+  char *text = ft_jaxpr_print(ctx, j);
+  if (!text) return ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory printing a call record");
+  key.len = *len = strlen(text);
+  ft_lhash128(text, key.len, key.hash);
+  memcpy(h, key.hash, 16);
+  free(text);
+  lg->progs[lg->progs_next++ % FT_COUNTOF(lg->progs)] = key;
+  return FT_OK;
+}
+
+/* A call at the hashes level: every object by hash, nothing built or stored. */
+static ft_status on_eval_hashes(ft_ctx *ctx, const ft_ctx_event *ev) {
+  const ft_jaxpr *j = ev->jaxpr;
+  int nc = j->const_data ? j->n_const : 0, n_obj = 1 + nc + ev->n_in + ev->n_out;
+  ft_ledger_obj *o = calloc((size_t)n_obj, sizeof *o);
+  uint8_t (*h)[16] = calloc((size_t)n_obj, 16);
+  char (*names)[16] = calloc((size_t)n_obj, 16);
+  ft_status st = o && h && names ? FT_OK : FT_ERR_NOMEM;
+  if (st) ft_set_error(ctx, st, "ledger: out of memory building a call record");
+  if (!st) st = program_hash(ctx, j, h[0], &o[0].len);
+  o[0].name = "jaxpr";
+  for (int i = 1; !st && i < n_obj; i++) {
+    int k = i - 1 - nc;
+    ft_array *c = NULL;
+    if (k < 0) {
+      const ft_aval *av = &j->constvars[i - 1]->aval;
+      c = ft_array_from_data(ctx, av->dtype, av->rank, av->dims, j->const_data[i - 1]);
+      if (!c) st = ft_ctx_status(ctx);
+      snprintf(names[i], 16, "const%d", i - 1);
+    } else {
+      snprintf(names[i], 16, k < ev->n_in ? "in%d" : "out%d", k < ev->n_in ? k : k - ev->n_in);
+    }
+    const ft_array *a = k < 0 ? c : k < ev->n_in ? ev->in[k] : ev->out[k - ev->n_in];
+    if (!st) st = npy_hash(ctx, a, h[i], &o[i].len);
+    ft_array_free(c);
+    o[i].name = names[i];
+  }
+  for (int i = 0; i < n_obj; i++) o[i].hash = h[i];
+  if (!st) st = record(ctx, FT_LEDGER_CALL, "interp", NULL, o, 1 + nc + ev->n_in, ev->n_out);
+  free(o), free(h), free(names);
+  return st;
+}
+
+static ft_status on_eval(ft_ctx *ctx, const ft_ctx_event *ev) {
+  ft_ledger_calls level = ft_ledger_call_level(ctx);
+  if (level == FT_LEDGER_CALLS_NONE) return FT_OK;
+  if (level == FT_LEDGER_CALLS_HASHES) return on_eval_hashes(ctx, ev);
+  const ft_jaxpr *j = ev->jaxpr;
+  int nc = j->const_data ? j->n_const : 0, n_arr = nc + ev->n_in + ev->n_out;
+  ft_ledger_obj *o = calloc((size_t)n_arr + 1, sizeof *o);
+  void **bufs = calloc((size_t)n_arr + 1, sizeof *bufs);
+  size_t *lens = calloc((size_t)n_arr + 1, sizeof *lens);
+  char *text = ft_jaxpr_print(ctx, j), (*names)[16] = calloc((size_t)n_arr + 1, 16);
+  ft_status st = o && bufs && lens && text && names ? FT_OK : FT_ERR_NOMEM;
+  if (st) ft_set_error(ctx, st, "ledger: out of memory building a call record");
+  if (!st) st = const_bytes(ctx, j, bufs, lens);
+  for (int i = nc; !st && i < n_arr; i++) {
+    int k = i - nc;
+    const ft_array *a = k < ev->n_in ? ev->in[k] : ev->out[k - ev->n_in];
+    st = array_bytes(ctx, a, &bufs[i], &lens[i]);
+  }
+  if (!st) {
+    o[0] = (ft_ledger_obj){.name = "jaxpr", .data = text, .len = strlen(text)};
+    for (int i = 0; i < n_arr; i++) {
+      int k = i - nc;
+      if (k < 0) snprintf(names[i], 16, "const%d", i);
+      else if (k < ev->n_in) snprintf(names[i], 16, "in%d", k);
+      else snprintf(names[i], 16, "out%d", k - ev->n_in);
+      o[1 + i] = (ft_ledger_obj){.name = names[i], .data = bufs[i], .len = lens[i]};
+    }
+    st = record(ctx, FT_LEDGER_CALL, "interp", NULL, o, 1 + nc + ev->n_in, ev->n_out);
+  }
+  for (int i = 0; bufs && i < n_arr; i++) free(bufs[i]);
+  free(o), free(bufs), free(lens), free(text), free(names);
+  return st;
+}
+
+ft_status ft_ledger_observe(ft_ctx *ctx, const ft_ctx_event *ev) {
+  if (!ft_ledger_active(ctx) || !ev || !ev->jaxpr) return FT_OK;
+  switch (ev->kind) {
+  case FT_CTX_EV_PARSE: return on_parse(ctx, ev);
+  case FT_CTX_EV_TRACE: return on_trace(ctx, ev);
+  case FT_CTX_EV_EVAL: return on_eval(ctx, ev);
+  }
+  return FT_OK;
+}

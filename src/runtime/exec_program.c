@@ -1,0 +1,440 @@
+/* src/runtime/exec_program.c: an ft_program (src/lower) run by the
+ * dependency-wave executor. Each step becomes a task: loop and reduction
+ * kernels are chunked over their [lo, hi) range (a grain from the kernel's
+ * shape), GEMM steps over their batch (one ft_gemm call per batch element,
+ * exactly as the interpreter makes them: splitting a GEMM any finer changes
+ * OpenBLAS's bits, MACHINE-FACTS.md), fallback and control steps are one
+ * chunk run by src/lower's ft_program_run_step on this thread's own context. Dependencies come
+ * from the buffers the steps read and write (read-after-write,
+ * write-after-read, write-after-write), and intermediates get offsets from
+ * a buffer plan whose lifetimes are counted in waves, so two steps that may
+ * run at once never share memory. */
+#include <string.h>
+
+#include "lower/lower.h"
+#include "runtime/exec.h"
+
+/* In-place reuse of a dying input by a loop kernel's output is planned only
+ * when this is true. The generated kernels mark their buffer arguments
+ * `noalias` (codegen.c), so passing one buffer as both an input and an
+ * output would break that promise, even though the body loads everything
+ * before it stores. Turn this on once codegen drops noalias for such pairs. */
+static const bool INPLACE_KERNELS = false;
+
+typedef struct step_task {
+  struct ft_prog_exec *pe;
+  int step;
+} step_task;
+
+struct ft_prog_exec {
+  const ft_program *p;
+  ft_exec *x;
+  step_task *st;
+  size_t *offset;          /* per buffer: the planned arena offset (TEMP) */
+  ft_bufplan_stats plan;
+};
+
+/* -------------------------------------------------------------- the tasks */
+static ft_status kernel_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
+  step_task *t = u;
+  const ft_step *s = &t->pe->p->steps[t->step];
+  s->fn((void *const *)ft_exec_call_scratch(c), lo, hi);
+  return FT_OK;
+}
+
+/* Packs batch b of a GEMM operand (as src/lower's planner enumerates it). */
+static void pack_batch(bool f64, const void *src, void *dst, int64_t b, int64_t R, int64_t Cn,
+                       const int64_t *ob, const int64_t *orow, const int64_t *ocol) {
+  int64_t at = b * R * Cn;
+  for (int64_t r = 0; r < R; r++)
+    for (int64_t q = 0; q < Cn; q++, at++) {
+      int64_t i = ob[b] + orow[r] + ocol[q];
+      if (f64) ((double *)dst)[at] = ((const double *)src)[i];
+      else ((float *)dst)[at] = ((const float *)src)[i];
+    }
+}
+
+static ft_status gemm_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
+  step_task *t = u;
+  const ft_step *s = &t->pe->p->steps[t->step];
+  const ft_gemm_plan *g = s->gemm;
+  void *const *kb = ft_exec_call_scratch(c);
+  const void *A = kb[s->in[0]], *Bm = kb[s->in[1]];
+  void *Cm = kb[s->out[0]];
+  int64_t M = g->M, N = g->N, K = g->K;
+  for (int64_t b = lo; b < hi; b++) {
+    if (!g->lhs_direct) pack_batch(g->f64, A, kb[g->pack_a], b, M, K, g->lb, g->lm, g->lk);
+    if (!g->rhs_direct) pack_batch(g->f64, Bm, kb[g->pack_b], b, K, N, g->rb, g->rk, g->rn);
+    const void *a = g->lhs_direct ? A : kb[g->pack_a];
+    const void *bb = g->rhs_direct ? Bm : kb[g->pack_b];
+    if (g->f64)
+      ft_gemm_f64(M, N, K, (const double *)a + b * M * K, K, (const double *)bb + b * K * N, N,
+                  (double *)Cm + b * M * N, N);
+    else
+      ft_gemm_f32(M, N, K, (const float *)a + b * M * K, K, (const float *)bb + b * K * N, N,
+                  (float *)Cm + b * M * N, N);
+  }
+  return FT_OK;
+}
+
+static ft_status fallback_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
+  step_task *t = u;
+  const ft_program *p = t->pe->p;
+  ft_ctx *tctx = ft_exec_call_ctx(c);
+  ft_status st = ft_program_run_step(tctx, p, &p->steps[t->step],
+                                     (void *const *)ft_exec_call_scratch(c));
+  if (st != FT_OK) {
+    ft_exec_fail(c, st, "%s", ft_ctx_error(tctx));
+    ft_ctx_clear_error(tctx);
+  }
+  return st;
+}
+
+/* ----------------------------------------------------------- the planning */
+static int64_t shape_elems(const ft_kernel *k, int from) {
+  int64_t n = 1;
+  for (int d = from; d < k->rank; d++) n *= k->dims[d];
+  return n;
+}
+
+/* The task of step i: function, extent, grain (from the shape alone). */
+static void step_shape(const ft_program *p, const ft_step *s, ft_exec_task *t) {
+  switch (s->kind) {
+  case FT_STEP_KERNEL: {
+    const ft_kernel *k = &p->kernels[s->kernel];
+    int64_t per = k->kind == FT_KER_REDUCE ? (k->rcount > 0 ? k->rcount : 1) : shape_elems(k, 1);
+    t->fn = kernel_task;
+    t->extent = s->extent > 0 ? s->extent : 0;
+    t->grain = ft_exec_grain(t->extent, per);
+    break;
+  }
+  case FT_STEP_GEMM:
+    t->fn = gemm_task;
+    t->extent = s->gemm->B;
+    t->grain = 1;
+    break;
+  case FT_STEP_FALLBACK:
+  case FT_STEP_CONTROL: /* one task: the sub-programs run inside it (src/lower/control.c) */
+    t->fn = fallback_task;
+    t->extent = 1;
+    t->grain = 1;
+    break;
+  }
+}
+
+static void step_name(const ft_program *p, const ft_step *s, char *buf, size_t n) {
+  /* a copy kernel (a view materialized for a consumer) covers no equation */
+  bool has_eqn = s->eqn >= 0 && s->eqn < p->j->n_eqn && s->n_eqns != 0;
+  const char *prim = has_eqn || s->kind != FT_STEP_KERNEL ? ft_prim_get(p->j->eqns[s->eqn].prim)->name
+                                                          : "copy";
+  switch (s->kind) {
+  case FT_STEP_KERNEL:
+    snprintf(buf, n, "%s %s#%d%s", p->kernels[s->kernel].name, prim, s->eqn,
+             s->n_eqns > 1 ? " (fused)" : "");
+    break;
+  case FT_STEP_GEMM: snprintf(buf, n, "gemm %s#%d", prim, s->eqn); break;
+  case FT_STEP_FALLBACK: snprintf(buf, n, "fallback %s#%d", prim, s->eqn); break;
+  case FT_STEP_CONTROL: snprintf(buf, n, "control %s#%d", prim, s->eqn); break;
+  }
+}
+
+/* Dependencies by buffer hazards, in program order (steps only depend on
+ * earlier steps). deps[i] gets at most n_in + n_out + readers entries. */
+typedef struct hazards {
+  int *last_writer;        /* per buffer */
+  int **readers;           /* per buffer: readers since the last write */
+  int *n_readers, *cap_readers;
+} hazards;
+
+static bool add_dep(int **deps, int *nd, int *cap, int d) {
+  for (int k = 0; k < *nd; k++)
+    if ((*deps)[k] == d) return true;
+  if (*nd == *cap) {
+    int nc = *cap ? *cap * 2 : 8;
+    int *nw = realloc(*deps, sizeof **deps * (size_t)nc);
+    if (!nw) return false;
+    *deps = nw, *cap = nc;
+  }
+  (*deps)[(*nd)++] = d;
+  return true;
+}
+
+static bool step_deps(const ft_step *s, int i, hazards *h, int **deps, int *nd) {
+  int cap = 0;
+  *deps = NULL, *nd = 0;
+  for (int k = 0; k < s->n_in; k++) {
+    int b = s->in[k];
+    if (b >= 0 && h->last_writer[b] >= 0 && !add_dep(deps, nd, &cap, h->last_writer[b])) return false;
+  }
+  for (int k = 0; k < s->n_out; k++) {
+    int b = s->out[k];
+    if (b < 0) continue;
+    if (h->last_writer[b] >= 0 && !add_dep(deps, nd, &cap, h->last_writer[b])) return false;
+    for (int r = 0; r < h->n_readers[b]; r++)
+      if (h->readers[b][r] != i && !add_dep(deps, nd, &cap, h->readers[b][r])) return false;
+  }
+  for (int k = 0; k < s->n_in; k++) {
+    int b = s->in[k];
+    if (b < 0) continue;
+    if (h->n_readers[b] == h->cap_readers[b]) {
+      int nc = h->cap_readers[b] ? h->cap_readers[b] * 2 : 4;
+      int *nw = realloc(h->readers[b], sizeof *nw * (size_t)nc);
+      if (!nw) return false;
+      h->readers[b] = nw, h->cap_readers[b] = nc;
+    }
+    h->readers[b][h->n_readers[b]++] = i;
+  }
+  for (int k = 0; k < s->n_out; k++)
+    if (s->out[k] >= 0) h->last_writer[s->out[k]] = i, h->n_readers[s->out[k]] = 0;
+  return true;
+}
+
+/* Whether the loop kernel of s may write its first store over input buffer
+ * b: b is TEMP, of the store's size, and every load of b is the identity
+ * access of the loop nest with the store's element size. */
+static bool kernel_inplace_ok(const ft_program *p, const ft_step *s, int b) {
+  if (!INPLACE_KERNELS || s->kind != FT_STEP_KERNEL) return false;
+  const ft_kernel *k = &p->kernels[s->kernel];
+  if (k->kind != FT_KER_LOOP || k->n_stores < 1) return false;
+  int ob = k->stores[0].buf;
+  if (ob == b || p->bufs[b].kind != FT_BUF_TEMP || p->bufs[ob].kind != FT_BUF_TEMP ||
+      p->bufs[b].nbytes != p->bufs[ob].nbytes)
+    return false;
+  size_t es = ft_dtype_size(k->nodes[k->stores[0].node].dt);
+  int64_t cst[FT_MAX_RANK], m = 1;
+  for (int d = k->rank - 1; d >= 0; d--) cst[d] = m, m *= k->dims[d];
+  bool loaded = false;
+  for (int i = 0; i < k->n_nodes; i++) {
+    const ft_knode *n = &k->nodes[i];
+    if (n->kind != FT_KN_LOAD || n->acc.buf != b) continue;
+    if (n->acc.base != 0 || ft_dtype_size(n->acc.dt) != es) return false;
+    for (int d = 0; d < k->rank; d++)
+      if (n->acc.st[d] != cst[d]) return false;
+    loaded = true;
+  }
+  for (int i = 1; i < k->n_stores; i++)
+    if (k->stores[i].buf == b) return false;
+  return loaded;
+}
+
+/* Lifetimes in waves and the buffer plan of the TEMP buffers. */
+static ft_status plan_buffers(ft_ctx *ctx, ft_prog_exec *pe, const int *wave) {
+  const ft_program *p = pe->p;
+  int nb = p->n_bufs;
+  int *map = malloc(sizeof *map * ((size_t)nb + 1));     /* buffer -> plan index */
+  ft_bufplan_buf *pb = calloc((size_t)nb + 1, sizeof *pb);
+  int *last_reader = malloc(sizeof *last_reader * ((size_t)nb + 1));
+  int *readers_at_last = calloc((size_t)nb + 1, sizeof *readers_at_last);
+  if (!map || !pb || !last_reader || !readers_at_last) {
+    free(map), free(pb), free(last_reader), free(readers_at_last);
+    return ft_set_error(ctx, FT_ERR_NOMEM, "executor: out of memory planning buffers");
+  }
+  int n = 0;
+  for (int b = 0; b < nb; b++) {
+    map[b] = -1, last_reader[b] = -1;
+    if (p->bufs[b].kind != FT_BUF_TEMP) continue;
+    map[b] = n;
+    pb[n++] = (ft_bufplan_buf){.size = p->bufs[b].nbytes, .align = 64, .first = -1, .last = -1,
+                               .inplace_of = -1};
+  }
+#define TOUCH(b, w)                                                              \
+  do {                                                                           \
+    ft_bufplan_buf *q_ = &pb[map[b]];                                            \
+    if (q_->first < 0 || (w) < q_->first) q_->first = (w);                       \
+    if ((w) > q_->last) q_->last = (w);                                          \
+  } while (0)
+  for (int i = 0; i < p->n_steps; i++) {
+    const ft_step *s = &p->steps[i];
+    int w = wave[i];
+    for (int k = 0; k < s->n_in; k++)
+      if (s->in[k] >= 0 && map[s->in[k]] >= 0) TOUCH(s->in[k], w);
+    for (int k = 0; k < s->n_out; k++)
+      if (s->out[k] >= 0 && map[s->out[k]] >= 0) TOUCH(s->out[k], w);
+    if (s->kind == FT_STEP_GEMM) {
+      if (s->gemm->pack_a >= 0) TOUCH(s->gemm->pack_a, w);
+      if (s->gemm->pack_b >= 0) TOUCH(s->gemm->pack_b, w);
+    }
+  }
+#undef TOUCH
+  for (int q = 0; q < n; q++)
+    if (pb[q].first < 0) pb[q].first = pb[q].last = 0;
+  /* in-place offers: step i is the only reader of b in b's last wave */
+  for (int i = 0; i < p->n_steps; i++) {
+    const ft_step *s = &p->steps[i];
+    for (int k = 0; k < s->n_in; k++) {
+      int b = s->in[k];
+      if (b >= 0 && map[b] >= 0 && pb[map[b]].last == wave[i]) {
+        if (last_reader[b] != i) readers_at_last[b]++;
+        last_reader[b] = i;
+      }
+    }
+  }
+  for (int i = 0; i < p->n_steps; i++) {
+    const ft_step *s = &p->steps[i];
+    if (s->kind != FT_STEP_KERNEL || s->n_out < 1 || s->out[0] < 0 || map[s->out[0]] < 0) continue;
+    for (int k = 0; k < s->n_in; k++) {
+      int b = s->in[k];
+      if (b < 0 || map[b] < 0 || last_reader[b] != i || readers_at_last[b] != 1) continue;
+      if (!kernel_inplace_ok(p, s, b)) continue;
+      pb[map[s->out[0]]].inplace_of = map[b];
+      break;
+    }
+  }
+  ft_status st = ft_bufplan_solve(ctx, n, pb, &pe->plan);
+  if (st == FT_OK) {
+    char why[256];
+    FT_ASSERT(ft_bufplan_validate(n, pb, pe->plan.peak, why, sizeof why));
+    for (int b = 0; b < nb; b++) pe->offset[b] = map[b] >= 0 ? pb[map[b]].offset : 0;
+  }
+  free(map), free(pb), free(last_reader), free(readers_at_last);
+  return st;
+}
+
+ft_prog_exec *ft_prog_exec_new(ft_ctx *ctx, const ft_program *p, ft_pool *pool,
+                               const ft_prog_exec_options *opts) {
+  ft_prog_exec *pe = calloc(1, sizeof *pe);
+  int n = p->n_steps;
+  ft_exec_task *tasks = calloc((size_t)n + 1, sizeof *tasks);
+  char (*names)[96] = calloc((size_t)n + 1, sizeof *names);
+  int *wave = calloc((size_t)n + 1, sizeof *wave);
+  hazards h = {0};
+  h.last_writer = malloc(sizeof(int) * ((size_t)p->n_bufs + 1));
+  h.readers = calloc((size_t)p->n_bufs + 1, sizeof *h.readers);
+  h.n_readers = calloc((size_t)p->n_bufs + 1, sizeof(int));
+  h.cap_readers = calloc((size_t)p->n_bufs + 1, sizeof(int));
+  if (!pe || !tasks || !names || !wave || !h.last_writer || !h.readers || !h.n_readers ||
+      !h.cap_readers)
+    goto nomem;
+  pe->p = p;
+  pe->st = calloc((size_t)n + 1, sizeof *pe->st);
+  pe->offset = calloc((size_t)p->n_bufs + 1, sizeof *pe->offset);
+  if (!pe->st || !pe->offset) goto nomem;
+  for (int b = 0; b < p->n_bufs; b++) h.last_writer[b] = -1;
+  for (int i = 0; i < n; i++) {
+    const ft_step *s = &p->steps[i];
+    if (s->kind == FT_STEP_KERNEL && !s->fn && s->extent > 0) {
+      ft_set_error(ctx, FT_ERR_INTERNAL, "executor: step %d: kernel not bound", i);
+      goto fail;
+    }
+    int nd;
+    int *deps;
+    if (!step_deps(s, i, &h, &deps, &nd)) goto nomem;
+    pe->st[i] = (step_task){pe, i};
+    step_name(p, s, names[i], sizeof names[i]);
+    tasks[i] = (ft_exec_task){.name = names[i], .user = &pe->st[i], .n_deps = nd, .deps = deps};
+    step_shape(p, s, &tasks[i]);
+    for (int k = 0; k < nd; k++)
+      if (wave[deps[k]] + 1 > wave[i]) wave[i] = wave[deps[k]] + 1;
+    for (int k = 0; k < s->n_in; k++)
+      if (s->in[k] >= 0) tasks[i].bytes += p->bufs[s->in[k]].nbytes;
+    if (s->kind == FT_STEP_KERNEL) { /* elements computed; other steps: unknown */
+      const ft_kernel *kr = &p->kernels[s->kernel];
+      tasks[i].cost = (uint64_t)s->extent *
+                      (uint64_t)(kr->kind == FT_KER_REDUCE ? (kr->rcount > 0 ? kr->rcount : 1)
+                                                           : shape_elems(kr, 1));
+      if (!tasks[i].cost) tasks[i].cost = 1;
+    } else if (s->kind == FT_STEP_GEMM) {
+      const ft_gemm_plan *g = s->gemm;
+      tasks[i].cost = (uint64_t)(g->B * g->M * g->N * (g->K ? g->K : 1)) + 1;
+    }
+    for (int k = 0; k < s->n_out; k++)
+      if (s->out[k] >= 0) tasks[i].bytes += p->bufs[s->out[k]].nbytes;
+  }
+  if (plan_buffers(ctx, pe, wave)) goto fail;
+  /* Steps run by src/lower (fallback, control) report errors on a context
+   * of their own thread. Control steps keep their sub-programs' arenas in
+   * the program (control.c): calls of such a program take turns (one frame). */
+  bool other = false, control = false;
+  for (int i = 0; i < n; i++) {
+    other |= p->steps[i].kind != FT_STEP_KERNEL && p->steps[i].kind != FT_STEP_GEMM;
+    control |= p->steps[i].kind == FT_STEP_CONTROL;
+  }
+  ft_exec_options xo = {.pool = pool, .arena_bytes = pe->plan.peak,
+                        .scratch_bytes = sizeof(void *) * ((size_t)p->n_bufs + 1),
+                        .frame_ctx = other, .max_frames = control ? 1 : 0,
+                        .no_small_waves = opts && opts->no_small_waves};
+  if (!(pe->x = ft_exec_new(ctx, n, tasks, &xo))) goto fail;
+  for (int i = 0; i < n; i++) FT_ASSERT(ft_exec_task_wave(pe->x, i) == wave[i]);
+  goto done;
+nomem:
+  ft_set_error(ctx, FT_ERR_NOMEM, "executor: out of memory");
+fail:
+  ft_prog_exec_free(pe);
+  pe = NULL;
+done:
+  if (tasks)
+    for (int i = 0; i < n; i++) free((void *)tasks[i].deps);
+  if (h.readers)
+    for (int b = 0; b < p->n_bufs; b++) free(h.readers[b]);
+  free(h.last_writer), free(h.readers), free(h.n_readers), free(h.cap_readers);
+  free(tasks), free(names), free(wave);
+  return pe;
+}
+
+void ft_prog_exec_free(ft_prog_exec *pe) {
+  if (!pe) return;
+  ft_exec_free(pe->x);
+  free(pe->st);
+  free(pe->offset);
+  free(pe);
+}
+
+ft_exec *ft_prog_exec_executor(ft_prog_exec *pe) { return pe->x; }
+ft_bufplan_stats ft_prog_exec_plan_stats(const ft_prog_exec *pe) { return pe->plan; }
+
+/* ---------------------------------------------------------------- a call */
+static bool arg_ok(ft_ctx *ctx, const char *what, int i, const ft_aval *want, const ft_array *a) {
+  if (a && ft_aval_eq(want, &a->aval)) return true;
+  char s1[128], s2[128];
+  ft_set_error(ctx, a && a->aval.dtype != want->dtype ? FT_ERR_TYPE : FT_ERR_SHAPE,
+               "call: %s %d: expected %s, got %s", what, i, ft_aval_str(want, s1, sizeof s1),
+               a ? ft_aval_str(&a->aval, s2, sizeof s2) : "NULL");
+  return false;
+}
+
+/* A literal output's value into element 0 of dst (as the interpreter does). */
+static void put_literal(const ft_var *v, void *dst) {
+  ft_array a = {.aval = v->aval, .nbytes = ft_dtype_size(v->aval.dtype), .data = dst};
+  ft_dtype dt = v->aval.dtype;
+  if (ft_dtype_is_complex(dt)) ft_set_c128(&a, 0, v->lit.f, v->lit_im);
+  else if (ft_dtype_is_float(dt)) ft_set_f64(&a, 0, v->lit.f);
+  else if (ft_dtype_is_unsigned(dt)) ft_set_i64(&a, 0, (int64_t)v->lit.u);
+  else ft_set_i64(&a, 0, v->lit.i);
+}
+
+ft_status ft_prog_exec_run(ft_prog_exec *pe, ft_ctx *ctx, ft_array *const *in,
+                           ft_array *const *out, ft_exec_profile *prof) {
+  const ft_program *p = pe->p;
+  const ft_jaxpr *j = p->j;
+  int nc = j->const_data ? 0 : j->n_const;
+  for (int k = 0; k < p->n_args; k++) {
+    const ft_var *v = k < nc ? j->constvars[k] : j->invars[k - nc];
+    if (!arg_ok(ctx, k < nc ? "constant input" : "input", k < nc ? k : k - nc, &v->aval, in[k]))
+      return ft_ctx_status(ctx);
+  }
+  for (int k = 0; k < p->n_out; k++)
+    if (!arg_ok(ctx, "output", k, &j->outvars[k]->aval, out[k])) return ft_ctx_status(ctx);
+  ft_exec_frame *f = ft_exec_acquire(pe->x, ctx);
+  if (!f) return ft_ctx_status(ctx);
+  void **kb = ft_exec_frame_scratch(f);
+  char *arena = ft_exec_frame_arena(f);
+  for (int b = 0; b < p->n_bufs; b++) {
+    const ft_pbuf *pb = &p->bufs[b];
+    switch (pb->kind) {
+    case FT_BUF_INPUT: kb[b] = in[pb->index]->data; break;
+    case FT_BUF_CONST: kb[b] = p->consts[pb->index]; break;
+    case FT_BUF_TEMP: kb[b] = arena + pe->offset[b]; break;
+    case FT_BUF_OUTPUT: kb[b] = out[pb->index]->data; break;
+    }
+  }
+  ft_status st = ft_exec_run_frame(pe->x, f, ctx, NULL, prof);
+  if (st == FT_OK)
+    for (int k = 0; k < p->n_out; k++) {
+      const ft_out_src *o = &p->outs[k];
+      if (o->in_place) continue;
+      if (o->lit) put_literal(o->lit, out[k]->data);
+      else if (out[k]->nbytes) memcpy(out[k]->data, kb[o->buf], out[k]->nbytes);
+    }
+  ft_exec_release(pe->x, f);
+  return st;
+}

@@ -1,0 +1,378 @@
+/* src/runtime/interp_window.c: the windowed primitives of the reference
+ * interpreter — reduce_window_{sum,max,min}, conv_general_dilated — and
+ * top_k, with XLA's semantics.
+ *
+ * Windows. An output element o covers, along each axis, the positions
+ * p = o*stride + k*window_dilation (k over the window) of the operand after
+ * base (lhs) dilation and padding; p maps back to operand element
+ * (p - pad_lo) / base_dilation when that is an integer in range, and
+ * otherwise to a hole or pad, which holds the reduction's identity (0 for
+ * sums, -inf / the integer minimum for max, +inf / the maximum for min).
+ * Negative padding crops. convolution is a cross-correlation (no kernel
+ * flip); feature_group_count and batch_group_count split the features and
+ * the batch as StableHLO's convolution specifies.
+ *
+ * Summation order (docs/determinism.md): every float sum here is
+ * sequential, starting from +0.0 and adding the terms in row-major order of
+ * the window (for convolutions: input feature of the group outermost, then
+ * the spatial window row-major), rounding each product and each partial sum
+ * to the result dtype (no FMA). Holes and pads are skipped (they would add
+ * exact zeros). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+static void c_strides(const ft_aval *a, int64_t *st) {
+  int64_t s = 1;
+  for (int i = a->rank - 1; i >= 0; i--) st[i] = s, s *= a->dims[i];
+}
+
+static bool next_index(int rank, const int64_t *dims, int64_t *idx) {
+  for (int i = rank - 1; i >= 0; i--) {
+    if (++idx[i] < dims[i]) return true;
+    idx[i] = 0;
+  }
+  return false;
+}
+
+static int64_t prod(int n, const int64_t *d) {
+  int64_t p = 1;
+  for (int i = 0; i < n; i++) p *= d[i];
+  return p;
+}
+
+/* Rounds v to the precision of float dtype dt (f16/bf16 through f32, as
+ * ft_set_f64 stores them). */
+static double rnd(ft_dtype dt, double v) {
+  if (dt == FT_F64) return v;
+  float f = (float)v;
+  return dt == FT_F32 ? f : ft_round_to(dt, f);
+}
+
+/* XLA's max/min: a NaN operand wins; -0 < +0. */
+static double fmaxmin(double a, double b, bool is_max) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return (signbit(a) == is_max) ? b : a;
+  return is_max ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+/* An int-tuple param with a default of 1 per entry when it is None or (). */
+static ft_status ints_or_ones(ft_ctx *ctx, const ft_eqn *e, const char *name, int n, int64_t *out) {
+  int64_t buf[FT_MAX_RANK * 2];
+  int k = ft_param_ints(e, name, buf, FT_MAX_RANK * 2);
+  if (k <= 0) {
+    for (int i = 0; i < n; i++) out[i] = 1;
+    return FT_OK;
+  }
+  if (k != n) return ft_set_error(ctx, FT_ERR_SHAPE, "param %s needs %d entries, has %d", name, n, k);
+  for (int i = 0; i < n; i++) {
+    if (buf[i] < 1) return ft_set_error(ctx, FT_ERR_SHAPE, "param %s must be positive", name);
+    out[i] = buf[i];
+  }
+  return FT_OK;
+}
+
+/* padding=((lo, hi), ...) with n pairs (None: no padding). */
+static ft_status padding_of(ft_ctx *ctx, const ft_eqn *e, int n, int64_t *lo, int64_t *hi) {
+  const ft_pval *pv = ft_eqn_param(e, "padding");
+  for (int i = 0; i < n; i++) lo[i] = hi[i] = 0;
+  if (pv->tag == FT_PV_NONE) return FT_OK;
+  if (pv->tag != FT_PV_TUPLE || pv->n != n)
+    return ft_set_error(ctx, FT_ERR_TYPE, "param padding must be %d (lo, hi) pairs", n);
+  for (int i = 0; i < n; i++) {
+    int64_t lh[2];
+    int k = 0;
+    if (!ft_pv_get_ints(&pv->u.items[i], lh, 2, &k) || k != 2)
+      return ft_set_error(ctx, FT_ERR_TYPE, "padding entry %d must be (lo, hi)", i);
+    lo[i] = lh[0], hi[i] = lh[1];
+  }
+  return FT_OK;
+}
+
+/* Position p of the dilated, padded axis back to an operand index, or -1
+ * for a hole or a pad. */
+static int64_t unpad(int64_t p, int64_t lo, int64_t dil, int64_t dim) {
+  int64_t q = p - lo;
+  if (q < 0 || q % dil) return -1;
+  q /= dil;
+  return q < dim ? q : -1;
+}
+
+/* ----------------------------------------------------------- reduce_window */
+
+typedef struct window {
+  int rank;
+  int64_t wd[FT_MAX_RANK], ws[FT_MAX_RANK], bd[FT_MAX_RANK], wdl[FT_MAX_RANK];
+  int64_t lo[FT_MAX_RANK], hi[FT_MAX_RANK];
+} window;
+
+static ft_status window_of(ft_ctx *ctx, const ft_eqn *e, int rank, window *w) {
+  w->rank = rank;
+  ft_status st;
+  if (ft_param_ints(e, "window_dimensions", w->wd, FT_MAX_RANK) != rank)
+    return ft_set_error(ctx, FT_ERR_SHAPE, "window_dimensions needs one entry per axis");
+  if ((st = ints_or_ones(ctx, e, "window_strides", rank, w->ws)) ||
+      (st = ints_or_ones(ctx, e, "base_dilation", rank, w->bd)) ||
+      (st = ints_or_ones(ctx, e, "window_dilation", rank, w->wdl)) ||
+      (st = padding_of(ctx, e, rank, w->lo, w->hi)))
+    return st;
+  return FT_OK;
+}
+
+/* Flat offsets into x of the operand elements under output element idx,
+ * in row-major window order (holes and pads left out); returns their count. */
+static int64_t window_elems(const window *w, const ft_aval *x, const int64_t *xst, const int64_t *idx,
+                            int64_t *offs) {
+  int64_t k[FT_MAX_RANK] = {0}, n = 0;
+  if (prod(w->rank, w->wd) == 0) return 0;
+  do {
+    int64_t off = 0;
+    bool ok = true;
+    for (int i = 0; i < w->rank && ok; i++) {
+      int64_t q = unpad(idx[i] * w->ws[i] + k[i] * w->wdl[i], w->lo[i], w->bd[i], x->dims[i]);
+      ok = q >= 0;
+      off += q * xst[i];
+    }
+    if (ok) offs[n++] = off;
+  } while (next_index(w->rank, w->wd, k));
+  return n;
+}
+
+/* One output element of reduce_window_* from the m operand elements offs
+ * (complex operands: sums only, checked by the caller). */
+static void window_reduce(ft_prim p, const ft_array *x, const int64_t *offs, int64_t m,
+                               ft_array *o, int64_t oi) {
+  ft_dtype dt = x->aval.dtype;
+  bool is_max = p == FT_P_REDUCE_WINDOW_MAX;
+  if (ft_dtype_is_complex(dt)) {
+    ft_dtype pt = dt == FT_C64 ? FT_F32 : FT_F64;
+    double sr = 0, si = 0;
+    for (int64_t k = 0; k < m; k++) {
+      double re, im;
+      ft_get_c128(x, offs[k], &re, &im);
+      sr = rnd(pt, sr + re), si = rnd(pt, si + im);
+    }
+    ft_set_c128(o, oi, sr, si);
+  } else if (ft_dtype_is_float(dt)) {
+    double acc = p == FT_P_REDUCE_WINDOW_SUM ? 0.0 : is_max ? -INFINITY : INFINITY;
+    for (int64_t k = 0; k < m; k++) {
+      double v = ft_get_f64(x, offs[k]);
+      acc = p == FT_P_REDUCE_WINDOW_SUM ? rnd(dt, acc + v) : fmaxmin(acc, v, is_max);
+    }
+    ft_set_f64(o, oi, acc);
+  } else {
+    bool sgn = ft_dtype_is_signed(dt);
+    int bits = ft_dtype_bits(dt);
+    uint64_t acc;
+    if (p == FT_P_REDUCE_WINDOW_SUM) acc = 0;
+    else if (dt == FT_BOOL) acc = is_max ? 0 : 1;
+    else if (sgn) acc = is_max ? (uint64_t)(bits >= 64 ? INT64_MIN : -(INT64_C(1) << (bits - 1)))
+                               : (uint64_t)(bits >= 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1);
+    else acc = is_max ? 0 : (bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1);
+    for (int64_t k = 0; k < m; k++) {
+      uint64_t v = (uint64_t)ft_get_i64(x, offs[k]);
+      if (p == FT_P_REDUCE_WINDOW_SUM) acc = dt == FT_BOOL ? (acc | v) : acc + v;
+      else if (is_max ? (sgn ? (int64_t)v > (int64_t)acc : v > acc)
+                      : (sgn ? (int64_t)v < (int64_t)acc : v < acc))
+        acc = v;
+    }
+    ft_set_i64(o, oi, (int64_t)acc);
+  }
+}
+
+ft_status ft_interp_reduce_window(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  const ft_array *x = in[0];
+  window w;
+  ft_status st;
+  if ((st = window_of(ctx, e, x->aval.rank, &w))) return st;
+  if (ft_dtype_is_complex(x->aval.dtype) && e->prim != FT_P_REDUCE_WINDOW_SUM)
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "complex operands have no order");
+  if ((st = ft_interp_alloc_outs(ctx, e, out))) return st;
+  ft_array *o = out[0];
+  int64_t xst[FT_MAX_RANK], idx[FT_MAX_RANK] = {0};
+  c_strides(&x->aval, xst);
+  int64_t wn = prod(w.rank, w.wd), n = ft_array_size(o);
+  int64_t *offs = malloc(sizeof *offs * (size_t)(wn > 0 ? wn : 1));
+  if (!offs) {
+    ft_array_free(o), out[0] = NULL;
+    return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  }
+  for (int64_t i = 0; i < n; i++, next_index(o->aval.rank, o->aval.dims, idx)) {
+    int64_t m = window_elems(&w, &x->aval, xst, idx, offs);
+    window_reduce(e->prim, x, offs, m, o, i);
+  }
+  free(offs);
+  return FT_OK;
+}
+
+/* ---------------------------------------------------- conv_general_dilated */
+
+typedef struct conv_plan {
+  int ns;                                     /* spatial axes */
+  int64_t ls[FT_MAX_RANK], rs[FT_MAX_RANK], os[FT_MAX_RANK];
+  int64_t ws[FT_MAX_RANK], ld[FT_MAX_RANK], rd[FT_MAX_RANK], lo[FT_MAX_RANK], hi[FT_MAX_RANK];
+  int64_t fg, bg;
+} conv_plan;
+
+static ft_status conv_plan_of(ft_ctx *ctx, const ft_eqn *e, int n, conv_plan *c) {
+  const ft_pval *dn = ft_eqn_param(e, "dimension_numbers");
+  int nl = n, nr = n, no = n;
+  c->ns = n - 2;
+  if (dn->tag == FT_PV_NONE) {
+    for (int i = 0; i < n; i++) c->ls[i] = c->rs[i] = c->os[i] = i;
+  } else if (!ft_dimnums_field(dn, "lhs_spec", 0, c->ls, &nl) ||
+             !ft_dimnums_field(dn, "rhs_spec", 1, c->rs, &nr) ||
+             !ft_dimnums_field(dn, "out_spec", 2, c->os, &no) || nl != n || nr != n || no != n) {
+    return ft_set_error(ctx, FT_ERR_TYPE, "malformed ConvDimensionNumbers");
+  }
+  ft_status st;
+  if (ft_param_ints(e, "window_strides", c->ws, FT_MAX_RANK) != c->ns)
+    return ft_set_error(ctx, FT_ERR_SHAPE, "window_strides needs one entry per spatial axis");
+  if ((st = ints_or_ones(ctx, e, "lhs_dilation", c->ns, c->ld)) ||
+      (st = ints_or_ones(ctx, e, "rhs_dilation", c->ns, c->rd)) ||
+      (st = padding_of(ctx, e, c->ns, c->lo, c->hi)))
+    return st;
+  c->fg = ft_param_int(e, "feature_group_count", 1);
+  c->bg = ft_param_int(e, "batch_group_count", 1);
+  if (c->fg < 1 || c->bg < 1 || (c->fg > 1 && c->bg > 1))
+    return ft_set_error(ctx, FT_ERR_SHAPE, "feature_group_count and batch_group_count must be >= 1 "
+                        "and not both > 1");
+  return FT_OK;
+}
+
+/* One output element: out[n, o, y...] (batch nb of lhs, feature group g). */
+typedef struct conv_elem {
+  int64_t lbase, rbase;                     /* offsets of lhs[nb, g*I, 0..], rhs[o, 0, 0..] */
+  const int64_t *y;                         /* output spatial index */
+} conv_elem;
+
+static void conv_one(const conv_plan *c, const ft_array *l, const ft_array *r, const int64_t *lst,
+                     const int64_t *rst, const conv_elem *ce, ft_array *o, int64_t oi) {
+  ft_dtype odt = o->aval.dtype;
+  bool fl = ft_dtype_is_float(odt);
+  int64_t I = r->aval.dims[c->rs[1]], kd[FT_MAX_RANK];
+  for (int s = 0; s < c->ns; s++) kd[s] = r->aval.dims[c->rs[2 + s]];
+  double facc = 0.0;
+  uint64_t iacc = 0;
+  if (prod(c->ns, kd) > 0)
+    for (int64_t i = 0; i < I; i++) {
+      int64_t k[FT_MAX_RANK] = {0};
+      do {
+        int64_t lo_ = ce->lbase + i * lst[c->ls[1]], ro = ce->rbase + i * rst[c->rs[1]];
+        bool ok = true;
+        for (int s = 0; s < c->ns && ok; s++) {
+          int64_t ax = c->ls[2 + s];
+          int64_t q = unpad(ce->y[s] * c->ws[s] + k[s] * c->rd[s], c->lo[s], c->ld[s], l->aval.dims[ax]);
+          ok = q >= 0;
+          lo_ += q * lst[ax];
+          ro += k[s] * rst[c->rs[2 + s]];
+        }
+        if (!ok) continue;
+        if (fl) facc = rnd(odt, facc + rnd(odt, ft_get_f64(l, lo_) * ft_get_f64(r, ro)));
+        else iacc += (uint64_t)ft_get_i64(l, lo_) * (uint64_t)ft_get_i64(r, ro);
+      } while (next_index(c->ns, kd, k));
+    }
+  if (fl) ft_set_f64(o, oi, facc);
+  else ft_set_i64(o, oi, (int64_t)iacc);
+}
+
+ft_status ft_interp_conv(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  const ft_array *l = in[0], *r = in[1];
+  conv_plan c;
+  ft_status st;
+  if ((st = conv_plan_of(ctx, e, l->aval.rank, &c))) return st;
+  ft_dtype odt = e->out[0]->aval.dtype;
+  bool ok = ft_dtype_is_float(odt) ||
+            (ft_dtype_is_int(odt) && !ft_dtype_is_inexact(l->aval.dtype) && !ft_dtype_is_inexact(r->aval.dtype));
+  if (!ok || ft_dtype_is_complex(l->aval.dtype) || ft_dtype_is_complex(r->aval.dtype))
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "conv_general_dilated of %s and %s into %s is not "
+                        "supported (real floating or integer operands only)",
+                        ft_dtype_name(l->aval.dtype), ft_dtype_name(r->aval.dtype), ft_dtype_name(odt));
+  int64_t N = l->aval.dims[c.ls[0]], O = r->aval.dims[c.rs[0]], I = r->aval.dims[c.rs[1]];
+  if (l->aval.dims[c.ls[1]] != I * c.fg || O % c.fg || O % c.bg || N % c.bg)
+    return ft_set_error(ctx, FT_ERR_SHAPE, "feature or batch sizes do not agree with the group counts");
+  if ((st = ft_interp_alloc_outs(ctx, e, out))) return st;
+  ft_array *o = out[0];
+  int64_t lst[FT_MAX_RANK], rst[FT_MAX_RANK], idx[FT_MAX_RANK] = {0}, y[FT_MAX_RANK];
+  c_strides(&l->aval, lst);
+  c_strides(&r->aval, rst);
+  int64_t og = O / c.fg, ob = O / c.bg, nbg = N / c.bg, n = ft_array_size(o);
+  for (int64_t i = 0; i < n; i++, next_index(o->aval.rank, o->aval.dims, idx)) {
+    int64_t bn = idx[c.os[0]], f = idx[c.os[1]];
+    for (int s = 0; s < c.ns; s++) y[s] = idx[c.os[2 + s]];
+    int64_t g = f / og, nb = (f / ob) * nbg + bn;
+    conv_elem ce = {.lbase = nb * lst[c.ls[0]] + g * I * lst[c.ls[1]], .rbase = f * rst[c.rs[0]], .y = y};
+    conv_one(&c, l, r, lst, rst, &ce, o, i);
+  }
+  return FT_OK;
+}
+
+/* ------------------------------------------------------------------- top_k */
+
+/* XLA CPU's TopK order: a total order on floats (-NaN < -inf < ... < -0 <
+ * +0 < ... < +inf < +NaN), read from the bits; integers by value. */
+static int64_t order_key(const ft_array *x, int64_t i) {
+  ft_dtype dt = x->aval.dtype;
+  uint64_t bits = 0;
+  int w = 0;
+  switch (dt) {
+  case FT_F16: case FT_BF16: bits = ((const uint16_t *)x->data)[i], w = 16; break;
+  case FT_F32: bits = ((const uint32_t *)x->data)[i], w = 32; break;
+  case FT_F64: bits = ((const uint64_t *)x->data)[i], w = 64; break;
+  case FT_U64: return (int64_t)(ft_get_u64(x, i) ^ (UINT64_C(1) << 63));
+  default: return ft_get_i64(x, i);
+  }
+  uint64_t sign = UINT64_C(1) << (w - 1), mag = bits & (sign - 1);
+  return (bits & sign) ? -(int64_t)mag - 1 : (int64_t)mag;
+}
+
+typedef struct keyed {
+  int64_t key, idx;
+} keyed;
+
+/* Descending by key; equal keys keep the lower index first. */
+static int by_key_desc(const void *pa, const void *pb) {
+  const keyed *a = pa, *b = pb;
+  if (a->key != b->key) return a->key > b->key ? -1 : 1;
+  return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+ft_status ft_interp_top_k(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  const ft_array *x = in[0];
+  const ft_aval *xa = &x->aval;
+  int64_t axis = ft_param_int(e, "axis", -1), k = ft_param_int(e, "k", 0);
+  if (axis < 0) axis += xa->rank;
+  if (axis < 0 || axis >= xa->rank || k < 0 || k > xa->dims[axis])
+    return ft_set_error(ctx, FT_ERR_SHAPE, "top_k: bad axis or k");
+  if (ft_dtype_is_complex(xa->dtype))
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "top_k of a complex operand");
+  ft_status st;
+  if ((st = ft_interp_alloc_outs(ctx, e, out))) return st;
+  int64_t len = xa->dims[axis], inner = 1, outer = 1;
+  for (int i = 0; i < axis; i++) outer *= xa->dims[i];
+  for (int i = (int)axis + 1; i < xa->rank; i++) inner *= xa->dims[i];
+  keyed *row = malloc(sizeof *row * (size_t)(len > 0 ? len : 1));
+  if (!row) {
+    ft_array_free(out[0]), ft_array_free(out[1]), out[0] = out[1] = NULL;
+    return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  }
+  size_t es = ft_dtype_size(xa->dtype);
+  for (int64_t a = 0; a < outer; a++)
+    for (int64_t b = 0; b < inner; b++) {
+      for (int64_t j = 0; j < len; j++) {
+        row[j].idx = j;
+        row[j].key = order_key(x, (a * len + j) * inner + b);
+      }
+      qsort(row, (size_t)len, sizeof *row, by_key_desc);
+      for (int64_t j = 0; j < k; j++) {
+        int64_t oi = (a * k + j) * inner + b, xi = (a * len + row[j].idx) * inner + b;
+        memcpy((char *)out[0]->data + (size_t)oi * es, (const char *)x->data + (size_t)xi * es, es);
+        ft_set_i64(out[1], oi, row[j].idx);
+      }
+    }
+  free(row);
+  return FT_OK;
+}

@@ -1,0 +1,242 @@
+/* src/transforms/custom.c: the user's differentiation rules (JAX's
+ * custom_derivatives), when they are jaxprs (C tracing: ft_custom_jvp_call,
+ * ft_custom_vjp_call). Rules JAX printed as Python functions cannot run
+ * here; then call_jaxpr is differentiated (docs/autodiff.md says when that
+ * equals the rule).
+ *
+ *  custom_jvp_call  the jvp rule is inlined: its primal outputs and tangents
+ *                   are the equation's. Higher orders differentiate it.
+ *  custom_vjp_call  as JAX's process_custom_vjp_call: fwd is inlined for the
+ *                   outputs and residuals, and the tangents come from one
+ *                   custom_lin equation, linear in the tangents, carrying
+ *                   bwd. Partial evaluation puts it on the tangent side
+ *                   (it reads tangents); its transpose calls bwd.
+ *  custom_lin       no JVP, no forward evaluation: it only exists to be
+ *                   transposed.
+ *  vmap             calls with jaxpr rules and custom_lin are batched with
+ *                   every operand at axis 0, the function and every rule
+ *                   batched alike, so the rules keep fitting the call. */
+#include <string.h>
+
+#include "custom.h"
+
+/* ---------------------------------------------------------- inlining */
+
+/* Copies the equations of j into t with its inputs bound to in; writes its
+ * outputs to out. Sub-jaxprs of the equations are deep-copied. */
+static bool inline_jaxpr(tx *t, const ft_jaxpr *j, ft_var *const *in, ft_var **out) {
+  if (j->n_const)
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "%s: a custom rule with constvars cannot be inlined",
+                   t->what), false;
+  int cap = 1;
+  for (int k = 0; k < j->n_eqn; k++) {
+    if (j->eqns[k].n_in > cap) cap = j->eqns[k].n_in;
+    if (j->eqns[k].n_out > cap) cap = j->eqns[k].n_out;
+  }
+  vmap m;
+  ft_var **bi = malloc(sizeof(ft_var *) * (size_t)(2 * cap)), **bo = bi + cap;
+  if (!bi || !vmap_init(&m, ft_arena_num_var_ids(j->arena) + 1)) {
+    free(bi);
+    return tx_nomem(t), false;
+  }
+  bool ok = true;
+  for (int i = 0; ok && i < j->n_in; i++) ok = vmap_set(&m, j->invars[i], in[i]);
+  for (int k = 0; ok && k < j->n_eqn; k++) {
+    const ft_eqn *e = &j->eqns[k];
+    for (int i = 0; ok && i < e->n_in; i++)
+      ok = (bi[i] = e->in[i]->kind == FT_LIT ? lit_clone(t->a, e->in[i]) : vmap_get(&m, e->in[i])) != NULL;
+    for (int o = 0; ok && o < e->n_out; o++) {
+      const ft_var *v = e->out[o];
+      bo[o] = v->kind == FT_DROP ? ft_drop_new(t->a, &v->aval) : ft_var_new(t->a, &v->aval);
+      ok = bo[o] && (v->kind == FT_DROP || vmap_set(&m, v, bo[o]));
+    }
+    const ft_pval *ps = ok ? params_clone(t->a, e->prim, e->params) : NULL;
+    ok = ps && tx_push(t, e->prim, ps, e->n_in, bi, e->n_out, bo);
+  }
+  for (int k = 0; ok && k < j->n_out; k++) {
+    ft_var *v = j->outvars[k];
+    ok = (out[k] = v->kind == FT_LIT ? lit_clone(t->a, v) : vmap_get(&m, v)) != NULL;
+  }
+  vmap_free(&m);
+  free(bi);
+  if (!ok && !t->failed) tx_nomem(t);
+  return ok;
+}
+
+/* ------------------------------------------------------------- JVP */
+
+/* The rules say nothing about the values the function closes over (the
+ * num_consts leading operands); JAX raises CustomJVPException /
+ * CustomVJPException when one of them has a tangent, and so do we. */
+static bool consts_have_no_tangent(jvp_call *c, int nc) {
+  for (int i = 0; i < nc; i++)
+    if (c->dx[i] && var_inexact(c->x[i])) {
+      const ft_pval *nm = pget(c->e->prim, c->params, "name");
+      tx_fail(c->t, FT_ERR_UNSUPPORTED,
+              "%s of %s '%s': differentiating with respect to a value the function closes over "
+              "(operand %d); the custom rule only covers its explicit arguments, as in JAX: pass "
+              "the value as an argument",
+              c->t->what, ft_prim_get(c->e->prim)->name, nm && nm->s ? nm->s : "?", i);
+      return false;
+    }
+  return true;
+}
+
+/* custom_jvp_call with a jaxpr rule [operands, tangents] -> [outs, tangents]. */
+static bool jvp_with_rule(jvp_call *c, const ft_jaxpr *rule, int nc) {
+  tx *t = c->t;
+  int n = c->e->n_in, no = c->e->n_out;
+  if (rule->n_in != 2 * n || rule->n_out != 2 * no)
+    return tx_fail(t, FT_ERR_TYPE, "jvp of custom_jvp_call: the rule takes %d inputs and returns %d "
+                   "outputs; expected %d and %d", rule->n_in, rule->n_out, 2 * n, 2 * no), false;
+  if (!consts_have_no_tangent(c, nc)) return false;
+  ft_var **in = malloc(sizeof(ft_var *) * (size_t)(2 * n + 2 * no + 2));
+  if (!in) return tx_nomem(t), false;
+  ft_var **out = in + 2 * n;
+  for (int i = 0; i < n; i++) {
+    in[i] = c->x[i];
+    in[n + i] = c->dx[i] ? c->dx[i] : tx_zeros(t, &rule->invars[n + i]->aval);
+  }
+  bool ok = !t->failed && inline_jaxpr(t, rule, in, out);
+  for (int k = 0; ok && k < no; k++) {
+    c->y[k] = out[k];
+    c->dy[k] = var_inexact(out[k]) ? out[no + k] : NULL;
+  }
+  free(in);
+  return ok;
+}
+
+/* custom_vjp_call with jaxpr fwd and bwd: outputs and residuals from fwd,
+ * tangents from custom_lin[bwd, num_res = consts + residuals]. */
+static bool jvp_with_fwd_bwd(jvp_call *c, const ft_jaxpr *fwd, ft_jaxpr *bwd, int nc) {
+  tx *t = c->t;
+  int n = c->e->n_in, m = c->e->n_out, r = fwd->n_out - m;
+  if (fwd->n_in != n || r < 0 || bwd->n_in != nc + r + m || bwd->n_out != n - nc)
+    return tx_fail(t, FT_ERR_TYPE, "jvp of custom_vjp_call: fwd and bwd do not fit the call"), false;
+  if (!consts_have_no_tangent(c, nc)) return false;
+  ft_var **fo = malloc(sizeof(ft_var *) * (size_t)(fwd->n_out + n + r + m + 1));
+  if (!fo) return tx_nomem(t), false;
+  ft_var **lin = fo + fwd->n_out, **dy = lin + n + r;
+  bool ok = inline_jaxpr(t, fwd, c->x, fo);
+  int k = 0;
+  for (int i = 0; ok && i < nc; i++) lin[k++] = c->x[i];
+  for (int i = 0; ok && i < r; i++) lin[k++] = fo[m + i];
+  for (int i = nc; ok && i < n; i++) lin[k++] = c->dx[i] ? c->dx[i] : tx_zeros(t, &c->x[i]->aval);
+  ft_pval *ps = ok ? tx_params(t, FT_P_CUSTOM_LIN) : NULL;
+  if (ps) {
+    pset(FT_P_CUSTOM_LIN, ps, "bwd", ft_pv_jaxpr(bwd));
+    pset(FT_P_CUSTOM_LIN, ps, "num_res", ft_pv_int(nc + r));
+  }
+  ok = ps && !t->failed && tx_emitn(t, FT_P_CUSTOM_LIN, ps, n + r, lin, m, dy);
+  for (int o = 0; ok && o < m; o++) {
+    c->y[o] = fo[o];
+    c->dy[o] = var_inexact(fo[o]) ? dy[o] : NULL;
+  }
+  free(fo);
+  return ok;
+}
+
+bool jvp_custom_call(jvp_state *s, jvp_call *c) {
+  tx *t = c->t;
+  ft_prim p = c->e->prim;
+  ft_jaxpr *call = pget_jaxpr(p, c->params, "call_jaxpr");
+  if (!call) return tx_fail(t, FT_ERR_TYPE, "jvp of %s: no call_jaxpr", ft_prim_get(p)->name), false;
+  int nc = (int)pget_int(p, c->params, "num_consts", 0);
+  if (nc < 0 || nc > c->e->n_in)
+    return tx_fail(t, FT_ERR_TYPE, "jvp of %s: num_consts does not fit", ft_prim_get(p)->name), false;
+  if (p == FT_P_CUSTOM_JVP_CALL) {
+    const ft_jaxpr *rule = pget_jaxpr(p, c->params, "jvp");
+    if (rule) return jvp_with_rule(c, rule, nc);
+  } else {
+    const ft_jaxpr *fwd = pget_jaxpr(p, c->params, "fwd");
+    ft_jaxpr *bwd = pget_jaxpr(p, c->params, "bwd");
+    if (fwd && bwd) return jvp_with_fwd_bwd(c, fwd, bwd, nc);
+  }
+  return jvp_into(s, t, call, c->x, c->dx, c->y, c->dy);
+}
+
+bool jvp_custom_lin(jvp_call *c) {
+  return tx_fail(c->t, FT_ERR_UNSUPPORTED, "%s: %s", c->t->what, FT_CUSTOM_LIN_NO_JVP), false;
+}
+
+/* ------------------------------------------------------- transpose */
+
+bool tr_custom_lin(tr_state *s, tr_call *c) {
+  (void)s;
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  int nr = (int)pget_int(FT_P_CUSTOM_LIN, c->params, "num_res", -1), n = e->n_in, m = e->n_out;
+  const ft_jaxpr *bwd = pget_jaxpr(FT_P_CUSTOM_LIN, c->params, "bwd");
+  if (!bwd || nr < 0 || nr > n || bwd->n_in != nr + m || bwd->n_out != n - nr)
+    return tx_fail(t, FT_ERR_TYPE, "transpose of custom_lin: bwd does not fit the equation"), false;
+  for (int i = 0; i < nr; i++)
+    if (c->lin[i])
+      return tx_fail(t, FT_ERR_UNSUPPORTED, "transpose of custom_lin: residual %d is linear", i), false;
+  ft_var **in = malloc(sizeof(ft_var *) * (size_t)(nr + m + (n - nr) + 1));
+  if (!in) return tx_nomem(t), false;
+  ft_var **out = in + nr + m;
+  for (int i = 0; i < nr; i++) in[i] = c->x[i];
+  for (int k = 0; k < m; k++) in[nr + k] = c->ct[k] ? c->ct[k] : tx_zeros(t, &bwd->invars[nr + k]->aval);
+  bool ok = !t->failed && inline_jaxpr(t, bwd, in, out);
+  for (int i = 0; i < n; i++) c->ct_x[i] = NULL;
+  for (int i = nr; ok && i < n; i++)
+    if (c->lin[i] && var_inexact(e->in[i])) c->ct_x[i] = out[i - nr];
+  free(in);
+  return ok;
+}
+
+/* ----------------------------------------------------------- vmap */
+
+static bool is_jaxpr(const ft_pval *v) { return v && v->tag == FT_PV_JAXPR && v->u.jaxpr; }
+
+bool bt_custom_needed(const ft_eqn *e) {
+  ft_prim p = e->prim;
+  if (p == FT_P_CUSTOM_LIN) return true;
+  if (p == FT_P_CUSTOM_JVP_CALL) return is_jaxpr(pget(p, e->params, "jvp"));
+  if (p == FT_P_CUSTOM_VJP_CALL)
+    return is_jaxpr(pget(p, e->params, "fwd")) || is_jaxpr(pget(p, e->params, "bwd"));
+  return false;
+}
+
+/* j batched with every input at axis 0 and every output forced to axis 0. */
+static ft_jaxpr *batch_all(bt_call *c, const ft_jaxpr *j) {
+  tx *t = c->t;
+  int n = j->n_in > j->n_out ? j->n_in : j->n_out;
+  bool *all = malloc((size_t)n + 1);
+  if (!all) return tx_nomem(t);
+  memset(all, 1, (size_t)n + 1);
+  ft_jaxpr *b = bt_batch_jaxpr(c->s->ctx, t->a, j, c->s->size, all, all, NULL);
+  free(all);
+  if (!b) t->failed = true; /* the message is on ctx */
+  return b;
+}
+
+bool bt_custom(bt_call *c) {
+  tx *t = c->t;
+  ft_prim p = c->e->prim;
+  const ft_prim_info *pi = ft_prim_get(p);
+  ft_pval *ps = tx_params(t, p);
+  ft_var **ops = malloc(sizeof(ft_var *) * (size_t)(c->n_in + 1));
+  if (!ps || !ops) {
+    free(ops);
+    return tx_nomem(t), false;
+  }
+  bool ok = true;
+  for (int k = 0; ok && k < pi->n_params; k++) {
+    const ft_pval *v = &c->e->params[k]; /* control flow: c->params is not set */
+    if (v->tag != FT_PV_JAXPR) {
+      ps[k] = pval_clone(t->a, v, &ok);
+      if (!ok) tx_nomem(t);
+    } else {
+      ft_jaxpr *b = batch_all(c, v->u.jaxpr);
+      if (b) ps[k] = ft_pv_jaxpr(b);
+      ok = b != NULL;
+    }
+  }
+  for (int i = 0; ok && i < c->n_in; i++)
+    ok = (ops[i] = bt_match(t, c->x[i], c->xb[i], 0, c->s->size)) != NULL;
+  ok = ok && tx_emitn(t, p, ps, c->n_in, ops, c->n_out, c->y);
+  for (int k = 0; ok && k < c->n_out; k++) c->yb[k] = 0;
+  free(ops);
+  return ok;
+}

@@ -1,0 +1,194 @@
+/* tests/exec/test_exec_jit.c: the public path, ft_jit + ft_call_into, on
+ * contexts asking for 1, 2, 3, 4 and 8 threads: every golden program that
+ * parses and evaluates gives ft_eval's bits on each, and a steady-state
+ * ft_call_into of the MLP gradient allocates nothing. (ft_call runs its
+ * program on the executor: src/lower/jit.c, docs/executor.md.) */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "exec_util.h"
+#include "runtime/runtime.h"
+
+static const int THREADS[] = {1, 2, 3, 4, 8};
+enum { NT = sizeof THREADS / sizeof THREADS[0] };
+static ft_ctx *C, *CT[NT];
+
+static void setup(void) {
+  C = ft_ctx_new(NULL);
+  for (int i = 0; i < NT; i++) CT[i] = ft_ctx_new(&(ft_ctx_options){.num_threads = THREADS[i]});
+}
+static void teardown(void) {
+  for (int i = 0; i < NT; i++) ft_ctx_free(CT[i]);
+  ft_ctx_free(C);
+}
+
+static bool same_bits(const ft_array *a, const ft_array *b) {
+  if (!ft_aval_eq(&a->aval, &b->aval)) return false;
+  if (!a->nbytes || !memcmp(a->data, b->data, a->nbytes)) return true;
+  ft_dtype dt = a->aval.dtype;
+  bool cplx = ft_dtype_is_complex(dt);
+  size_t es = cplx ? ft_dtype_size(dt) / 2 : ft_dtype_size(dt);
+  int64_t n = ft_array_size(a) * (cplx ? 2 : 1);
+  for (int64_t i = 0; i < n; i++) {
+    const char *x = (const char *)a->data + (size_t)i * es, *y = (const char *)b->data + (size_t)i * es;
+    if (!memcmp(x, y, es)) continue;
+    if (es == 4 && (dt == FT_F32 || dt == FT_C64)) {
+      float fx, fy;
+      memcpy(&fx, x, 4), memcpy(&fy, y, 4);
+      if (isnan(fx) && isnan(fy)) continue;
+    } else if (es == 8 && (dt == FT_F64 || dt == FT_C128)) {
+      double fx, fy;
+      memcpy(&fx, x, 8), memcpy(&fy, y, 8);
+      if (isnan(fx) && isnan(fy)) continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+static ft_jaxpr *load_case(const char *dir, const char *name, ft_array **in, int *n_in) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.jaxpr", dir, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)n + 1);
+  size_t len = fread(text, 1, (size_t)n, f);
+  fclose(f);
+  text[len] = 0;
+  ft_jaxpr *j = ft_parse(C, text, len, path);
+  free(text);
+  if (!j) return NULL;
+  *n_in = 0;
+  for (int k = 0; *n_in < 64; k++) {
+    snprintf(path, sizeof path, "%s/%s.const%d.npy", dir, name, k);
+    if (!(in[*n_in] = ft_npy_read(C, path))) break;
+    if (k < j->n_const && j->constvars[k]->aval.dtype == FT_BF16 && in[*n_in]->aval.dtype == FT_U16)
+      in[*n_in]->aval.dtype = FT_BF16;
+    (*n_in)++;
+  }
+  for (int k = 0; *n_in < 64; k++) {
+    snprintf(path, sizeof path, "%s/%s.in%d.npy", dir, name, k);
+    if (!(in[*n_in] = ft_npy_read(C, path))) break;
+    if (k < j->n_in && j->invars[k]->aval.dtype == FT_BF16 && in[*n_in]->aval.dtype == FT_U16)
+      in[*n_in]->aval.dtype = FT_BF16;
+    (*n_in)++;
+  }
+  ft_ctx_clear_error(C);
+  return j;
+}
+
+static const ft_jit_options JO = {.no_disk_cache = true};
+
+START_TEST(golden_ft_call_bitwise_on_every_thread_count) {
+  const char *dir = getenv("FT_GOLDEN");
+  ck_assert_ptr_nonnull(dir);
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  int compared = 0, bad = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t nl = strlen(de->d_name);
+    if (nl < 7 || strcmp(de->d_name + nl - 6, ".jaxpr")) continue;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(nl - 6), de->d_name);
+    ft_array *in[64] = {0};
+    int n_in = 0;
+    ft_jaxpr *j = load_case(dir, name, in, &n_in);
+    if (!j) continue;
+    int n_out = ft_jaxpr_num_outputs(j);
+    ft_array **want = calloc((size_t)n_out + 1, sizeof *want);
+    ft_array **got = calloc((size_t)n_out + 1, sizeof *got);
+    if (ft_eval(C, j, n_in, in, n_out, want) == FT_OK) {
+      compared++;
+      for (int t = 0; t < NT; t++) {
+        ft_fn *fn = ft_jit(CT[t], j, &JO);
+        if (!fn || ft_call(fn, n_in, in, n_out, got) != FT_OK) {
+          fprintf(stderr, "%s on %d threads: %s\n", name, THREADS[t], ft_ctx_error(CT[t]));
+          ft_ctx_clear_error(CT[t]);
+          bad++;
+        } else {
+          for (int k = 0; k < n_out; k++) {
+            if (!same_bits(got[k], want[k])) {
+              fprintf(stderr, "%s: output %d differs on %d threads\n", name, k, THREADS[t]);
+              bad++;
+            }
+            ft_array_free(got[k]);
+            got[k] = NULL;
+          }
+        }
+        ft_fn_free(fn);
+      }
+      for (int k = 0; k < n_out; k++) ft_array_free(want[k]);
+    }
+    ft_ctx_clear_error(C);
+    free(want), free(got);
+    for (int k = 0; k < n_in; k++) ft_array_free(in[k]);
+    ft_jaxpr_free(j);
+  }
+  closedir(d);
+  ft_jit_cache_clear();
+  fprintf(stderr, "golden ft_call: %d programs on 1, 2, 3, 4, 8 threads, %d differences\n",
+          compared, bad);
+  ck_assert_int_gt(compared, 100);
+  ck_assert_int_eq(bad, 0);
+}
+END_TEST
+
+START_TEST(steady_state_ft_call_into_does_not_allocate) {
+  const char *dir = getenv("FT_GOLDEN");
+  ck_assert_ptr_nonnull(dir);
+  ft_array *in[64] = {0};
+  int n_in = 0;
+  ft_jaxpr *j = load_case(dir, "grad_mlp_loss", in, &n_in);
+  ck_assert_ptr_nonnull(j);
+  int n_out = ft_jaxpr_num_outputs(j);
+  ft_array *want[8] = {0}, *got[8] = {0};
+  ck_assert_int_le(n_out, 8);
+  ck_assert_int_eq(ft_eval(C, j, n_in, in, n_out, want), FT_OK);
+  for (int t = 0; t < NT; t++) {
+    ft_fn *fn = ft_jit(CT[t], j, &JO);
+    ck_assert_msg(fn, "%s", ft_ctx_error(CT[t]));
+    for (int k = 0; k < n_out; k++) got[k] = ft_array_alloc(C, &want[k]->aval);
+    ck_assert_int_eq(ft_call_into(fn, n_in, in, n_out, got), FT_OK);
+    atomic_store(&xt_allocs, 0);
+    atomic_store(&xt_counting, true);
+    int fails = 0;
+    for (int rep = 0; rep < 50; rep++) fails += ft_call_into(fn, n_in, in, n_out, got) != FT_OK;
+    atomic_store(&xt_counting, false);
+    ck_assert_int_eq(fails, 0);
+    ck_assert_int_eq(atomic_load(&xt_allocs), 0);
+    for (int k = 0; k < n_out; k++) {
+      ck_assert(same_bits(got[k], want[k]));
+      ft_array_free(got[k]);
+    }
+    ft_fn_free(fn);
+  }
+  for (int k = 0; k < n_out; k++) ft_array_free(want[k]);
+  for (int k = 0; k < n_in; k++) ft_array_free(in[k]);
+  ft_jaxpr_free(j);
+  ft_jit_cache_clear();
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("exec_jit");
+  TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 900);
+  tcase_add_test(tc, golden_ft_call_bitwise_on_every_thread_count);
+  tcase_add_test(tc, steady_state_ft_call_into_does_not_allocate);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
