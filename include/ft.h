@@ -886,7 +886,9 @@ typedef struct ft_jit_stats {
 FT_API ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts);
 /* Runs fn: in[] like ft_eval's (borrowed, checked against the avals); out
  * receives n_out new arrays the caller frees with ft_array_free(). Results
- * are bit-identical to ft_eval. Calls on one fn are serialized (a lock). */
+ * are bit-identical to ft_eval, for any thread count. Several threads may
+ * call one fn at once: each call takes its own buffer frame (up to 8; more
+ * callers wait), see docs/executor.md. */
 FT_API ft_status ft_call(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_array **out);
 /* The same into caller-provided arrays of the output avals: no allocation
  * unless a fallback step runs. An output array must not also be an input. */

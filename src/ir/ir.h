@@ -54,7 +54,13 @@ struct ft_ledger;
  * observer. The observer is how the ledger (src/ledger installs it when it is
  * attached) records these calls without src/ir, src/trace or src/runtime
  * depending on it. Fields a kind does not use are zero; all are borrowed. */
-typedef enum ft_ctx_event_kind { FT_CTX_EV_PARSE, FT_CTX_EV_TRACE, FT_CTX_EV_EVAL } ft_ctx_event_kind;
+/* FT_CTX_EV_COMPILE: a successful ft_jit (src/lower): jaxpr is its input,
+ * text/len the plan text and cache key, params the options as JSON.
+ * FT_CTX_EV_EVAL also reports ft_call/ft_call_into with op "jit" (jaxpr: the
+ * program the function runs); op NULL means the interpreter ("interp"). */
+typedef enum ft_ctx_event_kind {
+  FT_CTX_EV_PARSE, FT_CTX_EV_TRACE, FT_CTX_EV_EVAL, FT_CTX_EV_COMPILE
+} ft_ctx_event_kind;
 typedef struct ft_ctx_event {
   ft_ctx_event_kind kind;
   const char *text;          /* parse: the source text, len bytes */
@@ -63,6 +69,8 @@ typedef struct ft_ctx_event {
   int n_in, n_out;           /* eval: its arguments and results */
   ft_array *const *in;
   ft_array *const *out;
+  const char *op;            /* eval: the engine ("jit"); NULL: "interp" */
+  const char *params;        /* compile: a JSON object as text */
 } ft_ctx_event;
 
 struct ft_ctx {

@@ -164,6 +164,13 @@ typedef struct ft_scope {
   sym *tab;
   size_t cap, cnt;
   ft_var *last_drop;          /* the latest `_` binder (see atom `_`) */
+  ft_var **drops;             /* every `_` binder, in order (see drop_output) */
+  bool *claimed;              /*   and whether an output `_` took it */
+  int n_drops, cap_drops;
+  ft_var *const *jit_outs;    /* set while a jit's params are parsed: its */
+  int n_jit_outs;             /*   result binders, for its sub-jaxpr's `_` */
+  ft_var *const *want_outs;   /* this jaxpr's expected results (a jit's), */
+  int n_want_outs;            /*   or NULL */
 } ft_scope;
 
 static uint64_t hash_name(const char *s, size_t n) {
@@ -200,6 +207,18 @@ static void define(ft_parser *p, const char *s, size_t n, size_t pos, ft_var *v)
   ft_scope *sc = p->scope;
   if (n == 1 && s[0] == '_') {
     sc->last_drop = v;
+    if (sc->n_drops == sc->cap_drops) {
+      int cap = sc->cap_drops ? 2 * sc->cap_drops : 8;
+      ft_var **nd = palloc(p, p->tmp, sizeof *nd * (size_t)cap);
+      bool *nc = palloc(p, p->tmp, sizeof *nc * (size_t)cap);
+      if (sc->n_drops) {
+        memcpy(nd, sc->drops, sizeof *nd * (size_t)sc->n_drops);
+        memcpy(nc, sc->claimed, sizeof *nc * (size_t)sc->n_drops);
+      }
+      sc->drops = nd, sc->claimed = nc, sc->cap_drops = cap;
+    }
+    sc->claimed[sc->n_drops] = false;
+    sc->drops[sc->n_drops++] = v;
     return;
   }
   if (2 * (sc->cnt + 1) > sc->cap) scope_grow(p, sc);
@@ -459,6 +478,29 @@ static ft_var *resolve(ft_parser *p, size_t start, size_t n) {
   return v;
 }
 
+/* Output k written `_`. JAX names a jit's sub-jaxpr results after the jit's
+ * own results (suggest_same_var_names), so when those are unused at the top
+ * level (`_`), `in (_, _)` lists several different variables all printed
+ * `_`. Output k is the first `_` binder not yet taken with the type of the
+ * jit's result k (any `_` of that type if all are taken: a variable listed
+ * twice). Which of two `_` of one type is which cannot be read from the
+ * text, and need not be: those results are unused. Outside a jit (no
+ * expected types), the latest `_`, as for an operand. */
+static ft_var *drop_output(ft_parser *p, size_t start, int k) {
+  ft_scope *sc = p->scope;
+  if (!sc->want_outs || k >= sc->n_want_outs) return resolve(p, start, 1);
+  const ft_aval *want = &sc->want_outs[k]->aval;
+  int pick = -1;
+  for (int i = 0; i < sc->n_drops && pick < 0; i++)
+    if (!sc->claimed[i] && ft_aval_eq(&sc->drops[i]->aval, want)) pick = i;
+  for (int i = sc->n_drops - 1; i >= 0 && pick < 0; i--)
+    if (ft_aval_eq(&sc->drops[i]->aval, want)) pick = i;
+  if (pick < 0) return resolve(p, start, 1);
+  sc->claimed[pick] = true;
+  sc->drops[pick]->kind = FT_VAR;
+  return sc->drops[pick];
+}
+
 /* Operands up to the next binder, `;`, `in (` or `}`. */
 static void parse_atoms(ft_parser *p, eqn_in *a) {
   for (;;) {
@@ -632,6 +674,7 @@ static ft_pval *parse_params(ft_parser *p, ft_prim prim, size_t at, ft_var *cons
   const ft_prim_info *pi = ft_prim_get(prim);
   ft_pval *ps = palloc(p, p->arena, sizeof *ps * (size_t)(pi->n_params + 1));
   bool *set = palloc(p, p->tmp, (size_t)(pi->n_params + pi->n_legacy + 1));
+  if (prim == FT_P_JIT && p->scope) p->scope->jit_outs = outs, p->scope->n_jit_outs = n_out;
   if (ft_parse_peek(p) == '[') {
     p->pos++;
     while (!ft_parse_accept(p, ']')) {
@@ -656,6 +699,7 @@ static ft_pval *parse_params(ft_parser *p, ft_prim prim, size_t at, ft_var *cons
       if (k >= 0 && k < pi->n_params) ps[k] = v;
     }
   }
+  if (p->scope) p->scope->jit_outs = NULL; /* a jit naming a hoisted jaxpr did not take it */
   ft_pval *dflt = oom_check(p, ft_params_default(p->tmp, prim));
   for (int k = 0; k < pi->n_params; k++) {
     if (set[k]) continue;
@@ -694,7 +738,8 @@ static void parse_outvars(ft_parser *p, ft_jaxpr *j, ft_jb *jb) {
     p->pos += n;
     grow_in(p, &a);
     a.is_bare[a.n] = false;
-    a.in[a.n++] = resolve(p, start, n);
+    a.in[a.n] = n == 1 && p->src[start] == '_' ? drop_output(p, start, a.n) : resolve(p, start, n);
+    a.n++;
     if (!ft_parse_accept(p, ',')) break;
   }
   ft_parse_expect(p, ')', "',' or ')' after an output");
@@ -706,6 +751,10 @@ static void parse_outvars(ft_parser *p, ft_jaxpr *j, ft_jb *jb) {
 static void parse_jaxpr_into(ft_parser *p, ft_jaxpr *j) {
   if (++p->depth > MAX_DEPTH) ft_parse_fail(p, p->pos, "sub-jaxprs nested too deeply (more than %d)", MAX_DEPTH);
   ft_scope *outer = p->scope, sc = {0};
+  if (outer && outer->jit_outs) { /* the jit's sub-jaxpr: see drop_output */
+    sc.want_outs = outer->jit_outs, sc.n_want_outs = outer->n_jit_outs;
+    outer->jit_outs = NULL;
+  }
   p->scope = &sc;
   ft_parse_expect(p, '{', "'{' to start a jaxpr");
   expect_word(p, "lambda", "after '{'");
@@ -865,6 +914,14 @@ ft_jaxpr *ft_parse(ft_ctx *ctx, const char *text, size_t len, const char *name) 
     ft_jaxpr_free(top);
     ft_arena_free(tmp);
     return NULL;
+  }
+  /* JAX never prints control characters; refusing them up front keeps NUL
+   * bytes out of param text that is stored verbatim (found by fuzzing:
+   * such text printed shorter than it parsed). */
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)text[i];
+    if ((c < 0x20 && c != '\n' && c != '\t' && c != '\r') || c == 0x7f)
+      ft_parse_fail(&p, i, "control character 0x%02x is not allowed in jaxpr text", c);
   }
   parse_top(&p, top);
   ft_arena_free(tmp);

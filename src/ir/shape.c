@@ -817,6 +817,14 @@ static ft_status rule_iota(R *r) {
   return put(r, ft_aval_make(dt, n, shape));
 }
 
+/* empty2: a scalar of its dtype (JAX's _empty2_abstract_eval). */
+static ft_status rule_empty2(R *r) {
+  ft_dtype dt;
+  ft_status st = need_dtype(r, "dtype", &dt);
+  if (st) return st;
+  return put(r, ft_aval_make(dt, 0, NULL));
+}
+
 static ft_status rule_sort(R *r) {
   ft_status st = check_count(r, 1);
   if (st) return st;
@@ -1428,6 +1436,7 @@ static ft_status dispatch(R *r) {
   case FT_P_PAD: return rule_pad(r);
   case FT_P_SPLIT: return rule_split(r);
   case FT_P_IOTA: return rule_iota(r);
+  case FT_P_EMPTY2: return rule_empty2(r);
   case FT_P_SORT: return rule_sort(r);
   case FT_P_FFT: return rule_fft(r);
   case FT_P_TOP_K: return rule_top_k(r);

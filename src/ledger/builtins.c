@@ -8,10 +8,12 @@
  *   transform "jvp" "dce" "linearize" "transpose" "vjp" "grad"
  *             "value_and_grad" "vmap" "jacfwd" "jacrev" "hessian"
  *                                         canonical text + params -> canonical text
- *   call      "interp"                    reexec: program + arrays -> arrays
+ *   call      "interp" "jit"              reexec: program + arrays -> arrays (the
+ *                                         JIT equals the interpreter bitwise)
+ *   compile   "jit"                       program + constants + options -> plan
+ *                                         text and cache key (re-planned)
  *
- * Not yet: optimize "saturate" (src/egraph does not record yet), compile
- * "jit" and call "jit" (src/lower does not record yet). */
+ * Not yet: optimize "saturate" (src/egraph records it; no replayer yet). */
 #include "ledger/ledger.h"
 
 typedef struct builtin {
@@ -35,6 +37,8 @@ static const builtin builtins[] = {
     {FT_LEDGER_TRANSFORM, "jacrev", ft_lreplay_transform},
     {FT_LEDGER_TRANSFORM, "hessian", ft_lreplay_transform},
     {FT_LEDGER_CALL, "interp", ft_lreplay_interp},
+    {FT_LEDGER_CALL, "jit", ft_lreplay_interp},
+    {FT_LEDGER_COMPILE, "jit", ft_lreplay_jit_plan},
 };
 
 void ft_ledger_register_builtins(void) {

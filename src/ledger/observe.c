@@ -8,6 +8,12 @@
  *                       out: the canonical text, then each traced constant as .npy
  *   call   op "interp"  in: the program's canonical text, each traced constant
  *                       (.npy), each argument (.npy)   out: each result (.npy)
+ *   call   op "jit"     ft_call/ft_call_into, the same layout; the program is
+ *                       the one the compiled function runs (its exact-tier
+ *                       rewrite), whose ft_eval results it equals bitwise
+ *   compile op "jit"    params: the plan options
+ *                       in: the canonical text, each traced constant (.npy)
+ *                       out: the plan text and the cache key
  *
  * Arrays are recorded as the bytes of their .npy file (ft_npy_write_mem), so
  * one hash names dtype, shape and contents. A call's inputs are what ft_eval
@@ -193,7 +199,8 @@ static ft_status on_eval_hashes(ft_ctx *ctx, const ft_ctx_event *ev) {
     o[i].name = names[i];
   }
   for (int i = 0; i < n_obj; i++) o[i].hash = h[i];
-  if (!st) st = record(ctx, FT_LEDGER_CALL, "interp", NULL, o, 1 + nc + ev->n_in, ev->n_out);
+  if (!st) st = record(ctx, FT_LEDGER_CALL, ev->op ? ev->op : "interp", NULL, o, 1 + nc + ev->n_in,
+                      ev->n_out);
   free(o), free(h), free(names);
   return st;
 }
@@ -225,9 +232,36 @@ static ft_status on_eval(ft_ctx *ctx, const ft_ctx_event *ev) {
       else snprintf(names[i], 16, "out%d", k - ev->n_in);
       o[1 + i] = (ft_ledger_obj){.name = names[i], .data = bufs[i], .len = lens[i]};
     }
-    st = record(ctx, FT_LEDGER_CALL, "interp", NULL, o, 1 + nc + ev->n_in, ev->n_out);
+    st = record(ctx, FT_LEDGER_CALL, ev->op ? ev->op : "interp", NULL, o, 1 + nc + ev->n_in,
+                ev->n_out);
   }
   for (int i = 0; bufs && i < n_arr; i++) free(bufs[i]);
+  free(o), free(bufs), free(lens), free(text), free(names);
+  return st;
+}
+
+/* A compilation: the input program (and its constants, which decide
+ * whether the plan embeds them) -> the plan text with the cache key. */
+static ft_status on_compile(ft_ctx *ctx, const ft_ctx_event *ev) {
+  const ft_jaxpr *j = ev->jaxpr;
+  int nc = j->const_data ? j->n_const : 0;
+  ft_ledger_obj *o = calloc((size_t)nc + 2, sizeof *o);
+  void **bufs = calloc((size_t)nc + 1, sizeof *bufs);
+  size_t *lens = calloc((size_t)nc + 1, sizeof *lens);
+  char *text = ft_jaxpr_print(ctx, j), (*names)[16] = calloc((size_t)nc + 1, 16);
+  ft_status st = o && bufs && lens && text && names ? FT_OK : FT_ERR_NOMEM;
+  if (st) ft_set_error(ctx, st, "ledger: out of memory building a compile record");
+  if (!st) st = const_bytes(ctx, j, bufs, lens);
+  if (!st) {
+    o[0] = (ft_ledger_obj){.name = "jaxpr", .data = text, .len = strlen(text)};
+    for (int i = 0; i < nc; i++) {
+      snprintf(names[i], 16, "const%d", i);
+      o[1 + i] = (ft_ledger_obj){.name = names[i], .data = bufs[i], .len = lens[i]};
+    }
+    o[1 + nc] = (ft_ledger_obj){.name = "plan", .data = ev->text, .len = ev->len};
+    st = record(ctx, FT_LEDGER_COMPILE, ev->op ? ev->op : "jit", ev->params, o, 1 + nc, 1);
+  }
+  for (int i = 0; bufs && i < nc; i++) free(bufs[i]);
   free(o), free(bufs), free(lens), free(text), free(names);
   return st;
 }
@@ -238,6 +272,7 @@ ft_status ft_ledger_observe(ft_ctx *ctx, const ft_ctx_event *ev) {
   case FT_CTX_EV_PARSE: return on_parse(ctx, ev);
   case FT_CTX_EV_TRACE: return on_trace(ctx, ev);
   case FT_CTX_EV_EVAL: return on_eval(ctx, ev);
+  case FT_CTX_EV_COMPILE: return on_compile(ctx, ev);
   }
   return FT_OK;
 }

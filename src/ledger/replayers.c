@@ -18,10 +18,14 @@
  *                     parsed, the transform re-run with the recorded params
  *                     and the result printed.
  *   call "interp"     program text, constants and arguments (.npy) -> results
- *                     (.npy) through ft_eval: reexec, bit for bit. */
+ *   call "jit"        (.npy) through ft_eval: reexec, bit for bit (the JIT's
+ *                     results equal the interpreter's on the program it runs).
+ *   compile "jit"     program text + constants + plan options -> plan text and
+ *                     cache key, re-planned without generating code. */
 #include <string.h>
 
 #include "ledger/ledger.h"
+#include "lower/lower.h"
 
 /* A private context with ctx's options. */
 static ft_ctx *private_ctx(ft_ctx *ctx) {
@@ -267,5 +271,59 @@ ft_status ft_lreplay_interp(ft_ctx *ctx, void *user, const char *op, const char 
   for (int i = 0; arr && i < n_in + n_out; i++) ft_array_free(arr[i]);
   free(arr);
   ft_jaxpr_free(j);
+  return finish(ctx, p, st);
+}
+
+/* ---- compilations ---- */
+
+/* Gives the parsed j the values of its constants (the record's inputs
+ * 1..n), as the traced program that was compiled carried them. */
+static ft_status attach_consts(ft_ctx *p, ft_jaxpr *j, const ft_ledger_blob *in, int n) {
+  if (n == 0) return FT_OK;
+  if (n != j->n_const)
+    return ft_set_error(p, FT_ERR_INVALID_ARG, "jit: %d constants recorded for %d constvars", n,
+                        j->n_const);
+  void **data = ft_arena_alloc(j->arena, sizeof(void *) * (size_t)n);
+  if (!data) return ft_set_error(p, FT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < n; i++) {
+    ft_array *a = read_array(p, &in[i], "constant");
+    if (!a) return ft_ctx_status(p);
+    ft_aval av = ft_array_aval(a);
+    bool ok = ft_aval_eq(&av, &j->constvars[i]->aval);
+    size_t nb = ft_array_nbytes(a);
+    if (ok && (data[i] = ft_arena_alloc(j->arena, nb ? nb : 1))) memcpy(data[i], ft_array_data(a), nb);
+    ft_array_free(a);
+    if (!ok) return ft_set_error(p, FT_ERR_SHAPE, "jit: constant %d does not fit its constvar", i);
+    if (!data[i]) return ft_set_error(p, FT_ERR_NOMEM, "out of memory");
+  }
+  j->const_data = data;
+  return FT_OK;
+}
+
+ft_status ft_lreplay_jit_plan(ft_ctx *ctx, void *user, const char *op, const char *params_json,
+                              const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out) {
+  (void)user;
+  ft_ctx *p = private_ctx(ctx);
+  if (!p) return FT_ERR_NOMEM;
+  json_error_t err;
+  json_t *params = json_loads(params_json ? params_json : "{}", 0, &err);
+  ft_status st = want_counts(p, op, n_in, -1, n_out, 1);
+  if (!st && n_in < 1) st = ft_set_error(p, FT_ERR_INVALID_ARG, "%s: the record has no program", op);
+  if (!st && !json_is_object(params))
+    st = ft_set_error(p, FT_ERR_INVALID_ARG, "%s: params are not a JSON object", op);
+  ft_jaxpr *j = st ? NULL : parse_blob(p, &in[0], "compiled program");
+  if (!st && !j) st = ft_ctx_status(p);
+  if (!st) st = attach_consts(p, j, in + 1, n_in - 1);
+  if (!st) {
+    ft_jit_options o = {.opt_level = int_param(params, "opt_level", 0),
+                        .no_fusion = json_is_true(json_object_get(params, "no_fusion")),
+                        .interpret_all = json_is_true(json_object_get(params, "interpret_all")),
+                        .no_optimize = json_is_true(json_object_get(params, "no_optimize"))};
+    char *text = ft_jit_plan_record(p, j, &o);
+    if (text) out[0] = (ft_ledger_buf){.data = text, .len = strlen(text)};
+    else st = ft_ctx_status(p) ? ft_ctx_status(p) : FT_ERR_INTERNAL;
+  }
+  ft_jaxpr_free(j);
+  json_decref(params);
   return finish(ctx, p, st);
 }

@@ -989,13 +989,14 @@ int ft_codegen_entry(void *module, const ft_program *p, const char *name, char *
   LLVMBuilderRef B = G.b;
   for (int i = 0; i < p->n_steps; i++) {
     const ft_step *s = &p->steps[i];
-    if (s->kind == FT_STEP_FALLBACK || s->kind == FT_STEP_CONTROL ||
+    if (s->kind == FT_STEP_FALLBACK || s->kind == FT_STEP_CONTROL || s->kind == FT_STEP_ROUTINE ||
         (s->kind == FT_STEP_GEMM && (!s->gemm->lhs_direct || !s->gemm->rhs_direct))) {
       char msg[256];
       snprintf(msg, sizeof msg, "step %d (%s#%d) needs the library's %s; it cannot be emitted "
                "ahead of time yet", i, ft_prim_get(p->j->eqns[s->eqn].prim)->name, s->eqn,
                s->kind == FT_STEP_FALLBACK ? "interpreter"
-               : s->kind == FT_STEP_CONTROL ? "control-flow driver" : "GEMM packing");
+               : s->kind == FT_STEP_CONTROL ? "control-flow driver"
+               : s->kind == FT_STEP_ROUTINE ? "routines" : "GEMM packing");
       *err = strdup(msg);
       LLVMDisposeBuilder(B);
       return 1;

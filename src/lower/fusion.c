@@ -1062,6 +1062,35 @@ static bool place_fallback(planner *P, const ft_eqn *e, int idx) {
   return true;
 }
 
+/* A routine step (routines.c): operand k's buffer in in[k] (-1 for a
+ * literal, which the routine reads from the equation), result k's in out[k]
+ * (-1 when dropped). */
+static bool place_routine(planner *P, const ft_eqn *e, int idx) {
+  int *in = calloc((size_t)e->n_in + 1, sizeof(int)), *out = calloc((size_t)e->n_out + 1, sizeof(int));
+  bool ok = in && out;
+  for (int k = 0; ok && k < e->n_in; k++) {
+    in[k] = e->in[k]->kind == FT_VAR ? materialize(P, e->in[k], idx) : -1;
+    ok = e->in[k]->kind != FT_VAR || in[k] >= 0;
+  }
+  for (int k = 0; ok && k < e->n_out; k++) {
+    out[k] = -1;
+    if (e->out[k]->kind != FT_VAR) continue;
+    out[k] = new_buf(P, FT_BUF_TEMP, 0, &e->out[k]->aval);
+    ok = out[k] >= 0;
+    P->v[e->out[k]->id].kind = VK_BUF;
+    P->v[e->out[k]->id].buf = out[k];
+  }
+  ft_step *s = ok ? new_step(P, FT_STEP_ROUTINE, idx, 1) : NULL;
+  if (!s) {
+    free(in), free(out);
+    P->oom = true;
+    return false;
+  }
+  s->n_in = e->n_in, s->n_out = e->n_out;
+  s->in = in, s->out = out;
+  return true;
+}
+
 /* -------------------------------------------------------------- finishing */
 /* Collapses group gi's loop shape (drops size-1 dims, merges dims every
  * load walks contiguously, never an iota's dim) and makes its step. */
@@ -1234,6 +1263,9 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
     if (place_control(P, e, idx)) return true;
     if (P->oom) return false;
   }
+  if ((fam == FT_FAM_LAYOUT || fam == FT_FAM_CUMULATIVE) && ft_routine_native(e, &P->why[idx]))
+    return place_routine(P, e, idx);
+  if (P->oom) return false;
   if (e->n_out == 1 && e->out[0]->kind == FT_VAR && fam != FT_FAM_CONTROL) {
     if (is_view_prim(e) && place_view(P, e, idx)) return true;
     if (fam == FT_FAM_REDUCE && place_reduce(P, e, idx)) return true;
@@ -1390,14 +1422,19 @@ const char *ft_lower_rule_status(ft_prim p) {
     switch (p) {
     case FT_P_BROADCAST_IN_DIM: case FT_P_RESHAPE: case FT_P_TRANSPOSE: case FT_P_SQUEEZE:
     case FT_P_EXPAND_DIMS: case FT_P_REV: case FT_P_SLICE:
+    case FT_P_PAD: case FT_P_CONCATENATE: case FT_P_SPLIT: case FT_P_DYNAMIC_SLICE:
+    case FT_P_DYNAMIC_UPDATE_SLICE: /* native routines (routines.c) */
       return NULL;
     default:
       return "unsupported: runs as an interpreter step: this layout operation is not compiled yet";
     }
   case FT_FAM_CUMULATIVE:
-    return "unsupported: runs as an interpreter step: cumulative operations are not compiled yet";
+    if (p != FT_P_CUMLOGSUMEXP) return NULL; /* routines.c (f32/f64/ints; f16/bf16 fall back) */
+    return "unsupported: runs as an interpreter step: cumlogsumexp is not compiled yet";
   default:
     if (p == FT_P_IOTA) return NULL;
+    if (p == FT_P_EMPTY2) /* a scalar zero with no operands: nothing worth a kernel */
+      return "unsupported: runs as an interpreter step: empty2 (one scalar zero) is not compiled";
     return "unsupported: runs as an interpreter step: not compiled yet (sort, top_k, gather, scatter, "
            "reduce_window, conv, fft)";
   }

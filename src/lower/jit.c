@@ -368,6 +368,63 @@ static void bind_kernels(ft_program *q, const ft_jit_code *code) {
   }
 }
 
+/* The options that decide a plan, as the params of a compile/jit ledger
+ * record (canonical: keys sorted). Cache placement options do not change
+ * what is compiled and are left out. */
+static void plan_params(const ft_jit_options *o, char *buf, size_t n) {
+  snprintf(buf, n, "{\"interpret_all\":%s,\"no_fusion\":%s,\"no_optimize\":%s,\"opt_level\":%d}",
+           o->interpret_all ? "true" : "false", o->no_fusion ? "true" : "false",
+           o->no_optimize ? "true" : "false", o->opt_level);
+}
+
+/* The deterministic result of compiling: the plan text plus the cache key
+ * (which names the machine, the build and the options). malloc'd. */
+static char *plan_record_text(const ft_program *p, const ft_jaxpr *planned, const ft_jit_options *o,
+                              const ft_plan_options *po) {
+  char *plan = ft_program_describe(p);
+  if (!plan) return NULL;
+  ft_cache_key key;
+  ft_cache_key_make(planned, o->opt_level, po, &key);
+  size_t n = strlen(plan) + 64;
+  char *text = malloc(n);
+  if (text) snprintf(text, n, "%scache key: %s\n", plan, key.hex);
+  free(plan);
+  return text;
+}
+
+char *ft_jit_plan_record(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
+  ft_jit_options o = {0};
+  if (opts) o = *opts;
+  ft_jaxpr *opt = NULL;
+  if (!o.no_optimize) {
+    if (!(opt = ft_optimize(ctx, j, FT_OPT_EXACT, NULL))) return NULL;
+    j = opt;
+  }
+  ft_plan_options po = {.no_fusion = o.no_fusion, .no_compile = o.interpret_all};
+  ft_program *p = ft_program_plan(ctx, j, &po);
+  char *text = p ? plan_record_text(p, j, &o, &po) : NULL;
+  if (p && !text) ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory describing the plan");
+  ft_program_free(p);
+  ft_jaxpr_free(opt);
+  return text;
+}
+
+/* Reports a finished compilation to the context's observer (the ledger). */
+static ft_status notify_compile(ft_ctx *ctx, const ft_jaxpr *input, const ft_jaxpr *planned,
+                                const ft_program *p, const ft_jit_options *o,
+                                const ft_plan_options *po) {
+  if (!ctx->on_event) return FT_OK;
+  char params[160];
+  plan_params(o, params, sizeof params);
+  char *text = plan_record_text(p, planned, o, po);
+  if (!text) return ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory describing the plan");
+  ft_ctx_event ev = {.kind = FT_CTX_EV_COMPILE, .jaxpr = input, .text = text, .len = strlen(text),
+                     .op = "jit", .params = params};
+  ft_status st = ft_ctx_notify(ctx, &ev);
+  free(text);
+  return st;
+}
+
 ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
   if (!j) {
     ft_set_error(ctx, FT_ERR_INVALID_ARG, "jit: NULL jaxpr");
@@ -380,6 +437,7 @@ ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
     return NULL;
   }
   double t0 = now_ms();
+  const ft_jaxpr *input = j;
   ft_fn *fn = calloc(1, sizeof *fn);
   if (!fn) {
     ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory");
@@ -419,6 +477,7 @@ ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
   s->n_fallback = p->n_fallback;
   s->arena_bytes = ft_prog_exec_plan_stats(fn->pe).peak;
   s->total_ms = now_ms() - t0;
+  if (notify_compile(ctx, input, j, p, &o, &po)) goto fail;
   return fn;
 fail:
   ft_fn_free(fn);
@@ -432,7 +491,14 @@ ft_status ft_call_into(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_a
     return ft_set_error(fn->ctx, FT_ERR_INVALID_ARG,
                         "call: expected %d inputs and %d outputs, got %d and %d", p->n_args,
                         p->n_out, n_in, n_out);
-  return ft_prog_exec_run(fn->pe, fn->ctx, in, out, NULL);
+  ft_status st = ft_prog_exec_run(fn->pe, fn->ctx, in, out, NULL);
+  /* The ledger's call/jit record, as ft_eval's call/interp (same layout). */
+  if (st == FT_OK && fn->ctx->on_event) {
+    ft_ctx_event ev = {.kind = FT_CTX_EV_EVAL, .jaxpr = p->j, .n_in = n_in, .in = in,
+                       .n_out = n_out, .out = out, .op = "jit"};
+    st = ft_ctx_notify(fn->ctx, &ev);
+  }
+  return st;
 }
 
 ft_status ft_call(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_array **out) {

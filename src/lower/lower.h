@@ -119,7 +119,9 @@ typedef enum ft_step_kind {
   FT_STEP_KERNEL,    /* a compiled loop or reduction kernel */
   FT_STEP_GEMM,      /* dot_general through ft_gemm_f32/f64 */
   FT_STEP_FALLBACK,  /* one equation run by the interpreter's own rule */
-  FT_STEP_CONTROL    /* cond/while/scan/jit/custom_*_call driving compiled sub-programs (control.c) */
+  FT_STEP_CONTROL,   /* cond/while/scan/jit/custom_*_call driving compiled sub-programs (control.c) */
+  FT_STEP_ROUTINE    /* a native C routine of the library on the buffers (routines.c): pad,
+                        concatenate, split, dynamic_(update_)slice, cumulative ops */
 } ft_step_kind;
 
 typedef struct ft_control ft_control;
@@ -204,6 +206,15 @@ ft_status ft_control_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
 /* One line for the plan text: "while#3 (cond: 2 steps, body: 5 steps, ...)". */
 void ft_control_describe(const ft_control *c, char *buf, size_t n);
 
+/* ============================================================== routines.c */
+/* Whether e runs as a FT_STEP_ROUTINE step (its in[k]: operand k's buffer,
+ * -1 for a literal; out[k]: result k's, -1 dropped). why (may be NULL)
+ * receives a static reason for some refusals. */
+bool ft_routine_native(const ft_eqn *e, const char **why);
+/* Runs a routine step (buffers bound in kbufs). Never fails, never allocates
+ * (except split/concatenate of more than 64 parts). */
+void ft_routine_run(const ft_program *p, const ft_step *s, void *const *kbufs);
+
 /* =============================================================== program.c */
 /* Runs p once. in: n_args arrays (checked against the avals); out: n_out
  * arrays of the output avals (written). kbufs: scratch of p->n_bufs
@@ -253,6 +264,12 @@ void ft_jit_code_retain(ft_jit_code *c);
 void ft_jit_code_release(ft_jit_code *c);
 /* The address of kernel k of the program the code was loaded for. */
 ft_kernel_fn ft_jit_code_kernel(const ft_jit_code *c, int k);
+
+/* What ft_jit records as the output of its compile/jit ledger record: the
+ * exact-tier rewrite (unless opts->no_optimize), the plan text and the
+ * cache key, without generating code (the ledger's replayer re-plans with
+ * it). malloc'd (free()); NULL + error on ctx. */
+char *ft_jit_plan_record(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts);
 
 /* ================================================================== cache.c */
 /* The key of a compilation: canonical hash, avals, options, CPU, versions. */

@@ -94,6 +94,9 @@ ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s
     return run_fallback(ctx, p, s, kbufs);
   case FT_STEP_CONTROL:
     return ft_control_run(ctx, p, s, kbufs);
+  case FT_STEP_ROUTINE:
+    ft_routine_run(p, s, kbufs);
+    return FT_OK;
   }
   return FT_ERR_INTERNAL;
 }
@@ -220,6 +223,9 @@ char *ft_program_describe(const ft_program *p) {
       ft_buf_printf(&o, "control %s#%d: %s\n", ft_prim_get(e->prim)->name, s->eqn, line);
       break;
     }
+    case FT_STEP_ROUTINE:
+      ft_buf_printf(&o, "routine %s#%d (native, no interpreter)\n", ft_prim_get(e->prim)->name, s->eqn);
+      break;
     case FT_STEP_FALLBACK:
       ft_buf_printf(&o, "FALLBACK %s#%d (interpreter rule, not compiled: %s)\n",
                     ft_prim_get(e->prim)->name, s->eqn,

@@ -114,6 +114,7 @@ static void step_shape(const ft_program *p, const ft_step *s, ft_exec_task *t) {
     t->grain = 1;
     break;
   case FT_STEP_FALLBACK:
+  case FT_STEP_ROUTINE: /* a native routine (src/lower/routines.c): one task */
   case FT_STEP_CONTROL: /* one task: the sub-programs run inside it (src/lower/control.c) */
     t->fn = fallback_task;
     t->extent = 1;
@@ -135,6 +136,7 @@ static void step_name(const ft_program *p, const ft_step *s, char *buf, size_t n
   case FT_STEP_GEMM: snprintf(buf, n, "gemm %s#%d", prim, s->eqn); break;
   case FT_STEP_FALLBACK: snprintf(buf, n, "fallback %s#%d", prim, s->eqn); break;
   case FT_STEP_CONTROL: snprintf(buf, n, "control %s#%d", prim, s->eqn); break;
+  case FT_STEP_ROUTINE: snprintf(buf, n, "routine %s#%d", prim, s->eqn); break;
   }
 }
 

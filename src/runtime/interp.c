@@ -65,6 +65,7 @@ static ft_interp_rule rule_for(ft_prim p) {
   case FT_FAM_CONTROL: return ft_interp_control;
   case FT_FAM_OTHER:
     if (p == FT_P_IOTA) return ft_interp_iota;
+    if (p == FT_P_EMPTY2) return ft_interp_empty2;
     if (p == FT_P_SORT) return ft_interp_sort;
     if (p == FT_P_FFT) return ft_interp_fft;
     if (p == FT_P_GATHER) return ft_interp_gather;

@@ -322,3 +322,13 @@ ft_status ft_interp_iota(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_a
   } while (next_index(o->aval.rank, o->aval.dims, idx));
   return FT_OK;
 }
+
+/* All-zero bits: +0 of every numeric dtype, False (XLA lowers empty2 to a
+ * zeros constant; JAX only promises an uninitialized buffer). */
+ft_status ft_interp_empty2(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  (void)in;
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  memset(out[0]->data, 0, out[0]->nbytes);
+  return FT_OK;
+}

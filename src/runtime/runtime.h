@@ -97,6 +97,8 @@ void ft_convert_elem(const ft_array *src, int64_t i, ft_array *dst, int64_t j);
 /* ========================================================= interp_layout.c */
 ft_status ft_interp_layout(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 ft_status ft_interp_iota(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+/* empty2: JAX leaves the contents unspecified; zeros keep runs deterministic. */
+ft_status ft_interp_empty2(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 
 /* ========================================================= interp_reduce.c */
 ft_status ft_interp_reduce(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);

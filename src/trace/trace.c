@@ -548,7 +548,10 @@ ft_jaxpr *ft_trace(ft_ctx *ctx, ft_trace_fn fn, void *user, int n_in, const ft_a
     if (!j->const_data) ft__fail(root, FT_ERR_NOMEM, "ft_trace: out of memory");
     else memcpy(j->const_data, root->const_data, sizeof(void *) * (size_t)root->n_const);
   }
-  if (!root->failed && ft_jaxpr_verify(ctx, j)) {
+  ft_status vst = root->failed ? FT_OK : ft_jaxpr_verify(ctx, j);
+  if (vst == FT_ERR_NOMEM) {
+    ft__fail(root, FT_ERR_NOMEM, "ft_trace: out of memory");
+  } else if (vst != FT_OK) {
     /* A traced jaxpr that does not verify is a bug in the tracer. */
     char msg[sizeof ctx->err];
     snprintf(msg, sizeof msg, "%s", ft_ctx_error(ctx));

@@ -95,20 +95,26 @@ static bool rule_broadcasting(bt_call *c) {
   return emit1(c, in) != NULL;
 }
 
-/* select_n and clamp: operands are scalars or of the result's shape (no
- * size-1 broadcasting), so mapped scalars are broadcast to the full
- * batched shape and unmapped arrays get the batch axis materialized. */
+/* select_n and clamp: an operand is a scalar or of the result's shape (no
+ * size-1 broadcasting), and only some may be scalars: select_n's predicate
+ * (its cases all have the result's shape) and clamp's bounds (not its
+ * operand). Such an operand, when unmapped and scalar, stays as it is; every
+ * other operand gets the full batched shape: a mapped scalar is broadcast
+ * to it, an unmapped one (a scalar literal case included) gets the batch
+ * axis materialized. Selection is exact, so each lane is bitwise the
+ * unbatched result (JAX's _select_batch_rule and clamp's batcher). */
+static bool may_stay_scalar(const bt_call *c, int i) {
+  if (c->xb[i] >= 0 || c->x[i]->aval.rank != 0) return false;
+  return c->e->prim == FT_P_CLAMP ? i != 1 : i == 0;
+}
+
 static bool rule_select_like(bt_call *c) {
   int f = first_mapped(c, 0), d = c->xb[f];
   const ft_aval *out = &c->e->out[0]->aval;
-  const ft_aval *sh = &c->x[f]->aval;
   bool same = true;
-  for (int i = 0; i < c->n_in; i++) {
-    bool scalar_unmapped = c->xb[i] < 0 && c->x[i]->aval.rank == 0;
-    if (!scalar_unmapped && (c->xb[i] != d || !ft_shape_eq(&c->x[i]->aval, sh) ||
-                             c->e->in[i]->aval.rank != out->rank))
+  for (int i = 0; i < c->n_in; i++)
+    if (!may_stay_scalar(c, i) && (c->xb[i] != d || c->e->in[i]->aval.rank != out->rank))
       same = false;
-  }
   if (same) {
     c->yb[0] = d;
     return emit1(c, c->x) != NULL;
@@ -121,7 +127,7 @@ static bool rule_select_like(bt_call *c) {
   if (!in) return tx_nomem(c->t), false;
   for (int i = 0; i < c->n_in; i++) {
     in[i] = c->x[i];
-    if (c->xb[i] < 0 && c->x[i]->aval.rank == 0) continue;
+    if (may_stay_scalar(c, i)) continue;
     if (c->xb[i] >= 0 && c->e->in[i]->aval.rank == 0 && out->rank > 0)
       in[i] = tx_bcast(c->t, in[i], out->rank + 1, full, &zero);
     else
@@ -533,7 +539,7 @@ bool bt_rule(bt_call *c) {
   case FT_P_TOP_K: return rule_top_k(c);
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
     return rule_reduce_window(c);
-  case FT_P_IOTA: /* no operands: never mapped */
+  case FT_P_IOTA: case FT_P_EMPTY2: /* no operands: never mapped */
   default:
     tx_fail(c->t, FT_ERR_INTERNAL, "vmap: no batching rule for %s", ft_prim_get(p)->name);
     return false;

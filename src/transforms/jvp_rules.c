@@ -442,7 +442,8 @@ bool jvp_rule(jvp_call *c) {
   case FT_P_REDUCE_PROD: return reduce_prod(c);
   case FT_P_SORT: return sort(c);
   case FT_P_CONV_GENERAL_DILATED: return conv(c);
-  case FT_P_IOTA: case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_ARGMAX: case FT_P_ARGMIN:
+  case FT_P_IOTA: case FT_P_EMPTY2: case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_ARGMAX:
+  case FT_P_ARGMIN:
     return true;
   default: break;
   }

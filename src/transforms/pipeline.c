@@ -22,7 +22,9 @@ static bool want_verify(void) {
 
 bool ft__after_transform(ft_ctx *ctx, const char *op, const char *params, const ft_jaxpr *in,
                          const ft_jaxpr *out) {
-  if (want_verify() && ft_jaxpr_verify(ctx, out) != FT_OK) {
+  ft_status vst = want_verify() ? ft_jaxpr_verify(ctx, out) : FT_OK;
+  if (vst == FT_ERR_NOMEM) return false; /* out of memory, not a bug: keep the status */
+  if (vst != FT_OK) {
     ft_error_prefix(ctx, "internal error: %s produced an invalid jaxpr", op);
     if (ctx) ctx->status = FT_ERR_INTERNAL;
     return false;

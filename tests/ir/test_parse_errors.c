@@ -21,7 +21,8 @@ typedef struct bad_case {
 static const bad_case bad[] = {
     {"", FT_ERR_PARSE, "empty input", "1:1"},
     {"  \n  ", FT_ERR_PARSE, "expected '{' to start a jaxpr, found the end", "2:3"},
-    {"\x01\x02\xff garbage", FT_ERR_PARSE, "expected '{' to start a jaxpr", "1:1"},
+    {"\x01\x02\xff garbage", FT_ERR_PARSE, "control character 0x01 is not allowed", "1:1"},
+    {"\xff\xfe garbage", FT_ERR_PARSE, "expected '{' to start a jaxpr", "1:1"},
     {HDR "    b:f32[3] = foo a" END, FT_ERR_PARSE, "unknown primitive 'foo'", "2:16"},
     {HDR "    b:f32[3] = add a" END, FT_ERR_PARSE, "primitive 'add' takes 2 operands, got 1", "2:16"},
     {HDR "    b:f32[3] c:f32[3] = neg a" END, FT_ERR_PARSE, "primitive 'neg' has 1 result, got 2", "2:25"},

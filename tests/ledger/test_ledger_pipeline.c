@@ -369,6 +369,83 @@ START_TEST(test_failed_write_fails_the_call) {
 }
 END_TEST
 
+/* The same training step through the JIT: ft_jit records compile/jit (the
+ * plan text and cache key, replayed by re-planning), ft_call and
+ * ft_call_into record call/jit like ft_eval's call/interp (re-executed by
+ * the interpreter, which the JIT equals bitwise). */
+START_TEST(test_jitted_mlp_ledger_verifies_replays_reexecs) {
+  char *dir = lt_tmpdir();
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ledger_options lo = {.fsync = FT_LEDGER_FSYNC_NEVER, .calls = FT_LEDGER_CALLS_BYTES};
+  ft_ledger *lg = ft_ledger_open(ctx, dir, &lo);
+  ck_assert_ptr_nonnull(lg);
+  ck_assert_int_eq(ft_ctx_attach_ledger(ctx, lg), FT_OK);
+  ft_jaxpr *j = trace_loss(ctx);
+  const int argnums[4] = {0, 1, 2, 3};
+  ft_jaxpr *g = ft_grad(ctx, j, 4, argnums, false);
+  ck_assert_ptr_nonnull(g);
+  ft_jit_options jo = {.no_disk_cache = true};
+  ft_fn *floss = ft_jit(ctx, j, &jo), *fgrad = ft_jit(ctx, g, &jo);
+  ck_assert_msg(floss && fgrad, "%s", ft_ctx_error(ctx));
+  ft_array *in[6], *loss0 = NULL, *grads[4] = {0}, *ref = NULL;
+  make_inputs(ctx, in);
+  ck_assert_int_eq(ft_call(floss, 6, in, 1, &loss0), FT_OK);
+  ck_assert_int_eq(ft_call(fgrad, 6, in, 4, grads), FT_OK);
+  for (int p = 0; p < 4; p++) {
+    float *w = ft_array_data(in[p]);
+    const float *dw = ft_array_data(grads[p]);
+    ft_aval av = ft_array_aval(in[p]);
+    for (int64_t k = 0; k < ft_aval_size(&av); k++) w[k] -= 0.5f * dw[k];
+  }
+  ft_aval lav = ft_array_aval(loss0);
+  ft_array *loss1 = ft_array_new(ctx, lav.dtype, lav.rank, lav.dims);
+  ck_assert_int_eq(ft_call_into(floss, 6, in, 1, &loss1), FT_OK);
+  ck_assert(*(float *)ft_array_data(loss1) < *(float *)ft_array_data(loss0));
+  ck_assert_int_eq(ft_eval(ctx, j, 6, in, 1, &ref), FT_OK);
+  ck_assert_mem_eq(ft_array_data(ref), ft_array_data(loss1), sizeof(float));
+  ck_assert_int_eq(ft_ledger_close(lg), FT_OK);
+  char *ops = record_ops(dir);
+  ck_assert_str_eq(ops, "trace/trace transform/grad optimize/saturate compile/jit "
+                        "optimize/saturate compile/jit call/jit call/jit "
+                        "call/jit call/interp");
+  free(ops);
+
+  ft_ledger_report r;
+  ck_assert_int_eq(ft_ledger_verify(ctx, dir, &r), FT_OK);
+  ck_assert_int_eq(r.health, FT_LEDGER_CLEAN);
+  ck_assert_int_eq(r.records, 10);
+  ft_ledger_report_free(&r);
+  ck_assert_int_eq(ft_ledger_replay(ctx, dir, &r), FT_OK);
+  ck_assert_msg(r.diverged == 0, "%s", r.json);
+  ck_assert_int_eq(r.checked, 4);
+  ck_assert_int_eq(r.not_replayable, 2); /* the e-graph's optimize/saturate: no replayer yet */
+  ft_ledger_report_free(&r);
+  ck_assert_int_eq(ft_ledger_reexec(ctx, dir, &r), FT_OK);
+  ck_assert_msg(r.diverged == 0, "%s", r.json);
+  ck_assert_int_eq(r.checked, 4);
+  ck_assert_int_eq(r.not_replayable, 0);
+  ft_ledger_report_free(&r);
+
+  /* The stored plan ends with the cache key. */
+  const char *plan_hash = output_hash(dir, 4, 0);
+  char *path = ft_ledger_object_path(dir, plan_hash);
+  uint8_t *data;
+  size_t len;
+  ck_assert_int_eq(ft_lio_read_file(path, &data, &len), 0);
+  ck_assert_ptr_nonnull(strstr((char *)data, "cache key: "));
+  free(data);
+  free(path);
+
+  for (int i = 0; i < 6; i++) ft_array_free(in[i]);
+  for (int p = 0; p < 4; p++) ft_array_free(grads[p]);
+  ft_array_free(loss0), ft_array_free(loss1), ft_array_free(ref);
+  ft_fn_free(floss), ft_fn_free(fgrad);
+  ft_jaxpr_free(j), ft_jaxpr_free(g);
+  ft_ctx_free(ctx);
+  lt_rmrf(dir);
+}
+END_TEST
+
 int main(void) {
   ft_ledger_fault_nosync(true); /* durability is tested elsewhere; speed matters here */
   Suite *s = suite_create("ledger_pipeline");
@@ -377,6 +454,7 @@ int main(void) {
   LT_ADD(s, test_altered_ir_object_names_its_record);
   LT_ADD(s, test_forged_records_are_named);
   LT_ADD(s, test_failed_write_fails_the_call);
+  LT_ADD(s, test_jitted_mlp_ledger_verifies_replays_reexecs);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

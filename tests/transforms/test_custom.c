@@ -219,6 +219,12 @@ START_TEST(custom_vjp_bwd_is_used) {
   ck_assert(eval1(j, 0.3) == 3.0 * sin(0.3));
   ft_jaxpr *g = grad(j);
   ck_assert(eval1(g, 0.3) == 0.5 * cos(0.3)); /* clipped; the true derivative is 3 cos x */
+  ft_fn *fg = ft_jit(C, g, NULL); /* and compiled */
+  ck_assert_msg(fg != NULL, "%s", ft_ctx_error(C));
+  ft_array *x3 = scalar_arr(0.3), *g3 = NULL;
+  ck_assert_msg(ft_call(fg, 1, &x3, 1, &g3) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_double_eq_tol(ft_get_f64(g3, 0), 0.5 * cos(0.3), 1e-15); /* not 3 cos x */
+  ft_array_free(x3), ft_array_free(g3), ft_fn_free(fg);
   ft_jaxpr *vg = ft_value_and_grad(C, j, 0, NULL, false);
   ck_assert_ptr_nonnull(vg);
   double x = 0.3;
@@ -242,6 +248,12 @@ START_TEST(custom_vjp_bwd_is_used) {
   ft_array *in[2] = {scalar_arr(2.0), scalar_arr(1.0)}, *out[2];
   ck_assert_int_eq(ft_eval(C, jv, 2, in, 2, out), FT_ERR_UNSUPPORTED);
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "custom_lin is only meaningful under transposition"));
+  /* the JIT runs custom_lin as an interpreter step, which refuses too */
+  ft_fn *fn = ft_jit(C, jv, NULL);
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
+  ck_assert_int_eq(ft_call(fn, 2, in, 2, out), FT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "custom_lin is only meaningful under transposition"));
+  ft_fn_free(fn);
   ft_array_free(in[0]), ft_array_free(in[1]);
   ft_jaxpr *jj = ft_jvp(C, jv); /* and no JVP of custom_lin */
   ck_assert_ptr_null(jj);

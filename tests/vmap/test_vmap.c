@@ -61,7 +61,14 @@ static const vcase cases[] = {
     {"select_n", "{ lambda ; p:bool[3] a:f32[3] b:f32[3]. let c:f32[3] = select_n p a b in (c,) }", "0,0,0;0,N,N;N,0,N;N,N,0", 0, 0},
     {"select_n_scalar", "{ lambda ; p:bool[] a:f32[3] b:f32[3]. let c:f32[3] = select_n p a b in (c,) }", "0,0,0;0,N,N;N,0,N;0,1,N", 0, 0},
     {"select_n_i32", "{ lambda ; p:i32[2] a:f32[2] b:f32[2] c:f32[2]. let d:f32[2] = select_n p a b c in (d,) }", "0,N,0,1;N,0,N,N", 0, 2},
+    /* unmapped scalar cases (a literal too) next to a mapped predicate or case:
+     * select_n's cases cannot stay scalars (JAX's vmap of jnp.where(x > 0, x, 0.)) */
+    {"select_n_literal_case", "{ lambda ; a:f32[]. let b:bool[] = gt a 0.0:f32[]\n c:f32[] = select_n b 0.0:f32[] a in (c,) }", "0", 0, 0},
+    {"select_n_scalars", "{ lambda ; p:bool[] a:f32[] b:f32[]. let c:f32[] = select_n p a b in (c,) }", "0,0,0;0,N,N;N,0,N;N,N,0;0,N,0;0,0,N", 0, 0},
+    {"select_n_mapped_scalar_pred", "{ lambda ; p:bool[] a:f32[3] b:f32[3]. let c:f32[3] = select_n p a b in (c,) }", "0,N,N;0,N,1;0,1,0", 0, 0},
     {"clamp", "{ lambda ; lo:f32[] x:f32[3] hi:f32[]. let y:f32[3] = clamp lo x hi in (y,) }", "0,0,0;N,0,N;0,N,N;N,N,0", 0, 0},
+    {"clamp_scalars", "{ lambda ; lo:f32[] x:f32[] hi:f32[]. let y:f32[] = clamp lo x hi in (y,) }", "0,N,N;N,0,N;N,N,0;0,N,0", 0, 0},
+    {"clamp_literal_operand", "{ lambda ; lo:f32[]. let y:f32[] = clamp lo 0.5:f32[] 2.0:f32[] in (y,) }", "0", 0, 0},
     {"clamp_arrays", "{ lambda ; lo:f32[3] x:f32[3] hi:f32[3]. let y:f32[3] = clamp lo x hi in (y,) }", "0,0,0;N,0,N;0,N,N", 0, 0},
     {"convert", "{ lambda ; a:f32[3,4]. let b:i32[3,4] = convert_element_type[new_dtype=int32 weak_type=False] a in (b,) }", "0;1", 0, 0},
     {"bitcast", "{ lambda ; a:f32[3,4]. let b:i32[3,4] = bitcast_convert_type[new_dtype=int32] a in (b,) }", "0;1;-1", 0, 0},

@@ -67,6 +67,12 @@ def _():
     def outer(a): return inner(a, 2.0)[0] + inner(a, a)[1]
     return (lambda x: outer(x)), (f32(3),)
 
+@case("jit_all_results_dropped")    # `in (_, _, _)`: three different vars, all `_`
+def _():
+    @jax.jit
+    def g(x, y): return jnp.sin(x), -y, jnp.cos(x)
+    return (lambda x, y: (g(x, y), x * 2)[1]), (f32(), f32(1))
+
 if __name__ == "__main__":
     import os
     here = os.path.dirname(os.path.abspath(__file__))

@@ -1,0 +1,393 @@
+/* src/lower/routines.c: routine steps (FT_STEP_ROUTINE), equations the JIT
+ * runs natively with a C routine of the library on the program's buffers:
+ * no interpreter, no allocation (a fallback step allocates on each call).
+ *
+ *   pad, concatenate, split, dynamic_slice, dynamic_update_slice
+ *       pure data movement: every element is copied as bytes, so the result
+ *       is the interpreter's (interp_layout.c) bit for bit, NaN payloads
+ *       included; start indices are clamped as XLA does.
+ *   cumsum, cumprod, cummax, cummin on f32/f64 and the integer dtypes
+ *       (cummax/cummin also bool): the running fold of docs/determinism.md
+ *       §4 written with the interpreter's own operations (interp_reduce.c):
+ *       f32 values are quieted on load as its trip through double does, and
+ *       integers wrap in 64 bits before the store truncates.
+ *
+ * Why routines and not loop kernels: these move whole rows (memcpy) or
+ * carry a value along an axis, which the loop kernels' elementwise model
+ * does not express; a routine is as fast and needs no LLVM. A step's in[k]
+ * is the buffer of operand k of its equation (-1 for a literal, read from
+ * the equation), out[k] of result k (-1: dropped). */
+#include <math.h>
+#include <string.h>
+
+#include "lower/lower.h"
+
+static bool dt_plain(ft_dtype dt) {
+  switch (dt) {
+  case FT_BOOL: case FT_I8: case FT_I16: case FT_I32: case FT_I64:
+  case FT_U8: case FT_U16: case FT_U32: case FT_U64: case FT_F32: case FT_F64:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool pad_config(const ft_eqn *e, int rank, int64_t cfg[][3]) {
+  const ft_pval *v = ft_eqn_param(e, "padding_config");
+  if (!v || v->tag != FT_PV_TUPLE || v->n != rank) return false;
+  for (int i = 0; i < rank; i++) {
+    int n = 0;
+    if (!ft_pv_get_ints(&v->u.items[i], cfg[i], 3, &n) || n != 3 || cfg[i][2] < 0) return false;
+  }
+  return true;
+}
+
+/* Whether e runs as a routine step; else *why (static) says why not. The
+ * checks mirror the interpreter's, so a routine never meets an operand it
+ * would refuse (those equations stay fallbacks and fail as the interpreter
+ * does). */
+bool ft_routine_native(const ft_eqn *e, const char **why) {
+  const ft_aval *o = &e->out[0]->aval, *a = e->n_in ? &e->in[0]->aval : NULL;
+  if (!a || e->n_out < 1) return false;
+  switch (e->prim) {
+  case FT_P_PAD: {
+    int64_t cfg[FT_MAX_RANK][3];
+    return e->n_in == 2 && pad_config(e, a->rank, cfg) && e->in[1]->aval.dtype == o->dtype &&
+           ft_aval_size(&e->in[1]->aval) == 1 && a->dtype == o->dtype && o->rank == a->rank;
+  }
+  case FT_P_CONCATENATE: {
+    int64_t axis = ft_param_int(e, "dimension", -1), total = 0;
+    if (axis < 0 || axis >= o->rank) return false;
+    for (int k = 0; k < e->n_in; k++) {
+      const ft_aval *x = &e->in[k]->aval;
+      if (x->rank != o->rank || x->dtype != o->dtype) return false;
+      total += x->dims[axis];
+    }
+    return total == o->dims[axis];
+  }
+  case FT_P_SPLIT: {
+    int64_t axis = ft_param_int(e, "axis", -1), total = 0;
+    if (axis < 0 || axis >= a->rank) return false;
+    for (int k = 0; k < e->n_out; k++) {
+      const ft_aval *x = &e->out[k]->aval;
+      if (x->rank != a->rank || x->dtype != a->dtype) return false;
+      total += x->dims[axis];
+    }
+    return total == a->dims[axis];
+  }
+  case FT_P_DYNAMIC_SLICE:
+  case FT_P_DYNAMIC_UPDATE_SLICE: {
+    bool upd = e->prim == FT_P_DYNAMIC_UPDATE_SLICE;
+    int first = upd ? 2 : 1;
+    const ft_aval *s = upd ? &e->in[1]->aval : o;
+    if (e->n_in != first + a->rank || s->rank != a->rank || s->dtype != a->dtype) return false;
+    for (int d = 0; d < a->rank; d++)
+      if (s->dims[d] > a->dims[d]) return false;
+    for (int k = first; k < e->n_in; k++) {
+      ft_dtype t = e->in[k]->aval.dtype;
+      if (!ft_dtype_is_int(t) || ft_aval_size(&e->in[k]->aval) != 1) return false;
+    }
+    return true;
+  }
+  case FT_P_CUMSUM: case FT_P_CUMPROD: case FT_P_CUMMAX: case FT_P_CUMMIN: {
+    int64_t axis = ft_param_int(e, "axis", -1);
+    if (!dt_plain(a->dtype) || (a->dtype == FT_BOOL && (e->prim == FT_P_CUMSUM || e->prim == FT_P_CUMPROD))) {
+      if (why) *why = "cumulative operation on this dtype is not compiled yet (f16/bf16/complex)";
+      return false;
+    }
+    return axis >= 0 && axis < a->rank && o->dtype == a->dtype;
+  }
+  default:
+    return false;
+  }
+}
+
+/* ------------------------------------------------------------- helpers */
+static void c_strides(int rank, const int64_t *dims, int64_t *st) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; d--) st[d] = s, s *= dims[d];
+}
+
+static bool next_index(int rank, const int64_t *dims, int64_t *idx) {
+  for (int d = rank - 1; d >= 0; d--) {
+    if (++idx[d] < dims[d]) return true;
+    idx[d] = 0;
+  }
+  return false;
+}
+
+/* Element 0 of operand k: its buffer, or the literal written into tmp. */
+static const void *operand(const ft_eqn *e, const ft_step *s, void *const *kbufs, int k,
+                           uint64_t tmp[2]) {
+  if (s->in[k] >= 0) return kbufs[s->in[k]];
+  const ft_var *v = e->in[k];
+  ft_array a = {.aval = v->aval, .nbytes = ft_dtype_size(v->aval.dtype), .data = tmp};
+  a.aval.rank = 0;
+  ft_dtype dt = v->aval.dtype;
+  tmp[0] = tmp[1] = 0;
+  if (ft_dtype_is_complex(dt)) ft_set_c128(&a, 0, v->lit.f, v->lit_im);
+  else if (ft_dtype_is_float(dt)) ft_set_f64(&a, 0, v->lit.f);
+  else if (ft_dtype_is_unsigned(dt)) ft_set_i64(&a, 0, (int64_t)v->lit.u);
+  else ft_set_i64(&a, 0, v->lit.i);
+  return tmp;
+}
+
+/* A scalar integer index as the interpreter reads it (ft_get_i64). */
+static int64_t read_index(ft_dtype dt, const void *p) {
+  switch (dt) {
+  case FT_BOOL: case FT_U8: return *(const uint8_t *)p;
+  case FT_I8: return *(const int8_t *)p;
+  case FT_I16: return *(const int16_t *)p;
+  case FT_U16: return *(const uint16_t *)p;
+  case FT_I32: return *(const int32_t *)p;
+  case FT_U32: return *(const uint32_t *)p;
+  case FT_I64: return *(const int64_t *)p;
+  case FT_U64: return (int64_t) * (const uint64_t *)p;
+  default: return 0;
+  }
+}
+
+/* XLA clamps each start index into [0, operand_dim - slice_dim]. */
+static int64_t clamp_start(ft_dtype dt, int64_t v, int64_t dim, int64_t size) {
+  int64_t hi = dim - size;
+  if (ft_dtype_is_unsigned(dt) && v < 0) v = INT64_MAX; /* huge u64 */
+  if (v > hi) v = hi;
+  if (v < 0) v = 0;
+  return v;
+}
+
+/* ---------------------------------------------------------- data movement */
+/* Rows of the axis-major blocks: concatenate copies part rows into o's,
+ * split the other way. */
+static void blocks(const ft_aval *big, char *bigp, int np, const ft_aval *const *parts,
+                   char *const *partp, int axis, bool split) {
+  size_t es = ft_dtype_size(big->dtype);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; d++) outer *= big->dims[d];
+  for (int d = axis + 1; d < big->rank; d++) inner *= big->dims[d];
+  size_t row = (size_t)(big->dims[axis] * inner) * es;
+  for (int64_t i = 0; i < outer; i++) {
+    size_t off = (size_t)i * row;
+    for (int k = 0; k < np; k++) {
+      size_t blk = (size_t)(parts[k]->dims[axis] * inner) * es;
+      if (blk && partp[k]) {
+        char *b = bigp + off, *sm = partp[k] + (size_t)i * blk;
+        if (split) memcpy(sm, b, blk);
+        else memcpy(b, sm, blk);
+      }
+      off += blk;
+    }
+  }
+}
+
+static void run_concat_split(const ft_eqn *e, const ft_step *s, void *const *kbufs) {
+  bool split = e->prim == FT_P_SPLIT;
+  int np = split ? e->n_out : e->n_in;
+  const ft_aval *pa[64];
+  char *pp[64];
+  const ft_aval **parts = np <= 64 ? pa : malloc(sizeof *parts * (size_t)np);
+  char **partp = np <= 64 ? pp : malloc(sizeof *partp * (size_t)np);
+  if (!parts || !partp) abort(); /* cannot happen for programs that planned */
+  uint64_t tmp[2];
+  for (int k = 0; k < np; k++) {
+    parts[k] = split ? &e->out[k]->aval : &e->in[k]->aval;
+    /* a literal operand of concatenate is a scalar: only rank-0 concatenations have one */
+    partp[k] = split ? (s->out[k] >= 0 ? kbufs[s->out[k]] : NULL)
+                     : (char *)(uintptr_t)operand(e, s, kbufs, k, tmp);
+    if (!split && s->in[k] < 0) partp[k] = NULL; /* rank >= 1: never a literal */
+  }
+  int axis = (int)ft_param_int(e, split ? "axis" : "dimension", 0);
+  if (split) blocks(&e->in[0]->aval, kbufs[s->in[0]], np, parts, partp, axis, true);
+  else blocks(&e->out[0]->aval, kbufs[s->out[0]], np, parts, partp, axis, false);
+  if (parts != pa) free((void *)parts);
+  if (partp != pp) free(partp);
+}
+
+/* pad: each output row is filled in runs, as the interpreter's per-element
+ * choice (operand element or padding value) but a dimension at a time. */
+static void run_pad(const ft_eqn *e, const ft_step *s, void *const *kbufs) {
+  const ft_aval *a = &e->in[0]->aval, *o = &e->out[0]->aval;
+  int r = a->rank;
+  int64_t cfg[FT_MAX_RANK][3], ist[FT_MAX_RANK], idx[FT_MAX_RANK] = {0};
+  pad_config(e, r, cfg);
+  c_strides(r, a->dims, ist);
+  size_t es = ft_dtype_size(o->dtype);
+  uint64_t t0[2], t1[2];
+  const char *src = operand(e, s, kbufs, 0, t0), *pv = operand(e, s, kbufs, 1, t1);
+  char *dst = kbufs[s->out[0]];
+  int64_t n = ft_aval_size(o);
+  if (n == 0) return;
+  if (r == 0) {
+    memcpy(dst, src, es);
+    return;
+  }
+  /* innermost dim handled as a row: outer indices give the row's source (or none) */
+  int64_t W = o->dims[r - 1], lo = cfg[r - 1][0], q = cfg[r - 1][2] + 1, ad = a->dims[r - 1];
+  int64_t rows = n / W, k = 0;
+  for (int64_t row = 0; row < rows; row++) {
+    int64_t off = 0;
+    bool inside = true;
+    for (int d = 0; d < r - 1 && inside; d++) {
+      int64_t t = idx[d] - cfg[d][0], qd = cfg[d][2] + 1;
+      if (t < 0 || t % qd != 0 || t / qd >= a->dims[d]) inside = false;
+      else off += (t / qd) * ist[d];
+    }
+    char *out = dst + (size_t)k * es;
+    for (int64_t x = 0; x < W; x++) {
+      int64_t t = x - lo;
+      bool in = inside && t >= 0 && t % q == 0 && t / q < ad;
+      memcpy(out + (size_t)x * es, in ? src + (size_t)(off + t / q) * es : pv, es);
+    }
+    k += W;
+    next_index(r - 1, o->dims, idx);
+  }
+}
+
+static void run_dynamic(const ft_eqn *e, const ft_step *s, void *const *kbufs) {
+  bool upd = e->prim == FT_P_DYNAMIC_UPDATE_SLICE;
+  const ft_aval *a = &e->in[0]->aval, *sl = upd ? &e->in[1]->aval : &e->out[0]->aval;
+  int r = a->rank, first = upd ? 2 : 1;
+  int64_t ast[FT_MAX_RANK], start[FT_MAX_RANK], idx[FT_MAX_RANK] = {0};
+  c_strides(r, a->dims, ast);
+  for (int d = 0; d < r; d++) {
+    uint64_t tmp[2];
+    ft_dtype dt = e->in[first + d]->aval.dtype;
+    start[d] = clamp_start(dt, read_index(dt, operand(e, s, kbufs, first + d, tmp)), a->dims[d],
+                           sl->dims[d]);
+  }
+  size_t es = ft_dtype_size(a->dtype);
+  uint64_t t0[2];
+  const char *big = operand(e, s, kbufs, 0, t0);
+  char *out = kbufs[s->out[0]];
+  if (upd) memcpy(out, big, (size_t)ft_aval_size(a) * es);
+  int64_t n = ft_aval_size(sl);
+  if (n == 0) return;
+  uint64_t t1[2];
+  const char *u = upd ? operand(e, s, kbufs, 1, t1) : NULL;
+  /* rows along the last dim are contiguous in both arrays */
+  int64_t W = r ? sl->dims[r - 1] : 1, rows = n / W;
+  for (int64_t row = 0; row < rows; row++) {
+    int64_t off = 0;
+    for (int d = 0; d < r; d++) off += (start[d] + idx[d]) * ast[d];
+    size_t bytes = (size_t)W * es, at = (size_t)(row * W) * es;
+    if (upd) memcpy(out + (size_t)off * es, u + at, bytes);
+    else memcpy(out + at, big + (size_t)off * es, bytes);
+    if (r) next_index(r - 1, sl->dims, idx);
+  }
+}
+
+/* ------------------------------------------------------------- cumulative */
+/* The interpreter's fold_max (interp_reduce.c): NaN wins, -0 < +0. */
+static double fold_max(double a, double b, bool is_max) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return (signbit(a) == is_max) ? b : a;
+  return is_max ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+/* A float as it comes back from double: a signaling NaN is quieted (the
+ * interpreter reads f32 through ft_get_f64). */
+static float quiet32(float x) {
+  if (x == x) return x;
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  u |= 0x00400000u;
+  memcpy(&x, &u, 4);
+  return x;
+}
+
+static void cum_f32(ft_prim p, const float *a, float *o, int64_t base, int64_t len, int64_t stride,
+                    bool rev) {
+  float acc = p == FT_P_CUMSUM ? 0.0f : p == FT_P_CUMPROD ? 1.0f
+            : p == FT_P_CUMMIN ? INFINITY : -INFINITY;
+  for (int64_t t = 0; t < len; t++) {
+    int64_t i = base + (rev ? len - 1 - t : t) * stride;
+    float x = quiet32(a[i]), r;
+    switch (p) {
+    case FT_P_CUMSUM: r = acc + x; break;
+    case FT_P_CUMPROD: r = acc * x; break;
+    case FT_P_CUMMAX: r = (float)fold_max(acc, x, true); break;
+    default: r = (float)fold_max(acc, x, false); break;
+    }
+    o[i] = acc = r;
+  }
+}
+
+static void cum_f64(ft_prim p, const double *a, double *o, int64_t base, int64_t len,
+                    int64_t stride, bool rev) {
+  double fa = p == FT_P_CUMSUM ? 0.0 : p == FT_P_CUMPROD ? 1.0
+            : p == FT_P_CUMMIN ? INFINITY : -INFINITY;
+  for (int64_t t = 0; t < len; t++) {
+    int64_t i = base + (rev ? len - 1 - t : t) * stride;
+    double x = a[i];
+    switch (p) {
+    case FT_P_CUMSUM: fa = fa + x; break;
+    case FT_P_CUMPROD: fa = fa * x; break;
+    case FT_P_CUMMAX: fa = fold_max(fa, x, true); break;
+    default: fa = fold_max(fa, x, false); break;
+    }
+    o[i] = fa;
+  }
+}
+
+static void store_int(ft_dtype dt, void *o, int64_t i, uint64_t v) {
+  switch (dt) {
+  case FT_BOOL: ((uint8_t *)o)[i] = v != 0; break;
+  case FT_I8: case FT_U8: ((uint8_t *)o)[i] = (uint8_t)v; break;
+  case FT_I16: case FT_U16: ((uint16_t *)o)[i] = (uint16_t)v; break;
+  case FT_I32: case FT_U32: ((uint32_t *)o)[i] = (uint32_t)v; break;
+  default: ((uint64_t *)o)[i] = v; break;
+  }
+}
+
+static void cum_int(ft_prim p, ft_dtype dt, const char *a, void *o, int64_t base, int64_t len,
+                    int64_t stride, bool rev) {
+  size_t es = ft_dtype_size(dt);
+  bool sgn = ft_dtype_is_signed(dt);
+  uint64_t ia = p == FT_P_CUMPROD ? 1 : 0;
+  for (int64_t t = 0; t < len; t++) {
+    int64_t i = base + (rev ? len - 1 - t : t) * stride;
+    uint64_t x = (uint64_t)read_index(dt, a + (size_t)i * es);
+    bool first = t == 0;
+    switch (p) {
+    case FT_P_CUMSUM: ia += x; break;
+    case FT_P_CUMPROD: ia *= x; break;
+    case FT_P_CUMMAX:
+      if (first || (sgn ? (int64_t)x > (int64_t)ia : x > ia)) ia = x;
+      break;
+    default:
+      if (first || (sgn ? (int64_t)x < (int64_t)ia : x < ia)) ia = x;
+      break;
+    }
+    store_int(dt, o, i, ia);
+  }
+}
+
+static void run_cumulative(const ft_eqn *e, const ft_step *s, void *const *kbufs) {
+  const ft_aval *a = &e->in[0]->aval;
+  int axis = (int)ft_param_int(e, "axis", -1);
+  bool rev = ft_param_bool(e, "reverse", false);
+  int64_t st[FT_MAX_RANK];
+  c_strides(a->rank, a->dims, st);
+  int64_t len = a->dims[axis], stride = st[axis], n = ft_aval_size(a);
+  int64_t lines = len ? n / len : 0;
+  uint64_t t0[2];
+  const char *src = operand(e, s, kbufs, 0, t0);
+  void *dst = kbufs[s->out[0]];
+  for (int64_t l = 0; l < lines; l++) {
+    int64_t base = (l / stride) * stride * len + l % stride;
+    if (a->dtype == FT_F32) cum_f32(e->prim, (const float *)src, dst, base, len, stride, rev);
+    else if (a->dtype == FT_F64) cum_f64(e->prim, (const double *)src, dst, base, len, stride, rev);
+    else cum_int(e->prim, a->dtype, src, dst, base, len, stride, rev);
+  }
+}
+
+void ft_routine_run(const ft_program *p, const ft_step *s, void *const *kbufs) {
+  const ft_eqn *e = &p->j->eqns[s->eqn];
+  switch (e->prim) {
+  case FT_P_PAD: run_pad(e, s, kbufs); break;
+  case FT_P_CONCATENATE: case FT_P_SPLIT: run_concat_split(e, s, kbufs); break;
+  case FT_P_DYNAMIC_SLICE: case FT_P_DYNAMIC_UPDATE_SLICE: run_dynamic(e, s, kbufs); break;
+  default: run_cumulative(e, s, kbufs); break;
+  }
+}
