@@ -12,8 +12,7 @@
  *                                         JIT equals the interpreter bitwise)
  *   compile   "jit"                       program + constants + options -> plan
  *                                         text and cache key (re-planned)
- *
- * Not yet: optimize "saturate" (src/egraph records it; no replayer yet). */
+ *   optimize  "saturate"                  canonical text + tier -> canonical text */
 #include "ledger/ledger.h"
 
 typedef struct builtin {
@@ -39,6 +38,7 @@ static const builtin builtins[] = {
     {FT_LEDGER_CALL, "interp", ft_lreplay_interp},
     {FT_LEDGER_CALL, "jit", ft_lreplay_interp},
     {FT_LEDGER_COMPILE, "jit", ft_lreplay_jit_plan},
+    {FT_LEDGER_OPTIMIZE, "saturate", ft_lreplay_optimize},
 };
 
 void ft_ledger_register_builtins(void) {

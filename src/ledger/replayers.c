@@ -21,7 +21,10 @@
  *   call "jit"        (.npy) through ft_eval: reexec, bit for bit (the JIT's
  *                     results equal the interpreter's on the program it runs).
  *   compile "jit"     program text + constants + plan options -> plan text and
- *                     cache key, re-planned without generating code. */
+ *                     cache key, re-planned without generating code.
+ *   optimize          canonical text + tier -> canonical text: the e-graph
+ *     "saturate"      re-run (its limits are iterations and nodes first, so
+ *                     the rewrite is reproducible). */
 #include <string.h>
 
 #include "ledger/ledger.h"
@@ -240,6 +243,29 @@ ft_status ft_lreplay_transform(ft_ctx *ctx, void *user, const char *op, const ch
     st = ft_set_error(p, FT_ERR_INVALID_ARG, "%s: params are not a JSON object", op);
   ft_jaxpr *j = st ? NULL : parse_blob(p, &in[0], "transform input");
   ft_jaxpr *r = j ? run_transform(p, op, params, j) : NULL;
+  if (!st) st = r ? print_into(p, r, out) : ft_ctx_status(p) ? ft_ctx_status(p) : FT_ERR_INTERNAL;
+  ft_jaxpr_free(r);
+  ft_jaxpr_free(j);
+  json_decref(params);
+  return finish(ctx, p, st);
+}
+
+/* ---- optimizations ---- */
+
+ft_status ft_lreplay_optimize(ft_ctx *ctx, void *user, const char *op, const char *params_json,
+                              const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out) {
+  (void)user;
+  ft_ctx *p = private_ctx(ctx);
+  if (!p) return FT_ERR_NOMEM;
+  json_error_t err;
+  json_t *params = json_loads(params_json ? params_json : "{}", 0, &err);
+  ft_status st = want_counts(p, op, n_in, 1, n_out, 1);
+  const char *tier = json_string_value(json_object_get(params, "tier"));
+  if (!st && (!tier || (strcmp(tier, "exact") && strcmp(tier, "algebraic"))))
+    st = ft_set_error(p, FT_ERR_INVALID_ARG, "%s: params name no tier (exact or algebraic)", op);
+  ft_jaxpr *j = st ? NULL : parse_blob(p, &in[0], "optimize input");
+  ft_jaxpr *r = j ? ft_optimize(p, j, strcmp(tier, "exact") ? FT_OPT_ALGEBRAIC : FT_OPT_EXACT, NULL)
+                  : NULL;
   if (!st) st = r ? print_into(p, r, out) : ft_ctx_status(p) ? ft_ctx_status(p) : FT_ERR_INTERNAL;
   ft_jaxpr_free(r);
   ft_jaxpr_free(j);

@@ -417,8 +417,8 @@ START_TEST(test_jitted_mlp_ledger_verifies_replays_reexecs) {
   ft_ledger_report_free(&r);
   ck_assert_int_eq(ft_ledger_replay(ctx, dir, &r), FT_OK);
   ck_assert_msg(r.diverged == 0, "%s", r.json);
-  ck_assert_int_eq(r.checked, 4);
-  ck_assert_int_eq(r.not_replayable, 2); /* the e-graph's optimize/saturate: no replayer yet */
+  ck_assert_int_eq(r.checked, 6); /* trace, grad, 2 x optimize/saturate, 2 x compile/jit */
+  ck_assert_int_eq(r.not_replayable, 0);
   ft_ledger_report_free(&r);
   ck_assert_int_eq(ft_ledger_reexec(ctx, dir, &r), FT_OK);
   ck_assert_msg(r.diverged == 0, "%s", r.json);
