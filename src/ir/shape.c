@@ -1249,11 +1249,20 @@ static ft_status rule_while(R *r) {
   }
   if (buf != args) free(buf);
   if (st) return st;
-  if (cj->n_out != 1 || cj->outvars[0]->aval.rank != 0 || cj->outvars[0]->aval.dtype != FT_BOOL)
+  if (cj->n_out != 1 || cj->outvars[0]->aval.dtype != FT_BOOL)
     return fail(r, FT_ERR_TYPE, "cond_jaxpr must return one bool[], got %d outputs%s%s", cj->n_out,
                 cj->n_out ? ", the first " : "", cj->n_out ? S(r, &cj->outvars[0]->aval) : "");
   if (bj->n_out != nc)
     return fail(r, FT_ERR_TYPE, "body_jaxpr returns %d values for a carry of %d", bj->n_out, nc);
+  /* A batched predicate, bool[B...], as JAX's vmap prints a while whose
+   * predicate depends on mapped values: the loop runs while any lane is
+   * true and each carry keeps its lanes whose predicate is false, so every
+   * carry must have B... as its leading axes (JAX's _pred_bcast_select_hlo). */
+  const ft_aval *pa = &cj->outvars[0]->aval;
+  for (int i = 0; i < nc && pa->rank > 0; i++)
+    if (carry[i].rank < pa->rank || memcmp(carry[i].dims, pa->dims, sizeof(int64_t) * (size_t)pa->rank))
+      return fail(r, FT_ERR_SHAPE, "cond_jaxpr returns the batched predicate %s but carry %d is %s "
+                  "(a batched predicate's shape must lead every carry's)", S(r, pa), i, S(r, &carry[i]));
   for (int i = 0; i < nc; i++)
     if (!ft_aval_eq(&bj->outvars[i]->aval, &carry[i]))
       return fail(r, FT_ERR_TYPE, "body_jaxpr output %d is %s but the carry is %s", i,

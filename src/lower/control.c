@@ -31,6 +31,8 @@ struct ft_control {
   bool rev;
   void **carry[2];            /* while/scan: two sets of carries */
   size_t *cbytes;
+  void *pred;                 /* while: its predicate, bool[B...] when batched */
+  int64_t lanes;              /*   element count of the predicate */
 };
 
 static const ft_aval *arg_aval(const ft_program *q, int k) {
@@ -89,6 +91,7 @@ void ft_control_free(ft_control *c) {
     free(c->carry[s]);
   }
   free(c->cbytes);
+  free(c->pred);
   free(c);
 }
 
@@ -135,7 +138,11 @@ static bool fits(ft_control *c, const ft_eqn *e) {
         bq->n_args != bn + nc || bq->n_out != nc)
       return false;
     const ft_aval *pa = &cq->j->outvars[0]->aval;
-    if (ft_aval_size(pa) != 1 || ft_dtype_is_float(pa->dtype) || ft_dtype_is_complex(pa->dtype)) return false;
+    if (ft_dtype_is_float(pa->dtype) || ft_dtype_is_complex(pa->dtype)) return false;
+    for (int i = 0; i < nc && pa->rank > 0; i++) { /* a batched predicate leads every carry */
+      const ft_aval *ca = &e->out[i]->aval;
+      if (ca->rank < pa->rank || memcmp(ca->dims, pa->dims, sizeof(int64_t) * (size_t)pa->rank)) return false;
+    }
     return takes(cq, 0, e, 0, cn) && takes(cq, cn, e, cn + bn, nc) && takes(bq, 0, e, cn, bn) &&
            takes(bq, bn, e, cn + bn, nc) && gives(bq, 0, e, 0, nc);
   }
@@ -224,6 +231,11 @@ ft_control *ft_control_new(ft_ctx *ctx, const ft_eqn *e, const ft_plan_options *
   if (!fits(c, e)) goto unfit;
   for (int i = 0; i < n; i++)
     if (!sub_init(&c->subs[i])) goto oom;
+  if (e->prim == FT_P_WHILE) {
+    const ft_aval *pa = &c->subs[0].p->j->outvars[0]->aval;
+    c->lanes = ft_aval_size(pa);
+    if (!(c->pred = alloc64((size_t)c->lanes * ft_dtype_size(pa->dtype)))) goto oom;
+  }
   if (e->prim == FT_P_WHILE || e->prim == FT_P_SCAN) {
     int nc = c->ncarry;
     c->cbytes = calloc((size_t)nc + 1, sizeof *c->cbytes);
@@ -298,18 +310,27 @@ ft_status ft_control_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
     int cn = c->nconst, bn = c->bconst, nc = c->ncarry, cur = 0;
     sub *cq = &c->subs[0], *bq = &c->subs[1];
     const ft_aval *pa = &cq->p->j->outvars[0]->aval;
-    uint64_t pred = 0;
-    void *pp = &pred;
+    size_t pes = ft_dtype_size(pa->dtype);
+    void *pp = c->pred;
     for (int i = 0; i < nc; i++)
       if (c->cbytes[i]) memcpy(c->carry[0][i], in[cn + bn + i], c->cbytes[i]);
     for (;;) {
       memcpy(arg, in, sizeof *arg * (size_t)cn);
       memcpy(arg + cn, c->carry[cur], sizeof *arg * (size_t)nc);
       if ((st = run_sub(ctx, cq, arg, &pp))) break;
-      if (read_int(&pred, pa->dtype) == 0) break;
+      bool go = false; /* a batched predicate: while any lane is true (interp_control.c) */
+      for (int64_t l = 0; l < c->lanes && !go; l++) go = read_int((char *)c->pred + l * pes, pa->dtype) != 0;
+      if (!go) break;
       memcpy(arg, in + cn, sizeof *arg * (size_t)bn);
       memcpy(arg + bn, c->carry[cur], sizeof *arg * (size_t)nc);
       if ((st = run_sub(ctx, bq, arg, c->carry[1 - cur]))) break;
+      for (int64_t l = 0; pa->rank > 0 && l < c->lanes; l++) { /* finished lanes keep their carry */
+        if (read_int((char *)c->pred + l * pes, pa->dtype)) continue;
+        for (int i = 0; i < nc; i++) {
+          size_t row = c->cbytes[i] / (size_t)c->lanes;
+          memcpy((char *)c->carry[1 - cur][i] + (size_t)l * row, (char *)c->carry[cur][i] + (size_t)l * row, row);
+        }
+      }
       cur = 1 - cur;
     }
     for (int i = 0; st == FT_OK && i < nc; i++)

@@ -39,6 +39,30 @@ static ft_status cond_eval(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
   return call(ctx, b->u.jaxpr, e->n_in - 1, in + 1, out);
 }
 
+/* A batched predicate (vmap of a while_loop whose predicate depends on the
+ * mapped values; JAX prints cond_jaxpr returning bool[B...]): the loop runs
+ * while any lane is true (XLA's lowering reduces it with or). A scalar one
+ * is its own value. */
+static bool any_lane(const ft_array *pred) {
+  int64_t n = ft_array_size(pred);
+  for (int64_t i = 0; i < n; i++)
+    if (ft_get_i64(pred, i)) return true;
+  return false;
+}
+
+/* ...and a lane whose predicate was false keeps its carry: next = select(
+ * pred broadcast along the carry's leading axes, next, carry), as JAX's
+ * while lowering does with the predicate of the carry the body ran on. The
+ * verifier makes pred's shape a prefix of every carry's. */
+static void keep_done_lanes(const ft_array *pred, const ft_array *carry, ft_array *next) {
+  int64_t lanes = ft_array_size(pred);
+  if (!lanes) return;
+  size_t row = carry->nbytes / (size_t)lanes;
+  for (int64_t l = 0; l < lanes; l++)
+    if (!ft_get_i64(pred, l))
+      memcpy((char *)next->data + (size_t)l * row, (const char *)carry->data + (size_t)l * row, row);
+}
+
 /* while: inputs are cond_consts, body_consts, then the carry. */
 static ft_status while_eval(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
   const ft_jaxpr *cj = param_jaxpr(e, "cond_jaxpr"), *bj = param_jaxpr(e, "body_jaxpr");
@@ -65,12 +89,20 @@ static ft_status while_eval(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
     memcpy(args, in, sizeof *args * (size_t)cn);
     memcpy(args + cn, carry, sizeof *args * (size_t)nc);
     if ((st = call(ctx, cj, (int)cn + nc, args, &pred))) goto done;
-    bool go = ft_get_i64(pred, 0) != 0;
-    ft_array_free(pred);
-    if (!go) break;
+    bool go = any_lane(pred);
+    if (!go) {
+      ft_array_free(pred);
+      break;
+    }
     memcpy(args, in + cn, sizeof *args * (size_t)bn);
     memcpy(args + bn, carry, sizeof *args * (size_t)nc);
-    if ((st = call(ctx, bj, (int)bn + nc, args, next))) goto done;
+    if ((st = call(ctx, bj, (int)bn + nc, args, next))) {
+      ft_array_free(pred);
+      goto done;
+    }
+    if (pred->aval.rank > 0)
+      for (int i = 0; i < nc; i++) keep_done_lanes(pred, carry[i], next[i]);
+    ft_array_free(pred);
     free_all(carry, nc);
     memcpy(carry, next, sizeof *carry * (size_t)nc);
   }

@@ -316,6 +316,12 @@ static bool batch_while(bt_call *c) {
   int nc = c->n_out, n = c->n_in;
   if (!cj || !bj || cn < 0 || bn < 0 || cn + bn + nc != n)
     return tx_fail(t, FT_ERR_TYPE, "vmap: while: params do not fit the operands"), false;
+  /* A predicate batched already (JAX's printout of a vmapped while_loop):
+   * its lanes would have to lead the new batch axis too, which the rules
+   * below do not arrange; fail closed rather than build an ill-typed loop. */
+  if (cj->n_out == 1 && cj->outvars[0]->aval.rank > 0)
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "vmap: while: the predicate is batched already (cond_jaxpr "
+                   "returns a bool array); vmap of such a loop is not supported"), false;
   bool *in_b = bools(t, n), *pb = bools(t, 1), *cin_b = bools(t, cn + nc);
   ft_var **ops = vars(t, n);
   if (!in_b || !pb || !cin_b || !ops) return false;

@@ -319,7 +319,23 @@ static bool jvp_jit(jvp_state *s, jvp_call *c) {
   return ok && !t->failed;
 }
 
+/* A custom_vjp_call read from a JAX printout names its bwd rule (`bwd=bwd`,
+ * a Python function) without holding it: its derivative is that unknown
+ * rule, not call_jaxpr's, so every derivative fails closed (JAX itself
+ * refuses forward mode through custom_vjp). Traced ones carry jaxprs. */
+static bool custom_vjp_rule_missing(jvp_call *c) {
+  const ft_pval *bwd = pget(FT_P_CUSTOM_VJP_CALL, c->params, "bwd");
+  if (bwd && bwd->tag == FT_PV_JAXPR && bwd->u.jaxpr) return false;
+  const ft_pval *nm = pget(FT_P_CUSTOM_VJP_CALL, c->params, "name");
+  const char *name = nm && nm->tag == FT_PV_STR && nm->s ? nm->s : "?";
+  return tx_fail(c->t, FT_ERR_UNSUPPORTED, "cannot differentiate custom_vjp_call '%s': its bwd rule "
+                 "is only a name in the printout (bwd=%s), not a jaxpr; differentiating call_jaxpr "
+                 "instead would ignore the custom rule", name,
+                 bwd && bwd->tag == FT_PV_STR && bwd->s ? bwd->s : "None"), true;
+}
+
 bool jvp_control(jvp_state *s, jvp_call *c) {
+  if (c->e->prim == FT_P_CUSTOM_VJP_CALL && custom_vjp_rule_missing(c)) return false;
   switch (c->e->prim) {
   case FT_P_COND: return jvp_cond(s, c);
   case FT_P_WHILE: return jvp_while(s, c);

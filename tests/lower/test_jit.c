@@ -487,6 +487,54 @@ START_TEST(control_flow_compiles) {
 }
 END_TEST
 
+/* JAX 0.10.2's vmap of a while_loop with per-lane trip counts (verbatim):
+ * cond_jaxpr returns bool[3]; the loop runs while any lane is true and a
+ * finished lane keeps its carry (rows of the f32[3,2] carry). Both engines
+ * give JAX's values, and the JIT compiles the loop (no fallback). */
+START_TEST(while_batched_predicate) {
+  static const char text[] =
+      "{ lambda ; a:f32[3,2]. let\n"
+      "    b:i32[3] = broadcast_in_dim 0:i32[]\n"
+      "    c:i32[3] d:f32[3,2] = while[\n"
+      "      body_jaxpr={ lambda ; e:i32[3] f:f32[3,2]. let\n"
+      "          g:i32[3] = add e 1:i32[]\n"
+      "          h:f32[3,2] = mul f 2.0:f32[]\n"
+      "        in (g, h) }\n"
+      "      body_nconsts=0\n"
+      "      cond_jaxpr={ lambda ; i:i32[3] j:f32[3,2]. let\n"
+      "          k:f32[3,1] = slice[limit_indices=(3, 1) start_indices=(0, 0) strides=None] j\n"
+      "          l:f32[3] = squeeze[dimensions=(1,)] k\n"
+      "          m:bool[3] = lt l 10.0:f32[]\n"
+      "        in (m,) }\n"
+      "      cond_nconsts=0\n"
+      "    ] b a\n"
+      "  in (c, d) }\n";
+  ft_jaxpr *j = parse_text(text);
+  float xv[6] = {1.0f, 0.5f, 3.0f, 1.0f, 20.0f, 5.0f};
+  int32_t want_c[3] = {4, 2, 0};
+  float want_d[6] = {16.0f, 8.0f, 12.0f, 4.0f, 20.0f, 5.0f};
+  ft_array *x = ft_array_from_data(C, FT_F32, 2, (int64_t[]){3, 2}, xv);
+  ft_array *o[2] = {NULL, NULL};
+  ck_assert_int_eq(ft_eval(C, j, 1, &x, 2, o), FT_OK);
+  ck_assert_mem_eq(ft_array_data(o[0]), want_c, sizeof want_c);
+  ck_assert_mem_eq(ft_array_data(o[1]), want_d, sizeof want_d);
+  ft_array_free(o[0]), ft_array_free(o[1]);
+  ft_jit_options opt = {.no_cache = true};
+  ft_fn *fn = ft_jit(C, j, &opt);
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
+  ft_jit_stats st;
+  ft_fn_stats(fn, &st);
+  ck_assert_int_eq(st.n_fallback, 0);
+  o[0] = o[1] = NULL;
+  ck_assert_int_eq(ft_call(fn, 1, &x, 2, o), FT_OK);
+  ck_assert_mem_eq(ft_array_data(o[0]), want_c, sizeof want_c);
+  ck_assert_mem_eq(ft_array_data(o[1]), want_d, sizeof want_d);
+  ft_array_free(o[0]), ft_array_free(o[1]), ft_array_free(x);
+  ft_fn_free(fn);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 /* The coverage matrix's view of the JIT. */
 START_TEST(rule_status) {
   ck_assert_ptr_null(ft_lower_rule_status(FT_P_TANH));
@@ -652,6 +700,7 @@ static Suite *suite(void) {
   tcase_add_test(t, reductions_and_views);
   tcase_add_test(t, fused_reductions);
   tcase_add_test(t, control_flow_compiles);
+  tcase_add_test(t, while_batched_predicate);
   tcase_add_test(t, rule_status);
   tcase_add_test(t, elementwise_kernel_vectorizes);
   tcase_add_test(t, compile_cache);

@@ -230,6 +230,51 @@ START_TEST(while_cond_not_bool) {
 }
 END_TEST
 
+/* JAX's vmap of a while_loop whose predicate depends on the mapped values
+ * prints cond_jaxpr returning bool[3] (JAX 0.10.2, verbatim): it verifies.
+ * A batched predicate whose shape does not lead a carry's does not. */
+START_TEST(while_batched_predicate) {
+  static const char ok[] =
+      "{ lambda ; a:f32[3,2]. let\n"
+      "    b:i32[3] = broadcast_in_dim 0:i32[]\n"
+      "    c:i32[3] d:f32[3,2] = while[\n"
+      "      body_jaxpr={ lambda ; e:i32[3] f:f32[3,2]. let\n"
+      "          g:i32[3] = add e 1:i32[]\n"
+      "          h:f32[3,2] = mul f 2.0:f32[]\n"
+      "        in (g, h) }\n"
+      "      body_nconsts=0\n"
+      "      cond_jaxpr={ lambda ; i:i32[3] j:f32[3,2]. let\n"
+      "          k:f32[3,1] = slice[\n"
+      "            limit_indices=(3, 1)\n"
+      "            start_indices=(0, 0)\n"
+      "            strides=None\n"
+      "          ] j\n"
+      "          l:f32[3] = squeeze[dimensions=(1,)] k\n"
+      "          m:bool[3] = lt l 10.0:f32[]\n"
+      "        in (m,) }\n"
+      "      cond_nconsts=0\n"
+      "    ] b a\n"
+      "  in (c, d) }\n";
+  ft_jaxpr *j = ft_parse(C, ok, sizeof ok - 1, "ok");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr_free(j);
+  static const char bad[] =
+      "{ lambda ; a:i32[3] x:f32[2,3]. let\n"
+      "    b:i32[3] y:f32[2,3] = while[\n"
+      "      body_jaxpr={ lambda ; e:i32[3] f:f32[2,3]. let g:i32[3] = add e 1:i32[] in (g, f) }\n"
+      "      body_nconsts=0\n"
+      "      cond_jaxpr={ lambda ; i:i32[3] k:f32[2,3]. let m:bool[3] = lt i 5:i32[] in (m,) }\n"
+      "      cond_nconsts=0\n"
+      "    ] a x\n"
+      "  in (b, y) }\n";
+  ck_assert_ptr_null(ft_parse(C, bad, sizeof bad - 1, "bad"));
+  ck_assert_int_eq(ft_ctx_status(C), FT_ERR_SHAPE);
+  ck_assert_str_eq(ft_ctx_error(C), "bad: eqn 0 (while): cond_jaxpr returns the batched predicate bool[3] "
+                                    "but carry 1 is f32[2,3] (a batched predicate's shape must lead "
+                                    "every carry's)");
+}
+END_TEST
+
 /* Every JAX 0.10.2 printout in fixtures/golden parses and verifies (with
  * hoisted `let f = {...} in` sub-jaxprs shared by several equations). */
 START_TEST(golden_programs_verify) {
@@ -288,6 +333,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, sub_jaxpr_uses_outer_var);
   tcase_add_test(tc, nested_error_path);
   tcase_add_test(tc, while_cond_not_bool);
+  tcase_add_test(tc, while_batched_predicate);
   tcase_add_test(tc, null_jaxpr);
   tcase_add_test(tc, golden_programs_verify);
   suite_add_tcase(s, tc);

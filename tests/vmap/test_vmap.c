@@ -191,6 +191,18 @@ START_TEST(test_errors) {
       {{0, N}, {-4, N}, "out_axes[0] = -4 is out of range"},
       {{0, N}, {N, N}, "output 0 depends on a mapped input"},
   };
+  /* a while whose predicate is batched already (JAX's vmap printout) fails
+   * closed instead of building an ill-typed loop */
+  ft_jaxpr *w = vt_parse(C, "{ lambda ; a:i32[3]. let\n"
+                            "  c:i32[3] d:i32[3] = while[body_jaxpr={ lambda ; e:i32[3] f:i32[3]. let\n"
+                            "      g:i32[3] = add e 1:i32[] in (g, f) } body_nconsts=0\n"
+                            "    cond_jaxpr={ lambda ; h:i32[3] i:i32[3]. let k:bool[3] = lt h i in (k,) }\n"
+                            "    cond_nconsts=0] a a in (c,) }");
+  int w0[1] = {0}, wo[1] = {0};
+  ck_assert_ptr_null(ft_vmap(C, w, w0, wo, 2));
+  ck_assert_int_eq(ft_ctx_status(C), FT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(ft_ctx_error(C), "the predicate is batched already"), "%s", ft_ctx_error(C));
+  ft_jaxpr_free(w);
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ft_ctx_clear_error(C);
     ck_assert_ptr_null(ft_vmap(C, j, bad[i].in, bad[i].out, 2));
