@@ -115,5 +115,12 @@ if [ -f "$FIX/golden/mlp_loss.jaxpr" ]; then
   if [ -s "$tmp/jit.txt" ] && cmp -s "$tmp/jit.txt" "$tmp/eval.txt"; then pass=$((pass + 1)); else echo "FAIL transform-run-same"; fail=$((fail + 1)); fi
 fi
 
+# hessian: the Hessian of sum(x^3) at x = (1, 2, 3) is diag(6, 12, 18), exactly.
+printf '{ lambda ; a:f32[3]. let\n    b:f32[3] = integer_pow[y=3] a\n    c:f32[] = reduce_sum[axes=(0,) out_sharding=None] b\n  in (c,) }\n' >"$tmp/cube.jaxpr"
+printf '\x93NUMPY\x01\x00\x3a\x00{'"'"'descr'"'"': '"'"'<f4'"'"', '"'"'fortran_order'"'"': False, '"'"'shape'"'"': (3,), }\n\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40' >"$tmp/x123.npy"
+expect hessian-cli 0 'b:f32\[3,3\]|f32\[3,3\]' -- "$FTC" hessian "$tmp/cube.jaxpr"
+expect hessian-value 0 'out0: f32\[3,3\] = \[6, 0, 0, 0, 12, 0, 0, 0, 18\]' -- \
+  "$FTC" transform "$tmp/cube.jaxpr" 'hessian(f)' --run --in "$tmp/x123.npy" --quiet
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
