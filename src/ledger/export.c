@@ -2,7 +2,6 @@
  * records as a JSON array, a Graphviz graph of records and the objects that
  * flow between them, and a self-contained HTML page (an SVG of the chain,
  * each step's IR before and after, the rules that fired). */
-#include <stdarg.h>
 #include <string.h>
 
 #include "ledger/ledger.h"
@@ -10,73 +9,25 @@
 #define SVG_MAX 400         /* records drawn in the picture */
 #define SHOW_TEXT_MAX 65536 /* stored objects shown inline up to this size */
 
-typedef struct sbuf {
-  char *p;
-  size_t n, cap;
-  bool failed;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-  if (b->failed) return;
-  if (b->n + n + 1 > b->cap) {
-    size_t nc = b->cap ? b->cap : 4096;
-    while (nc < b->n + n + 1) nc *= 2;
-    char *np = realloc(b->p, nc);
-    if (!np) {
-      b->failed = true;
-      return;
-    }
-    b->p = np;
-    b->cap = nc;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = 0;
-}
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  char tmp[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n < 0) return;
-  if ((size_t)n < sizeof tmp) {
-    sb_put(b, tmp, (size_t)n);
-    return;
-  }
-  char *big = malloc((size_t)n + 1);
-  if (!big) {
-    b->failed = true;
-    return;
-  }
-  va_start(ap, fmt);
-  vsnprintf(big, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  sb_put(b, big, (size_t)n);
-  free(big);
-}
-
 /* Text made safe for HTML/XML content and attributes. */
-static void sb_esc(sbuf *b, const char *s, size_t n) {
+static void sb_esc(ft_buf *b, const char *s, size_t n) {
   for (size_t i = 0; i < n; i++) {
     switch (s[i]) {
-      case '<': sb_put(b, "&lt;", 4); break;
-      case '>': sb_put(b, "&gt;", 4); break;
-      case '&': sb_put(b, "&amp;", 5); break;
-      case '"': sb_put(b, "&quot;", 6); break;
-      default: sb_put(b, s + i, 1);
+      case '<': ft_buf_putn(b, "&lt;", 4); break;
+      case '>': ft_buf_putn(b, "&gt;", 4); break;
+      case '&': ft_buf_putn(b, "&amp;", 5); break;
+      case '"': ft_buf_putn(b, "&quot;", 6); break;
+      default: ft_buf_putn(b, s + i, 1);
     }
   }
 }
 
 /* Text made safe inside a DOT double-quoted string. */
-static void sb_dot(sbuf *b, const char *s) {
+static void sb_dot(ft_buf *b, const char *s) {
   for (; *s; s++) {
-    if (*s == '"' || *s == '\\') sb_put(b, "\\", 1);
-    if (*s == '\n') sb_put(b, "\\n", 2);
-    else sb_put(b, s, 1);
+    if (*s == '"' || *s == '\\') ft_buf_putn(b, "\\", 1);
+    if (*s == '\n') ft_buf_putn(b, "\\n", 2);
+    else ft_buf_putn(b, s, 1);
   }
 }
 
@@ -95,49 +46,49 @@ static const char *kind_color(const char *kind) {
   return "#eeeeee";
 }
 
-static void export_dot(sbuf *b, const json_t *recs) {
-  sb_printf(b, "digraph ledger {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n");
+static void export_dot(ft_buf *b, const json_t *recs) {
+  ft_buf_printf(b, "digraph ledger {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n");
   json_t *seen = json_object();
   size_t i, j;
   json_t *rec, *o;
   json_array_foreach(recs, i, rec) {
     long long seq = (long long)json_integer_value(json_object_get(rec, "seq"));
-    sb_printf(b, "  r%lld [shape=box, style=filled, fillcolor=\"%s\", label=\"#%lld ", seq,
+    ft_buf_printf(b, "  r%lld [shape=box, style=filled, fillcolor=\"%s\", label=\"#%lld ", seq,
               kind_color(rec_str(rec, "kind")), seq);
     sb_dot(b, rec_str(rec, "kind"));
-    sb_printf(b, "\\n");
+    ft_buf_printf(b, "\\n");
     sb_dot(b, rec_str(rec, "op"));
-    sb_printf(b, "\"];\n");
-    if (i) sb_printf(b, "  r%lld -> r%lld [style=dotted, arrowhead=none];\n", seq - 1, seq);
+    ft_buf_printf(b, "\"];\n");
+    if (i) ft_buf_printf(b, "  r%lld -> r%lld [style=dotted, arrowhead=none];\n", seq - 1, seq);
     for (int io = 0; io < 2; io++) {
       json_array_foreach(json_object_get(rec, io ? "outputs" : "inputs"), j, o) {
         const char *h = rec_str(o, "hash");
         if (!json_object_get(seen, h)) {
           json_object_set_new(seen, h, json_true());
-          sb_printf(b, "  h%s [shape=ellipse, label=\"", h);
+          ft_buf_printf(b, "  h%s [shape=ellipse, label=\"", h);
           if (json_object_get(o, "name")) {
             sb_dot(b, rec_str(o, "name"));
-            sb_printf(b, "\\n");
+            ft_buf_printf(b, "\\n");
           }
-          sb_printf(b, "%.8s\\n%lld B\"];\n", h, (long long)json_integer_value(json_object_get(o, "size")));
+          ft_buf_printf(b, "%.8s\\n%lld B\"];\n", h, (long long)json_integer_value(json_object_get(o, "size")));
         }
-        if (io) sb_printf(b, "  r%lld -> h%s;\n", seq, h);
-        else sb_printf(b, "  h%s -> r%lld;\n", h, seq);
+        if (io) ft_buf_printf(b, "  r%lld -> h%s;\n", seq, h);
+        else ft_buf_printf(b, "  h%s -> r%lld;\n", h, seq);
       }
     }
   }
-  sb_printf(b, "}\n");
+  ft_buf_printf(b, "}\n");
   json_decref(seen);
 }
 
 /* The chain as SVG: a box per record, dotted chain links, and arcs on the
  * right from the record that produced an object to each record using it. */
-static void export_svg(sbuf *b, const json_t *recs) {
+static void export_svg(ft_buf *b, const json_t *recs) {
   size_t n = json_array_size(recs);
   if (n > SVG_MAX) n = SVG_MAX;
   int w = 760, bh = 44, gap = 26, x = 20, bw = 300;
   int h = 20 + (int)n * (bh + gap);
-  sb_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+  ft_buf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "font-family=\"Helvetica,Arial,sans-serif\" font-size=\"12\">\n"
                "<defs><marker id=\"ah\" markerWidth=\"8\" markerHeight=\"8\" refX=\"7\" refY=\"4\" "
                "orient=\"auto\"><path d=\"M0,0 L8,4 L0,8 z\" fill=\"#555\"/></marker></defs>\n",
@@ -148,7 +99,7 @@ static void export_svg(sbuf *b, const json_t *recs) {
     long long seq = (long long)json_integer_value(json_object_get(rec, "seq"));
     int y = 20 + (int)i * (bh + gap);
     if (i)
-      sb_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\" "
+      ft_buf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\" "
                    "stroke-dasharray=\"3,3\" marker-end=\"url(#ah)\"/>\n",
                 x + bw / 2, y - gap, x + bw / 2, y);
     /* Data flow: an input some earlier record produced. */
@@ -160,24 +111,24 @@ static void export_svg(sbuf *b, const json_t *recs) {
       int from = (int)json_integer_value(p), y0 = 20 + from * (bh + gap) + bh / 2;
       int y1 = y + bh / 2, bulge = x + bw + 30 + ((int)i - from) * 12;
       if (bulge > w - 10) bulge = w - 10;
-      sb_printf(b, "<path d=\"M%d,%d C%d,%d %d,%d %d,%d\" fill=\"none\" stroke=\"#2563eb\" "
+      ft_buf_printf(b, "<path d=\"M%d,%d C%d,%d %d,%d %d,%d\" fill=\"none\" stroke=\"#2563eb\" "
                    "stroke-width=\"1.2\" marker-end=\"url(#ah)\"/>\n",
                 x + bw, y0, bulge, y0, bulge, y1, x + bw, y1);
     }
     json_array_foreach(json_object_get(rec, "outputs"), j, o) {
       json_object_set_new(producer, rec_str(o, "hash"), json_integer((json_int_t)i));
     }
-    sb_printf(b, "<a href=\"#r%lld\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"6\" "
+    ft_buf_printf(b, "<a href=\"#r%lld\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"6\" "
                  "fill=\"%s\" stroke=\"#444\"/>\n<text x=\"%d\" y=\"%d\"><tspan font-weight=\"bold\">#%lld ",
               seq, x, y, bw, bh, kind_color(rec_str(rec, "kind")), x + 10, y + 18, seq);
     sb_esc(b, rec_str(rec, "kind"), strlen(rec_str(rec, "kind")));
-    sb_printf(b, "</tspan> ");
+    ft_buf_printf(b, "</tspan> ");
     sb_esc(b, rec_str(rec, "op"), strlen(rec_str(rec, "op")));
-    sb_printf(b, "</text><text x=\"%d\" y=\"%d\" fill=\"#555\" font-size=\"10\">%.12s</text></a>\n",
+    ft_buf_printf(b, "</text><text x=\"%d\" y=\"%d\" fill=\"#555\" font-size=\"10\">%.12s</text></a>\n",
               x + 10, y + 34, rec_str(rec, "sum"));
   }
   json_decref(producer);
-  sb_printf(b, "</svg>\n");
+  ft_buf_printf(b, "</svg>\n");
 }
 
 static bool printable(const char *s, size_t n) {
@@ -187,34 +138,34 @@ static bool printable(const char *s, size_t n) {
   return true;
 }
 
-static void html_objects(ft_ctx *ctx, sbuf *b, const char *dir, const json_t *rec,
+static void html_objects(ft_ctx *ctx, ft_buf *b, const char *dir, const json_t *rec,
                          const char *which) {
   size_t j;
   json_t *o;
   json_array_foreach(json_object_get(rec, which), j, o) {
     const char *h = rec_str(o, "hash");
-    sb_printf(b, "<div class=obj><b>%s %zu</b> ", which, j);
+    ft_buf_printf(b, "<div class=obj><b>%s %zu</b> ", which, j);
     if (json_object_get(o, "name")) sb_esc(b, rec_str(o, "name"), strlen(rec_str(o, "name")));
-    sb_printf(b, " <code>%s</code> %lld bytes%s", h,
+    ft_buf_printf(b, " <code>%s</code> %lld bytes%s", h,
               (long long)json_integer_value(json_object_get(o, "size")),
               json_is_true(json_object_get(o, "stored")) ? "" : " (not stored)");
     void *d;
     size_t len;
     if (json_is_true(json_object_get(o, "stored")) && ft_ledger_object_read(ctx, dir, h, &d, &len) == FT_OK) {
       if (len <= SHOW_TEXT_MAX && printable(d, len)) {
-        sb_printf(b, "<details><summary>content</summary><pre>");
+        ft_buf_printf(b, "<details><summary>content</summary><pre>");
         sb_esc(b, d, len);
-        sb_printf(b, "</pre></details>");
+        ft_buf_printf(b, "</pre></details>");
       }
       free(d);
     }
     ft_ctx_clear_error(ctx);
-    sb_printf(b, "</div>\n");
+    ft_buf_printf(b, "</div>\n");
   }
 }
 
 /* Rules that fired: a table when they are {rule, count} entries, else JSON. */
-static void html_fired(sbuf *b, const json_t *fired) {
+static void html_fired(ft_buf *b, const json_t *fired) {
   if (!fired || (json_is_array(fired) && !json_array_size(fired))) return;
   bool table = json_is_array(fired);
   size_t j;
@@ -224,69 +175,69 @@ static void html_fired(sbuf *b, const json_t *fired) {
   }
   if (!table) {
     char *t = ft_ledger_canon(fired);
-    sb_printf(b, "<div><b>fired</b> <code>");
+    ft_buf_printf(b, "<div><b>fired</b> <code>");
     if (t) sb_esc(b, t, strlen(t));
-    sb_printf(b, "</code></div>\n");
+    ft_buf_printf(b, "</code></div>\n");
     free(t);
     return;
   }
-  sb_printf(b, "<table><tr><th>rule</th><th>count</th><th>proof</th></tr>\n");
+  ft_buf_printf(b, "<table><tr><th>rule</th><th>count</th><th>proof</th></tr>\n");
   json_array_foreach(fired, j, f) {
-    sb_printf(b, "<tr><td>");
+    ft_buf_printf(b, "<tr><td>");
     sb_esc(b, rec_str(f, "rule"), strlen(rec_str(f, "rule")));
-    sb_printf(b, "</td><td>%lld</td><td>", (long long)json_integer_value(json_object_get(f, "count")));
+    ft_buf_printf(b, "</td><td>%lld</td><td>", (long long)json_integer_value(json_object_get(f, "count")));
     if (json_object_get(f, "proof")) {
-      sb_printf(b, "<details><summary>proof</summary><pre>");
+      ft_buf_printf(b, "<details><summary>proof</summary><pre>");
       sb_esc(b, rec_str(f, "proof"), strlen(rec_str(f, "proof")));
-      sb_printf(b, "</pre></details>");
+      ft_buf_printf(b, "</pre></details>");
     }
-    sb_printf(b, "</td></tr>\n");
+    ft_buf_printf(b, "</td></tr>\n");
   }
-  sb_printf(b, "</table>\n");
+  ft_buf_printf(b, "</table>\n");
 }
 
-static void export_html(ft_ctx *ctx, sbuf *b, const char *dir, const json_t *recs,
+static void export_html(ft_ctx *ctx, ft_buf *b, const char *dir, const json_t *recs,
                         ft_ledger_health health) {
-  sb_printf(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ledger ");
+  ft_buf_printf(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ledger ");
   sb_esc(b, dir, strlen(dir));
-  sb_printf(b, "</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;margin:2em;max-width:"
+  ft_buf_printf(b, "</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;margin:2em;max-width:"
                "60em}section{border-top:1px solid #ccc;padding:.5em 0}pre{background:#f6f6f6;"
                "padding:.5em;overflow:auto}code{font-size:90%%}table{border-collapse:collapse}"
                "td,th{border:1px solid #ddd;padding:2px 8px;text-align:left}.obj{margin:.2em 0}"
                "</style></head><body>\n<h1>Ledger <code>");
   sb_esc(b, dir, strlen(dir));
-  sb_printf(b, "</code></h1>\n<p>%zu records; the log reads as <b>%s</b>. Hashes are XXH3-128: "
+  ft_buf_printf(b, "</code></h1>\n<p>%zu records; the log reads as <b>%s</b>. Hashes are XXH3-128: "
                "they detect accidents, they do not authenticate.</p>\n",
             json_array_size(recs),
             health == FT_LEDGER_CLEAN ? "clean" : health == FT_LEDGER_TORN ? "torn" : "corrupt");
   if (json_array_size(recs) > SVG_MAX)
-    sb_printf(b, "<p>The picture shows the first %d records.</p>\n", SVG_MAX);
+    ft_buf_printf(b, "<p>The picture shows the first %d records.</p>\n", SVG_MAX);
   export_svg(b, recs);
   size_t i;
   json_t *rec;
   json_array_foreach(recs, i, rec) {
     long long seq = (long long)json_integer_value(json_object_get(rec, "seq"));
-    sb_printf(b, "<section id=\"r%lld\"><h3>#%lld ", seq, seq);
+    ft_buf_printf(b, "<section id=\"r%lld\"><h3>#%lld ", seq, seq);
     sb_esc(b, rec_str(rec, "kind"), strlen(rec_str(rec, "kind")));
-    sb_printf(b, " &middot; ");
+    ft_buf_printf(b, " &middot; ");
     sb_esc(b, rec_str(rec, "op"), strlen(rec_str(rec, "op")));
-    sb_printf(b, "</h3>\n<div>mode %s &middot; version ", rec_str(rec, "mode"));
+    ft_buf_printf(b, "</h3>\n<div>mode %s &middot; version ", rec_str(rec, "mode"));
     sb_esc(b, rec_str(rec, "version"), strlen(rec_str(rec, "version")));
     if (json_object_get(rec, "time_ns"))
-      sb_printf(b, " &middot; %.3f ms",
+      ft_buf_printf(b, " &middot; %.3f ms",
                 (double)json_integer_value(json_object_get(rec, "time_ns")) / 1e6);
-    sb_printf(b, " &middot; sum <code>%s</code></div>\n", rec_str(rec, "sum"));
+    ft_buf_printf(b, " &middot; sum <code>%s</code></div>\n", rec_str(rec, "sum"));
     char *params = ft_ledger_canon(json_object_get(rec, "params"));
-    sb_printf(b, "<div><b>params</b> <code>");
+    ft_buf_printf(b, "<div><b>params</b> <code>");
     if (params) sb_esc(b, params, strlen(params));
-    sb_printf(b, "</code></div>\n");
+    ft_buf_printf(b, "</code></div>\n");
     free(params);
     html_objects(ctx, b, dir, rec, "inputs");
     html_objects(ctx, b, dir, rec, "outputs");
     html_fired(b, json_object_get(rec, "fired"));
-    sb_printf(b, "</section>\n");
+    ft_buf_printf(b, "</section>\n");
   }
-  sb_printf(b, "</body></html>\n");
+  ft_buf_printf(b, "</body></html>\n");
 }
 
 char *ft_ledger_export(ft_ctx *ctx, const char *dir, ft_ledger_format fmt) {
@@ -297,10 +248,10 @@ char *ft_ledger_export(ft_ctx *ctx, const char *dir, ft_ledger_format fmt) {
   json_t *recs;
   ft_ledger_health health;
   if (ft_ledger_load_records(ctx, dir, &recs, &health)) return NULL;
-  sbuf b = {0};
+  ft_buf b = {0};
   if (fmt == FT_LEDGER_JSON) {
     char *t = json_dumps(recs, JSON_SORT_KEYS | JSON_INDENT(1));
-    if (t) sb_put(&b, t, strlen(t)), sb_put(&b, "\n", 1);
+    if (t) ft_buf_putn(&b, t, strlen(t)), ft_buf_putn(&b, "\n", 1);
     else b.failed = true;
     free(t);
   } else if (fmt == FT_LEDGER_DOT) {

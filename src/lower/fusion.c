@@ -809,26 +809,6 @@ static bool place_reduce(planner *P, const ft_eqn *e, int idx) {
 }
 
 /* ------------------------------------------------------------------ GEMM */
-static int64_t *enum_offsets(const ft_aval *a, const int64_t *dims, int nd, int64_t *count) {
-  int64_t st[FT_MAX_RANK], n = 1;
-  contig(a->rank, a->dims, st);
-  for (int i = 0; i < nd; i++) n *= a->dims[dims[i]];
-  *count = n;
-  int64_t *off = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-  if (!off || n == 0) return off;
-  int64_t idx[FT_MAX_RANK] = {0};
-  for (int64_t k = 0; k < n; k++) {
-    int64_t o = 0;
-    for (int i = 0; i < nd; i++) o += idx[i] * st[dims[i]];
-    off[k] = o;
-    for (int i = nd - 1; i >= 0; i--) {
-      if (++idx[i] < a->dims[dims[i]]) break;
-      idx[i] = 0;
-    }
-  }
-  return off;
-}
-
 static bool split_dims(const ft_aval *a, const ft_pval *contract, const ft_pval *batch,
                        int64_t *c, int *nc, int64_t *b, int *nb, int64_t *f, int *nf) {
   bool used[FT_MAX_RANK] = {0};
@@ -875,12 +855,12 @@ static bool place_dot(planner *P, const ft_eqn *e, int idx) {
   }
   int64_t t;
   g->f64 = od == FT_F64;
-  g->lb = enum_offsets(la, lb, nlb, &g->B);
-  g->lm = enum_offsets(la, lf, nlf, &g->M);
-  g->lk = enum_offsets(la, lc, nlc, &g->K);
-  g->rb = enum_offsets(ra, rb, nrb, &t);
-  g->rk = enum_offsets(ra, rc, nrc, &t);
-  g->rn = enum_offsets(ra, rf, nrf, &g->N);
+  g->lb = ft_enum_offsets(la, lb, nlb, &g->B);
+  g->lm = ft_enum_offsets(la, lf, nlf, &g->M);
+  g->lk = ft_enum_offsets(la, lc, nlc, &g->K);
+  g->rb = ft_enum_offsets(ra, rb, nrb, &t);
+  g->rk = ft_enum_offsets(ra, rc, nrc, &t);
+  g->rn = ft_enum_offsets(ra, rf, nrf, &g->N);
   if (!g->lb || !g->lm || !g->lk || !g->rb || !g->rk || !g->rn) P->oom = true;
   int lbuf = materialize(P, e->in[0], idx), rbuf = materialize(P, e->in[1], idx);
   ft_step *s = new_step(P, FT_STEP_GEMM, idx, 1);

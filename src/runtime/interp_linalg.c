@@ -46,7 +46,7 @@ void ft_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
 
 /* ------------------------------------------------------------ dot_general */
 /* Offsets (in elements) of the row-major enumeration of the given dims. */
-static int64_t *enum_offsets(const ft_aval *a, const int64_t *dims, int nd, int64_t *count) {
+int64_t *ft_enum_offsets(const ft_aval *a, const int64_t *dims, int nd, int64_t *count) {
   int64_t st[FT_MAX_RANK], s = 1, n = 1;
   for (int i = a->rank - 1; i >= 0; i--) st[i] = s, s *= a->dims[i];
   for (int i = 0; i < nd; i++) n *= a->dims[dims[i]];
@@ -117,12 +117,12 @@ static ft_status dot_plan(ft_ctx *ctx, const ft_eqn *e, const ft_array *l, const
     if (l->aval.dims[L.batch[i]] != r->aval.dims[R.batch[i]])
       return ft_set_error(ctx, FT_ERR_SHAPE, "batch dimensions differ in size");
   int64_t t;
-  g->lb = enum_offsets(&l->aval, L.batch, L.nb, &g->B);
-  g->lm = enum_offsets(&l->aval, L.free_, L.nf, &g->M);
-  g->lk = enum_offsets(&l->aval, L.contract, L.nc, &g->K);
-  g->rb = enum_offsets(&r->aval, R.batch, R.nb, &t);
-  g->rk = enum_offsets(&r->aval, R.contract, R.nc, &t);
-  g->rn = enum_offsets(&r->aval, R.free_, R.nf, &g->N);
+  g->lb = ft_enum_offsets(&l->aval, L.batch, L.nb, &g->B);
+  g->lm = ft_enum_offsets(&l->aval, L.free_, L.nf, &g->M);
+  g->lk = ft_enum_offsets(&l->aval, L.contract, L.nc, &g->K);
+  g->rb = ft_enum_offsets(&r->aval, R.batch, R.nb, &t);
+  g->rk = ft_enum_offsets(&r->aval, R.contract, R.nc, &t);
+  g->rn = ft_enum_offsets(&r->aval, R.free_, R.nf, &g->N);
   if (!g->lb || !g->lm || !g->lk || !g->rb || !g->rk || !g->rn) {
     geo_free(g);
     return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");

@@ -53,6 +53,12 @@ uint16_t ft_f64_to_bf16(double x);
 /* Truncates v to bits (8..64) and sign- or zero-extends it back. */
 int64_t ft_int_wrap(int64_t v, int bits, bool is_signed);
 
+/* Offsets (in elements) of the row-major enumeration of the dims dims[0..nd)
+ * of a C-order array of aval a: a malloc'd array of *count entries (at least
+ * one allocated; NULL when out of memory). Used by dot_general (interpreter
+ * and the JIT's GEMM steps). Defined in interp_linalg.c. */
+int64_t *ft_enum_offsets(const ft_aval *a, const int64_t *dims, int nd, int64_t *count);
+
 /* ================================================================== npy.c */
 /* (public: ft_npy_read, ft_npy_read_mem, ft_npy_write, ft_npy_write_mem) */
 
