@@ -88,9 +88,10 @@ static LLVMValueRef fconst(cg *G, ft_dtype dt, double v) { return LLVMConstReal(
 
 /* ---------------------------------------------------------- float helpers */
 static LLVMValueRef signbit_of(cg *G, ft_dtype dt, LLVMValueRef x) {
-  LLVMTypeRef it = dt == FT_F64 ? G->i64 : G->i32;
+  LLVMTypeRef it = dt == FT_F64 ? G->i64 : G->i32, xt = LLVMTypeOf(x);
+  if (LLVMGetTypeKind(xt) == LLVMVectorTypeKind) it = LLVMVectorType(it, LLVMGetVectorSize(xt));
   LLVMValueRef i = LLVMBuildBitCast(G->b, x, it, "");
-  return LLVMBuildICmp(G->b, LLVMIntSLT, i, ci(it, 0), "");
+  return LLVMBuildICmp(G->b, LLVMIntSLT, i, LLVMConstNull(it), "");
 }
 
 /* XLA's max/min as the interpreter's xmax/xmin: a NaN operand wins (a
@@ -843,6 +844,47 @@ static LLVMValueRef seq_fold(cg *G, rk *R, ft_prim pr, ft_dtype dt, int64_t n) {
   return LLVMBuildLoad2(B, t, accp, "");
 }
 
+/* Float reduce_max/reduce_min, vectorized: max/min are exact (docs/
+ * determinism.md: order-free, NaN wins, -0 < +0), so 16 lane accumulators
+ * (element k into lane k % 16, 16 values at a time through a small array the
+ * loop vectorizer fills, as canon_fold), the tail folded into lane 0, and a
+ * halving tree give the sequential fold's value. Only which NaN wins may
+ * differ, and NaN payloads are outside the contract. */
+static LLVMValueRef lane_maxmin(cg *G, rk *R, ft_dtype dt, bool mx, int64_t n) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = ty(G, dt), vt = LLVMVectorType(t, 16), at = LLVMArrayType(t, 16);
+  LLVMValueRef accp = entry_alloca(G, vt), tmp = entry_alloca(G, at), totp = entry_alloca(G, t);
+  LLVMValueRef id = fconst(G, dt, mx ? -__builtin_inf() : __builtin_inf());
+  LLVMBuildStore(B, vsplat(G, vt, id), accp);
+  cloop Lj, Ll, Lr;
+  LLVMValueRef j = cloop_begin(G, &Lj, c64(G, 0), c64(G, n / 16));
+  LLVMValueRef j16 = LLVMBuildMul(B, j, c64(G, 16), "");
+  LLVMValueRef l = cloop_begin(G, &Ll, c64(G, 0), c64(G, 16));
+  LLVMValueRef x = eval_at(G, R, LLVMBuildAdd(B, j16, l, ""));
+  if (!x) return NULL;
+  LLVMBuildStore(B, x, elem_ptr(G, t, tmp, l));
+  cloop_end(G, &Ll);
+  LLVMValueRef xv = LLVMBuildLoad2(B, vt, tmp, "");
+  LLVMSetAlignment(xv, 64);
+  LLVMBuildStore(B, fold_maxmin(G, dt, LLVMBuildLoad2(B, vt, accp, ""), xv, mx), accp);
+  cloop_end(G, &Lj);
+  LLVMValueRef acc = LLVMBuildLoad2(B, vt, accp, "");
+  for (int w = 8; w >= 1; w /= 2) {
+    LLVMValueRef lo_m[8], hi_m[8];
+    for (int q = 0; q < w; q++) lo_m[q] = ci(G->i32, q), hi_m[q] = ci(G->i32, q + w);
+    LLVMValueRef lo = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(lo_m, (unsigned)w), "");
+    LLVMValueRef hi = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(hi_m, (unsigned)w), "");
+    acc = fold_maxmin(G, dt, lo, hi, mx);
+  }
+  LLVMBuildStore(B, LLVMBuildExtractElement(B, acc, ci(G->i32, 0), ""), totp);
+  LLVMValueRef r = cloop_begin(G, &Lr, c64(G, n / 16 * 16), c64(G, n));
+  x = eval_at(G, R, r);
+  if (!x) return NULL;
+  LLVMBuildStore(B, fold_maxmin(G, dt, LLVMBuildLoad2(B, t, totp, ""), x, mx), totp);
+  cloop_end(G, &Lr);
+  return LLVMBuildLoad2(B, t, totp, "");
+}
+
 /* argmax/argmin as the interpreter: the first extreme; once the best is a
  * NaN it stays (a NaN counts as the extreme); -0 and +0 tie. */
 static LLVMValueRef arg_fold(cg *G, rk *R, bool mx, ft_dtype dt, int64_t n) {
@@ -872,6 +914,100 @@ static LLVMValueRef arg_fold(cg *G, rk *R, bool mx, ft_dtype dt, int64_t n) {
   return LLVMBuildLoad2(B, G->i64, bip, "");
 }
 
+/* (va, ia) or (vb, ib), lane by lane: the one the interpreter's scan would
+ * keep whatever the order: a NaN (the lower index of two), else the extreme,
+ * equal values (-0 == +0) the lower index. */
+static LLVMValueRef arg_take_b(cg *G, bool mx, ft_dtype dt, LLVMValueRef va, LLVMValueRef ia,
+                               LLVMValueRef vb, LLVMValueRef ib) {
+  LLVMBuilderRef B = G->b;
+  LLVMValueRef lower = LLVMBuildICmp(B, LLVMIntSLT, ib, ia, "");
+  if (!isf(dt)) {
+    bool s = iss(dt);
+    LLVMValueRef better = LLVMBuildICmp(B, mx ? (s ? LLVMIntSGT : LLVMIntUGT) : (s ? LLVMIntSLT : LLVMIntULT), vb, va, "");
+    LLVMValueRef eq = LLVMBuildICmp(B, LLVMIntEQ, vb, va, "");
+    return LLVMBuildOr(B, better, LLVMBuildAnd(B, eq, lower, ""), "");
+  }
+  LLVMValueRef na = LLVMBuildFCmp(B, LLVMRealUNO, va, va, ""), nb = LLVMBuildFCmp(B, LLVMRealUNO, vb, vb, "");
+  LLVMValueRef better = LLVMBuildFCmp(B, mx ? LLVMRealOGT : LLVMRealOLT, vb, va, "");
+  LLVMValueRef eq = LLVMBuildFCmp(B, LLVMRealOEQ, vb, va, "");
+  LLVMValueRef num = LLVMBuildOr(B, better, LLVMBuildAnd(B, eq, lower, ""), ""); /* false if either is NaN */
+  LLVMValueRef nan = LLVMBuildAnd(B, nb, LLVMBuildOr(B, LLVMBuildNot(B, na, ""), lower, ""), "");
+  return LLVMBuildOr(B, nan, num, "");
+}
+
+/* argmax/argmin with 16 lanes (element k in lane k % 16, each lane the
+ * interpreter's scan, lanes combined by arg_take_b, which picks what the
+ * sequential scan picks: the result is the same index). n >= 16. */
+static LLVMValueRef lane_arg(cg *G, rk *R, bool mx, ft_dtype dt, int64_t n) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = ty(G, dt), vt = LLVMVectorType(t, 16), at = LLVMArrayType(t, 16);
+  LLVMTypeRef it = LLVMVectorType(G->i64, 16);
+  LLVMValueRef bvp = entry_alloca(G, vt), bip = entry_alloca(G, it), tmp = entry_alloca(G, at);
+  LLVMValueRef sv = entry_alloca(G, t), sip = entry_alloca(G, G->i64);
+  LLVMValueRef lanes[16];
+  for (int q = 0; q < 16; q++) lanes[q] = c64(G, q);
+  LLVMValueRef iota = LLVMConstVector(lanes, 16);
+  cloop Lj, Ll, Lr;
+  LLVMValueRef j = cloop_begin(G, &Lj, c64(G, 0), c64(G, n / 16));
+  LLVMValueRef j16 = LLVMBuildMul(B, j, c64(G, 16), "");
+  LLVMValueRef l = cloop_begin(G, &Ll, c64(G, 0), c64(G, 16));
+  LLVMValueRef x = eval_at(G, R, LLVMBuildAdd(B, j16, l, ""));
+  if (!x) return NULL;
+  LLVMBuildStore(B, x, elem_ptr(G, t, tmp, l));
+  cloop_end(G, &Ll);
+  LLVMValueRef xv = LLVMBuildLoad2(B, vt, tmp, "");
+  LLVMSetAlignment(xv, 64);
+  LLVMValueRef xi = LLVMBuildAdd(B, vsplat(G, it, j16), iota, "");
+  LLVMValueRef bv = LLVMBuildLoad2(B, vt, bvp, ""), bi = LLVMBuildLoad2(B, it, bip, "");
+  LLVMValueRef take;
+  if (isf(dt)) {
+    take = LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealUNO, xv, xv, ""),
+                       LLVMBuildFCmp(B, mx ? LLVMRealOGT : LLVMRealOLT, xv, bv, ""), "");
+    take = LLVMBuildAnd(B, take, LLVMBuildFCmp(B, LLVMRealORD, bv, bv, ""), "");
+  } else {
+    bool s = iss(dt);
+    take = LLVMBuildICmp(B, mx ? (s ? LLVMIntSGT : LLVMIntUGT) : (s ? LLVMIntSLT : LLVMIntULT), xv, bv, "");
+  }
+  /* the first chunk initializes the lanes */
+  LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, j, c64(G, 0), "");
+  take = LLVMBuildOr(B, take, vsplat(G, LLVMVectorType(G->i1, 16), first), "");
+  LLVMBuildStore(B, LLVMBuildSelect(B, take, xv, bv, ""), bvp);
+  LLVMBuildStore(B, LLVMBuildSelect(B, take, xi, bi, ""), bip);
+  cloop_end(G, &Lj);
+  LLVMValueRef av = LLVMBuildLoad2(B, vt, bvp, ""), ai = LLVMBuildLoad2(B, it, bip, "");
+  for (int w = 8; w >= 1; w /= 2) {
+    LLVMValueRef lo_m[8], hi_m[8];
+    for (int q = 0; q < w; q++) lo_m[q] = ci(G->i32, q), hi_m[q] = ci(G->i32, q + w);
+    LLVMValueRef lm = LLVMConstVector(lo_m, (unsigned)w), hm = LLVMConstVector(hi_m, (unsigned)w);
+    LLVMValueRef lv = LLVMBuildShuffleVector(B, av, LLVMGetUndef(LLVMTypeOf(av)), lm, "");
+    LLVMValueRef hv = LLVMBuildShuffleVector(B, av, LLVMGetUndef(LLVMTypeOf(av)), hm, "");
+    LLVMValueRef li = LLVMBuildShuffleVector(B, ai, LLVMGetUndef(LLVMTypeOf(ai)), lm, "");
+    LLVMValueRef hi = LLVMBuildShuffleVector(B, ai, LLVMGetUndef(LLVMTypeOf(ai)), hm, "");
+    LLVMValueRef tb = arg_take_b(G, mx, dt, lv, li, hv, hi);
+    av = LLVMBuildSelect(B, tb, hv, lv, "");
+    ai = LLVMBuildSelect(B, tb, hi, li, "");
+  }
+  LLVMBuildStore(B, LLVMBuildExtractElement(B, av, ci(G->i32, 0), ""), sv);
+  LLVMBuildStore(B, LLVMBuildExtractElement(B, ai, ci(G->i32, 0), ""), sip);
+  /* the tail: all its indices are higher, the scan's rule */
+  LLVMValueRef r = cloop_begin(G, &Lr, c64(G, n / 16 * 16), c64(G, n));
+  x = eval_at(G, R, r);
+  if (!x) return NULL;
+  LLVMValueRef cv = LLVMBuildLoad2(B, t, sv, "");
+  if (isf(dt)) {
+    take = LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""),
+                       LLVMBuildFCmp(B, mx ? LLVMRealOGT : LLVMRealOLT, x, cv, ""), "");
+    take = LLVMBuildAnd(B, take, LLVMBuildFCmp(B, LLVMRealORD, cv, cv, ""), "");
+  } else {
+    bool s = iss(dt);
+    take = LLVMBuildICmp(B, mx ? (s ? LLVMIntSGT : LLVMIntUGT) : (s ? LLVMIntSLT : LLVMIntULT), x, cv, "");
+  }
+  LLVMBuildStore(B, LLVMBuildSelect(B, take, x, cv, ""), sv);
+  LLVMBuildStore(B, LLVMBuildSelect(B, take, r, LLVMBuildLoad2(B, G->i64, sip, ""), ""), sip);
+  cloop_end(G, &Lr);
+  return LLVMBuildLoad2(B, G->i64, sip, "");
+}
+
 static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
   const ft_kernel *k = K->k;
   LLVMBuilderRef B = G->b;
@@ -896,12 +1032,18 @@ static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
   LLVMValueRef r;
   switch (k->rprim) {
   case FT_P_ARGMAX: case FT_P_ARGMIN:
-    r = arg_fold(G, R, k->rprim == FT_P_ARGMAX, dt, n);
+    r = n >= 16 ? lane_arg(G, R, k->rprim == FT_P_ARGMAX, dt, n) : arg_fold(G, R, k->rprim == FT_P_ARGMAX, dt, n);
     if (r && bits(k->rout_dt) < 64) r = LLVMBuildTrunc(B, r, ty(G, k->rout_dt), "");
     break;
   case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD:
     if (isf(dt)) {
       r = canon_fold(G, R, dt, k->rprim == FT_P_REDUCE_SUM, n);
+      break;
+    }
+    /* fall through */
+  case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN:
+    if (isf(dt) && n >= 16) {
+      r = lane_maxmin(G, R, dt, k->rprim == FT_P_REDUCE_MAX, n);
       break;
     }
     /* fall through */

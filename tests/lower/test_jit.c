@@ -458,6 +458,97 @@ START_TEST(fused_reductions) {
 }
 END_TEST
 
+/* Float reduce_max/reduce_min and argmax/argmin run 16 lanes then a lane
+ * tree (n >= 16): the same value (NaN wins, -0 < +0) and the same index
+ * (first extreme, first NaN) as the interpreter's sequential scan. Lengths
+ * 0, 1, 15, 16, 17, 4097; NaN at the first, a middle, lane-boundary and the
+ * last positions; -0/+0 mixes; +-inf; contiguous rows, strided columns and
+ * a fused producer; opt_level 2 and 3. jt_same compares any two NaNs as
+ * equal (NaN payloads are outside the contract, docs/determinism.md §1). */
+START_TEST(maxmin_lanes) {
+  static const char *const dts[] = {"f32", "f64"};
+  static const int64_t lens[] = {0, 1, 15, 16, 17, 4097};
+  for (int t = 0; t < 2; t++)
+    for (size_t li = 0; li < FT_COUNTOF(lens); li++) {
+      const char *d = dts[t];
+      long long L = (long long)lens[li];
+      char text[4096];
+      int w = snprintf(text, sizeof text,
+                       "{ lambda ; a:%s[%lld] b:%s[3,%lld]. let\n"
+                       "    c:%s[] = reduce_max[axes=(0,) out_sharding=None] a\n"
+                       "    e:%s[] = reduce_min[axes=(0,) out_sharding=None] a\n"
+                       "    f:%s[3] = reduce_max[axes=(1,) out_sharding=None] b\n"
+                       "    g:%s[3] = reduce_min[axes=(1,) out_sharding=None] b\n"
+                       "    h:%s[%lld,3] = transpose[permutation=(1, 0)] b\n"
+                       "    i:%s[3] = reduce_max[axes=(0,) out_sharding=None] h\n"
+                       "    k:%s[%lld] = neg a\n"
+                       "    m:%s[] = reduce_min[axes=(0,) out_sharding=None] k\n",
+                       d, L, d, L, d, d, d, d, d, L, d, d, L, d);
+      if (L > 0)
+        snprintf(text + w, sizeof text - (size_t)w,
+                 "    n:i32[] = argmax[axes=(0,) index_dtype=int32] a\n"
+                 "    o:i32[] = argmin[axes=(0,) index_dtype=int32] a\n"
+                 "    p:i32[3] = argmax[axes=(1,) index_dtype=int32] b\n"
+                 "    q:i32[3] = argmin[axes=(0,) index_dtype=int32] h\n"
+                 "    r:i64[] = argmax[axes=(0,) index_dtype=int64] k\n"
+                 "  in (c, e, f, g, i, m, n, o, p, q, r) }\n");
+      else
+        snprintf(text + w, sizeof text - (size_t)w, "  in (c, e, f, g, i, m) }\n");
+      ft_jaxpr *j = parse_text(text);
+      for (int fill = 0; fill < 8; fill++) {
+        ft_array *in[2];
+        for (int k = 0; k < 2; k++) {
+          ft_aval av;
+          ft_jaxpr_input_aval(j, k, &av);
+          in[k] = rand_array(av.dtype, &av, (uint64_t)(t * 1000 + (int)li * 100 + fill * 10 + k));
+          int64_t n = ft_array_size(in[k]);
+          for (int64_t e = 0; fill > 0 && e < n; e++) { /* fill 0: jt_fill, specials included */
+            double v = ft_get_f64(in[k], e);
+            if (!isfinite(v)) v = (double)(e % 5) - 2.0;
+            int64_t col = e % (L > 0 ? L : 1);
+            if (fill == 1 && (col == 0 || col == L - 1)) v = NAN;
+            if (fill == 2 && (col == L / 2 || col == 16 || col == 31)) v = col == 16 ? -NAN : NAN;
+            if (fill == 3) v = e % 3 ? 0.0 : -0.0; /* all zeros: the sign decides */
+            if (fill == 4) v = e % 4 ? -0.0 : 0.0;
+            if (fill == 5) v = (e * 7) % 3 == 0 ? INFINITY : (e * 5) % 3 == 1 ? -INFINITY : v;
+            if (fill == 6) v = e == n - 1 ? NAN : (e % 17 == 3 ? 1e30 : v); /* ties of the extreme */
+            if (fill == 7) v = e % 2 ? -INFINITY : INFINITY;
+            ft_set_f64(in[k], e, v);
+          }
+        }
+        for (int lvl = 2; lvl <= 3; lvl++) {
+          char name[64];
+          snprintf(name, sizeof name, "maxmin %s[%lld] fill %d O%d", d, L, fill, lvl);
+          bool strict = true;
+          ft_jit_options o = {.no_cache = true, .opt_level = lvl};
+          ck_assert_int_eq(jit_vs_interp(name, j, 2, in, &o, &strict), 0);
+        }
+        for (int k = 0; k < 2; k++) ft_array_free(in[k]);
+      }
+      ft_jaxpr_free(j);
+    }
+  /* the optimized IR of a large f32 reduce_max and argmax has vector compares */
+  static const char *const vt[] = {
+      "{ lambda ; x:f32[5000]. let y:f32[] = reduce_max[axes=(0,) out_sharding=None] x in (y,) }\n",
+      "{ lambda ; x:f32[5000]. let y:i32[] = argmax[axes=(0,) index_dtype=int32] x in (y,) }\n"};
+  for (int v = 0; v < 2; v++) {
+    ft_jaxpr *j = parse_text(vt[v]);
+    char path[] = "/tmp/ft_test_jit_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(ft_jit_emit(C, j, NULL, FT_EMIT_LLVM, NULL, path), FT_OK);
+    size_t len;
+    char *ir = jt_read_all(path, &len);
+    unlink(path);
+    ck_assert_msg(strstr(ir, "fcmp ogt <16 x float>") || strstr(ir, "fcmp ogt <8 x float>"),
+                  "the max reduction did not vectorize");
+    free(ir);
+    ft_jaxpr_free(j);
+  }
+}
+END_TEST
+
 /* Control flow runs as compiled sub-programs: every golden cond / while /
  * scan / jit / custom_jvp_call program plans with no fallback step at any
  * depth (golden_jit_equals_interp checks the bits). */
@@ -699,6 +790,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(t, elementwise_all_dtypes, 0, (int)FT_COUNTOF(NATIVE));
   tcase_add_test(t, reductions_and_views);
   tcase_add_test(t, fused_reductions);
+  tcase_add_test(t, maxmin_lanes);
   tcase_add_test(t, control_flow_compiles);
   tcase_add_test(t, while_batched_predicate);
   tcase_add_test(t, rule_status);
