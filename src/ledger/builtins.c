@@ -38,7 +38,7 @@ static const builtin builtins[] = {
     {FT_LEDGER_CALL, "interp", ft_lreplay_interp},
     {FT_LEDGER_CALL, "jit", ft_lreplay_interp},
     {FT_LEDGER_COMPILE, "jit", ft_lreplay_jit_plan},
-    {FT_LEDGER_OPTIMIZE, "saturate", ft_lreplay_optimize},
+    {FT_LEDGER_OPTIMIZE, "saturate", ft_lreplay_transform},
 };
 
 void ft_ledger_register_builtins(void) {

@@ -285,8 +285,6 @@ ft_status ft_lreplay_transform(ft_ctx *ctx, void *user, const char *op, const ch
                                const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
 ft_status ft_lreplay_interp(ft_ctx *ctx, void *user, const char *op, const char *params_json,
                             const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
-ft_status ft_lreplay_optimize(ft_ctx *ctx, void *user, const char *op, const char *params_json,
-                              const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
 ft_status ft_lreplay_jit_plan(ft_ctx *ctx, void *user, const char *op, const char *params_json,
                               const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
 

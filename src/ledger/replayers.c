@@ -23,8 +23,8 @@
  *   compile "jit"     program text + constants + plan options -> plan text and
  *                     cache key, re-planned without generating code.
  *   optimize          canonical text + tier -> canonical text: the e-graph
- *     "saturate"      re-run (its limits are iterations and nodes first, so
- *                     the rewrite is reproducible). */
+ *     "saturate"      re-run like a transform (its limits are iterations and
+ *                     nodes first, so the rewrite is reproducible). */
 #include <string.h>
 
 #include "ledger/ledger.h"
@@ -221,8 +221,15 @@ static ft_jaxpr *run_transform(ft_ctx *p, const char *op, const json_t *params, 
   if (!strcmp(op, "linearize")) return run_linearize(p, params, j);
   if (!strcmp(op, "transpose")) return ft_linear_transpose(p, j, int_param(params, "n_nonlinear", 0));
   if (!strcmp(op, "vmap")) return run_vmap(p, params, j);
-  /* jac.c records "{}" today; argnum 0 is then what was computed unless it
-   * starts recording {"argnum":k} (docs/ledger.md). */
+  if (!strcmp(op, "saturate")) {
+    const char *tier = json_string_value(json_object_get(params, "tier"));
+    if (!tier || (strcmp(tier, "exact") && strcmp(tier, "algebraic"))) {
+      ft_set_error(p, FT_ERR_INVALID_ARG, "saturate: params name no tier (exact or algebraic)");
+      return NULL;
+    }
+    return ft_optimize(p, j, strcmp(tier, "exact") ? FT_OPT_ALGEBRAIC : FT_OPT_EXACT, NULL);
+  }
+  /* jac.c records {"argnum":k}; older records wrote "{}", meaning argnum 0. */
   int argnum = int_param(params, "argnum", 0);
   if (!strcmp(op, "jacfwd")) return ft_jacfwd(p, j, argnum);
   if (!strcmp(op, "jacrev")) return ft_jacrev(p, j, argnum);
@@ -243,29 +250,6 @@ ft_status ft_lreplay_transform(ft_ctx *ctx, void *user, const char *op, const ch
     st = ft_set_error(p, FT_ERR_INVALID_ARG, "%s: params are not a JSON object", op);
   ft_jaxpr *j = st ? NULL : parse_blob(p, &in[0], "transform input");
   ft_jaxpr *r = j ? run_transform(p, op, params, j) : NULL;
-  if (!st) st = r ? print_into(p, r, out) : ft_ctx_status(p) ? ft_ctx_status(p) : FT_ERR_INTERNAL;
-  ft_jaxpr_free(r);
-  ft_jaxpr_free(j);
-  json_decref(params);
-  return finish(ctx, p, st);
-}
-
-/* ---- optimizations ---- */
-
-ft_status ft_lreplay_optimize(ft_ctx *ctx, void *user, const char *op, const char *params_json,
-                              const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out) {
-  (void)user;
-  ft_ctx *p = private_ctx(ctx);
-  if (!p) return FT_ERR_NOMEM;
-  json_error_t err;
-  json_t *params = json_loads(params_json ? params_json : "{}", 0, &err);
-  ft_status st = want_counts(p, op, n_in, 1, n_out, 1);
-  const char *tier = json_string_value(json_object_get(params, "tier"));
-  if (!st && (!tier || (strcmp(tier, "exact") && strcmp(tier, "algebraic"))))
-    st = ft_set_error(p, FT_ERR_INVALID_ARG, "%s: params name no tier (exact or algebraic)", op);
-  ft_jaxpr *j = st ? NULL : parse_blob(p, &in[0], "optimize input");
-  ft_jaxpr *r = j ? ft_optimize(p, j, strcmp(tier, "exact") ? FT_OPT_ALGEBRAIC : FT_OPT_EXACT, NULL)
-                  : NULL;
   if (!st) st = r ? print_into(p, r, out) : ft_ctx_status(p) ? ft_ctx_status(p) : FT_ERR_INTERNAL;
   ft_jaxpr_free(r);
   ft_jaxpr_free(j);
