@@ -1,9 +1,11 @@
 /* tools/ftc_demo.c: `ftc demo`, the main job. It traces a small MLP
  * classifier's loss from C, prints its jaxpr (JAX's text format), checks
  * that the text parses back to the same hash, runs it with the reference
- * interpreter on fixed data, differentiates it (ft_grad) and takes one SGD
- * step. With the global --ledger DIR every step is recorded: the trace, the
- * parse, the grad transform and each run (see docs/ledger.md). */
+ * interpreter on fixed data, differentiates it (ft_grad), checks that the
+ * JIT-compiled gradient (ft_jit) equals the interpreter's bit for bit, and
+ * takes one SGD step. With the global --ledger DIR every step is recorded:
+ * the trace, the parse, the grad transform, the compilation and each run
+ * (see docs/ledger.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,13 +51,36 @@ static int demo_usage(void) {
          "cross-entropy, batch %d) from C, prints its jaxpr in JAX's text format,\n"
          "parses the text back and checks the canonical hash, and runs the jaxpr\n"
          "with the reference interpreter on fixed data. Then it takes the gradient\n"
-         "of the loss with respect to the weights (ft_grad), runs it, and takes one\n"
-         "SGD step (learning rate %g).\n\n"
+         "of the loss with respect to the weights (ft_grad), runs it, compiles it\n"
+         "with ft_jit and checks the compiled result equals the interpreter's bit\n"
+         "for bit, and takes one SGD step (learning rate %g).\n\n"
          "With --ledger DIR each step is recorded in the ledger DIR (the trace, the\n"
-         "parse, the grad transform and, with the arrays, every run); then try\n"
+         "parse, the grad transform, the compilation and, with the arrays, every\n"
+         "run); then try\n"
          "  ftledger verify DIR && ftledger replay DIR && ftledger reexec DIR\n",
          IN, HIDDEN, CLASSES, BATCH, (double)LR);
   return 0;
+}
+
+/* Compiles the gradient with ft_jit, runs it on in[] and checks that every
+ * output equals the interpreter's (want[]) bit for bit. 0, or 1 on failure. */
+static int jit_check(ft_ctx *ctx, const ft_jaxpr *gj, ft_array **in, ft_array **want) {
+  ft_array *got[4] = {0};
+  ft_fn *fn = ft_jit(ctx, gj, NULL);
+  if (!fn || ft_call(fn, 6, in, 4, got) != FT_OK) {
+    ft_fn_free(fn);
+    return 1;
+  }
+  bool same = true;
+  for (int p = 0; p < 4; p++) same = same && ft_array_equal_bits(got[p], want[p]);
+  ft_jit_stats st;
+  ft_fn_stats(fn, &st);
+  printf("# the same gradient compiled by ft_jit (%d kernels, %d GEMM calls, "
+         "%d interpreter steps): %s\n", st.n_kernels, st.n_gemm, st.n_fallback,
+         same ? "bit-identical to the interpreter" : "DIFFERENT from the interpreter (a bug)");
+  for (int p = 0; p < 4; p++) ft_array_free(got[p]);
+  ft_fn_free(fn);
+  return same ? 0 : 1;
 }
 
 /* The gradient of the loss w.r.t. W1, b1, W2, b2, run on in[], then one SGD
@@ -70,6 +95,7 @@ static int grad_step(ft_ctx *ctx, const ft_jaxpr *loss, ft_array **in, float los
   ft_jaxpr_hash_hex(gj, h);
   printf("\n# its gradient w.r.t. W1, b1, W2, b2 (ft_grad): %d equations, hash %s\n",
          ft_jaxpr_num_eqns(gj), h);
+  if (jit_check(ctx, gj, in, g)) goto done;
   for (int p = 0; p < 4; p++) {
     float *w = ft_array_data(in[p]);
     const float *d = ft_array_data(g[p]);

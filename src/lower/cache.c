@@ -44,8 +44,8 @@ static void build_ident_init(void) {
     snprintf(build_ident, sizeof build_ident, "unknown-build:%s %s", __DATE__, __TIME__);
 }
 
-void ft_cache_key_make(const ft_jaxpr *j, int opt_level, const ft_plan_options *po,
-                       ft_cache_key *key) {
+static void key_make(const ft_jaxpr *j, int opt_level, const ft_plan_options *po, bool with_build,
+                     ft_cache_key *key) {
   XXH3_state_t *s = XXH3_createState();
   uint8_t h[16];
   ft_jaxpr_hash(j, h);
@@ -56,8 +56,10 @@ void ft_cache_key_make(const ft_jaxpr *j, int opt_level, const ft_plan_options *
                     po->no_fusion, po->no_compile, j->const_data != NULL};
     put(s, v, sizeof v);
     puts_(s, ft_version());
-    pthread_once(&build_once, build_ident_init);
-    puts_(s, build_ident);
+    if (with_build) {
+      pthread_once(&build_once, build_ident_init);
+      puts_(s, build_ident);
+    }
     puts_(s, ft_jit_host_triple());
     puts_(s, ft_jit_host_cpu());
     puts_(s, ft_jit_host_features());
@@ -76,6 +78,19 @@ void ft_cache_key_make(const ft_jaxpr *j, int opt_level, const ft_plan_options *
   static const char hx[] = "0123456789abcdef";
   for (int i = 0; i < 16; i++) key->hex[2 * i] = hx[key->h[i] >> 4], key->hex[2 * i + 1] = hx[key->h[i] & 15];
   key->hex[32] = 0;
+}
+
+void ft_cache_key_make(const ft_jaxpr *j, int opt_level, const ft_plan_options *po,
+                       ft_cache_key *key) {
+  key_make(j, opt_level, po, true, key);
+}
+
+/* The same key without the build identity: what a ledger's compile record
+ * names, so that any program linked with the same library version (ftc,
+ * ftledger, a user's binary) recomputes it. */
+void ft_cache_key_make_portable(const ft_jaxpr *j, int opt_level, const ft_plan_options *po,
+                                ft_cache_key *key) {
+  key_make(j, opt_level, po, false, key);
 }
 
 /* --------------------------------------------------------------- memory */

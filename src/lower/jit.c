@@ -378,13 +378,14 @@ static void plan_params(const ft_jit_options *o, char *buf, size_t n) {
 }
 
 /* The deterministic result of compiling: the plan text plus the cache key
- * (which names the machine, the build and the options). malloc'd. */
+ * (which names the machine, the library version and the options, not the
+ * build file, so any binary of this version can replay it). malloc'd. */
 static char *plan_record_text(const ft_program *p, const ft_jaxpr *planned, const ft_jit_options *o,
                               const ft_plan_options *po) {
   char *plan = ft_program_describe(p);
   if (!plan) return NULL;
   ft_cache_key key;
-  ft_cache_key_make(planned, o->opt_level, po, &key);
+  ft_cache_key_make_portable(planned, o->opt_level, po, &key);
   size_t n = strlen(plan) + 64;
   char *text = malloc(n);
   if (text) snprintf(text, n, "%scache key: %s\n", plan, key.hex);

@@ -279,6 +279,9 @@ typedef struct ft_cache_key {
 } ft_cache_key;
 void ft_cache_key_make(const ft_jaxpr *j, int opt_level, const ft_plan_options *po,
                        ft_cache_key *key);
+/* The key without the identity of the built library file (for ledger records). */
+void ft_cache_key_make_portable(const ft_jaxpr *j, int opt_level, const ft_plan_options *po,
+                                ft_cache_key *key);
 /* In-memory cache: a retained ft_jit_code for key, or NULL. */
 ft_jit_code *ft_cache_mem_get(const ft_cache_key *key);
 /* Records c under key (the cache retains it). */

@@ -67,21 +67,22 @@ fi
 expect demo 0 'parsed back from text: same hash' -- "$FTC" demo
 expect demo-extra-arg 1 "unexpected argument" -- "$FTC" demo foo
 
-# --ledger: ftc demo records the trace, the parse, the grad and every run;
+# --ledger: ftc demo records the trace, the parse, the grad, the exact-tier
+# rewrite and compilation of ft_jit, and every run;
 # ftledger then verifies, replays and re-executes it.
 FTLEDGER=${3:-$(dirname "$FTC")/ftledger}
 L="$tmp/demo-ledger"
 expect demo-ledger 0 'one SGD step' -- "$FTC" demo --ledger "$L"
-expect demo-ledger-verify 0 'clean - 6 records' -- "$FTLEDGER" verify "$L"
-expect demo-ledger-replay 0 '3 recomputed, 3 match, 0 diverged; 0 not replayable' -- "$FTLEDGER" replay "$L"
-expect demo-ledger-reexec 0 '3 recomputed, 3 match, 0 diverged; 0 not replayable' -- "$FTLEDGER" reexec "$L"
+expect demo-ledger-verify 0 'clean - 9 records' -- "$FTLEDGER" verify "$L"
+expect demo-ledger-replay 0 '5 recomputed, 5 match, 0 diverged; 0 not replayable' -- "$FTLEDGER" replay "$L"
+expect demo-ledger-reexec 0 '4 recomputed, 4 match, 0 diverged; 0 not replayable' -- "$FTLEDGER" reexec "$L"
 expect demo-ledger-show 0 'transform grad +\{"argnums":\[0,1,2,3\],"has_aux":false\}' -- "$FTLEDGER" show "$L"
 expect demo-ledger-again 0 '' -- "$FTC" --ledger "$L" demo
-expect demo-ledger-grows 0 'clean - 12 records' -- "$FTLEDGER" verify "$L"
+expect demo-ledger-grows 0 'clean - 18 records' -- "$FTLEDGER" verify "$L"
 expect demo-ledger-hashes 0 '' -- "$FTC" demo --ledger "$tmp/l2" --ledger-calls hashes
-expect demo-ledger-hashes-reexec 0 '0 recomputed.*3 not replayable' -- "$FTLEDGER" reexec "$tmp/l2"
+expect demo-ledger-hashes-reexec 0 '0 recomputed.*4 not replayable' -- "$FTLEDGER" reexec "$tmp/l2"
 expect demo-ledger-none 0 '' -- "$FTC" demo --ledger "$tmp/l3" --ledger-calls none
-expect demo-ledger-none-verify 0 'clean - 3 records' -- "$FTLEDGER" verify "$tmp/l3"
+expect demo-ledger-none-verify 0 'clean - 5 records' -- "$FTLEDGER" verify "$tmp/l3"
 expect ledger-needs-value 2 '--ledger needs a value' -- "$FTC" demo --ledger
 expect ledger-calls-bad 2 "--ledger-calls takes none, hashes or bytes" -- "$FTC" demo --ledger "$tmp/l4" --ledger-calls all
 expect ledger-not-a-dir 1 'ledger' -- "$FTC" demo --ledger /dev/null/x
