@@ -110,23 +110,6 @@ static LLVMValueRef fmaxmin(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b, 
   return LLVMBuildSelect(B, na, a, r, "");
 }
 
-/* The reduction's fold_max: the same but with the tie rule
- * (signbit(a) == is_max) ? b : a. */
-static LLVMValueRef fold_maxmin(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b, bool is_max) {
-  LLVMBuilderRef B = G->b;
-  LLVMValueRef na = LLVMBuildFCmp(B, LLVMRealUNO, a, a, "");
-  LLVMValueRef nb = LLVMBuildFCmp(B, LLVMRealUNO, b, b, "");
-  LLVMValueRef eq = LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "");
-  LLVMValueRef sa = signbit_of(G, dt, a);
-  LLVMValueRef take_b = is_max ? sa : LLVMBuildNot(B, sa, "");
-  LLVMValueRef on_eq = LLVMBuildSelect(B, take_b, b, a, "");
-  LLVMValueRef cmp = LLVMBuildFCmp(B, is_max ? LLVMRealOGT : LLVMRealOLT, a, b, "");
-  LLVMValueRef r = LLVMBuildSelect(B, cmp, a, b, "");
-  r = LLVMBuildSelect(B, eq, on_eq, r, "");
-  r = LLVMBuildSelect(B, nb, b, r, "");
-  return LLVMBuildSelect(B, na, a, r, "");
-}
-
 static LLVMValueRef imaxmin(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b, bool is_max) {
   LLVMIntPredicate p = is_max ? (iss(dt) ? LLVMIntSGT : LLVMIntUGT) : (iss(dt) ? LLVMIntSLT : LLVMIntULT);
   return LLVMBuildSelect(G->b, LLVMBuildICmp(G->b, p, a, b, ""), a, b, "");
@@ -758,7 +741,7 @@ static LLVMValueRef fold_op(cg *G, ft_prim pr, ft_dtype dt, LLVMValueRef acc, LL
   LLVMBuilderRef B = G->b;
   if (isf(dt)) {
     if (pr == FT_P_REDUCE_SUM || pr == FT_P_REDUCE_PROD) return vop(G, pr == FT_P_REDUCE_SUM, acc, x);
-    return fold_maxmin(G, dt, acc, x, pr == FT_P_REDUCE_MAX);
+    return fmaxmin(G, dt, acc, x, pr == FT_P_REDUCE_MAX); /* the interpreter's fold rule */
   }
   switch (pr) {
   case FT_P_REDUCE_SUM: return LLVMBuildAdd(B, acc, x, "");
@@ -866,7 +849,7 @@ static LLVMValueRef lane_maxmin(cg *G, rk *R, ft_dtype dt, bool mx, int64_t n) {
   cloop_end(G, &Ll);
   LLVMValueRef xv = LLVMBuildLoad2(B, vt, tmp, "");
   LLVMSetAlignment(xv, 64);
-  LLVMBuildStore(B, fold_maxmin(G, dt, LLVMBuildLoad2(B, vt, accp, ""), xv, mx), accp);
+  LLVMBuildStore(B, fmaxmin(G, dt, LLVMBuildLoad2(B, vt, accp, ""), xv, mx), accp);
   cloop_end(G, &Lj);
   LLVMValueRef acc = LLVMBuildLoad2(B, vt, accp, "");
   for (int w = 8; w >= 1; w /= 2) {
@@ -874,13 +857,13 @@ static LLVMValueRef lane_maxmin(cg *G, rk *R, ft_dtype dt, bool mx, int64_t n) {
     for (int q = 0; q < w; q++) lo_m[q] = ci(G->i32, q), hi_m[q] = ci(G->i32, q + w);
     LLVMValueRef lo = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(lo_m, (unsigned)w), "");
     LLVMValueRef hi = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(hi_m, (unsigned)w), "");
-    acc = fold_maxmin(G, dt, lo, hi, mx);
+    acc = fmaxmin(G, dt, lo, hi, mx);
   }
   LLVMBuildStore(B, LLVMBuildExtractElement(B, acc, ci(G->i32, 0), ""), totp);
   LLVMValueRef r = cloop_begin(G, &Lr, c64(G, n / 16 * 16), c64(G, n));
   x = eval_at(G, R, r);
   if (!x) return NULL;
-  LLVMBuildStore(B, fold_maxmin(G, dt, LLVMBuildLoad2(B, t, totp, ""), x, mx), totp);
+  LLVMBuildStore(B, fmaxmin(G, dt, LLVMBuildLoad2(B, t, totp, ""), x, mx), totp);
   cloop_end(G, &Lr);
   return LLVMBuildLoad2(B, t, totp, "");
 }

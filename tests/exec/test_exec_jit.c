@@ -23,64 +23,6 @@ static void teardown(void) {
   ft_ctx_free(C);
 }
 
-static bool same_bits(const ft_array *a, const ft_array *b) {
-  if (!ft_aval_eq(&a->aval, &b->aval)) return false;
-  if (!a->nbytes || !memcmp(a->data, b->data, a->nbytes)) return true;
-  ft_dtype dt = a->aval.dtype;
-  bool cplx = ft_dtype_is_complex(dt);
-  size_t es = cplx ? ft_dtype_size(dt) / 2 : ft_dtype_size(dt);
-  int64_t n = ft_array_size(a) * (cplx ? 2 : 1);
-  for (int64_t i = 0; i < n; i++) {
-    const char *x = (const char *)a->data + (size_t)i * es, *y = (const char *)b->data + (size_t)i * es;
-    if (!memcmp(x, y, es)) continue;
-    if (es == 4 && (dt == FT_F32 || dt == FT_C64)) {
-      float fx, fy;
-      memcpy(&fx, x, 4), memcpy(&fy, y, 4);
-      if (isnan(fx) && isnan(fy)) continue;
-    } else if (es == 8 && (dt == FT_F64 || dt == FT_C128)) {
-      double fx, fy;
-      memcpy(&fx, x, 8), memcpy(&fy, y, 8);
-      if (isnan(fx) && isnan(fy)) continue;
-    }
-    return false;
-  }
-  return true;
-}
-
-static ft_jaxpr *load_case(const char *dir, const char *name, ft_array **in, int *n_in) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s.jaxpr", dir, name);
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
-  size_t len = fread(text, 1, (size_t)n, f);
-  fclose(f);
-  text[len] = 0;
-  ft_jaxpr *j = ft_parse(C, text, len, path);
-  free(text);
-  if (!j) return NULL;
-  *n_in = 0;
-  for (int k = 0; *n_in < 64; k++) {
-    snprintf(path, sizeof path, "%s/%s.const%d.npy", dir, name, k);
-    if (!(in[*n_in] = ft_npy_read(C, path))) break;
-    if (k < j->n_const && j->constvars[k]->aval.dtype == FT_BF16 && in[*n_in]->aval.dtype == FT_U16)
-      in[*n_in]->aval.dtype = FT_BF16;
-    (*n_in)++;
-  }
-  for (int k = 0; *n_in < 64; k++) {
-    snprintf(path, sizeof path, "%s/%s.in%d.npy", dir, name, k);
-    if (!(in[*n_in] = ft_npy_read(C, path))) break;
-    if (k < j->n_in && j->invars[k]->aval.dtype == FT_BF16 && in[*n_in]->aval.dtype == FT_U16)
-      in[*n_in]->aval.dtype = FT_BF16;
-    (*n_in)++;
-  }
-  ft_ctx_clear_error(C);
-  return j;
-}
-
 static const ft_jit_options JO = {.no_disk_cache = true};
 
 START_TEST(golden_ft_call_bitwise_on_every_thread_count) {
@@ -97,7 +39,7 @@ START_TEST(golden_ft_call_bitwise_on_every_thread_count) {
     snprintf(name, sizeof name, "%.*s", (int)(nl - 6), de->d_name);
     ft_array *in[64] = {0};
     int n_in = 0;
-    ft_jaxpr *j = load_case(dir, name, in, &n_in);
+    ft_jaxpr *j = xt_load_case(C, dir, name, in, &n_in);
     if (!j) continue;
     int n_out = ft_jaxpr_num_outputs(j);
     ft_array **want = calloc((size_t)n_out + 1, sizeof *want);
@@ -112,7 +54,7 @@ START_TEST(golden_ft_call_bitwise_on_every_thread_count) {
           bad++;
         } else {
           for (int k = 0; k < n_out; k++) {
-            if (!same_bits(got[k], want[k])) {
+            if (!xt_same_bits(got[k], want[k])) {
               fprintf(stderr, "%s: output %d differs on %d threads\n", name, k, THREADS[t]);
               bad++;
             }
@@ -143,7 +85,7 @@ START_TEST(steady_state_ft_call_into_does_not_allocate) {
   ck_assert_ptr_nonnull(dir);
   ft_array *in[64] = {0};
   int n_in = 0;
-  ft_jaxpr *j = load_case(dir, "grad_mlp_loss", in, &n_in);
+  ft_jaxpr *j = xt_load_case(C, dir, "grad_mlp_loss", in, &n_in);
   ck_assert_ptr_nonnull(j);
   int n_out = ft_jaxpr_num_outputs(j);
   ft_array *want[8] = {0}, *got[8] = {0};
@@ -162,7 +104,7 @@ START_TEST(steady_state_ft_call_into_does_not_allocate) {
     ck_assert_int_eq(fails, 0);
     ck_assert_int_eq(atomic_load(&xt_allocs), 0);
     for (int k = 0; k < n_out; k++) {
-      ck_assert(same_bits(got[k], want[k]));
+      ck_assert(xt_same_bits(got[k], want[k]));
       ft_array_free(got[k]);
     }
     ft_fn_free(fn);

@@ -25,31 +25,6 @@ static void teardown(void) {
   ft_ctx_free(C);
 }
 
-/* Bitwise equal, any NaN equal to any NaN (docs/determinism.md). */
-static bool same_bits(const ft_array *a, const ft_array *b) {
-  if (!ft_aval_eq(&a->aval, &b->aval)) return false;
-  if (!a->nbytes || !memcmp(a->data, b->data, a->nbytes)) return true;
-  ft_dtype dt = a->aval.dtype;
-  bool cplx = ft_dtype_is_complex(dt);
-  size_t es = cplx ? ft_dtype_size(dt) / 2 : ft_dtype_size(dt);
-  int64_t n = ft_array_size(a) * (cplx ? 2 : 1);
-  for (int64_t i = 0; i < n; i++) {
-    const char *x = (const char *)a->data + (size_t)i * es, *y = (const char *)b->data + (size_t)i * es;
-    if (!memcmp(x, y, es)) continue;
-    if (es == 4 && (dt == FT_F32 || dt == FT_C64)) {
-      float fx, fy;
-      memcpy(&fx, x, 4), memcpy(&fy, y, 4);
-      if (isnan(fx) && isnan(fy)) continue;
-    } else if (es == 8 && (dt == FT_F64 || dt == FT_C128)) {
-      double fx, fy;
-      memcpy(&fx, x, 8), memcpy(&fy, y, 8);
-      if (isnan(fx) && isnan(fy)) continue;
-    }
-    return false;
-  }
-  return true;
-}
-
 /* A program compiled and bound (what ft_jit builds inside an ft_fn). */
 typedef struct compiled {
   ft_program *p;
@@ -63,50 +38,6 @@ static bool compile(const ft_jaxpr *j, compiled *c) {
 static void uncompile(compiled *c) {
   if (c->code) ft_jit_code_release(c->code);
   ft_program_free(c->p);
-}
-
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  *len = fread(b, 1, (size_t)n, f);
-  b[*len] = 0;
-  fclose(f);
-  return b;
-}
-
-static void as_dtype(ft_array *a, ft_dtype want) {
-  if (a && want == FT_BF16 && a->aval.dtype == FT_U16) a->aval.dtype = FT_BF16;
-}
-
-/* The golden case `name`: its jaxpr and inputs (constants first). */
-static ft_jaxpr *load_case(const char *dir, const char *name, ft_array **in, int *n_in) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s.jaxpr", dir, name);
-  size_t len = 0;
-  char *text = read_all(path, &len);
-  if (!text) return NULL;
-  ft_jaxpr *j = ft_parse(C, text, len, path);
-  free(text);
-  if (!j) return NULL;
-  *n_in = 0;
-  for (int k = 0; *n_in < 64; k++) {
-    snprintf(path, sizeof path, "%s/%s.const%d.npy", dir, name, k);
-    if (!(in[*n_in] = ft_npy_read(C, path))) break;
-    if (k < j->n_const) as_dtype(in[*n_in], j->constvars[k]->aval.dtype);
-    (*n_in)++;
-  }
-  for (int k = 0; *n_in < 64; k++) {
-    snprintf(path, sizeof path, "%s/%s.in%d.npy", dir, name, k);
-    if (!(in[*n_in] = ft_npy_read(C, path))) break;
-    if (k < j->n_in) as_dtype(in[*n_in], j->invars[k]->aval.dtype);
-    (*n_in)++;
-  }
-  ft_ctx_clear_error(C);
-  return j;
 }
 
 /* Runs c through the executor on every pool size; returns the number of
@@ -132,7 +63,7 @@ static int exec_vs(const char *name, const compiled *c, int n_in, ft_array **in,
         break;
       }
       for (int k = 0; k < n_out; k++)
-        if (!same_bits(got[k], want[k])) {
+        if (!xt_same_bits(got[k], want[k])) {
           fprintf(stderr, "%s: output %d differs on %d threads\n", name, k, POOL_SIZES[ps]);
           bad++;
         }
@@ -166,7 +97,7 @@ START_TEST(golden_programs_bitwise_on_every_thread_count) {
     if (only && strcmp(only, name)) continue;
     ft_array *in[64] = {0};
     int n_in = 0;
-    ft_jaxpr *j = load_case(dir, name, in, &n_in);
+    ft_jaxpr *j = xt_load_case(C, dir, name, in, &n_in);
     if (!j) continue;
     int n_out = ft_jaxpr_num_outputs(j);
     ft_array **want = calloc((size_t)n_out + 1, sizeof *want);
@@ -208,7 +139,7 @@ typedef struct mlp_case {
 static bool mlp_load(mlp_case *m, const char *name) {
   memset(m, 0, sizeof *m);
   const char *dir = getenv("FT_GOLDEN");
-  if (!dir || !(m->j = load_case(dir, name, m->in, &m->n_in))) return false;
+  if (!dir || !(m->j = xt_load_case(C, dir, name, m->in, &m->n_in))) return false;
   m->n_out = ft_jaxpr_num_outputs(m->j);
   m->want = calloc((size_t)m->n_out + 1, sizeof *m->want);
   return ft_eval(C, m->j, m->n_in, m->in, m->n_out, m->want) == FT_OK && compile(m->j, &m->c);
@@ -239,7 +170,7 @@ START_TEST(steady_state_program_runs_do_not_allocate) {
     atomic_store(&xt_counting, false);
     ck_assert_int_eq(fails, 0);
     ck_assert_int_eq(atomic_load(&xt_allocs), 0);
-    for (int k = 0; k < m.n_out; k++) ck_assert(same_bits(got[k], m.want[k]));
+    for (int k = 0; k < m.n_out; k++) ck_assert(xt_same_bits(got[k], m.want[k]));
     ft_prog_exec_free(pe);
   }
   for (int k = 0; k < m.n_out; k++) ft_array_free(got[k]);
@@ -261,7 +192,7 @@ static void *user_main(void *arg) {
   for (int k = 0; k < u->m->n_out; k++) got[k] = ft_array_alloc(ctx, &u->m->want[k]->aval);
   for (int rep = 0; rep < 25; rep++) {
     if (ft_prog_exec_run(u->pe, ctx, u->m->in, got, NULL) != FT_OK) u->bad++;
-    for (int k = 0; k < u->m->n_out; k++) u->bad += !same_bits(got[k], u->m->want[k]);
+    for (int k = 0; k < u->m->n_out; k++) u->bad += !xt_same_bits(got[k], u->m->want[k]);
   }
   for (int k = 0; k < u->m->n_out; k++) ft_array_free(got[k]);
   ft_ctx_free(ctx);
