@@ -328,6 +328,16 @@ FT_API ft_val *ft_copy(ft_val *x);
 FT_API ft_val *ft_copy_p(ft_val *x);
 FT_API ft_val *ft_stop_gradient(ft_val *x);
 FT_API ft_val *ft_reduce_precision(ft_val *x, int exponent_bits, int mantissa_bits);
+/* Complex parts, elementwise: ft_real/ft_imag take complex64/complex128 to
+ * float32/float64; ft_conj takes float32/float64 or complex to the complex
+ * type (conj[input_dtype=...], a float's imaginary part is +0); ft_complex
+ * takes two operands of one type, float32 or float64, to re + i im. Linear,
+ * so jvp, grad and vmap go through them (JAX's complex-gradient convention:
+ * docs/autodiff.md). */
+FT_API ft_val *ft_real(ft_val *x);
+FT_API ft_val *ft_imag(ft_val *x);
+FT_API ft_val *ft_conj(ft_val *x);
+FT_API ft_val *ft_complex(ft_val *re, ft_val *im);
 
 /* ---- elementwise binary primitives and comparisons */
 FT_API ft_val *ft_add(ft_val *a, ft_val *b);
@@ -647,7 +657,8 @@ FT_API ft_jaxpr *ft_vjp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j);
 
 /* jax.grad: j must return one real scalar (then aux outputs when has_aux).
  * argnums (n_argnums entries; NULL/0 means {0}) picks the inputs, which must
- * be floating. Result: x -> (d out0/d x_argnums[0], ..., aux...).
+ * be floating or complex (a complex input's gradient is JAX's dL/dRe - i
+ * dL/dIm, docs/autodiff.md). Result: x -> (d out0/d x_argnums[0], ..., aux...).
  * Errors: a non-scalar or non-float output, more than one output without
  * has_aux, an argnum out of range, an integer input (FT_ERR_TYPE). */
 FT_API ft_jaxpr *ft_grad(ft_ctx *ctx, const ft_jaxpr *j, int n_argnums, const int *argnums, bool has_aux);
@@ -877,6 +888,8 @@ typedef struct ft_jit_stats {
   int n_steps, n_kernels, n_fused_eqns, n_gemm, n_fallback;
   double plan_ms, opt_ms, codegen_ms, load_ms, total_ms;
   size_t arena_bytes;     /* intermediate buffers of one call */
+  size_t buffers_bytes;   /* those buffers' sizes added up: what a call would need
+                           * without the buffer plan's reuse (docs/executor.md) */
 } ft_jit_stats;
 
 /* Compiles j (inputs as ft_eval takes them: the constvars' values first

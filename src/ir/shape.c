@@ -303,6 +303,51 @@ static ft_status rule_binary(R *r) {
   return put(r, o);
 }
 
+/* real, imag, conj, complex (JAX's real_p, imag_p, conj_p, complex_p):
+ * elementwise between a float32/float64 type and its complex type. */
+static ft_dtype complex_of(ft_dtype dt) { return dt == FT_F32 || dt == FT_C64 ? FT_C64 : FT_C128; }
+
+static ft_status rule_complex_parts(R *r) {
+  const ft_aval *a = &r->in[0];
+  ft_aval o = *a;
+  bool wide = a->dtype == FT_F32 || a->dtype == FT_F64;
+  ft_status st;
+  switch (r->p) {
+  case FT_P_REAL: case FT_P_IMAG:
+    if (!ft_dtype_is_complex(a->dtype))
+      return fail(r, FT_ERR_TYPE, "operand dtype %s is not accepted (expects a complex type), got %s",
+                  ft_dtype_name(a->dtype), S(r, a));
+    o.dtype = a->dtype == FT_C64 ? FT_F32 : FT_F64;
+    return put(r, o);
+  case FT_P_CONJ: {
+    ft_dtype in;
+    if (!wide && !ft_dtype_is_complex(a->dtype))
+      return fail(r, FT_ERR_TYPE, "operand dtype %s is not accepted (expects float32, float64 or a "
+                  "complex type), got %s", ft_dtype_name(a->dtype), S(r, a));
+    if ((st = need_dtype(r, "input_dtype", &in))) return st;
+    /* the transpose reads input_dtype, so it must say what the operand is */
+    if (in != a->dtype)
+      return fail(r, FT_ERR_TYPE, "input_dtype=%s does not match the operand %s", ft_dtype_name(in),
+                  S(r, a));
+    o.dtype = complex_of(a->dtype);
+    return put(r, o);
+  }
+  default: { /* complex: two operands of one float type */
+    const ft_aval *b = &r->in[1], *ops[2] = {a, b};
+    if (!wide)
+      return fail(r, FT_ERR_TYPE, "operand dtype %s is not accepted (expects float32 or float64), got %s",
+                  ft_dtype_name(a->dtype), S(r, a));
+    if (a->dtype != b->dtype)
+      return fail(r, FT_ERR_TYPE, "operand dtypes %s and %s do not match (%s, %s)",
+                  ft_dtype_name(a->dtype), ft_dtype_name(b->dtype), S(r, a), S(r, b));
+    if ((st = nary_shape(r, 2, ops, &o))) return st;
+    o.dtype = complex_of(a->dtype);
+    o.weak_type = all_weak(r, 0, 2);
+    return put(r, o);
+  }
+  }
+}
+
 static ft_status rule_select_n(R *r) {
   ft_status st = check_count(r, 2);
   if (st) return st;
@@ -1448,6 +1493,7 @@ static ft_status dispatch(R *r) {
   case FT_P_EMPTY2: return rule_empty2(r);
   case FT_P_SORT: return rule_sort(r);
   case FT_P_FFT: return rule_fft(r);
+  case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: return rule_complex_parts(r);
   case FT_P_TOP_K: return rule_top_k(r);
   case FT_P_GATHER: return rule_gather(r);
   case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN:

@@ -68,6 +68,8 @@ static ft_interp_rule rule_for(ft_prim p) {
     if (p == FT_P_EMPTY2) return ft_interp_empty2;
     if (p == FT_P_SORT) return ft_interp_sort;
     if (p == FT_P_FFT) return ft_interp_fft;
+    if (p == FT_P_REAL || p == FT_P_IMAG || p == FT_P_CONJ || p == FT_P_COMPLEX)
+      return ft_interp_complex_parts;
     if (p == FT_P_GATHER) return ft_interp_gather;
     if (p == FT_P_SCATTER || p == FT_P_SCATTER_ADD || p == FT_P_SCATTER_MUL ||
         p == FT_P_SCATTER_MIN || p == FT_P_SCATTER_MAX)

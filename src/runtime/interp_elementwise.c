@@ -272,14 +272,23 @@ static bool float_format(ft_dtype dt, int *nbits, int *src_e, int *src_m) {
   }
 }
 
-static ft_status reduce_precision(ft_ctx *ctx, const ft_eqn *e, const ft_array *a, ft_array *o) {
+static ft_status reduce_precision_check(ft_ctx *ctx, const ft_eqn *e, ft_dtype dt) {
   int64_t eb = ft_param_int(e, "exponent_bits", -1), mb = ft_param_int(e, "mantissa_bits", -1);
   if (eb < 1 || mb < 0)
     return ft_set_error(ctx, FT_ERR_TYPE, "reduce_precision: bad exponent_bits %lld or "
                         "mantissa_bits %lld", (long long)eb, (long long)mb);
-  ft_dtype dt = a->aval.dtype;
   int nbits, src_e, src_m;
   if (!float_format(dt, &nbits, &src_e, &src_m)) return unsupported(ctx, e, dt);
+  return FT_OK;
+}
+
+static ft_status reduce_precision(ft_ctx *ctx, const ft_eqn *e, const ft_array *a, ft_array *o) {
+  ft_dtype dt = a->aval.dtype;
+  ft_status st = reduce_precision_check(ctx, e, dt);
+  if (st) return st;
+  int64_t eb = ft_param_int(e, "exponent_bits", -1), mb = ft_param_int(e, "mantissa_bits", -1);
+  int nbits = 0, src_e = 0, src_m = 0;
+  float_format(dt, &nbits, &src_e, &src_m); /* known to succeed (checked above) */
   int ebits = eb < src_e ? (int)eb : src_e, mbits = mb < src_m ? (int)mb : src_m;
   uint64_t exp_mask = ((UINT64_C(1) << src_e) - 1) << src_m, man_mask = (UINT64_C(1) << src_m) - 1;
   int64_t n = ft_array_size(a);
@@ -295,6 +304,18 @@ static ft_status reduce_precision(ft_ctx *ctx, const ft_eqn *e, const ft_array *
     else ((uint64_t *)o->data)[i] = b;
   }
   return FT_OK;
+}
+
+/* The JIT's routine step runs this on its buffers (runtime.h: rules shared
+ * with the JIT); the operand has the result's shape, as ft_interp_unary
+ * requires of it. */
+ft_status ft_reduce_precision_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                   ft_array *const *out, void *scratch) {
+  (void)scratch;
+  if (ft_aval_size(&in[0]->aval) != ft_aval_size(&e->out[0]->aval))
+    return ft_set_error(ctx, FT_ERR_SHAPE, "operand and result shapes differ");
+  if (!out) return reduce_precision_check(ctx, e, in[0]->aval.dtype);
+  return reduce_precision(ctx, e, in[0], out[0]);
 }
 
 ft_status ft_interp_unary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
@@ -774,6 +795,48 @@ ft_status ft_interp_convert(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
   for (int64_t i = 0; i < n; i++) ft_convert_elem(a, i, o, i);
   return FT_OK;
 fail:
+  ft_array_free(out[0]);
+  out[0] = NULL;
+  return st;
+}
+
+/* ------------------------------------------------- real, imag, conj, complex */
+/* JAX's real_p, imag_p, conj_p and complex_p: exact (parts are copied, conj
+ * negates the imaginary part, a float operand of conj gets +0 as its
+ * imaginary part). complex broadcasts rank-0 and size-1 operands like the
+ * binary ops. */
+ft_status ft_interp_complex_parts(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  ft_array *o = out[0];
+  int64_t n = ft_array_size(o), s[2] = {1, 1};
+  operands ops = {0};
+  ft_dtype dt = in[0]->aval.dtype;
+  bool cpx_in = ft_dtype_is_complex(dt), cpx_out = ft_dtype_is_complex(o->aval.dtype);
+  bool ok = e->prim == FT_P_REAL || e->prim == FT_P_IMAG ? cpx_in && !cpx_out
+            : e->prim == FT_P_CONJ ? cpx_out && (cpx_in || dt == FT_F32 || dt == FT_F64)
+                                   : cpx_out && (dt == FT_F32 || dt == FT_F64) && in[1]->aval.dtype == dt;
+  if (!ok) {
+    st = unsupported(ctx, e, dt);
+    goto fail;
+  }
+  if ((st = check_operands(ctx, e, in, e->n_in, n, s, &ops))) goto fail;
+  for (int64_t i = 0; i < n; i++) {
+    double re, im, b;
+    ft_get_c128(ops.ops[0], i * s[0], &re, &im);
+    switch (e->prim) {
+    case FT_P_REAL: ft_set_f64(o, i, re); break;
+    case FT_P_IMAG: ft_set_f64(o, i, im); break;
+    case FT_P_CONJ: ft_set_c128(o, i, re, cpx_in ? -im : 0.0); break; /* +0, as complex(x, 0) */
+    default:
+      b = ft_get_f64(ops.ops[1], i * s[1]);
+      ft_set_c128(o, i, re, b);
+    }
+  }
+  free_operands(&ops);
+  return FT_OK;
+fail:
+  free_operands(&ops);
   ft_array_free(out[0]);
   out[0] = NULL;
   return st;

@@ -112,6 +112,20 @@ ft_val *ft_round(ft_val *x, int rounding_method) {
   return ft__emit1(root, FT_P_ROUND, 1, &x, ps);
 }
 
+/* Complex parts (lax.real, lax.imag, lax.conj, lax.complex). */
+ft_val *ft_real(ft_val *x) { return unary(FT_P_REAL, x); }
+ft_val *ft_imag(ft_val *x) { return unary(FT_P_IMAG, x); }
+
+ft_val *ft_conj(ft_val *x) {
+  ft_tracer *root = root1(x, FT_P_CONJ);
+  ft_pval *ps = root ? ft__params(root, FT_P_CONJ) : NULL;
+  if (!ps) return NULL;
+  ft__set(ps, FT_P_CONJ, "input_dtype", ft_pv_dtype(x->v->aval.dtype));
+  return ft__emit1(root, FT_P_CONJ, 1, &x, ps);
+}
+
+ft_val *ft_complex(ft_val *re, ft_val *im) { return binary(FT_P_COMPLEX, re, im); }
+
 ft_val *ft_integer_pow(ft_val *x, int y) {
   ft_tracer *root = root1(x, FT_P_INTEGER_POW);
   ft_pval *ps = root ? ft__params(root, FT_P_INTEGER_POW) : NULL;

@@ -536,6 +536,8 @@ bool bt_rule(bt_call *c) {
   case FT_P_PAD: return rule_pad(c);
   case FT_P_SPLIT: return rule_split(c);
   case FT_P_SORT: return rule_sort(c);
+  case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: return rule_unary(c); /* elementwise */
+  case FT_P_COMPLEX: return rule_broadcasting(c);
   case FT_P_TOP_K: return rule_top_k(c);
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
     return rule_reduce_window(c);

@@ -15,22 +15,11 @@
 #define JVP_NO_RULE_NEXTAFTER "unsupported: nextafter has no derivative (JAX defines no JVP rule)"
 #define JVP_NO_RULE_BITCAST \
   "unsupported: reinterpreting bits as a float has no derivative (JAX defines no JVP rule)"
-#define JVP_NO_RULE_CUMMAX \
-  "unsupported: needs a gather of the tangent at the running arg-extremum (not implemented)"
-#define JVP_NO_RULE_TOPK "unsupported: needs a gather of the tangent at the top-k indices (not implemented)"
-#define JVP_NO_RULE_SCATTER \
-  "unsupported: scatter/scatter-mul/min/max derivatives need gathers of the winning updates (not implemented)"
-#define JVP_NO_RULE_WINDOW "unsupported: reduce_window_max/min need a select-and-gather (not implemented)"
 
 const char *ft_jvp_rule_status(ft_prim p) {
   switch (p) {
   case FT_P_NEXTAFTER: return JVP_NO_RULE_NEXTAFTER;
   case FT_P_BITCAST_CONVERT_TYPE: return JVP_NO_RULE_BITCAST;
-  case FT_P_CUMMAX: case FT_P_CUMMIN: return JVP_NO_RULE_CUMMAX;
-  case FT_P_TOP_K: return JVP_NO_RULE_TOPK;
-  case FT_P_SCATTER: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN: case FT_P_SCATTER_MAX:
-    return JVP_NO_RULE_SCATTER;
-  case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN: return JVP_NO_RULE_WINDOW;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
   default: return NULL;
   }
@@ -336,9 +325,8 @@ static bool cumulative(jvp_call *c) {
     c->dy[0] = tx_mul(t, tx_emit(t, FT_P_CUMSUM, ps, 1, &q), e2);
     break;
   }
-  default:
-    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(c->e->prim)->name,
-                   JVP_NO_RULE_CUMMAX), false;
+  default: /* cummax/cummin: ad_index.c */
+    return tx_fail(t, FT_ERR_INTERNAL, "jvp: no cumulative rule for %s", ft_prim_get(c->e->prim)->name), false;
   }
   return !t->failed;
 }
@@ -386,16 +374,6 @@ static bool layout(jvp_call *c) {
     in[1] = inst(c, 1);
     for (int i = 2; i < n; i++) in[i] = c->x[i];
     break;
-  case FT_P_GATHER: /* operand linear, indices primal */
-    in[0] = c->dx[0];
-    in[1] = c->x[1];
-    if (!in[0]) return true;
-    break;
-  case FT_P_SCATTER_ADD: /* operand and updates linear, indices primal */
-    in[0] = inst(c, 0);
-    in[1] = c->x[1];
-    in[2] = inst(c, 2);
-    break;
   case FT_P_PAD:
     in[0] = inst(c, 0);
     in[1] = inst(c, 1);
@@ -420,6 +398,7 @@ bool jvp_rule(jvp_call *c) {
   const ft_eqn *e = c->e;
   const char *why = ft_jvp_rule_status(e->prim);
   if (why) return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(e->prim)->name, why), false;
+  if (ad_index_prim(e->prim)) return jvp_index(c); /* gather, scatter*, top_k, cummax/min */
   switch (ft_prim_get(e->prim)->family) {
   case FT_FAM_UNARY: return unary(c);
   case FT_FAM_BINARY: return binary(c);
@@ -438,7 +417,9 @@ bool jvp_rule(jvp_call *c) {
   case FT_P_REDUCE_SUM: case FT_P_FFT: case FT_P_REDUCE_WINDOW_SUM:
     c->dy[0] = tx_emit(c->t, e->prim, c->params, 1, c->dx);
     return !c->t->failed;
+  case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: return ad_complex_jvp(c);
   case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN: return reduce_chooser(c);
+  case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN: return jvp_reduce_window_chooser(c); /* ad_window.c */
   case FT_P_REDUCE_PROD: return reduce_prod(c);
   case FT_P_SORT: return sort(c);
   case FT_P_CONV_GENERAL_DILATED: return conv(c);
@@ -447,8 +428,6 @@ bool jvp_rule(jvp_call *c) {
     return true;
   default: break;
   }
-  if (ft_prim_get(e->prim)->family == FT_FAM_LAYOUT || e->prim == FT_P_GATHER ||
-      e->prim == FT_P_SCATTER_ADD)
-    return layout(c);
+  if (ft_prim_get(e->prim)->family == FT_FAM_LAYOUT) return layout(c);
   return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp: no rule for %s", ft_prim_get(e->prim)->name), false;
 }

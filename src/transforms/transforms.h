@@ -7,6 +7,8 @@
  *   partial_eval.c splitting a jaxpr into known and unknown parts (linearize)
  *   dce.c         dead-code elimination, recursive through control flow
  *   transpose.c   the backward pass; transpose_rules.c the per-primitive rules
+ *   ad_index.c    JVP and transpose rules of gather, scatter*, top_k, cummax/cummin
+ *   ad_window.c   JVP of reduce_window_max/min, transposes of reduce_window_sum and conv
  *   vjp.c         linearize, vjp, grad, value_and_grad (public entry points)
  *   pipeline.c    the hook run after every transform (verifier, ledger)
  *
@@ -283,6 +285,32 @@ typedef struct tr_call {
 } tr_call;
 
 bool transpose_rule(tr_state *s, tr_call *c);
+
+/* ============================================================= ad_index.c */
+
+/* gather, the scatter family, top_k, cummax/cummin: whether p is one of
+ * them, and their JVP and transpose rules (jvp_rule and transpose_rule
+ * dispatch to these). */
+bool ad_index_prim(ft_prim p);
+bool jvp_index(jvp_call *c);
+bool transpose_index(tr_call *c);
+
+/* ============================================================ ad_complex.c */
+
+/* real, imag, conj, complex: JVP (the primitive on the tangents) and
+ * transpose (JAX's rules and complex-cotangent convention). */
+bool ad_complex_jvp(jvp_call *c);
+bool ad_complex_transpose(tr_call *c);
+/* The transpose of fft with fft_type RFFT (rfft) or IRFFT (!rfft). */
+bool ad_fft_real_transpose(tr_call *c, bool rfft);
+
+/* ============================================================ ad_window.c */
+
+/* JVP of reduce_window_max/min; transposes of reduce_window_sum and of
+ * conv_general_dilated (either operand linear). */
+bool jvp_reduce_window_chooser(jvp_call *c);
+bool tr_reduce_window_sum(tr_call *c);
+bool tr_conv(tr_call *c);
 
 /* ============================================================== vjp.c */
 

@@ -25,13 +25,13 @@ const char *ft_transpose_rule_status(ft_prim p) {
   case FT_P_FFT: case FT_P_COPY: case FT_P_COPY_P: case FT_P_REDUCE_PRECISION: case FT_P_SPLIT:
   case FT_P_SORT: case FT_P_COND: case FT_P_SCAN: case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL:
   case FT_P_CUSTOM_VJP_CALL: case FT_P_CUSTOM_LIN:
+  case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: /* ad_complex.c */
     return NULL;
   case FT_P_WHILE: return TR_WHILE;
-  case FT_P_GATHER: return "unsupported: needs scatter-add with converted dimension numbers (not implemented)";
-  case FT_P_SCATTER_ADD: return "unsupported: needs gather with converted dimension numbers (not implemented)";
-  case FT_P_REDUCE_WINDOW_SUM: return "unsupported: needs a padded reduce_window_sum (not implemented)";
-  case FT_P_CONV_GENERAL_DILATED:
-    return "unsupported: needs the lhs/rhs dilated-convolution transposes (not implemented)";
+  case FT_P_GATHER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER: /* ad_index.c */
+    return NULL;
+  case FT_P_REDUCE_WINDOW_SUM: case FT_P_CONV_GENERAL_DILATED: /* ad_window.c */
+    return NULL;
   default: return TR_NOT_LINEAR;
   }
 }
@@ -358,8 +358,8 @@ static bool fft(tr_call *c) {
   const char *s = ty && ty->s ? ty->s : "";
   bool c2c = k == 0 || k == 1 || !strcmp(s, "FFT") || !strcmp(s, "IFFT") || strstr(s, "FftType.FFT") ||
              strstr(s, "FftType.IFFT");
-  if (!c2c) return not_linear(c, "unsupported: the transposes of RFFT/IRFFT need real/imag "
-                                 "primitives the table lacks (not implemented)");
+  /* RFFT has the real operand, IRFFT the real result (ad_complex.c) */
+  if (!c2c) return ad_fft_real_transpose(c, !ft_dtype_is_complex(in_aval(c, 0)->dtype));
   /* The DFT matrix is symmetric, so FFT and IFFT are their own transposes. */
   c->ct_x[0] = tx_emit(c->t, FT_P_FFT, c->params, 1, c->ct);
   return !c->t->failed;
@@ -624,7 +624,11 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_DOT_GENERAL: return dot_general(c);
   case FT_P_CUMSUM: return cumsum(c);
   case FT_P_FFT: return fft(c);
+  case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: return ad_complex_transpose(c);
   case FT_P_SORT: return sort(c);
+  case FT_P_REDUCE_WINDOW_SUM: return tr_reduce_window_sum(c); /* ad_window.c */
+  case FT_P_CONV_GENERAL_DILATED: return tr_conv(c);
+  case FT_P_GATHER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER: return transpose_index(c);
   case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return tr_call_rule(s, c);
   case FT_P_CUSTOM_LIN: return tr_custom_lin(s, c); /* custom.c: calls bwd */
   case FT_P_COND: return tr_cond(s, c);

@@ -321,8 +321,8 @@ static bool check_grad(ft_ctx *ctx, const char *op, const ft_jaxpr *j, int n_arg
                    op, i, j->n_in);
       return false;
     }
-    if (!ft_dtype_is_float(j->invars[i]->aval.dtype)) {
-      ft_set_error(ctx, FT_ERR_TYPE, "%s requires real-valued (floating) inputs, but input %d is %s; "
+    if (!ft_dtype_is_inexact(j->invars[i]->aval.dtype)) { /* JAX: real- or complex-valued */
+      ft_set_error(ctx, FT_ERR_TYPE, "%s requires floating or complex inputs, but input %d is %s; "
                    "use vjp to differentiate with integer inputs present", op, i,
                    ft_aval_str(&j->invars[i]->aval, b, sizeof b));
       return false;
