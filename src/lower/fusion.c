@@ -1044,9 +1044,13 @@ static bool place_fallback(planner *P, const ft_eqn *e, int idx) {
 
 /* A routine step (routines.c): operand k's buffer in in[k] (-1 for a
  * literal, which the routine reads from the equation), result k's in out[k]
- * (-1 when dropped). */
-static bool place_routine(planner *P, const ft_eqn *e, int idx) {
-  int *in = calloc((size_t)e->n_in + 1, sizeof(int)), *out = calloc((size_t)e->n_out + 1, sizeof(int));
+ * (-1 when dropped, unless the routine writes every result), then its
+ * scratch buffers. rt: its state (ft_routine_prepare), owned by the step. */
+static bool place_routine(planner *P, const ft_eqn *e, int idx, void *rt) {
+  size_t sb[2];
+  int ns = ft_routine_scratch(e, sb);
+  bool all = ft_routine_all_outputs(e);
+  int *in = calloc((size_t)e->n_in + 1, sizeof(int)), *out = calloc((size_t)e->n_out + 3, sizeof(int));
   bool ok = in && out;
   for (int k = 0; ok && k < e->n_in; k++) {
     in[k] = e->in[k]->kind == FT_VAR ? materialize(P, e->in[k], idx) : -1;
@@ -1054,20 +1058,28 @@ static bool place_routine(planner *P, const ft_eqn *e, int idx) {
   }
   for (int k = 0; ok && k < e->n_out; k++) {
     out[k] = -1;
-    if (e->out[k]->kind != FT_VAR) continue;
+    if (e->out[k]->kind != FT_VAR && !all) continue;
     out[k] = new_buf(P, FT_BUF_TEMP, 0, &e->out[k]->aval);
     ok = out[k] >= 0;
+    if (e->out[k]->kind != FT_VAR) continue;
     P->v[e->out[k]->id].kind = VK_BUF;
     P->v[e->out[k]->id].buf = out[k];
+  }
+  for (int k = 0; ok && k < ns; k++) {
+    ft_aval av = ft_aval_make(FT_U8, 1, (int64_t[]){(int64_t)sb[k]});
+    out[e->n_out + k] = new_buf(P, FT_BUF_TEMP, 0, &av);
+    ok = out[e->n_out + k] >= 0;
   }
   ft_step *s = ok ? new_step(P, FT_STEP_ROUTINE, idx, 1) : NULL;
   if (!s) {
     free(in), free(out);
+    ft_routine_state_free(e, rt);
     P->oom = true;
     return false;
   }
-  s->n_in = e->n_in, s->n_out = e->n_out;
+  s->n_in = e->n_in, s->n_out = e->n_out + ns;
   s->in = in, s->out = out;
+  s->rt = rt;
   return true;
 }
 
@@ -1243,8 +1255,11 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
     if (place_control(P, e, idx)) return true;
     if (P->oom) return false;
   }
-  if ((fam == FT_FAM_LAYOUT || fam == FT_FAM_CUMULATIVE) && ft_routine_native(e, &P->why[idx]))
-    return place_routine(P, e, idx);
+  if ((fam == FT_FAM_LAYOUT || fam == FT_FAM_CUMULATIVE || fam == FT_FAM_OTHER ||
+       e->prim == FT_P_REDUCE_PRECISION) && ft_routine_native(e, &P->why[idx])) {
+    void *rt = NULL;
+    if (ft_routine_prepare(e, &rt, &P->why[idx])) return place_routine(P, e, idx, rt);
+  }
   if (P->oom) return false;
   if (e->n_out == 1 && e->out[0]->kind == FT_VAR && fam != FT_FAM_CONTROL) {
     if (is_view_prim(e) && place_view(P, e, idx)) return true;
@@ -1257,12 +1272,18 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
     }
   }
   if (P->oom) return false;
+  /* conversions the loop kernels do not compile: the interpreter's conversion */
+  if (fam == FT_FAM_CONVERT && ft_routine_native(e, NULL)) return place_routine(P, e, idx, NULL);
   if (!P->why[idx]) {
     switch (fam) {
     case FT_FAM_CONTROL: P->why[idx] = "control flow whose sub-jaxprs do not fit its operands"; break;
     case FT_FAM_LAYOUT: P->why[idx] = "layout operation is not compiled yet"; break;
     case FT_FAM_CUMULATIVE: P->why[idx] = "cumulative operations are not compiled yet"; break;
-    case FT_FAM_OTHER: P->why[idx] = "sort/fft are not compiled yet"; break;
+    case FT_FAM_OTHER:
+      P->why[idx] = e->prim == FT_P_FFT || ft_rule_into_for(e->prim)
+                        ? "the interpreter's rule refuses these operands or params"
+                        : "not compiled yet";
+      break;
     default: P->why[idx] = "not compiled yet"; break;
     }
   }
@@ -1368,6 +1389,7 @@ void ft_program_free(ft_program *p) {
     ft_step *s = &p->steps[i];
     free(s->eqns), free(s->in), free(s->out);
     ft_control_free(s->ctl);
+    if (s->rt) ft_routine_state_free(&p->j->eqns[s->eqn], s->rt);
     if (s->gemm) {
       ft_gemm_plan *g = s->gemm;
       free(g->lb), free(g->lm), free(g->lk), free(g->rb), free(g->rk), free(g->rn);
@@ -1392,9 +1414,7 @@ const char *ft_lower_rule_status(ft_prim p) {
     return "n/a: custom_lin is only meaningful under transposition (it never runs forward)";
   switch (ft_prim_get(p)->family) {
   case FT_FAM_UNARY:
-    if (p == FT_P_REDUCE_PRECISION)
-      return "unsupported: runs as an interpreter step: reduce_precision is not compiled yet";
-    return NULL;
+    return NULL; /* reduce_precision: a routine step (the interpreter's body) */
   case FT_FAM_BINARY: case FT_FAM_COMPARE: case FT_FAM_SELECT: case FT_FAM_CONVERT:
   case FT_FAM_REDUCE: case FT_FAM_DOT: case FT_FAM_CONTROL:
     return NULL;
@@ -1408,14 +1428,16 @@ const char *ft_lower_rule_status(ft_prim p) {
     default:
       return "unsupported: runs as an interpreter step: this layout operation is not compiled yet";
     }
-  case FT_FAM_CUMULATIVE:
-    if (p != FT_P_CUMLOGSUMEXP) return NULL; /* routines.c (f32/f64/ints; f16/bf16 fall back) */
-    return "unsupported: runs as an interpreter step: cumlogsumexp is not compiled yet";
+  case FT_FAM_CUMULATIVE: /* routines.c: native folds, or the interpreter's body (f16/bf16,
+                             cumlogsumexp) */
+    return NULL;
   default:
-    if (p == FT_P_IOTA) return NULL;
+    if (p == FT_P_IOTA || p == FT_P_FFT || ft_rule_into_for(p))
+      return NULL; /* a kernel; routines.c (FFTW, or the interpreter's rule body) */
+    if (p == FT_P_REAL || p == FT_P_IMAG || p == FT_P_CONJ || p == FT_P_COMPLEX)
+      return "unsupported: runs as an interpreter step: complex dtypes are not compiled yet";
     if (p == FT_P_EMPTY2) /* a scalar zero with no operands: nothing worth a kernel */
       return "unsupported: runs as an interpreter step: empty2 (one scalar zero) is not compiled";
-    return "unsupported: runs as an interpreter step: not compiled yet (sort, top_k, gather, scatter, "
-           "reduce_window, conv, fft)";
+    return "unsupported: runs as an interpreter step: not compiled yet";
   }
 }

@@ -18,7 +18,7 @@
 #include "runtime/runtime.h"
 
 /* Bump when generated code changes meaning: it is part of every cache key. */
-#define FT_CODEGEN_VERSION 4
+#define FT_CODEGEN_VERSION 5
 
 /* ============================================================== the program */
 /* Where a value lives at run time. */
@@ -121,7 +121,9 @@ typedef enum ft_step_kind {
   FT_STEP_FALLBACK,  /* one equation run by the interpreter's own rule */
   FT_STEP_CONTROL,   /* cond/while/scan/jit/custom_*_call driving compiled sub-programs (control.c) */
   FT_STEP_ROUTINE    /* a native C routine of the library on the buffers (routines.c): pad,
-                        concatenate, split, dynamic_(update_)slice, cumulative ops */
+                        concatenate, split, dynamic_(update_)slice, cumulative ops, sort,
+                        top_k, gather, scatter*, reduce_window_*, conv_general_dilated,
+                        reduce_precision (the interpreter's own rule bodies), fft (FFTW) */
 } ft_step_kind;
 
 typedef struct ft_control ft_control;
@@ -141,6 +143,9 @@ typedef struct ft_step {
   ft_jaxpr *sub;      /* FALLBACK: the one-equation jaxpr the interpreter runs */
   ft_kernel_fn fn;    /* KERNEL: bound after compilation */
   ft_control *ctl;    /* CONTROL: the sub-programs and their preallocated state */
+  void *rt;           /* ROUTINE: its state made at planning (fft: the FFTW plan), or NULL.
+                         A routine's out[] lists e's results, then its scratch buffers
+                         (ft_routine_scratch), which only the step itself uses */
 } ft_step;
 
 /* How output k is produced when it is not written in place. */
@@ -211,9 +216,21 @@ void ft_control_describe(const ft_control *c, char *buf, size_t n);
  * -1 for a literal; out[k]: result k's, -1 dropped). why (may be NULL)
  * receives a static reason for some refusals. */
 bool ft_routine_native(const ft_eqn *e, const char **why);
-/* Runs a routine step (buffers bound in kbufs). Never fails, never allocates
- * (except split/concatenate of more than 64 parts). */
-void ft_routine_run(const ft_program *p, const ft_step *s, void *const *kbufs);
+/* Whether every result of e needs a buffer even when dropped (the
+ * interpreter's rule bodies write all their results). */
+bool ft_routine_all_outputs(const ft_eqn *e);
+/* The scratch buffers of e's routine: their sizes into bytes[0..n), n
+ * returned (at most 2). They follow e's results in the step's out[]. */
+int ft_routine_scratch(const ft_eqn *e, size_t bytes[2]);
+/* The state of e's routine made once at planning (fft: an FFTW plan under
+ * the library's planner lock), into *state (NULL when it has none). False
+ * and *why (static) when it cannot be made: the equation falls back. */
+bool ft_routine_prepare(const ft_eqn *e, void **state, const char **why);
+void ft_routine_state_free(const ft_eqn *e, void *state);
+/* Runs a routine step (buffers bound in kbufs). Never allocates (except
+ * split/concatenate of more than 64 parts); fails only where the
+ * interpreter's rule body would (the equations were checked at planning). */
+ft_status ft_routine_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs);
 
 /* =============================================================== program.c */
 /* Runs p once. in: n_args arrays (checked against the avals); out: n_out

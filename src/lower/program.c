@@ -95,8 +95,7 @@ ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s
   case FT_STEP_CONTROL:
     return ft_control_run(ctx, p, s, kbufs);
   case FT_STEP_ROUTINE:
-    ft_routine_run(p, s, kbufs);
-    return FT_OK;
+    return ft_routine_run(ctx, p, s, kbufs);
   }
   return FT_ERR_INTERNAL;
 }

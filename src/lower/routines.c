@@ -11,6 +11,24 @@
  *       §4 written with the interpreter's own operations (interp_reduce.c):
  *       f32 values are quieted on load as its trip through double does, and
  *       integers wrap in 64 bits before the store truncates.
+ *   sort, top_k, gather, scatter/-add/-mul/-min/-max, reduce_window_*,
+ *   conv_general_dilated, reduce_precision, cumlogsumexp and the
+ *   cumulative ops on f16/bf16
+ *       the interpreter's own rule bodies (runtime.h, "rules shared with the
+ *       JIT") run on views of the program's buffers, with their scratch
+ *       (sort's permutation, a window's offsets) in the program's arena:
+ *       the same C as ft_eval, so the same bits, and no allocation.
+ *   convert_element_type, bitcast_convert_type the loop kernels do not
+ *   compile (f16/bf16/complex, bitcasts between widths)
+ *       ft_convert_elem per element, the interpreter's own conversion.
+ *   fft
+ *       an FFTW_ESTIMATE plan made once at planning under the library's
+ *       FFTW planner lock (one plan for all leading batch dims), executed
+ *       with FFTW's new-array functions; the planning arrays and every
+ *       executed array are 64-byte aligned, as the interpreter's are, so
+ *       FFTW runs the interpreter's codelets (a misaligned buffer, a scan
+ *       row, goes through an aligned scratch copy). c2r destroys its input,
+ *       so it always reads a scratch copy, as the interpreter does.
  *
  * Why routines and not loop kernels: these move whole rows (memcpy) or
  * carry a value along an axis, which the loop kernels' elementwise model
@@ -18,6 +36,7 @@
  * is the buffer of operand k of its equation (-1 for a literal, read from
  * the equation), out[k] of result k (-1: dropped). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower/lower.h"
@@ -40,6 +59,47 @@ static bool pad_config(const ft_eqn *e, int rank, int64_t cfg[][3]) {
     if (!ft_pv_get_ints(&v->u.items[i], cfg[i], 3, &n) || n != 3 || cfg[i][2] < 0) return false;
   }
   return true;
+}
+
+/* A view of var v (its aval) on data. */
+static ft_array view_of(const ft_var *v, void *data) {
+  ft_array a = {.aval = v->aval, .data = data};
+  a.nbytes = (size_t)ft_aval_size(&v->aval) * ft_dtype_size(v->aval.dtype);
+  return a;
+}
+
+/* Whether the interpreter's rule body accepts e (checked on the avals, as
+ * at run time: a routine never meets an operand the rule would refuse). */
+static bool rule_accepts(const ft_eqn *e, const char **why) {
+  ft_rule_into_fn f = ft_rule_into_for(e->prim);
+  if (!f || e->n_in > 16 || e->n_out > 16) return false;
+  if (e->prim == FT_P_SCATTER) {
+    const ft_pval *uj = ft_eqn_param(e, "update_jaxpr");
+    if (uj->tag == FT_PV_JAXPR && uj->u.jaxpr) {
+      if (why) *why = "scatter with an update_jaxpr runs it through the interpreter";
+      return false;
+    }
+  }
+  if ((e->prim == FT_P_SCATTER_MIN || e->prim == FT_P_SCATTER_MAX) &&
+      ft_dtype_is_complex(e->in[0]->aval.dtype))
+    return false; /* the interpreter fails on its first update, as it should */
+  ft_array iv[16], *ip[16];
+  for (int k = 0; k < e->n_in; k++) iv[k] = view_of(e->in[k], NULL), ip[k] = &iv[k];
+  return f(NULL, e, ip, NULL, NULL) == FT_OK;
+}
+
+/* The rule bodies write every result; only sort and top_k have several. */
+bool ft_routine_all_outputs(const ft_eqn *e) {
+  return e->prim == FT_P_SORT || e->prim == FT_P_TOP_K;
+}
+
+/* cumsum/cumprod/cummax/cummin on the dtypes of the native folds below. */
+static bool cum_native(const ft_eqn *e) {
+  const ft_aval *a = &e->in[0]->aval;
+  int64_t axis = ft_param_int(e, "axis", -1);
+  return e->prim != FT_P_CUMLOGSUMEXP && dt_plain(a->dtype) &&
+         !(a->dtype == FT_BOOL && (e->prim == FT_P_CUMSUM || e->prim == FT_P_CUMPROD)) &&
+         axis >= 0 && axis < a->rank && e->out[0]->aval.dtype == a->dtype;
 }
 
 /* Whether e runs as a routine step; else *why (static) says why not. The
@@ -89,17 +149,74 @@ bool ft_routine_native(const ft_eqn *e, const char **why) {
     }
     return true;
   }
-  case FT_P_CUMSUM: case FT_P_CUMPROD: case FT_P_CUMMAX: case FT_P_CUMMIN: {
-    int64_t axis = ft_param_int(e, "axis", -1);
-    if (!dt_plain(a->dtype) || (a->dtype == FT_BOOL && (e->prim == FT_P_CUMSUM || e->prim == FT_P_CUMPROD))) {
-      if (why) *why = "cumulative operation on this dtype is not compiled yet (f16/bf16/complex)";
-      return false;
-    }
-    return axis >= 0 && axis < a->rank && o->dtype == a->dtype;
+  case FT_P_FFT: {
+    ft_fft_geom g;
+    return ft_fft_geometry(NULL, e, a, o, &g) == FT_OK;
   }
+  case FT_P_CONVERT_ELEMENT_TYPE: /* the dtypes loop kernels do not compile (f16, bf16, complex) */
+    return e->n_in == 1 && ft_aval_size(a) == ft_aval_size(o);
+  case FT_P_BITCAST_CONVERT_TYPE: /* between widths: the bytes, reinterpreted */
+    return e->n_in == 1 && (size_t)ft_aval_size(a) * ft_dtype_size(a->dtype) ==
+                               (size_t)ft_aval_size(o) * ft_dtype_size(o->dtype);
   default:
+    if (ft_prim_get(e->prim)->family == FT_FAM_CUMULATIVE && cum_native(e)) return true;
+    return rule_accepts(e, why);
+  }
+}
+
+/* ---------------------------------------------------- state and scratch */
+typedef struct fft_state {
+  ft_fft_geom g;
+  void *plan;
+} fft_state;
+
+int ft_routine_scratch(const ft_eqn *e, size_t bytes[2]) {
+  if (e->prim == FT_P_FFT) {
+    /* [0]: the input copy (c2r, or a misaligned input); [1]: the result of
+     * a misaligned output */
+    ft_fft_geom g;
+    if (ft_fft_geometry(NULL, e, &e->in[0]->aval, &e->out[0]->aval, &g) || g.howmany == 0) return 0;
+    bytes[0] = g.in_bytes, bytes[1] = g.out_bytes;
+    return 2;
+  }
+  if (!ft_rule_into_for(e->prim) || (ft_prim_get(e->prim)->family == FT_FAM_CUMULATIVE && cum_native(e)))
+    return 0;
+  bytes[0] = ft_rule_scratch(e);
+  return bytes[0] ? 1 : 0;
+}
+
+bool ft_routine_prepare(const ft_eqn *e, void **state, const char **why) {
+  *state = NULL;
+  if (e->prim != FT_P_FFT) return true;
+  fft_state *f = calloc(1, sizeof *f);
+  if (!f || ft_fft_geometry(NULL, e, &e->in[0]->aval, &e->out[0]->aval, &f->g)) {
+    free(f);
     return false;
   }
+  if (f->g.howmany > 0) {
+    /* plan on 64-byte aligned arrays (FFTW_ESTIMATE does not touch them):
+     * the alignment class of the arena's buffers and of the interpreter's */
+    void *in = aligned_alloc(64, (f->g.in_bytes + 63) & ~(size_t)63);
+    void *out = aligned_alloc(64, (f->g.out_bytes + 63) & ~(size_t)63);
+    f->plan = in && out ? ft_fft_plan(&f->g, in, out) : NULL;
+    free(in), free(out);
+    if (!f->plan) {
+      if (why) *why = "fft: FFTW could not plan the transform";
+      free(f);
+      return false;
+    }
+  }
+  *state = f;
+  return true;
+}
+
+void ft_routine_state_free(const ft_eqn *e, void *state) {
+  if (!state) return;
+  if (e->prim == FT_P_FFT) {
+    fft_state *f = state;
+    ft_fft_plan_free(&f->g, f->plan);
+  }
+  free(state);
 }
 
 /* ------------------------------------------------------------- helpers */
@@ -382,12 +499,75 @@ static void run_cumulative(const ft_eqn *e, const ft_step *s, void *const *kbufs
   }
 }
 
-void ft_routine_run(const ft_program *p, const ft_step *s, void *const *kbufs) {
+/* ------------------------------------------------------------------ fft */
+static void run_fft(const ft_eqn *e, const ft_step *s, void *const *kbufs) {
+  const fft_state *f = s->rt;
+  const ft_fft_geom *g = &f->g;
+  void *src = kbufs[s->in[0]], *dst = kbufs[s->out[0]];
+  if (g->howmany == 0) { /* nothing to transform: the interpreter's zeros */
+    if (g->out_bytes) memset(dst, 0, g->out_bytes);
+    return;
+  }
+  (void)e;
+  void *in = src, *out = dst;
+  if (g->type == FT_FFT_C2R || !ft_fft_aligned(g, src)) {
+    in = kbufs[s->out[1]];
+    memcpy(in, src, g->in_bytes);
+  }
+  if (!ft_fft_aligned(g, dst)) out = kbufs[s->out[2]];
+  ft_fft_run(g, f->plan, in, out);
+  if (out != dst) memcpy(dst, out, g->out_bytes);
+}
+
+/* -------------------------------------------------------------- convert */
+/* ft_interp_convert's loop: ft_convert_elem per element (the interpreter's
+ * conversion, f16/bf16 rounding and complex parts included); a bitcast
+ * copies the bytes; float0 is all zeros. */
+static void run_convert(const ft_eqn *e, const ft_step *s, void *const *kbufs) {
+  uint64_t t[2];
+  ft_array a = view_of(e->in[0], (void *)(uintptr_t)operand(e, s, kbufs, 0, t));
+  ft_array o = view_of(e->out[0], kbufs[s->out[0]]);
+  if (e->prim == FT_P_BITCAST_CONVERT_TYPE) {
+    if (o.nbytes) memcpy(o.data, a.data, o.nbytes);
+    return;
+  }
+  if (o.aval.dtype == FT_FLOAT0 || a.aval.dtype == FT_FLOAT0) {
+    if (o.nbytes) memset(o.data, 0, o.nbytes);
+    return;
+  }
+  int64_t n = ft_aval_size(&o.aval);
+  for (int64_t i = 0; i < n; i++) ft_convert_elem(&a, i, &o, i);
+}
+
+/* ------------------------------------------------ the interpreter's bodies */
+static ft_status run_rule(ft_ctx *ctx, const ft_eqn *e, const ft_step *s, void *const *kbufs) {
+  ft_array iv[16], ov[16], *ip[16], *op[16];
+  uint64_t lit[16][2];
+  for (int k = 0; k < e->n_in; k++) {
+    iv[k] = view_of(e->in[k], (void *)(uintptr_t)operand(e, s, kbufs, k, lit[k]));
+    ip[k] = &iv[k];
+  }
+  for (int k = 0; k < e->n_out; k++) ov[k] = view_of(e->out[k], kbufs[s->out[k]]), op[k] = &ov[k];
+  void *scratch = s->n_out > e->n_out ? kbufs[s->out[e->n_out]] : NULL;
+  /* checked at planning (rule_accepts), so this fails only as the
+   * interpreter's rule would, with its message */
+  return ft_rule_into_for(e->prim)(ctx, e, ip, op, scratch);
+}
+
+ft_status ft_routine_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs) {
   const ft_eqn *e = &p->j->eqns[s->eqn];
+  ft_status st = FT_OK;
   switch (e->prim) {
   case FT_P_PAD: run_pad(e, s, kbufs); break;
   case FT_P_CONCATENATE: case FT_P_SPLIT: run_concat_split(e, s, kbufs); break;
   case FT_P_DYNAMIC_SLICE: case FT_P_DYNAMIC_UPDATE_SLICE: run_dynamic(e, s, kbufs); break;
-  default: run_cumulative(e, s, kbufs); break;
+  case FT_P_FFT: run_fft(e, s, kbufs); break;
+  case FT_P_CONVERT_ELEMENT_TYPE: case FT_P_BITCAST_CONVERT_TYPE: run_convert(e, s, kbufs); break;
+  default:
+    if (ft_prim_get(e->prim)->family == FT_FAM_CUMULATIVE && cum_native(e)) run_cumulative(e, s, kbufs);
+    else st = run_rule(ctx, e, s, kbufs);
+    break;
   }
+  if (st) ft_error_prefix(ctx, "jit: routine step for equation %d", s->eqn);
+  return st;
 }

@@ -135,6 +135,12 @@ static void put_fill(ft_array *o, int64_t i, const ft_pval *fv) {
 }
 
 ft_status ft_interp_gather(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  return ft_interp_via_into(ctx, e, in, out);
+}
+
+ft_status ft_gather_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                         void *scratch) {
+  (void)scratch;
   const ft_array *a = in[0], *ix = in[1];
   const ft_aval *aa = &a->aval;
   gather_dn d;
@@ -144,9 +150,7 @@ ft_status ft_interp_gather(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
   if ((st = gather_dims(ctx, e, &d)) || (st = mode_of(ctx, e, &mode))) return st;
   if (ft_param_ints(e, "slice_sizes", ss, FT_MAX_RANK * 2) != aa->rank)
     return ft_set_error(ctx, FT_ERR_SHAPE, "slice_sizes needs one entry per operand axis");
-  if ((st = ft_interp_alloc_outs(ctx, e, out))) return st;
-  ft_array *o = out[0];
-  const ft_aval *oa = &o->aval;
+  const ft_aval *oa = &e->out[0]->aval;
   /* Output axes: offset axes walk the operand's window axes in order; the
    * others are the batch axes of indices (all but its last axis). */
   int win_axis[FT_MAX_RANK], nwin = 0, batch_out[FT_MAX_RANK], nb = 0;
@@ -156,10 +160,10 @@ ft_status ft_interp_gather(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
     if (!has(d.noff, d.off, i)) batch_out[nb++] = i;
   if (nwin != d.noff || nb != ix->aval.rank - 1 || !axes_ok(d.noff, d.off, oa->rank) || !axes_ok(d.nsim, d.sim, aa->rank) ||
       !axes_ok(d.nobd, d.obd, aa->rank) || !axes_ok(d.nibd, d.ibd, nb) ||
-      !batch_sizes_ok(aa, &ix->aval, d.nobd, d.obd, d.ibd)) {
-    ft_array_free(o), out[0] = NULL;
+      !batch_sizes_ok(aa, &ix->aval, d.nobd, d.obd, d.ibd))
     return ft_set_error(ctx, FT_ERR_SHAPE, "GatherDimensionNumbers do not fit operand and indices");
-  }
+  if (!out) return FT_OK;
+  ft_array *o = out[0];
   int64_t ast[FT_MAX_RANK], bst[FT_MAX_RANK] = {0}, idx[FT_MAX_RANK] = {0};
   c_strides(aa, ast);
   {
@@ -279,7 +283,8 @@ static ft_status combine(ft_ctx *ctx, ft_prim p, ft_array *o, int64_t oi, const 
 }
 
 /* The update_jaxpr of a plain scatter, when it is not the default overwrite. */
-static ft_status apply_setup(ft_ctx *ctx, const ft_eqn *e, ft_dtype dt, apply_ctx *ap, bool *use) {
+static ft_status apply_setup(ft_ctx *ctx, const ft_eqn *e, ft_dtype dt, apply_ctx *ap, bool *use,
+                             bool alloc) {
   *use = false;
   if (e->prim != FT_P_SCATTER) return FT_OK;
   const ft_pval *uj = ft_eqn_param(e, "update_jaxpr");
@@ -292,6 +297,7 @@ static ft_status apply_setup(ft_ctx *ctx, const ft_eqn *e, ft_dtype dt, apply_ct
   if (ft_interp_num_args(j) != 2 || j->n_out != 1 || !ft_aval_eq(&j->outvars[0]->aval, &s))
     return ft_set_error(ctx, FT_ERR_TYPE, "update_jaxpr must map two scalars of the operand's dtype "
                         "to one");
+  if (!alloc) return FT_OK; /* only checking */
   ap->j = j;
   ap->cur = ft_array_alloc(ctx, &s);
   ap->upd = ft_array_alloc(ctx, &s);
@@ -304,6 +310,12 @@ static ft_status apply_setup(ft_ctx *ctx, const ft_eqn *e, ft_dtype dt, apply_ct
 }
 
 ft_status ft_interp_scatter(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  return ft_interp_via_into(ctx, e, in, out);
+}
+
+ft_status ft_scatter_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                          void *scratch) {
+  (void)scratch;
   const ft_array *a = in[0], *ix = in[1], *u = in[2];
   const ft_aval *aa = &a->aval, *ua = &u->aval;
   scatter_dn d;
@@ -337,12 +349,9 @@ ft_status ft_interp_scatter(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
                         "updates");
   apply_ctx ap = {0};
   bool use_ap;
-  if ((st = apply_setup(ctx, e, aa->dtype, &ap, &use_ap))) return st;
-  out[0] = ft_array_clone(ctx, a);
-  if (!out[0]) {
-    if (use_ap) ft_array_free(ap.cur), ft_array_free(ap.upd);
-    return ft_ctx_status(ctx);
-  }
+  if ((st = apply_setup(ctx, e, aa->dtype, &ap, &use_ap, out != NULL))) return st;
+  if (!out) return FT_OK;
+  if (a->nbytes) memcpy(out[0]->data, a->data, a->nbytes);
   int64_t ast[FT_MAX_RANK], bst[FT_MAX_RANK] = {0}, idx[FT_MAX_RANK] = {0};
   c_strides(aa, ast);
   {
@@ -367,6 +376,5 @@ ft_status ft_interp_scatter(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
     st = combine(ctx, e->prim, out[0], off, u, i, use_ap ? &ap : NULL);
   }
   if (use_ap) ft_array_free(ap.cur), ft_array_free(ap.upd);
-  if (st) ft_array_free(out[0]), out[0] = NULL;
   return st;
 }

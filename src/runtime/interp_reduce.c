@@ -299,28 +299,30 @@ static float logaddexp_f32(float a, float b) {
 /* Running fold along the axis, starting from the identity, in the scan
  * direction: out[i] = (((id op x[first]) op ...) op x[i]). */
 ft_status ft_interp_cumulative(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  return ft_interp_via_into(ctx, e, in, out);
+}
+
+ft_status ft_cumulative_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                             ft_array *const *out, void *scratch) {
+  (void)scratch;
   const ft_array *a = in[0];
   int64_t axis = ft_param_int(e, "axis", -1);
   bool rev = ft_param_bool(e, "reverse", false);
   if (axis < 0 || axis >= a->aval.rank)
     return ft_set_error(ctx, FT_ERR_TYPE, "bad or missing param: axis");
-  ft_status st = ft_interp_alloc_outs(ctx, e, out);
-  if (st) return st;
-  ft_array *o = out[0];
   ft_dtype dt = a->aval.dtype;
+  bool fl = ft_dtype_is_float(dt), sgn = ft_dtype_is_signed(dt);
+  ft_prim p = e->prim;
+  if (ft_dtype_is_complex(dt) || (!fl && p == FT_P_CUMLOGSUMEXP) ||
+      (dt == FT_BOOL && (p == FT_P_CUMSUM || p == FT_P_CUMPROD)))
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "%s is not defined for dtype %s",
+                        ft_prim_get(p)->name, ft_dtype_name(dt));
+  if (!out) return FT_OK;
+  ft_array *o = out[0];
   int64_t st_[FT_MAX_RANK];
   c_strides(&a->aval, st_);
   int64_t len = a->aval.dims[axis], stride = st_[axis], n = ft_array_size(a);
   int64_t lines = len ? n / len : 0;
-  bool fl = ft_dtype_is_float(dt), sgn = ft_dtype_is_signed(dt);
-  ft_prim p = e->prim;
-  if (ft_dtype_is_complex(dt) || (!fl && p == FT_P_CUMLOGSUMEXP) ||
-      (dt == FT_BOOL && (p == FT_P_CUMSUM || p == FT_P_CUMPROD))) {
-    ft_array_free(o);
-    out[0] = NULL;
-    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "%s is not defined for dtype %s",
-                        ft_prim_get(p)->name, ft_dtype_name(dt));
-  }
   for (int64_t l = 0; l < lines; l++) {
     int64_t base = (l / stride) * stride * len + l % stride;
     double fa = p == FT_P_CUMSUM ? 0.0 : p == FT_P_CUMPROD ? 1.0
@@ -430,6 +432,13 @@ static void merge_sort(const sort_ctx *s, int64_t *p, int64_t *tmp, int64_t n) {
 }
 
 ft_status ft_interp_sort(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  return ft_interp_via_into(ctx, e, in, out);
+}
+
+/* scratch: the permutation of a line and the merge buffer, 2 * len + 1
+ * int64 (ft_rule_scratch). */
+ft_status ft_sort_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                       void *scratch) {
   int64_t dim = ft_param_int(e, "dimension", -1), nkeys = ft_param_int(e, "num_keys", 1);
   const ft_aval *av = &in[0]->aval;
   if (e->n_in < 1 || e->n_out != e->n_in || dim < 0 || dim >= av->rank || nkeys < 1 ||
@@ -438,17 +447,12 @@ ft_status ft_interp_sort(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_a
   for (int k = 1; k < e->n_in; k++)
     if (!ft_shape_eq(&in[k]->aval, av))
       return ft_set_error(ctx, FT_ERR_SHAPE, "sort: operand %d has another shape", k);
-  ft_status st = ft_interp_alloc_outs(ctx, e, out);
-  if (st) return st;
+  if (!out) return FT_OK;
   int64_t cst[FT_MAX_RANK];
   c_strides(av, cst);
   int64_t len = av->dims[dim], stride = cst[dim], n = ft_aval_size(av);
   int64_t lines = len ? n / len : 0;
-  int64_t *perm = malloc(sizeof(int64_t) * (size_t)(2 * len + 1));
-  if (!perm) {
-    for (int k = 0; k < e->n_out; k++) ft_array_free(out[k]), out[k] = NULL;
-    return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
-  }
+  int64_t *perm = scratch;
   for (int64_t l = 0; l < lines; l++) {
     sort_ctx s = {in, (int)nkeys, (l / stride) * stride * len + l % stride, stride};
     for (int64_t i = 0; i < len; i++) perm[i] = i;
@@ -460,6 +464,5 @@ ft_status ft_interp_sort(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_a
                (const char *)in[k]->data + (size_t)(s.base + perm[i] * stride) * es, es);
     }
   }
-  free(perm);
   return FT_OK;
 }

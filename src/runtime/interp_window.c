@@ -184,27 +184,34 @@ static void window_reduce(ft_prim p, const ft_array *x, const int64_t *offs, int
 }
 
 ft_status ft_interp_reduce_window(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  return ft_interp_via_into(ctx, e, in, out);
+}
+
+/* The scratch of reduce_window: the offsets of one window (int64 each). */
+size_t ft_reduce_window_scratch(const ft_eqn *e) {
+  window w;
+  if (window_of(NULL, e, e->in[0]->aval.rank, &w)) return 0;
+  int64_t wn = prod(w.rank, w.wd);
+  return sizeof(int64_t) * (size_t)(wn > 0 ? wn : 1);
+}
+
+ft_status ft_reduce_window_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                ft_array *const *out, void *scratch) {
   const ft_array *x = in[0];
   window w;
   ft_status st;
   if ((st = window_of(ctx, e, x->aval.rank, &w))) return st;
   if (ft_dtype_is_complex(x->aval.dtype) && e->prim != FT_P_REDUCE_WINDOW_SUM)
     return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "complex operands have no order");
-  if ((st = ft_interp_alloc_outs(ctx, e, out))) return st;
+  if (!out) return FT_OK;
   ft_array *o = out[0];
   int64_t xst[FT_MAX_RANK], idx[FT_MAX_RANK] = {0};
   c_strides(&x->aval, xst);
-  int64_t wn = prod(w.rank, w.wd), n = ft_array_size(o);
-  int64_t *offs = malloc(sizeof *offs * (size_t)(wn > 0 ? wn : 1));
-  if (!offs) {
-    ft_array_free(o), out[0] = NULL;
-    return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
-  }
+  int64_t n = ft_array_size(o), *offs = scratch;
   for (int64_t i = 0; i < n; i++, next_index(o->aval.rank, o->aval.dims, idx)) {
     int64_t m = window_elems(&w, &x->aval, xst, idx, offs);
     window_reduce(e->prim, x, offs, m, o, i);
   }
-  free(offs);
   return FT_OK;
 }
 
@@ -280,6 +287,12 @@ static void conv_one(const conv_plan *c, const ft_array *l, const ft_array *r, c
 }
 
 ft_status ft_interp_conv(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  return ft_interp_via_into(ctx, e, in, out);
+}
+
+ft_status ft_conv_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                       void *scratch) {
+  (void)scratch;
   const ft_array *l = in[0], *r = in[1];
   conv_plan c;
   ft_status st;
@@ -294,7 +307,7 @@ ft_status ft_interp_conv(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_a
   int64_t N = l->aval.dims[c.ls[0]], O = r->aval.dims[c.rs[0]], I = r->aval.dims[c.rs[1]];
   if (l->aval.dims[c.ls[1]] != I * c.fg || O % c.fg || O % c.bg || N % c.bg)
     return ft_set_error(ctx, FT_ERR_SHAPE, "feature or batch sizes do not agree with the group counts");
-  if ((st = ft_interp_alloc_outs(ctx, e, out))) return st;
+  if (!out) return FT_OK;
   ft_array *o = out[0];
   int64_t lst[FT_MAX_RANK], rst[FT_MAX_RANK], idx[FT_MAX_RANK] = {0}, y[FT_MAX_RANK];
   c_strides(&l->aval, lst);
@@ -341,6 +354,34 @@ static int by_key_desc(const void *pa, const void *pb) {
 }
 
 ft_status ft_interp_top_k(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  return ft_interp_via_into(ctx, e, in, out);
+}
+
+/* Merge sort of r[0..n) by by_key_desc (tmp: n more). The order is total
+ * (ties by index), so any sort gives this result; this one needs no
+ * allocation (glibc's qsort may malloc), as the JIT's routine step requires. */
+static void sort_keyed(keyed *r, keyed *tmp, int64_t n) {
+  if (n < 2) return;
+  int64_t h = n / 2, i = 0, j = h, k = 0;
+  sort_keyed(r, tmp, h);
+  sort_keyed(r + h, tmp, n - h);
+  while (i < h && j < n) tmp[k++] = by_key_desc(&r[j], &r[i]) < 0 ? r[j++] : r[i++];
+  while (i < h) tmp[k++] = r[i++];
+  while (j < n) tmp[k++] = r[j++];
+  memcpy(r, tmp, sizeof *r * (size_t)n);
+}
+
+/* The scratch of top_k: one keyed row of the axis and the merge buffer. */
+size_t ft_top_k_scratch(const ft_eqn *e) {
+  const ft_aval *xa = &e->in[0]->aval;
+  int64_t axis = ft_param_int(e, "axis", -1);
+  if (axis < 0) axis += xa->rank;
+  if (axis < 0 || axis >= xa->rank) return 0;
+  return 2 * sizeof(keyed) * (size_t)(xa->dims[axis] > 0 ? xa->dims[axis] : 1);
+}
+
+ft_status ft_top_k_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                        void *scratch) {
   const ft_array *x = in[0];
   const ft_aval *xa = &x->aval;
   int64_t axis = ft_param_int(e, "axis", -1), k = ft_param_int(e, "k", 0);
@@ -349,16 +390,11 @@ ft_status ft_interp_top_k(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_
     return ft_set_error(ctx, FT_ERR_SHAPE, "top_k: bad axis or k");
   if (ft_dtype_is_complex(xa->dtype))
     return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "top_k of a complex operand");
-  ft_status st;
-  if ((st = ft_interp_alloc_outs(ctx, e, out))) return st;
+  if (!out) return FT_OK;
   int64_t len = xa->dims[axis], inner = 1, outer = 1;
   for (int i = 0; i < axis; i++) outer *= xa->dims[i];
   for (int i = (int)axis + 1; i < xa->rank; i++) inner *= xa->dims[i];
-  keyed *row = malloc(sizeof *row * (size_t)(len > 0 ? len : 1));
-  if (!row) {
-    ft_array_free(out[0]), ft_array_free(out[1]), out[0] = out[1] = NULL;
-    return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
-  }
+  keyed *row = scratch;
   size_t es = ft_dtype_size(xa->dtype);
   for (int64_t a = 0; a < outer; a++)
     for (int64_t b = 0; b < inner; b++) {
@@ -366,13 +402,12 @@ ft_status ft_interp_top_k(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_
         row[j].idx = j;
         row[j].key = order_key(x, (a * len + j) * inner + b);
       }
-      qsort(row, (size_t)len, sizeof *row, by_key_desc);
+      sort_keyed(row, row + len, len);
       for (int64_t j = 0; j < k; j++) {
         int64_t oi = (a * k + j) * inner + b, xi = (a * len + row[j].idx) * inner + b;
         memcpy((char *)out[0]->data + (size_t)oi * es, (const char *)x->data + (size_t)xi * es, es);
         ft_set_i64(out[1], oi, row[j].idx);
       }
     }
-  free(row);
   return FT_OK;
 }

@@ -99,6 +99,8 @@ ft_status ft_interp_convert(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
 /* Converts element i of src into element j of dst with convert_element_type's
  * semantics (float->int saturates, NaN->0; complex->real takes the real part). */
 void ft_convert_elem(const ft_array *src, int64_t i, ft_array *dst, int64_t j);
+/* real, imag, conj, complex. */
+ft_status ft_interp_complex_parts(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 
 /* ========================================================= interp_layout.c */
 ft_status ft_interp_layout(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
@@ -129,13 +131,89 @@ float ft_round_to(ft_dtype dt, float x);
 /* ========================================================= interp_linalg.c */
 ft_status ft_interp_dot(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 ft_status ft_interp_fft(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+/* fft, shared by the interpreter and the JIT's routine step (src/lower/
+ * routines.c): the geometry of an equation, an FFTW_ESTIMATE plan made
+ * under the library's one FFTW planner lock, and its execution with FFTW's
+ * new-array functions on buffers aligned as the planning ones (64 bytes:
+ * ft_fft_aligned), so both engines run the same codelets and get the same
+ * bits. howmany == 0: nothing to transform (the result is all zeros). */
+enum { FT_FFT_C2C = 0, FT_FFT_INV = 1, FT_FFT_R2C = 2, FT_FFT_C2R = 3 };
+typedef struct ft_fft_geom {
+  int type;             /* FT_FFT_* */
+  bool dbl;             /* c128 / f64 */
+  int rank, n[3];       /* fft_lengths (of the real side for r2c / c2r) */
+  int howmany;          /* leading batch: one plan transforms them all */
+  int64_t nreal;        /* product of n: the inverse transforms' normalization */
+  size_t in_bytes, out_bytes;
+} ft_fft_geom;
+ft_status ft_fft_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, const ft_aval *o,
+                          ft_fft_geom *g);
+void *ft_fft_plan(const ft_fft_geom *g, void *in, void *out);
+void ft_fft_plan_free(const ft_fft_geom *g, void *plan);
+bool ft_fft_aligned(const ft_fft_geom *g, const void *p);
+/* Executes and normalizes (ifft, irfft) into out; c2r overwrites in. */
+void ft_fft_run(const ft_fft_geom *g, void *plan, void *in, void *out);
 /* The one GEMM routine of the project (interpreter and JIT): C[m,n] =
  * sum_k A[m,k] B[k,n], row-major, leading dimensions lda/ldb/ldc, computed
- * by single-threaded OpenBLAS so the bits never depend on the thread count. */
+ * by single-threaded OpenBLAS so the bits never depend on the thread count.
+ * It always computes C in row blocks: one OpenBLAS call per block of
+ * ft_gemm_block_rows(m, n, k) rows (the last block shorter). The blocks
+ * come from the shape alone, so the executor can run them on different
+ * threads (ft_gemm_*_block) and make exactly the calls a whole ft_gemm
+ * makes: OpenBLAS's bits change with how a product is split
+ * (MACHINE-FACTS.md), never with who computes a block. */
+enum { FT_GEMM_MAX_BLOCKS = 256 };
+int64_t ft_gemm_block_rows(int64_t m, int64_t n, int64_t k);
+int64_t ft_gemm_blocks(int64_t m, int64_t n, int64_t k);
 void ft_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                  int64_t ldb, float *c, int64_t ldc);
 void ft_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                  const double *b, int64_t ldb, double *c, int64_t ldc);
+/* Block blk (0 <= blk < ft_gemm_blocks(m, n, k)) of the product above: rows
+ * [blk * R, min(m, (blk + 1) * R)) of C with R = ft_gemm_block_rows(m, n, k);
+ * a and c point at row 0, as for the whole product. */
+void ft_gemm_f32_block(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float *c, int64_t ldc, int64_t blk);
+void ft_gemm_f64_block(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                       const double *b, int64_t ldb, double *c, int64_t ldc, int64_t blk);
+
+/* ================================================ rules shared with the JIT */
+/* The bodies of these interpreter rules also run the JIT's routine steps
+ * (src/lower/routines.c), so both engines compute with the same C: each
+ * checks e against the avals of in[] (errors on ctx, which may be NULL, and
+ * nothing written) and, when out is not NULL, computes the results into the
+ * caller's out[] (avals of e->out; any contents before) using scratch of
+ * ft_rule_scratch(e) bytes (8-byte aligned; NULL when 0). in[k] may be a
+ * view whose data is NULL when out is NULL (a check at planning). The
+ * arrays' data must not overlap. */
+typedef ft_status (*ft_rule_into_fn)(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                     ft_array *const *out, void *scratch);
+ft_status ft_gather_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                         void *scratch);
+/* (scatter_apply, a plain scatter with an update_jaxpr, allocates: the JIT
+ * leaves it to the interpreter) */
+ft_status ft_scatter_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                          void *scratch);
+ft_status ft_reduce_window_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                ft_array *const *out, void *scratch);
+ft_status ft_conv_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                       void *scratch);
+ft_status ft_top_k_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                        void *scratch);
+ft_status ft_sort_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                       void *scratch);
+ft_status ft_cumulative_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                             ft_array *const *out, void *scratch);
+ft_status ft_reduce_precision_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                   ft_array *const *out, void *scratch);
+/* The rule body above for e's primitive (NULL: none), and its scratch bytes. */
+ft_rule_into_fn ft_rule_into_for(ft_prim p);
+size_t ft_rule_scratch(const ft_eqn *e);
+/* (the parts of ft_rule_scratch that live next to their bodies) */
+size_t ft_reduce_window_scratch(const ft_eqn *e);
+size_t ft_top_k_scratch(const ft_eqn *e);
+/* Runs a rule body as an interpreter rule: allocates out[] and the scratch. */
+ft_status ft_interp_via_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 
 /* ========================================================== interp_index.c */
 /* gather and scatter, scatter-add, scatter-mul, scatter-min, scatter-max

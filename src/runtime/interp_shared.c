@@ -1,0 +1,59 @@
+/* src/runtime/interp_shared.c: the interpreter rules whose bodies the JIT
+ * also runs (runtime.h, "rules shared with the JIT"). A body checks an
+ * equation against its operands' avals, then computes into arrays it is
+ * given with scratch it is given: the interpreter allocates both here
+ * (ft_interp_via_into); the JIT's routine steps (src/lower/routines.c)
+ * pass views of the program's buffers and scratch from its arena, so a
+ * compiled call allocates nothing and computes with the interpreter's own
+ * C, bit for bit. */
+#include <stdlib.h>
+
+#include "runtime.h"
+
+ft_rule_into_fn ft_rule_into_for(ft_prim p) {
+  switch (p) {
+  case FT_P_GATHER: return ft_gather_into;
+  case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN:
+  case FT_P_SCATTER_MAX:
+    return ft_scatter_into;
+  case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
+    return ft_reduce_window_into;
+  case FT_P_CONV_GENERAL_DILATED: return ft_conv_into;
+  case FT_P_TOP_K: return ft_top_k_into;
+  case FT_P_SORT: return ft_sort_into;
+  case FT_P_CUMSUM: case FT_P_CUMPROD: case FT_P_CUMMAX: case FT_P_CUMMIN: case FT_P_CUMLOGSUMEXP:
+    return ft_cumulative_into;
+  case FT_P_REDUCE_PRECISION: return ft_reduce_precision_into;
+  default: return NULL;
+  }
+}
+
+size_t ft_rule_scratch(const ft_eqn *e) {
+  switch (e->prim) {
+  case FT_P_SORT: {
+    const ft_aval *a = &e->in[0]->aval;
+    int64_t dim = ft_param_int(e, "dimension", -1);
+    int64_t len = dim >= 0 && dim < a->rank ? a->dims[dim] : 0;
+    return sizeof(int64_t) * (size_t)(2 * len + 1);
+  }
+  case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
+    return ft_reduce_window_scratch(e);
+  case FT_P_TOP_K: return ft_top_k_scratch(e);
+  default: return 0;
+  }
+}
+
+ft_status ft_interp_via_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  ft_rule_into_fn f = ft_rule_into_for(e->prim);
+  FT_ASSERT(f != NULL);
+  ft_status st = f(ctx, e, in, NULL, NULL); /* errors before anything is allocated */
+  if (st || (st = ft_interp_alloc_outs(ctx, e, out))) return st;
+  size_t nb = ft_rule_scratch(e);
+  void *scratch = nb ? malloc(nb) : NULL;
+  if (nb && !scratch) st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  else st = f(ctx, e, in, out, scratch);
+  free(scratch);
+  if (st)
+    for (int k = 0; k < e->n_out; k++) ft_array_free(out[k]), out[k] = NULL;
+  return st;
+}
