@@ -8,7 +8,9 @@
  *      (grad_mlp_loss at 512x1024x1024x256);
  *   3. planned arena peak against the sum of all intermediates (and the
  *      lower bound: the most bytes live at once) for golden programs.
- * Usage: bench_exec [FIXTURES_GOLDEN_DIR]. A benchmark: it asserts nothing.
+ * Usage: bench_exec [FIXTURES_GOLDEN_DIR [speedup ROUNDS]]; with `speedup`,
+ * only the 2-thread speedups, ROUNDS times back to back, and their medians.
+ * A benchmark: it asserts nothing.
  * Times are the best of several runs (this machine is shared and noisy). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,10 +219,103 @@ static void plan_row(const char *dir, const char *name) {
   prog_free(&g);
 }
 
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The 2-thread speedup the program's chunking allows, from a 1-thread
+ * profile: each task's best busy time split evenly over its chunks, each
+ * wave's chunks scheduled longest first on 2 threads, waves one after the
+ * other (the barrier). A shared machine inflates all chunks about alike,
+ * so this ratio is steadier than wall times there; it ignores memory
+ * bandwidth and the cost of waking a thread. */
+static double modeled_speedup(prog *g, ft_pool *p1) {
+  ft_prog_exec *pe = ft_prog_exec_new(C, g->p, p1, NULL);
+  if (!pe) die("prog_exec");
+  ft_exec *x = ft_prog_exec_executor(pe);
+  ft_exec_profile *prof = ft_exec_profile_new(x);
+  for (int r = 0; r < 5; r++)
+    if (ft_prog_exec_run(pe, C, g->in, g->out, prof)) die("run");
+  int nt = ft_exec_num_tasks(x), nw = ft_exec_num_waves(x);
+  bool *done = calloc((size_t)nt, sizeof *done);
+  double serial = 0, modeled = 0;
+  for (int w = 0; w < nw; w++) {
+    double th[2] = {0, 0};
+    for (;;) { /* the task of longest chunks first; its chunks to the less loaded thread */
+      int best = -1;
+      double len = -1, busy = 0;
+      for (int t = 0; t < nt; t++) {
+        ft_exec_task_stats st;
+        if (done[t] || ft_exec_task_wave(x, t) != w || ft_exec_task_chunks(x, t) <= 0) continue;
+        ft_exec_profile_task(prof, t, &st);
+        double c = st.min_ms / (double)ft_exec_task_chunks(x, t);
+        if (c > len) len = c, best = t, busy = st.min_ms;
+      }
+      if (best < 0) break;
+      done[best] = true;
+      serial += busy;
+      for (int64_t k = 0; k < ft_exec_task_chunks(x, best); k++) *(th[0] <= th[1] ? &th[0] : &th[1]) += len;
+    }
+    modeled += th[0] > th[1] ? th[0] : th[1];
+  }
+  free(done);
+  ft_exec_profile_free(prof);
+  ft_prog_exec_free(pe);
+  return modeled > 0 ? serial / modeled : 0;
+}
+
+/* `bench_exec DIR speedup R`: only the 2-thread speedups, R rounds; each
+ * round times 1 thread then 2 threads back to back (best of several calls
+ * each), so a shared machine's drifts hit both alike; prints every round's
+ * ratio and the median. */
+static void speedup_rounds(const char *dir, ft_pool *p1, ft_pool *p2, int rounds) {
+  enum { R = 32 };
+  double rs[3][R], t[3][2][R];
+  if (rounds > R) rounds = R;
+  prog chain, mlp;
+  prog_load(&chain, CHAIN);
+  char *mt = mlp_text(dir);
+  if (!mt) die("grad_mlp_loss.jaxpr");
+  prog_load(&mlp, mt);
+  printf("modeled from a 1-thread profile (chunking and waves alone): chain %.2fx, mlp %.2fx\n",
+         modeled_speedup(&chain, p1), modeled_speedup(&mlp, p1));
+  for (int r = 0; r < rounds; r++) {
+    t[0][0][r] = synthetic(p1), t[0][1][r] = synthetic(p2);
+    t[1][0][r] = prog_time(&chain, p1, 5, NULL), t[1][1][r] = prog_time(&chain, p2, 5, NULL);
+    t[2][0][r] = prog_time(&mlp, p1, 3, NULL), t[2][1][r] = prog_time(&mlp, p2, 3, NULL);
+    for (int w = 0; w < 3; w++) rs[w][r] = t[w][0][r] / t[w][1][r];
+    printf("round %d: synthetic %.2fx (%.1f/%.1f ms), chain %.2fx (%.1f/%.1f ms), mlp %.2fx (%.1f/%.1f ms)\n",
+           r, rs[0][r], t[0][0][r] * 1e3, t[0][1][r] * 1e3, rs[1][r], t[1][0][r] * 1e3,
+           t[1][1][r] * 1e3, rs[2][r], t[2][0][r] * 1e3, t[2][1][r] * 1e3);
+    fflush(stdout);
+  }
+  static const char *const W[3] = {"synthetic compute-bound DAG", "fused chain, 16M f32",
+                                   "MLP step B512 D1024 H1024 O256"};
+  for (int w = 0; w < 3; w++) {
+    qsort(rs[w], (size_t)rounds, sizeof rs[w][0], cmp_d);
+    qsort(t[w][0], (size_t)rounds, sizeof t[w][0][0], cmp_d);
+    qsort(t[w][1], (size_t)rounds, sizeof t[w][1][0], cmp_d);
+    printf("%s: median speedup %.2fx over %d rounds (min %.2fx, max %.2fx); best times %.2f / %.2f ms "
+           "(%.2fx)\n", W[w], rs[w][rounds / 2], rounds, rs[w][0], rs[w][rounds - 1],
+           t[w][0][0] * 1e3, t[w][1][0] * 1e3, t[w][0][0] / t[w][1][0]);
+  }
+  prog_free(&chain);
+  prog_free(&mlp);
+  free(mt);
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "fixtures/golden";
   C = ft_ctx_new(NULL);
   ft_pool *p1 = ft_pool_new(1), *p2 = ft_pool_new(2);
+  if (argc > 3 && !strcmp(argv[2], "speedup")) {
+    speedup_rounds(dir, p1, p2, atoi(argv[3]));
+    ft_pool_free(p1);
+    ft_pool_free(p2);
+    ft_ctx_free(C);
+    return 0;
+  }
 
   printf("## executor overhead per task (empty tasks; best of 200 runs)\n\n");
   printf("| DAG | 1 thread | 2 threads |\n|---|---|---|\n");
@@ -269,8 +364,8 @@ int main(int argc, char **argv) {
     double m1 = prog_time(&mlp, p1, 5, &st), m2 = prog_time(&mlp, p2, 5, NULL);
     printf("| MLP training step (grad_mlp_loss, B512 D1024 H1024 O256; %d steps) | %.2f ms | %.2f ms | %.2fx |\n",
            mlp.p->n_steps, m1 * 1e3, m2 * 1e3, m1 / m2);
-    printf("\nMLP step buffers: sum %zu B, planned peak %zu B, lower bound %zu B\n", st.sum, st.peak,
-           st.lower_bound);
+    printf("\nMLP step buffers: sum %zu B, planned peak %zu B, lower bound %zu B, %d in place\n",
+           st.sum, st.peak, st.lower_bound, st.n_inplace);
     prog_free(&mlp);
     free(mt);
   }

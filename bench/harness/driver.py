@@ -455,6 +455,68 @@ def run_compile(args, datadir, worker, jfns, rng):
     return res
 
 
+MEMORY_WORKLOADS = ("mlp_step", "softmax", "attention")
+
+
+def run_memory(args, datadir, worker, jfns, rng):
+    """Issue 7: memory of one call. FrankenTrace: the buffer plan's arena
+    (planned peak of the intermediates), the intermediates added up (no
+    reuse), argument and output bytes. JAX: XLA's buffer assignment from
+    jax.jit(f).lower(*args).compile().memory_analysis(). Inputs of the timed
+    workloads' shapes, drawn afresh."""
+    import jax
+
+    out = []
+    for name in MEMORY_WORKLOADS:
+        row = {"name": name}
+        arrays = make_data(name, args.sizes, rng)
+        write_inputs(datadir, name, arrays)
+        row["shapes"] = [f"{a.dtype}{list(a.shape)}" for a in arrays]
+        ans = worker.cmd(f"setup {name} {datadir}")
+        if ans[0] == "ok":
+            m = worker.cmd(f"memory {name}")
+            if m[0] == "ok":
+                v = [int(x) for x in m[1:]]
+                row["ft"] = dict(zip(["arena_bytes", "buffers_bytes", "argument_bytes", "output_bytes",
+                                      "steps"], v), status="ok")
+            else:
+                row["ft"] = {"status": "failed", "why": m[1] if len(m) > 1 else "?"}
+            worker.cmd(f"free {name}")
+        else:
+            row["ft"] = {"status": "pending", "why": ans[1] if len(ans) > 1 else "?"}
+        try:
+            ma = jax.jit(jfns[name]).lower(*arrays).compile().memory_analysis()
+            row["jax"] = {k: int(getattr(ma, k)) for k in (
+                "temp_size_in_bytes", "argument_size_in_bytes", "output_size_in_bytes",
+                "alias_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes")
+                if hasattr(ma, k)}
+        except Exception as e:  # memory_analysis is backend-dependent
+            row["jax"] = {"error": repr(e)}
+        for f in os.listdir(datadir):
+            if f.startswith(name + ".") and f.endswith(".npy"):
+                os.remove(os.path.join(datadir, f))
+        ft, jx = row.get("ft", {}), row.get("jax", {})
+        log(f"memory {name}: ft arena {ft.get('arena_bytes')} B (sum {ft.get('buffers_bytes')} B); "
+            f"jax temp {jx.get('temp_size_in_bytes')} B")
+        out.append(row)
+    return out
+
+
+def run_overhead(args, worker):
+    """Issue 7: the executor's cost per step (target under 1 us), from a
+    compiled chain of tiny steps (bench/harness/worker.c, cmd_overhead)."""
+    res = {"tiny_steps": args.overhead_steps}
+    ans = worker.cmd(f"overhead {args.overhead_steps}")
+    if ans[0] != "ok":
+        res.update(status="failed", why=ans[1] if len(ans) > 1 else "?")
+        return res
+    v = [float(x) for x in ans[1:]]
+    res.update(status="ok", ns_per_step_1t=v[0], ns_per_step_2t=v[1], steps=int(v[2]),
+               call_ns_1t=v[3], call_ns_2t=v[4])
+    log(f"executor overhead: {v[0]:.0f} ns/step (1 thread), {v[1]:.0f} ns/step (2 threads)")
+    return res
+
+
 def jax_chain(n):
     import jax.numpy as jnp
 
@@ -574,7 +636,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer reps, smaller sizes (development)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"))
     ap.add_argument("--out", help="result JSON path (default bench/results/<date>-<commit>.json)")
-    ap.add_argument("--only", help="comma-separated workload names (plus compile, transforms, egraph, limits)")
+    ap.add_argument("--only", help="comma-separated workload names (plus compile, transforms, egraph, limits, "
+                    "memory, overhead)")
     ap.add_argument("--egraph12", action=argparse.BooleanOptionalAction, default=None,
                     help="include the e-graph N=12 run (default: on in full mode)")
     args = ap.parse_args()
@@ -595,6 +658,7 @@ def main():
     if q and args.egraph12:
         args.egraph_ns = [10, 11, 12]
     args.egraph_reps = 3 if q else 5
+    args.overhead_steps = 200
     only = set(args.only.split(",")) if args.only else None
 
     worker_exe = os.path.join(args.build, "bench", "ft-bench-worker")
@@ -662,6 +726,10 @@ def main():
         result["compile"] = run_compile(args, datadir, workers["set"], jfns, rng)
     if not only or "transforms" in only:
         result["transforms"] = run_transforms(args, workers["set"])
+    if not only or "memory" in only:
+        result["memory"] = run_memory(args, datadir, workers["set"], jfns, rng)
+    if not only or "overhead" in only:
+        result["overhead"] = run_overhead(args, workers["set"])
     th = workers["set"].cmd("threads")
     result["frankentrace"]["threads"] = (
         f"{th[1]} threads in the worker process after all workloads ran (calls are issued from one thread; "

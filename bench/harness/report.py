@@ -382,6 +382,44 @@ def charts(res, imgdir):
     return made
 
 
+def kib(b):
+    return "–" if b is None else f"{b / 1024:,.0f} KiB"
+
+
+def memory_section(res):
+    """Issue 7: planned peak of the intermediates against JAX/XLA's temp buffers."""
+    rows = res.get("memory")
+    if not rows:
+        return []
+    out = ["| program | inputs | FrankenTrace planned arena | FT intermediates added up | FT args + outputs | "
+           "JAX temp (XLA buffer assignment) | JAX args + outputs | FT arena / JAX temp |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ft, jx = r.get("ft", {}), r.get("jax", {})
+        if ft.get("status") != "ok":
+            fa = fs = fio = ft.get("status", "–")
+        else:
+            fa, fs = kib(ft["arena_bytes"]), kib(ft["buffers_bytes"])
+            fio = kib(ft["argument_bytes"] + ft["output_bytes"])
+        jt = jx.get("temp_size_in_bytes")
+        jio = (jx["argument_size_in_bytes"] + jx["output_size_in_bytes"]
+               if "argument_size_in_bytes" in jx else None)
+        ratio = (f"{ft['arena_bytes'] / jt:.2f}" if ft.get("status") == "ok" and jt else "–")
+        out.append(f"| {r['name']} | {', '.join(r.get('shapes', []))} | {fa} | {fs} | {fio} | {kib(jt)} | "
+                   f"{kib(jio)} | {ratio} |")
+    return out
+
+
+def overhead_section(res):
+    o = res.get("overhead")
+    if not o or o.get("status") != "ok":
+        return []
+    return [f"A compiled chain of {o['steps']} tiny steps (8-element reductions), `ft_call_into`: "
+            f"**{o['ns_per_step_1t']:.0f} ns per step on 1 thread, {o['ns_per_step_2t']:.0f} ns on 2** "
+            f"(the difference between {o['steps']} steps and 1, over the extra steps; whole call "
+            f"{o['call_ns_1t'] / 1e3:.1f} / {o['call_ns_2t'] / 1e3:.1f} us). Target: under 1 us."]
+
+
 def generated(res, imgs, docdir):
     out = ["", f"## Results ({res['mode']} run)", ""] + header(res) + ["", "### All workloads", ""]
     out += main_table(res)
@@ -413,6 +451,14 @@ def generated(res, imgs, docdir):
                 "`bench/transforms/bench_grad.c`), transformed without the per-pass verifier; vmap with "
                 "batch 16. JAX: `jax.make_jaxpr(jax.grad(f))` / `jax.make_jaxpr(jax.vmap(f))` of the same "
                 "Python function, for scale (it includes Python tracing).", ""] + ts + [""]
+    ms = memory_section(res)
+    if ms:
+        out += ["### Memory of one call (issue 7)", "",
+                "FrankenTrace: the executor's static buffer plan (intermediates only; inputs and outputs "
+                "are the caller's arrays). JAX: `jax.jit(f).lower(*args).compile().memory_analysis()`.", ""] + ms + [""]
+    oh = overhead_section(res)
+    if oh:
+        out += ["### Executor overhead per step (issue 7)", ""] + oh + [""]
     eg = res.get("egraph", {})
     if eg.get("table"):
         out += ["### E-graph micro-benchmark (workload 11), `bench/egraph/run`", "", eg["table"].strip(), ""]

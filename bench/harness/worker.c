@@ -18,6 +18,10 @@
  *                       -> "ok total_ms trace_ms grad_ms parse_ms jit_ms call_ms"
  *   transform KIND N R  KIND grad|vmap of an N-equation chain, R times
  *                       -> "ok min_s median_s n_eqns_out"
+ *   memory NAME         planned arena, buffers added up, argument and output
+ *                       bytes of a set-up workload -> "ok A B ARGS OUTS STEPS"
+ *   overhead N          executor cost per step over N tiny steps, 1 and 2
+ *                       threads -> "ok NS_1T NS_2T STEPS CALL_NS_1T CALL_NS_2T"
  *   free NAME           -> "ok"
  *   info                -> "ok jit=0|1 version=V"
  *   threads             -> "ok N", the threads of this process now
@@ -550,6 +554,100 @@ static void cmd_transform(const char *kind, int n, int reps) {
   ft_jaxpr_free(j);
 }
 
+/* Memory of a set-up workload (issue 7): the planned arena of one call
+ * (ft_jit_stats.arena_bytes), the intermediate buffers added up (what a
+ * call would need without the plan's reuse), and the bytes of the inputs
+ * and outputs, which live in the caller's arrays
+ * -> "ok arena_bytes buffers_bytes argument_bytes output_bytes steps". */
+static void cmd_memory(const char *name) {
+  loaded *L = get(name);
+  if (!L || !L->fn) {
+    printf("err %s is not set up with the JIT\n", name);
+    return;
+  }
+  ft_jit_stats s = {0};
+  ft_fn_stats(L->fn, &s);
+  size_t args = 0, outs = 0;
+  for (int i = 0; i < L->n_in; i++) args += ft_array_nbytes(L->in[i]);
+  for (int i = 0; i < L->n_out; i++) outs += ft_array_nbytes(L->out[i]);
+  printf("ok %zu %zu %zu %zu %d\n", s.arena_bytes, s.buffers_bytes, args, outs, s.n_steps);
+}
+
+/* A chain of n tiny steps: reduce_sum of f32[8] to a scalar, broadcast
+ * back (fused into the next reduction), so every step is one compiled
+ * kernel of 8 elements and the call time is the executor's per-step cost. */
+static char *tiny_steps_text(int n) {
+  size_t cap = (size_t)n * 200 + 256, k = 0;
+  char *s = malloc(cap);
+  if (!s) return NULL;
+  k += (size_t)snprintf(s + k, cap - k, "{ lambda ; v0:f32[8]. let\n");
+  for (int i = 0; i < n; i++)
+    k += (size_t)snprintf(s + k, cap - k,
+                          "    s%d:f32[] = reduce_sum[axes=(0,) out_sharding=None] v%d\n"
+                          "    v%d:f32[8] = broadcast_in_dim[broadcast_dimensions=() shape=(8,) "
+                          "sharding=None] s%d\n", i, i, i + 1, i);
+  snprintf(s + k, cap - k, "  in (s%d,) }\n", n - 1);
+  return s;
+}
+
+/* Best time of one ft_call_into over reps x calls, and the step count. */
+static double tiny_call_s(ft_ctx *ctx, int n, int *steps) {
+  char *text = tiny_steps_text(n);
+  ft_jaxpr *j = text ? ft_parse(ctx, text, strlen(text), "tiny-steps") : NULL;
+  free(text);
+  ft_jit_options o = {0};
+  o.cache_dir = getenv("FT_BENCH_CACHE_DIR");
+  ft_fn *fn = j ? ft_jit(ctx, j, &o) : NULL;
+  ft_jaxpr_free(j);
+  if (!fn) return -1;
+  ft_jit_stats st = {0};
+  ft_fn_stats(fn, &st);
+  *steps = st.n_steps;
+  const int64_t d8[1] = {8};
+  ft_array *x = ft_array_new(ctx, FT_F32, 1, d8), *y = ft_array_new(ctx, FT_F32, 0, NULL);
+  double best = 1e30;
+  int calls = n > 100 ? 200 : 2000;
+  for (int r = 0; x && y && r < 7; r++) {
+    double t0 = now();
+    for (int i = 0; i < calls; i++)
+      if (ft_call_into(fn, 1, &x, 1, &y)) best = -1e30;
+    double dt = (now() - t0) / calls;
+    if (dt < best) best = dt;
+  }
+  ft_array_free(x), ft_array_free(y);
+  ft_fn_free(fn);
+  return best < 0 ? -1 : best;
+}
+
+/* Executor overhead per step (issue 7: under 1 us): programs of 1 and of
+ * n + 1 tiny steps on contexts asking for 1 and 2 threads; the per-step
+ * figure is the difference over n steps, so the call's fixed cost (argument
+ * checks, frame) drops out
+ * -> "ok ns_per_step_1t ns_per_step_2t steps call_ns_1t call_ns_2t". */
+static void cmd_overhead(int n) {
+  if (!use_jit()) {
+    printf("err pending: no JIT in this build\n");
+    return;
+  }
+  double per[2], whole[2];
+  int steps = 0, one = 0;
+  for (int nt = 1; nt <= 2; nt++) {
+    ft_ctx_options co = {0};
+    co.num_threads = nt;
+    ft_ctx *ctx = ft_ctx_new(&co);
+    double t1 = ctx ? tiny_call_s(ctx, 1, &one) : -1, tn = ctx ? tiny_call_s(ctx, n + 1, &steps) : -1;
+    if (t1 < 0 || tn < 0) {
+      printf("err tiny-step program: %s\n", ctx ? ft_ctx_error(ctx) : "no context");
+      ft_ctx_free(ctx);
+      return;
+    }
+    per[nt - 1] = (tn - t1) / (steps - one) * 1e9;
+    whole[nt - 1] = tn * 1e9;
+    ft_ctx_free(ctx);
+  }
+  printf("ok %.1f %.1f %d %.0f %.0f\n", per[0], per[1], steps, whole[0], whole[1]);
+}
+
 int main(void) {
   /* Transforms are timed without the per-pass verifier, as bench_grad does. */
   setenv("FT_VERIFY", "0", 1);
@@ -581,6 +679,8 @@ int main(void) {
     else if (!strcmp(cmd, "save") && n >= 3) cmd_save(a, b);
     else if (!strcmp(cmd, "compile") && n >= 3) cmd_compile(a, b);
     else if (!strcmp(cmd, "transform") && n >= 4) cmd_transform(a, atoi(b), atoi(c));
+    else if (!strcmp(cmd, "memory") && n >= 2) cmd_memory(a);
+    else if (!strcmp(cmd, "overhead") && n >= 2) cmd_overhead(atoi(a));
     else if (!strcmp(cmd, "free") && n >= 2) {
       loaded *L = get(a);
       if (L) unload(L);

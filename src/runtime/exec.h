@@ -48,9 +48,13 @@ void ft_pool_release_shared(ft_pool *p);
 /* One job: job(arg, tid) for tid in [0, want). */
 typedef void (*ft_pool_job)(void *arg, int tid);
 
-/* Runs job on the calling thread (tid 0) and want - 1 workers (want is
- * clamped to the pool size) and returns when every participant has
- * returned. A pool runs one job at a time: when another thread's job holds
+/* Runs job on the calling thread (tid 0) and on up to want - 1 workers
+ * (want is clamped to the pool size): each of those that wakes before the
+ * caller's own job(arg, 0) returns runs job(arg, tid); a later one skips
+ * it, so a worker the OS has not scheduled never holds up the caller. Jobs
+ * must therefore share their work dynamically (as the executor's chunk
+ * counter does). Returns when every worker that entered has returned. A
+ * pool runs one job at a time: when another thread's job holds
  * it, this returns false at once without running anything (the caller then
  * does the work itself; the executor's results do not depend on who runs
  * what). want <= 1 runs job(arg, 0) inline and returns true. */
@@ -228,6 +232,15 @@ void ft_prog_exec_free(ft_prog_exec *pe);
 ft_status ft_prog_exec_run(ft_prog_exec *pe, ft_ctx *ctx, ft_array *const *in,
                            ft_array *const *out, ft_exec_profile *prof);
 ft_exec *ft_prog_exec_executor(ft_prog_exec *pe);
+/* The input buffer that loop kernel k (one of p's steps) may overwrite
+ * with its first store, or -1: the first input k reads only with the
+ * store's own index (same size, no broadcast or transpose), a TEMP buffer.
+ * The plan runs k in place over it when it dies at k; codegen.c drops
+ * `noalias` on that input and the store's buffer, and has the kernel call
+ * its body with one pointer for both when they are equal (so the loop
+ * still vectorizes). A function of the program alone. */
+struct ft_kernel;
+int ft_kernel_inplace_input(const struct ft_program *p, const struct ft_kernel *k);
 /* The buffer plan's figures (bytes). */
 ft_bufplan_stats ft_prog_exec_plan_stats(const ft_prog_exec *pe);
 

@@ -1,10 +1,14 @@
 /* src/runtime/exec_program.c: an ft_program (src/lower) run by the
  * dependency-wave executor. Each step becomes a task: loop and reduction
  * kernels are chunked over their [lo, hi) range (a grain from the kernel's
- * shape), GEMM steps over their batch (one ft_gemm call per batch element,
- * exactly as the interpreter makes them: splitting a GEMM any finer changes
- * OpenBLAS's bits, MACHINE-FACTS.md), fallback and control steps are one
- * chunk run by src/lower's ft_program_run_step on this thread's own context. Dependencies come
+ * shape), GEMM steps over (batch element, row block): ft_gemm computes
+ * every product in row blocks fixed by its shape (interp_linalg.c), so a
+ * chunk makes exactly one of the OpenBLAS calls the interpreter makes
+ * (splitting a product any other way changes OpenBLAS's bits,
+ * MACHINE-FACTS.md). A GEMM whose right operand needs packing gets a
+ * second task before it, which packs that operand in row chunks. Fallback
+ * and control steps are one chunk run by src/lower's ft_program_run_step
+ * on this thread's own context. Dependencies come
  * from the buffers the steps read and write (read-after-write,
  * write-after-read, write-after-write), and intermediates get offsets from
  * a buffer plan whose lifetimes are counted in waves, so two steps that may
@@ -13,13 +17,6 @@
 
 #include "lower/lower.h"
 #include "runtime/exec.h"
-
-/* In-place reuse of a dying input by a loop kernel's output is planned only
- * when this is true. The generated kernels mark their buffer arguments
- * `noalias` (codegen.c), so passing one buffer as both an input and an
- * output would break that promise, even though the body loads everything
- * before it stores. Turn this on once codegen drops noalias for such pairs. */
-static const bool INPLACE_KERNELS = false;
 
 typedef struct step_task {
   struct ft_prog_exec *pe;
@@ -42,18 +39,23 @@ static ft_status kernel_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
   return FT_OK;
 }
 
-/* Packs batch b of a GEMM operand (as src/lower's planner enumerates it). */
-static void pack_batch(bool f64, const void *src, void *dst, int64_t b, int64_t R, int64_t Cn,
-                       const int64_t *ob, const int64_t *orow, const int64_t *ocol) {
-  int64_t at = b * R * Cn;
-  for (int64_t r = 0; r < R; r++)
-    for (int64_t q = 0; q < Cn; q++, at++) {
-      int64_t i = ob[b] + orow[r] + ocol[q];
-      if (f64) ((double *)dst)[at] = ((const double *)src)[i];
-      else ((float *)dst)[at] = ((const float *)src)[i];
+/* Packs rows [r0, r1) of the operand enumerated as [B*R][Cn] (row q is row
+ * q % R of batch element q / R), as src/lower's planner enumerates it. */
+static void pack_rows(bool f64, const void *src, void *dst, int64_t r0, int64_t r1, int64_t R,
+                      int64_t Cn, const int64_t *ob, const int64_t *orow, const int64_t *ocol) {
+  int64_t at = r0 * Cn;
+  for (int64_t q = r0; q < r1; q++) {
+    int64_t base = ob[q / R] + orow[q % R];
+    for (int64_t c = 0; c < Cn; c++, at++) {
+      if (f64) ((double *)dst)[at] = ((const double *)src)[base + ocol[c]];
+      else ((float *)dst)[at] = ((const float *)src)[base + ocol[c]];
     }
+  }
 }
 
+/* Chunk q of a GEMM is row block q % blocks of batch element q / blocks:
+ * it packs its own rows of the left operand (when that needs packing) and
+ * makes that block's one OpenBLAS call. */
 static ft_status gemm_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
   step_task *t = u;
   const ft_step *s = &t->pe->p->steps[t->step];
@@ -62,18 +64,33 @@ static ft_status gemm_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
   const void *A = kb[s->in[0]], *Bm = kb[s->in[1]];
   void *Cm = kb[s->out[0]];
   int64_t M = g->M, N = g->N, K = g->K;
-  for (int64_t b = lo; b < hi; b++) {
-    if (!g->lhs_direct) pack_batch(g->f64, A, kb[g->pack_a], b, M, K, g->lb, g->lm, g->lk);
-    if (!g->rhs_direct) pack_batch(g->f64, Bm, kb[g->pack_b], b, K, N, g->rb, g->rk, g->rn);
+  int64_t nblk = ft_gemm_blocks(M, N, K), rows = ft_gemm_block_rows(M, N, K);
+  for (int64_t q = lo; q < hi; q++) {
+    int64_t b = q / nblk, blk = q % nblk;
+    if (!g->lhs_direct) {
+      int64_t r0 = b * M + blk * rows, r1 = r0 + (M - blk * rows < rows ? M - blk * rows : rows);
+      pack_rows(g->f64, A, kb[g->pack_a], r0, r1, M, K, g->lb, g->lm, g->lk);
+    }
     const void *a = g->lhs_direct ? A : kb[g->pack_a];
     const void *bb = g->rhs_direct ? Bm : kb[g->pack_b];
     if (g->f64)
-      ft_gemm_f64(M, N, K, (const double *)a + b * M * K, K, (const double *)bb + b * K * N, N,
-                  (double *)Cm + b * M * N, N);
+      ft_gemm_f64_block(M, N, K, (const double *)a + b * M * K, K, (const double *)bb + b * K * N,
+                        N, (double *)Cm + b * M * N, N, blk);
     else
-      ft_gemm_f32(M, N, K, (const float *)a + b * M * K, K, (const float *)bb + b * K * N, N,
-                  (float *)Cm + b * M * N, N);
+      ft_gemm_f32_block(M, N, K, (const float *)a + b * M * K, K, (const float *)bb + b * K * N,
+                        N, (float *)Cm + b * M * N, N, blk);
   }
+  return FT_OK;
+}
+
+/* The right operand of a GEMM packed as [B*K][N], rows [lo, hi): a task of
+ * its own, a wave before the GEMM's blocks, which all read it. */
+static ft_status pack_b_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
+  step_task *t = u;
+  const ft_step *s = &t->pe->p->steps[t->step];
+  const ft_gemm_plan *g = s->gemm;
+  void *const *kb = ft_exec_call_scratch(c);
+  pack_rows(g->f64, kb[s->in[1]], kb[g->pack_b], lo, hi, g->K, g->N, g->rb, g->rk, g->rn);
   return FT_OK;
 }
 
@@ -110,7 +127,7 @@ static void step_shape(const ft_program *p, const ft_step *s, ft_exec_task *t) {
   }
   case FT_STEP_GEMM:
     t->fn = gemm_task;
-    t->extent = s->gemm->B;
+    t->extent = s->gemm->B * ft_gemm_blocks(s->gemm->M, s->gemm->N, s->gemm->K);
     t->grain = 1;
     break;
   case FT_STEP_FALLBACK:
@@ -191,15 +208,18 @@ static bool step_deps(const ft_step *s, int i, hazards *h, int **deps, int *nd) 
   return true;
 }
 
-/* Whether the loop kernel of s may write its first store over input buffer
- * b: b is TEMP, of the store's size, and every load of b is the identity
- * access of the loop nest with the store's element size. */
-static bool kernel_inplace_ok(const ft_program *p, const ft_step *s, int b) {
-  if (!INPLACE_KERNELS || s->kind != FT_STEP_KERNEL) return false;
-  const ft_kernel *k = &p->kernels[s->kernel];
-  if (k->kind != FT_KER_LOOP || k->n_stores < 1) return false;
-  int ob = k->stores[0].buf;
-  if (ob == b || p->bufs[b].kind != FT_BUF_TEMP || p->bufs[ob].kind != FT_BUF_TEMP ||
+/* Whether loop kernel k may write its first store over its input buffer b:
+ * b is TEMP, of the store's size, and every load of b is the identity
+ * access of the loop nest with the store's element size (so each element
+ * is loaded, in the same iteration, before the store that overwrites it).
+ * codegen.c drops `noalias` on such pairs, so passing one buffer for both
+ * keeps the promises the kernel's IR makes. A function of the program
+ * alone: codegen and the buffer plan must agree. */
+static bool kernel_inplace_ok(const ft_program *p, const ft_kernel *k, int b) {
+  if (k->kind != FT_KER_LOOP || k->n_stores < 1 || b < 0 || b >= p->n_bufs) return false;
+  int ob = k->stores[0].buf; /* ids may be another program's (hoisted kernels): check bounds */
+  if (ob == b || ob < 0 || ob >= p->n_bufs || p->bufs[b].kind != FT_BUF_TEMP ||
+      p->bufs[ob].kind != FT_BUF_TEMP ||
       p->bufs[b].nbytes != p->bufs[ob].nbytes)
     return false;
   size_t es = ft_dtype_size(k->nodes[k->stores[0].node].dt);
@@ -219,8 +239,27 @@ static bool kernel_inplace_ok(const ft_program *p, const ft_step *s, int b) {
   return loaded;
 }
 
-/* Lifetimes in waves and the buffer plan of the TEMP buffers. */
-static ft_status plan_buffers(ft_ctx *ctx, ft_prog_exec *pe, const int *wave) {
+int ft_kernel_inplace_input(const ft_program *p, const ft_kernel *k) {
+  if (k->kind != FT_KER_LOOP || k->n_stores < 1) return -1;
+  int b = -1;
+  for (int i = 0; i < k->n_nodes && b < 0; i++)
+    if (k->nodes[i].kind == FT_KN_LOAD && kernel_inplace_ok(p, k, k->nodes[i].acc.buf))
+      b = k->nodes[i].acc.buf;
+  /* Only p's own steps run on the executor. Kernels hoisted from control
+   * sub-programs (fusion.c) index their own program's buffers and run
+   * through ft_program_run, which never aliases. (Checked last: it scans
+   * the steps, and few kernels get this far.) */
+  bool own = false;
+  for (int i = 0; b >= 0 && i < p->n_steps && !own; i++)
+    own = p->steps[i].kind == FT_STEP_KERNEL && &p->kernels[p->steps[i].kernel] == k;
+  return own ? b : -1;
+}
+
+/* Lifetimes in waves and the buffer plan of the TEMP buffers. wave[] is by
+ * task: steps first, then the packing tasks; pack_task[i] is step i's
+ * packing task or -1. */
+static ft_status plan_buffers(ft_ctx *ctx, ft_prog_exec *pe, const int *wave,
+                              const int *pack_task) {
   const ft_program *p = pe->p;
   int nb = p->n_bufs;
   int *map = malloc(sizeof *map * ((size_t)nb + 1));     /* buffer -> plan index */
@@ -256,6 +295,11 @@ static ft_status plan_buffers(ft_ctx *ctx, ft_prog_exec *pe, const int *wave) {
       if (s->gemm->pack_a >= 0) TOUCH(s->gemm->pack_a, w);
       if (s->gemm->pack_b >= 0) TOUCH(s->gemm->pack_b, w);
     }
+    if (pack_task[i] >= 0) { /* the packing wave reads in[1] and writes pack_b */
+      int pw = wave[pack_task[i]];
+      if (s->in[1] >= 0 && map[s->in[1]] >= 0) TOUCH(s->in[1], pw);
+      if (s->gemm->pack_b >= 0) TOUCH(s->gemm->pack_b, pw);
+    }
   }
 #undef TOUCH
   for (int q = 0; q < n; q++)
@@ -273,14 +317,13 @@ static ft_status plan_buffers(ft_ctx *ctx, ft_prog_exec *pe, const int *wave) {
   }
   for (int i = 0; i < p->n_steps; i++) {
     const ft_step *s = &p->steps[i];
-    if (s->kind != FT_STEP_KERNEL || s->n_out < 1 || s->out[0] < 0 || map[s->out[0]] < 0) continue;
-    for (int k = 0; k < s->n_in; k++) {
-      int b = s->in[k];
-      if (b < 0 || map[b] < 0 || last_reader[b] != i || readers_at_last[b] != 1) continue;
-      if (!kernel_inplace_ok(p, s, b)) continue;
-      pb[map[s->out[0]]].inplace_of = map[b];
-      break;
-    }
+    if (s->kind != FT_STEP_KERNEL) continue;
+    const ft_kernel *kr = &p->kernels[s->kernel];
+    int ob = kr->kind == FT_KER_LOOP && kr->n_stores > 0 ? kr->stores[0].buf : -1;
+    if (ob < 0 || map[ob] < 0) continue;
+    int b = ft_kernel_inplace_input(p, kr); /* the one input codegen made aliasable */
+    if (b >= 0 && map[b] >= 0 && last_reader[b] == i && readers_at_last[b] == 1)
+      pb[map[ob]].inplace_of = map[b];
   }
   ft_status st = ft_bufplan_solve(ctx, n, pb, &pe->plan);
   if (st == FT_OK) {
@@ -292,28 +335,37 @@ static ft_status plan_buffers(ft_ctx *ctx, ft_prog_exec *pe, const int *wave) {
   return st;
 }
 
+/* Whether step s gets a packing task for its right operand. */
+static bool has_pack_task(const ft_step *s) {
+  return s->kind == FT_STEP_GEMM && !s->gemm->rhs_direct && s->gemm->pack_b >= 0;
+}
+
 ft_prog_exec *ft_prog_exec_new(ft_ctx *ctx, const ft_program *p, ft_pool *pool,
                                const ft_prog_exec_options *opts) {
   ft_prog_exec *pe = calloc(1, sizeof *pe);
-  int n = p->n_steps;
-  ft_exec_task *tasks = calloc((size_t)n + 1, sizeof *tasks);
-  char (*names)[96] = calloc((size_t)n + 1, sizeof *names);
-  int *wave = calloc((size_t)n + 1, sizeof *wave);
+  int n = p->n_steps, nt = n;
+  for (int i = 0; i < n; i++) nt += has_pack_task(&p->steps[i]);
+  ft_exec_task *tasks = calloc((size_t)nt + 1, sizeof *tasks);
+  char (*names)[96] = calloc((size_t)nt + 1, sizeof *names);
+  int *wave = calloc((size_t)nt + 1, sizeof *wave);
+  int *pack_task = malloc(sizeof *pack_task * ((size_t)n + 1));
   hazards h = {0};
   h.last_writer = malloc(sizeof(int) * ((size_t)p->n_bufs + 1));
   h.readers = calloc((size_t)p->n_bufs + 1, sizeof *h.readers);
   h.n_readers = calloc((size_t)p->n_bufs + 1, sizeof(int));
   h.cap_readers = calloc((size_t)p->n_bufs + 1, sizeof(int));
-  if (!pe || !tasks || !names || !wave || !h.last_writer || !h.readers || !h.n_readers ||
-      !h.cap_readers)
+  if (!pe || !tasks || !names || !wave || !pack_task || !h.last_writer || !h.readers ||
+      !h.n_readers || !h.cap_readers)
     goto nomem;
   pe->p = p;
-  pe->st = calloc((size_t)n + 1, sizeof *pe->st);
+  pe->st = calloc((size_t)nt + 1, sizeof *pe->st);
   pe->offset = calloc((size_t)p->n_bufs + 1, sizeof *pe->offset);
   if (!pe->st || !pe->offset) goto nomem;
   for (int b = 0; b < p->n_bufs; b++) h.last_writer[b] = -1;
+  int next_pack = n;
   for (int i = 0; i < n; i++) {
     const ft_step *s = &p->steps[i];
+    pack_task[i] = -1;
     if (s->kind == FT_STEP_KERNEL && !s->fn && s->extent > 0) {
       ft_set_error(ctx, FT_ERR_INTERNAL, "executor: step %d: kernel not bound", i);
       goto fail;
@@ -325,6 +377,30 @@ ft_prog_exec *ft_prog_exec_new(ft_ctx *ctx, const ft_program *p, ft_pool *pool,
     step_name(p, s, names[i], sizeof names[i]);
     tasks[i] = (ft_exec_task){.name = names[i], .user = &pe->st[i], .n_deps = nd, .deps = deps};
     step_shape(p, s, &tasks[i]);
+    if (has_pack_task(s)) {
+      /* the packing task waits for what the step waits for; the step for it */
+      const ft_gemm_plan *g = s->gemm;
+      int q = pack_task[i] = next_pack++;
+      int *pdeps = malloc(sizeof *pdeps * ((size_t)nd + 1)), cap = nd;
+      if (!pdeps) goto nomem; /* deps is freed with tasks[i] */
+      if (nd) memcpy(pdeps, deps, sizeof *pdeps * (size_t)nd);
+      pe->st[q] = (step_task){pe, i};
+      char of[sizeof names[i]]; /* a copy: gcc -O0 cannot tell names[q] from names[i] */
+      memcpy(of, names[i], sizeof of);
+      snprintf(names[q], sizeof names[q], "pack rhs of %.80s", of);
+      tasks[q] = (ft_exec_task){.name = names[q], .fn = pack_b_task, .user = &pe->st[q],
+                                .n_deps = nd, .extent = g->B * g->K,
+                                .grain = ft_exec_grain(g->B * g->K, g->N),
+                                .cost = (uint64_t)(g->B * g->K * g->N) + 1};
+      if (s->in[1] >= 0) tasks[q].bytes = p->bufs[s->in[1]].nbytes;
+      tasks[q].bytes += p->bufs[g->pack_b].nbytes;
+      for (int k = 0; k < nd; k++)
+        if (wave[deps[k]] + 1 > wave[q]) wave[q] = wave[deps[k]] + 1;
+      tasks[q].deps = pdeps;
+      bool added = add_dep(&deps, &nd, &cap, q);
+      tasks[i].deps = deps, tasks[i].n_deps = nd;
+      if (!added) goto nomem;
+    }
     for (int k = 0; k < nd; k++)
       if (wave[deps[k]] + 1 > wave[i]) wave[i] = wave[deps[k]] + 1;
     for (int k = 0; k < s->n_in; k++)
@@ -342,7 +418,7 @@ ft_prog_exec *ft_prog_exec_new(ft_ctx *ctx, const ft_program *p, ft_pool *pool,
     for (int k = 0; k < s->n_out; k++)
       if (s->out[k] >= 0) tasks[i].bytes += p->bufs[s->out[k]].nbytes;
   }
-  if (plan_buffers(ctx, pe, wave)) goto fail;
+  if (plan_buffers(ctx, pe, wave, pack_task)) goto fail;
   /* Steps run by src/lower (fallback, control) report errors on a context
    * of their own thread. Control steps keep their sub-programs' arenas in
    * the program (control.c): calls of such a program take turns (one frame). */
@@ -355,8 +431,8 @@ ft_prog_exec *ft_prog_exec_new(ft_ctx *ctx, const ft_program *p, ft_pool *pool,
                         .scratch_bytes = sizeof(void *) * ((size_t)p->n_bufs + 1),
                         .frame_ctx = other, .max_frames = control ? 1 : 0,
                         .no_small_waves = opts && opts->no_small_waves};
-  if (!(pe->x = ft_exec_new(ctx, n, tasks, &xo))) goto fail;
-  for (int i = 0; i < n; i++) FT_ASSERT(ft_exec_task_wave(pe->x, i) == wave[i]);
+  if (!(pe->x = ft_exec_new(ctx, nt, tasks, &xo))) goto fail;
+  for (int i = 0; i < nt; i++) FT_ASSERT(ft_exec_task_wave(pe->x, i) == wave[i]);
   goto done;
 nomem:
   ft_set_error(ctx, FT_ERR_NOMEM, "executor: out of memory");
@@ -365,11 +441,11 @@ fail:
   pe = NULL;
 done:
   if (tasks)
-    for (int i = 0; i < n; i++) free((void *)tasks[i].deps);
+    for (int i = 0; i < nt; i++) free((void *)tasks[i].deps);
   if (h.readers)
     for (int b = 0; b < p->n_bufs; b++) free(h.readers[b]);
   free(h.last_writer), free(h.readers), free(h.n_readers), free(h.cap_readers);
-  free(tasks), free(names), free(wave);
+  free(tasks), free(names), free(wave), free(pack_task);
   return pe;
 }
 

@@ -1,8 +1,12 @@
 /* src/runtime/pool.c: the persistent thread pool of the executor. One job at
  * a time: the owner publishes (job, arg, want) under the lock and bumps a
- * generation; workers wake (a short spin, then a condition variable), run
- * their part, and the last one to finish signals the owner. Workers take the
- * owner's floating-point environment minus FTZ/DAZ with each job. */
+ * generation; workers wake (a short spin, then a condition variable), enter
+ * the job unless the owner has closed it, run their part, and the last one
+ * to leave a closed job signals the owner. The owner closes the job when its
+ * own part returns: a worker the OS has not scheduled by then skips the job
+ * instead of holding up the owner (on a loaded machine a woken worker can
+ * wait milliseconds for a CPU). Workers take the owner's floating-point
+ * environment minus FTZ/DAZ with each job. */
 #include <stdatomic.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -16,6 +20,9 @@
 
 /* Spin iterations before sleeping; only when workers do not outnumber CPUs. */
 enum { SPIN_WORKER = 4000, SPIN_OWNER = 4000 };
+#define JOB_CLOSED ((uint64_t)1 << 31)
+#define JOB_COUNT (JOB_CLOSED - 1)
+#define JOB_GEN(g) (((uint64_t)(g) & 0xffffffffu) << 32)
 
 typedef struct worker {
   struct ft_pool *pool;
@@ -35,7 +42,9 @@ struct ft_pool {
   void *arg;
   int want;
   unsigned csr;
-  atomic_int pending;     /* workers still inside the current job */
+  /* The current job's entry word: its generation (low 32 bits) in the high
+   * 32 bits, JOB_CLOSED, and the count of workers inside (below). */
+  atomic_uint_fast64_t inside;
   bool stop;
   /* shared pools */
   int refs;
@@ -111,13 +120,21 @@ static void *worker_main(void *arg) {
     unsigned csr = p->csr;
     pthread_mutex_unlock(&p->mu);
     if (w->tid >= want) continue;
+    /* Enter generation `seen` unless its owner has closed it (or moved on). */
+    uint64_t v = atomic_load_explicit(&p->inside, memory_order_acquire);
+    bool entered = false;
+    while (!entered && (v & ~(JOB_CLOSED | JOB_COUNT)) == JOB_GEN(seen) && !(v & JOB_CLOSED))
+      entered = atomic_compare_exchange_weak_explicit(&p->inside, &v, v + 1, memory_order_acq_rel,
+                                                      memory_order_acquire);
+    if (!entered) continue;
 #ifdef FT_HAVE_MXCSR
     if (_mm_getcsr() != csr) _mm_setcsr(csr);
 #else
     (void)csr;
 #endif
     job(jarg, w->tid);
-    if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+    v = atomic_fetch_sub_explicit(&p->inside, 1, memory_order_acq_rel) - 1;
+    if ((v & JOB_CLOSED) && !(v & JOB_COUNT)) { /* the last one out of a closed job */
       pthread_mutex_lock(&p->mu);
       pthread_cond_broadcast(&p->done);
       pthread_mutex_unlock(&p->mu);
@@ -145,7 +162,7 @@ ft_pool *ft_pool_new(int n) {
   p->spin = cpus > 0 && n <= cpus;
   atomic_init(&p->busy, false);
   atomic_init(&p->gen, 0);
-  atomic_init(&p->pending, 0);
+  atomic_init(&p->inside, JOB_CLOSED);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
@@ -197,18 +214,21 @@ bool ft_pool_try_run(ft_pool *p, int want, ft_pool_job job, void *arg) {
 #ifdef FT_HAVE_MXCSR
   p->csr = _mm_getcsr() & ~(0x8000u | 0x0040u);
 #endif
-  atomic_store_explicit(&p->pending, want - 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+  uint64_t g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+  atomic_store_explicit(&p->inside, JOB_GEN(g), memory_order_relaxed); /* open, nobody inside */
+  atomic_store_explicit(&p->gen, g, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   job(arg, 0);
-  for (int i = 0; p->spin && i < SPIN_OWNER; i++) {
-    if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0) break;
+  /* Close the job: workers not inside yet skip it. Wait for those inside. */
+  uint64_t v = atomic_fetch_or_explicit(&p->inside, JOB_CLOSED, memory_order_acq_rel);
+  for (int i = 0; p->spin && (v & JOB_COUNT) && i < SPIN_OWNER; i++) {
     cpu_relax();
+    v = atomic_load_explicit(&p->inside, memory_order_acquire);
   }
-  if (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) {
+  if (v & JOB_COUNT) {
     pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0)
+    while (atomic_load_explicit(&p->inside, memory_order_acquire) & JOB_COUNT)
       pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
   }

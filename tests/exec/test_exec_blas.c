@@ -2,14 +2,20 @@
  * the same bits on 1, 2, 3, 4 and 8 threads as one serial call on the main
  * thread (MACHINE-FACTS.md: OpenBLAS's bits change with its own thread
  * count and with how a product is split, FFTW's with its planner flags; the
- * project pins OpenBLAS to one thread, splits no product, and plans FFTW
- * with FFTW_ESTIMATE). Also through the project's own paths: ft_eval of
- * dot_general and fft programs inside tasks, each on its thread's context. */
+ * project pins OpenBLAS to one thread, splits every product into row blocks
+ * fixed by its shape, and plans FFTW with FFTW_ESTIMATE). Also through the
+ * project's own paths: ft_eval of dot_general and fft programs inside
+ * tasks, each on its thread's context; and compiled programs whose GEMMs
+ * split into blocks run on several threads. meson runs this binary twice:
+ * with the environment's OpenBLAS kernels and with OPENBLAS_CORETYPE=Haswell,
+ * whose kernels give different bits for a split product than for a whole
+ * one (so there a GEMM split differently from ft_gemm would be caught). */
 #include <fftw3.h> /* before cblas.h: OpenBLAS pulls in complex.h */
 #include <cblas.h>
 #include <stdio.h>
 
 #include "exec_util.h"
+#include "lower/lower.h"
 #include "runtime/runtime.h"
 
 static const int POOL_SIZES[] = {1, 2, 3, 4, 8};
@@ -137,6 +143,136 @@ START_TEST(blas_and_fftw_are_thread_count_independent) {
 }
 END_TEST
 
+/* ------------------------------------------------- GEMMs split in blocks */
+/* The row blocks come from the shape alone (interp_linalg.c): at least 64
+ * rows and about 2^23 multiply-adds each, evened out to multiples of 16. */
+START_TEST(gemm_row_blocks_come_from_the_shape) {
+  static const int64_t CASES[][5] = {/* m, n, k, rows, blocks */
+      {33, 33, 33, 33, 1},       {300, 150, 200, 160, 2},  {784, 512, 128, 112, 7},
+      {128, 512, 784, 64, 2},    {1100, 256, 256, 128, 9}, {4096, 64, 64, 2048, 2},
+      {1000, 1000, 1000, 64, 16}, {100, 1000, 1000, 64, 2}, {64, 4096, 4096, 64, 1},
+      {0, 5, 5, 1, 1},           {100000, 1, 1, 100000, 1}};
+  for (size_t i = 0; i < FT_COUNTOF(CASES); i++) {
+    const int64_t *c = CASES[i];
+    ck_assert_msg(ft_gemm_block_rows(c[0], c[1], c[2]) == c[3] &&
+                      ft_gemm_blocks(c[0], c[1], c[2]) == c[4],
+                  "%lldx%lldx%lld: %lld rows, %lld blocks", (long long)c[0], (long long)c[1],
+                  (long long)c[2], (long long)ft_gemm_block_rows(c[0], c[1], c[2]),
+                  (long long)ft_gemm_blocks(c[0], c[1], c[2]));
+  }
+  /* never more than FT_GEMM_MAX_BLOCKS */
+  ck_assert_int_eq(ft_gemm_blocks(1 << 20, 4096, 4096), FT_GEMM_MAX_BLOCKS);
+}
+END_TEST
+
+/* ft_gemm equals its blocks computed one by one, in any order. */
+START_TEST(gemm_equals_its_blocks_in_any_order) {
+  int64_t m = 1100, n = 256, k = 256, nb = ft_gemm_blocks(m, n, k);
+  ck_assert_int_eq(nb, 9);
+  float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
+  float *c1 = malloc(sizeof(float) * (size_t)(m * n)), *c2 = malloc(sizeof(float) * (size_t)(m * n));
+  double *ad = malloc(sizeof(double) * (size_t)(m * k)), *bd = malloc(sizeof(double) * (size_t)(k * n));
+  double *d1 = malloc(sizeof(double) * (size_t)(m * n)), *d2 = malloc(sizeof(double) * (size_t)(m * n));
+  for (int64_t i = 0; i < m * k; i++) ad[i] = a[i] = frand();
+  for (int64_t i = 0; i < k * n; i++) bd[i] = b[i] = frand();
+  ft_gemm_f32(m, n, k, a, k, b, n, c1, n);
+  ft_gemm_f64(m, n, k, ad, k, bd, n, d1, n);
+  memset(c2, 0xFF, sizeof(float) * (size_t)(m * n));
+  memset(d2, 0xFF, sizeof(double) * (size_t)(m * n));
+  for (int64_t blk = nb - 1; blk >= 0; blk--) {
+    ft_gemm_f32_block(m, n, k, a, k, b, n, c2, n, blk);
+    ft_gemm_f64_block(m, n, k, ad, k, bd, n, d2, n, blk);
+  }
+  ck_assert(!memcmp(c1, c2, sizeof(float) * (size_t)(m * n)));
+  ck_assert(!memcmp(d1, d2, sizeof(double) * (size_t)(m * n)));
+  /* k == 0: each block zeroes its own rows */
+  memset(c2, 0xFF, sizeof(float) * (size_t)(m * n));
+  for (int64_t blk = 0; blk < ft_gemm_blocks(m, n, 0); blk++)
+    ft_gemm_f32_block(m, n, 0, a, k, b, n, c2, n, blk);
+  for (int64_t i = 0; i < m * n; i++) ck_assert(c2[i] == 0.0f);
+  free(a), free(b), free(c1), free(c2), free(ad), free(bd), free(d1), free(d2);
+}
+END_TEST
+
+/* Compiled programs whose GEMMs split into row blocks, with operands that
+ * need packing (a transposed left operand is packed by the blocks, a
+ * transposed right operand by a task of its own), batch dimensions and
+ * f64: the executor's bits equal ft_eval's on 1, 2, 3, 4 and 8 threads. */
+static const struct split_case {
+  const char *name, *text;
+  int64_t chunks;  /* of the GEMM task: batch x row blocks */
+  int extra_tasks; /* packing tasks */
+} SPLIT[] = {
+    {"plain", "{ lambda ; a:f32[300,200] b:f32[200,150]. let\n"
+              "    c:f32[300,150] = dot_general[dimension_numbers=(([1], [0]), ([], []))] a b\n"
+              "  in (c,) }", 2, 0},
+    {"lhs transposed", "{ lambda ; a:f32[200,300] b:f32[200,150]. let\n"
+                       "    c:f32[300,150] = dot_general[dimension_numbers=(([0], [0]), ([], []))] a b\n"
+                       "  in (c,) }", 2, 0},
+    {"rhs transposed", "{ lambda ; a:f32[300,200] b:f32[150,200]. let\n"
+                       "    c:f32[300,150] = dot_general[dimension_numbers=(([1], [1]), ([], []))] a b\n"
+                       "  in (c,) }", 2, 1},
+    {"nine blocks, then tanh", "{ lambda ; a:f32[1100,256] b:f32[256,256]. let\n"
+                               "    c:f32[1100,256] = dot_general[dimension_numbers=(([1], [0]), ([], []))] a b\n"
+                               "    d:f32[1100,256] = tanh c\n"
+                               "  in (d,) }", 9, 0},
+    {"batched f64, both transposed",
+     "{ lambda ; a:f64[2,200,300] b:f64[2,150,200]. let\n"
+     "    c:f64[2,300,150] = dot_general[dimension_numbers=(([1], [2]), ([0], [0]))] a b\n"
+     "  in (c,) }", 4, 1},
+};
+
+static int gemm_task_of(ft_exec *x) {
+  for (int t = 0; t < ft_exec_num_tasks(x); t++)
+    if (!strncmp(ft_exec_task_name(x, t), "gemm ", 5)) return t;
+  return -1;
+}
+
+START_TEST(split_gemms_in_programs_are_bitwise_on_every_thread_count) {
+  for (size_t ci = 0; ci < FT_COUNTOF(SPLIT); ci++) {
+    const struct split_case *sc = &SPLIT[ci];
+    ft_jaxpr *j = ft_parse(C, sc->text, strlen(sc->text), sc->name);
+    ck_assert_msg(j, "%s: %s", sc->name, ft_ctx_error(C));
+    ft_array *in[2], *want[1] = {0}, *got[1];
+    for (int k = 0; k < 2; k++) {
+      ft_aval a;
+      ft_jaxpr_input_aval(j, k, &a);
+      in[k] = ft_array_alloc(C, &a);
+      for (int64_t i = 0; i < ft_array_size(in[k]); i++) ft_set_f64(in[k], i, frand());
+    }
+    ck_assert_int_eq(ft_eval(C, j, 2, in, 1, want), FT_OK);
+    got[0] = ft_array_alloc(C, &want[0]->aval);
+    ft_program *p;
+    ft_jit_code *code;
+    ck_assert_msg(ft_exec_compile(C, j, &p, &code) == FT_OK, "%s: %s", sc->name, ft_ctx_error(C));
+    ck_assert_int_eq(p->n_gemm, 1);
+    for (size_t ps = 0; ps < FT_COUNTOF(POOL_SIZES); ps++) {
+      ft_pool *pool = ft_pool_new(POOL_SIZES[ps]);
+      ft_prog_exec *pe = ft_prog_exec_new(C, p, pool, &(ft_prog_exec_options){.no_small_waves = true});
+      ck_assert_msg(pe, "%s: %s", sc->name, ft_ctx_error(C));
+      ft_exec *x = ft_prog_exec_executor(pe);
+      ck_assert_int_eq(ft_exec_num_tasks(x), p->n_steps + sc->extra_tasks);
+      int gt = gemm_task_of(x);
+      ck_assert_int_ge(gt, 0);
+      ck_assert_int_eq(ft_exec_task_chunks(x, gt), sc->chunks);
+      for (int rep = 0; rep < 3; rep++) {
+        memset(got[0]->data, 0xA5, got[0]->nbytes);
+        ck_assert_msg(ft_prog_exec_run(pe, C, in, got, NULL) == FT_OK, "%s", ft_ctx_error(C));
+        ck_assert_msg(xt_same_bits(got[0], want[0]), "%s differs on %d threads", sc->name,
+                      POOL_SIZES[ps]);
+      }
+      ft_prog_exec_free(pe);
+      ft_pool_free(pool);
+    }
+    ck_assert_int_eq(openblas_get_num_threads(), 1);
+    if (code) ft_jit_code_release(code);
+    ft_program_free(p);
+    ft_array_free(in[0]), ft_array_free(in[1]), ft_array_free(want[0]), ft_array_free(got[0]);
+    ft_jaxpr_free(j);
+  }
+}
+END_TEST
+
 /* ---------------------------------------- the project's own dot and fft */
 typedef struct eval_job {
   ft_jaxpr *j;
@@ -236,6 +372,9 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, blas_and_fftw_are_thread_count_independent);
   tcase_add_test(tc, project_dot_and_fft_are_thread_count_independent);
+  tcase_add_test(tc, gemm_row_blocks_come_from_the_shape);
+  tcase_add_test(tc, gemm_equals_its_blocks_in_any_order);
+  tcase_add_test(tc, split_gemms_in_programs_are_bitwise_on_every_thread_count);
   suite_add_tcase(s, tc);
   return s;
 }

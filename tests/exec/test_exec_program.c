@@ -243,6 +243,59 @@ START_TEST(profile_names_the_steps) {
 }
 END_TEST
 
+/* In-place reuse: tanh(c) may overwrite c, a GEMM's result that dies at
+ * it (same shape, read with the store's own index). The plan then needs
+ * one 16 KiB block instead of two, and the bits stay the interpreter's on
+ * every thread count. exp(x) over an input, and a transposed read of c,
+ * are never planned in place. */
+static const char *INPLACE_CHAIN =
+    "{ lambda ; x:f32[64,64] w:f32[64,64]. let\n"
+    "    c:f32[64,64] = dot_general[dimension_numbers=(([1], [0]), ([], []))] x w\n"
+    "    d:f32[64,64] = tanh c\n"
+    "    e:f32[64,64] = dot_general[dimension_numbers=(([1], [0]), ([], []))] d d\n"
+    "  in (e,) }";
+static const char *TRANSPOSED_READ =
+    "{ lambda ; x:f32[64,64] w:f32[64,64]. let\n"
+    "    c:f32[64,64] = dot_general[dimension_numbers=(([1], [0]), ([], []))] x w\n"
+    "    t:f32[64,64] = transpose[permutation=(1, 0)] c\n"
+    "    d:f32[64,64] = tanh t\n"
+    "    e:f32[64,64] = dot_general[dimension_numbers=(([1], [0]), ([], []))] d d\n"
+    "  in (e,) }";
+
+static void inplace_case(const char *text, size_t want_peak, size_t want_sum, int want_inplace) {
+  ft_jaxpr *j = ft_parse(C, text, strlen(text), "inplace");
+  ck_assert_msg(j, "%s", ft_ctx_error(C));
+  ft_array *in[2], *want[1] = {0};
+  uint64_t seed = 11;
+  for (int k = 0; k < 2; k++) {
+    ft_aval a;
+    ft_jaxpr_input_aval(j, k, &a);
+    in[k] = ft_array_alloc(C, &a);
+    for (int64_t i = 0; i < ft_array_size(in[k]); i++)
+      ft_set_f64(in[k], i, (double)(xt_rng(&seed) >> 11) * 0x1p-53 - 0.5);
+  }
+  ck_assert_int_eq(ft_eval(C, j, 2, in, 1, want), FT_OK);
+  compiled c;
+  ck_assert_msg(compile(j, &c), "%s", ft_ctx_error(C));
+  ft_prog_exec *pe = ft_prog_exec_new(C, c.p, NULL, NULL);
+  ck_assert_ptr_nonnull(pe);
+  ft_bufplan_stats st = ft_prog_exec_plan_stats(pe);
+  ck_assert_int_eq(st.n_inplace, want_inplace);
+  ck_assert_uint_eq(st.peak, want_peak);
+  ck_assert_uint_eq(st.sum, want_sum);
+  ft_prog_exec_free(pe);
+  ck_assert_int_eq(exec_vs("inplace", &c, 2, in, 1, want), 0);
+  uncompile(&c);
+  ft_array_free(in[0]), ft_array_free(in[1]), ft_array_free(want[0]);
+  ft_jaxpr_free(j);
+}
+
+START_TEST(elementwise_steps_overwrite_dying_inputs) {
+  inplace_case(INPLACE_CHAIN, 16384, 32768, 1);
+  inplace_case(TRANSPOSED_READ, 32768, 32768, 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("exec_program");
   TCase *tc = tcase_create("core");
@@ -252,6 +305,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, steady_state_program_runs_do_not_allocate);
   tcase_add_test(tc, many_user_threads_run_one_program);
   tcase_add_test(tc, profile_names_the_steps);
+  tcase_add_test(tc, elementwise_steps_overwrite_dying_inputs);
   suite_add_tcase(s, tc);
   return s;
 }
