@@ -64,25 +64,29 @@ static LLVMTargetMachineRef new_tm(int opt_level) {
                                  LLVMRelocPIC, LLVMCodeModelDefault);
 }
 
-/* One target machine per opt level is kept for the process: creating one
- * (parsing the AVX-512 feature string, building the subtarget) costs
- * milliseconds per compilation. A target machine is not safe to use from
- * two threads at once, so a compilation takes it out of the pool and puts
- * it back; a concurrent compilation makes its own. */
+/* Two target machines per opt level are kept for the process (a JIT
+ * compilation uses up to two threads): creating one (parsing the AVX-512
+ * feature string, building the subtarget) costs milliseconds per
+ * compilation. A target machine is not safe to use from two threads at
+ * once, so a compilation takes one out of the pool and puts it back; a
+ * compilation that finds the pool empty makes its own. */
+enum { TM_POOL = 2 };
 static pthread_mutex_t tm_mu = PTHREAD_MUTEX_INITIALIZER;
-static LLVMTargetMachineRef tm_pool[4];
+static LLVMTargetMachineRef tm_pool[4][TM_POOL];
 
 static LLVMTargetMachineRef tm_acquire(int opt_level) {
+  LLVMTargetMachineRef tm = NULL;
   pthread_mutex_lock(&tm_mu);
-  LLVMTargetMachineRef tm = tm_pool[opt_level];
-  tm_pool[opt_level] = NULL;
+  for (int i = 0; i < TM_POOL && !tm; i++)
+    if (tm_pool[opt_level][i]) tm = tm_pool[opt_level][i], tm_pool[opt_level][i] = NULL;
   pthread_mutex_unlock(&tm_mu);
   return tm ? tm : new_tm(opt_level);
 }
 
 static void tm_release(int opt_level, LLVMTargetMachineRef tm) {
   pthread_mutex_lock(&tm_mu);
-  if (!tm_pool[opt_level]) tm_pool[opt_level] = tm, tm = NULL;
+  for (int i = 0; i < TM_POOL && tm; i++)
+    if (!tm_pool[opt_level][i]) tm_pool[opt_level][i] = tm, tm = NULL;
   pthread_mutex_unlock(&tm_mu);
   if (tm) LLVMDisposeTargetMachine(tm);
 }
@@ -121,6 +125,125 @@ static void mark_small_kernels(LLVMModuleRef m, const ft_program *p, int opt_lev
 }
 
 /* ------------------------------------------------------------- emission */
+/* One compilation unit: the kernels of p marked in keep (all when keep is
+ * NULL) in their own LLVM context and module. Runs on any thread: it never
+ * touches the ft_ctx, a failure leaves its message in msg. */
+typedef struct emit_part {
+  const ft_program *p;
+  int opt_level;
+  ft_llvm_out kind;
+  const char *entry;
+  const unsigned char *keep; /* per kernel: the unit that compiles it (NULL: all here) */
+  int part;                  /* which value of keep[] this unit compiles */
+  void *out;
+  size_t len;
+  double opt_ms, cg_ms;
+  ft_status st;
+  char msg[512];
+} emit_part;
+
+static ft_status part_fail(emit_part *u, ft_status st, const char *what, const char *detail) {
+  snprintf(u->msg, sizeof u->msg, "jit: %s%s%s", what, detail ? ": " : "", detail ? detail : "");
+  return u->st = st;
+}
+
+/* Drops the kernels another unit compiles (codegen builds them all: IR
+ * building is cheap next to optimizing it), then the declarations nothing
+ * calls any more, so only the math functions used here are linked. */
+static void drop_other_kernels(LLVMModuleRef m, const emit_part *u) {
+  for (int i = 0; i < u->p->n_kernels; i++) {
+    if (u->keep[i] == u->part) continue;
+    char body[40];
+    snprintf(body, sizeof body, "%s.body", u->p->kernels[i].name);
+    LLVMValueRef f = LLVMGetNamedFunction(m, u->p->kernels[i].name);
+    if (f) LLVMDeleteFunction(f);
+    if ((f = LLVMGetNamedFunction(m, body))) LLVMDeleteFunction(f);
+  }
+  for (LLVMValueRef f = LLVMGetFirstFunction(m), next; f; f = next) {
+    next = LLVMGetNextFunction(f);
+    if (LLVMIsDeclaration(f) && !LLVMGetFirstUse(f)) LLVMDeleteFunction(f);
+  }
+}
+
+static ft_status emit_part_run(emit_part *u) {
+  int opt_level = u->opt_level;
+  LLVMTargetMachineRef tm = tm_acquire(opt_level);
+  if (!tm) return part_fail(u, FT_ERR_UNSUPPORTED, "no LLVM target for", host_triple);
+  LLVMContextRef c = LLVMContextCreate();
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext("frankentrace", c);
+  LLVMSetTarget(m, host_triple);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(m, td);
+  LLVMDisposeTargetData(td);
+  char *err = NULL;
+  double t0 = now_ms();
+  if (ft_codegen_program(m, u->p, &err) || (u->entry && ft_codegen_entry(m, u->p, u->entry, &err))) {
+    part_fail(u, u->entry ? FT_ERR_UNSUPPORTED : FT_ERR_INTERNAL, err ? err : "codegen failed", NULL);
+    free(err);
+    goto done;
+  }
+  if (u->keep) drop_other_kernels(m, u);
+  char *lerr = NULL;
+  if (ft_vm_link_into(m, &lerr)) {
+    part_fail(u, FT_ERR_INTERNAL, lerr ? lerr : "linking the math library failed", NULL);
+    LLVMDisposeMessage(lerr);
+    goto done;
+  }
+  mark_small_kernels(m, u->p, opt_level);
+  char pipeline[32];
+  snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  /* No loop unroller below O3: the vectorizer already interleaves vector
+   * loops, and unrolling what it produced cost ~40% of both the passes and
+   * SelectionDAG (bigger bodies) for no measured run-time gain. */
+  if (opt_level < 3) LLVMPassBuilderOptionsSetLoopUnrolling(po, 0);
+  LLVMErrorRef perr = LLVMRunPasses(m, pipeline, tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (perr) {
+    char *msg = LLVMGetErrorMessage(perr);
+    part_fail(u, FT_ERR_INTERNAL, "passes", msg);
+    LLVMDisposeErrorMessage(msg);
+    goto done;
+  }
+  double t1 = now_ms();
+  u->opt_ms = t1 - t0;
+  if (u->kind == FT_LO_LLVM) {
+    char *s = LLVMPrintModuleToString(m);
+    u->len = strlen(s);
+    u->out = malloc(u->len + 1);
+    if (u->out) memcpy(u->out, s, u->len + 1);
+    LLVMDisposeMessage(s);
+  } else {
+    LLVMMemoryBufferRef mb = NULL;
+    char *eerr = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, u->kind == FT_LO_ASM ? LLVMAssemblyFile : LLVMObjectFile,
+                                            &eerr, &mb)) {
+      part_fail(u, FT_ERR_INTERNAL, "code generation", eerr ? eerr : "?");
+      LLVMDisposeMessage(eerr);
+      goto done;
+    }
+    u->len = LLVMGetBufferSize(mb);
+    u->out = malloc(u->len + 1);
+    if (u->out) {
+      memcpy(u->out, LLVMGetBufferStart(mb), u->len);
+      ((char *)u->out)[u->len] = 0;
+    }
+    LLVMDisposeMemoryBuffer(mb);
+  }
+  if (!u->out) part_fail(u, FT_ERR_NOMEM, "out of memory", NULL);
+  u->cg_ms = now_ms() - t1;
+done:
+  LLVMDisposeModule(m);
+  LLVMContextDispose(c);
+  tm_release(opt_level, tm);
+  return u->st;
+}
+
+static void *emit_part_thread(void *arg) {
+  emit_part_run(arg);
+  return NULL;
+}
+
 ft_status ft_jit_emit_program(ft_ctx *ctx, const ft_program *p, int opt_level, ft_llvm_out kind,
                               const char *entry, void **out, size_t *len, double *opt_ms,
                               double *cg_ms) {
@@ -128,71 +251,86 @@ ft_status ft_jit_emit_program(ft_ctx *ctx, const ft_program *p, int opt_level, f
   *len = 0;
   if (opt_level <= 0) opt_level = 2;
   if (opt_level > 3) opt_level = 3;
-  LLVMTargetMachineRef tm = tm_acquire(opt_level);
-  if (!tm) return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "jit: no LLVM target for %s", host_triple);
-  LLVMContextRef c = LLVMContextCreate();
-  LLVMModuleRef m = LLVMModuleCreateWithNameInContext("frankentrace", c);
-  LLVMSetTarget(m, host_triple);
-  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-  LLVMSetModuleDataLayout(m, td);
-  LLVMDisposeTargetData(td);
+  emit_part u = {.p = p, .opt_level = opt_level, .kind = kind, .entry = entry};
+  if (emit_part_run(&u)) return ft_set_error(ctx, u.st, "%s", u.msg);
+  *out = u.out;
+  *len = u.len;
+  if (opt_ms) *opt_ms = u.opt_ms;
+  if (cg_ms) *cg_ms = u.cg_ms;
+  return FT_OK;
+}
+
+/* A JIT compilation of several units gives several objects; they travel
+ * (and sit in the disk cache) as one blob: FT_OBJS_MAGIC, the count, then
+ * per object its length (u64, little-endian as written by this host) and
+ * bytes. A blob without the magic is one object file (an ELF file starts
+ * with 0x7f 'E' 'L' 'F', so the two cannot be confused). */
+static const char FT_OBJS_MAGIC[8] = {'F', 'T', 'O', 'B', 'J', 'S', '0', '1'};
+
+/* Splits the kernels over two units when the machine has a second core and
+ * there is enough to split: greedily by a cost estimate (an optimized
+ * kernel costs about 5x an optnone one to compile), largest first, kernel
+ * order breaking ties. Returns the number of units (1 or 2). */
+static int split_kernels(const ft_program *p, int opt_level, unsigned char *keep) {
+  int n = p->n_kernels, load[2] = {0, 0}, big = 0;
+  for (int i = 0; i < n; i++) big += opt_level >= 3 || kernel_work(p, i) >= SMALL_KERNEL_WORK;
+  if (big < 2) return 1;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n; i++) {
+      bool is_big = opt_level >= 3 || kernel_work(p, i) >= SMALL_KERNEL_WORK;
+      if (is_big != (pass == 0)) continue;
+      int to = load[1] < load[0];
+      keep[i] = (unsigned char)to;
+      load[to] += is_big ? 5 : 1;
+    }
+  return 2;
+}
+
+/* The JIT's compilation: one or two units (two on their own threads when
+ * threads > 1), the objects in one blob (see FT_OBJS_MAGIC). */
+static ft_status emit_for_jit(ft_ctx *ctx, const ft_program *p, int opt_level, int threads, void **out,
+                              size_t *len, double *opt_ms, double *cg_ms) {
+  if (opt_level <= 0) opt_level = 2;
+  if (opt_level > 3) opt_level = 3;
+  unsigned char *keep = threads > 1 ? calloc((size_t)p->n_kernels + 1, 1) : NULL;
+  if (!keep || split_kernels(p, opt_level, keep) < 2) {
+    free(keep);
+    return ft_jit_emit_program(ctx, p, opt_level, FT_LO_OBJ, NULL, out, len, opt_ms, cg_ms);
+  }
+  emit_part u[2];
+  for (int k = 0; k < 2; k++)
+    u[k] = (emit_part){.p = p, .opt_level = opt_level, .kind = FT_LO_OBJ, .keep = keep, .part = k};
+  pthread_t th;
+  bool spawned = pthread_create(&th, NULL, emit_part_thread, &u[1]) == 0;
+  emit_part_run(&u[0]);
+  if (spawned)
+    pthread_join(th, NULL);
+  else
+    emit_part_run(&u[1]);
+  free(keep);
   ft_status st = FT_OK;
-  char *err = NULL;
-  double t0 = now_ms();
-  if (ft_codegen_program(m, p, &err) || (entry && ft_codegen_entry(m, p, entry, &err))) {
-    st = ft_set_error(ctx, entry ? FT_ERR_UNSUPPORTED : FT_ERR_INTERNAL, "jit: %s", err ? err : "codegen failed");
-    free(err);
-    goto done;
-  }
-  char *lerr = NULL;
-  if (ft_vm_link_into(m, &lerr)) {
-    st = ft_set_error(ctx, FT_ERR_INTERNAL, "jit: %s", lerr ? lerr : "linking the math library failed");
-    LLVMDisposeMessage(lerr);
-    goto done;
-  }
-  mark_small_kernels(m, p, opt_level);
-  char pipeline[32];
-  snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
-  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef perr = LLVMRunPasses(m, pipeline, tm, po);
-  LLVMDisposePassBuilderOptions(po);
-  if (perr) {
-    char *msg = LLVMGetErrorMessage(perr);
-    st = ft_set_error(ctx, FT_ERR_INTERNAL, "jit: passes: %s", msg);
-    LLVMDisposeErrorMessage(msg);
-    goto done;
-  }
-  double t1 = now_ms();
-  if (opt_ms) *opt_ms = t1 - t0;
-  if (kind == FT_LO_LLVM) {
-    char *s = LLVMPrintModuleToString(m);
-    *len = strlen(s);
-    *out = malloc(*len + 1);
-    if (*out) memcpy(*out, s, *len + 1);
-    LLVMDisposeMessage(s);
-  } else {
-    LLVMMemoryBufferRef mb = NULL;
-    char *eerr = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, kind == FT_LO_ASM ? LLVMAssemblyFile : LLVMObjectFile,
-                                            &eerr, &mb)) {
-      st = ft_set_error(ctx, FT_ERR_INTERNAL, "jit: code generation: %s", eerr ? eerr : "?");
-      LLVMDisposeMessage(eerr);
-      goto done;
+  for (int k = 0; k < 2 && !st; k++)
+    if (u[k].st) st = ft_set_error(ctx, u[k].st, "%s", u[k].msg);
+  size_t n = st ? 0 : sizeof FT_OBJS_MAGIC + 8 + 16 + u[0].len + u[1].len;
+  unsigned char *blob = n ? malloc(n) : NULL;
+  if (!st && !blob) st = ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory");
+  if (!st) {
+    size_t at = 0;
+    uint64_t cnt = 2;
+    memcpy(blob, FT_OBJS_MAGIC, sizeof FT_OBJS_MAGIC), at += sizeof FT_OBJS_MAGIC;
+    memcpy(blob + at, &cnt, 8), at += 8;
+    for (int k = 0; k < 2; k++) {
+      uint64_t l = u[k].len;
+      memcpy(blob + at, &l, 8), at += 8;
+      memcpy(blob + at, u[k].out, u[k].len), at += u[k].len;
     }
-    *len = LLVMGetBufferSize(mb);
-    *out = malloc(*len + 1);
-    if (*out) {
-      memcpy(*out, LLVMGetBufferStart(mb), *len);
-      ((char *)*out)[*len] = 0;
-    }
-    LLVMDisposeMemoryBuffer(mb);
+    *out = blob;
+    *len = n;
+    if (opt_ms) *opt_ms = u[0].opt_ms > u[1].opt_ms ? u[0].opt_ms : u[1].opt_ms;
+    if (cg_ms) *cg_ms = u[0].cg_ms > u[1].cg_ms ? u[0].cg_ms : u[1].cg_ms;
   }
-  if (!*out) st = ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory");
-  if (cg_ms) *cg_ms = now_ms() - t1;
-done:
-  LLVMDisposeModule(m);
-  LLVMContextDispose(c);
-  tm_release(opt_level, tm);
+  free(u[0].out);
+  free(u[1].out);
   return st;
 }
 
@@ -210,6 +348,39 @@ static ft_status llvm_err(ft_ctx *ctx, LLVMErrorRef e, const char *what) {
   ft_status st = ft_set_error(ctx, FT_ERR_INTERNAL, "jit: %s: %s", what, msg);
   LLVMDisposeErrorMessage(msg);
   return st;
+}
+
+/* Adds the object file, or every object of a blob, to the dylib. A blob
+ * whose lengths do not add up is refused (as corrupt). */
+static ft_status add_objects(ft_ctx *ctx, LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef dylib, const void *obj,
+                             size_t len) {
+  const unsigned char *b = obj;
+  uint64_t cnt = 1, l = len;
+  size_t at = 0;
+  bool blob = len >= sizeof FT_OBJS_MAGIC + 8 && !memcmp(b, FT_OBJS_MAGIC, sizeof FT_OBJS_MAGIC);
+  if (blob) {
+    memcpy(&cnt, b + sizeof FT_OBJS_MAGIC, 8);
+    at = sizeof FT_OBJS_MAGIC + 8;
+  }
+  uint64_t k = 0;
+  for (; k < cnt; k++) {
+    if (blob) {
+      if (len - at < 8) break;
+      memcpy(&l, b + at, 8);
+      at += 8;
+      if (l > len - at) break;
+    }
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)b + at, (size_t)l,
+                                                                       "ft_jit_object");
+    LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(jit, dylib, mb);
+    if (e) return llvm_err(ctx, e, "adding the object");
+    at += (size_t)l;
+  }
+  if (at != len || k != cnt)
+    return ft_set_error(ctx, FT_ERR_INTERNAL,
+                        "jit: the object blob is malformed (%zu of %zu bytes used, %llu of %llu objects)", at,
+                        len, (unsigned long long)k, (unsigned long long)cnt);
+  return FT_OK;
 }
 
 ft_jit_code *ft_jit_code_load(ft_ctx *ctx, const ft_program *p, const void *obj, size_t len) {
@@ -244,11 +415,7 @@ ft_jit_code *ft_jit_code_load(ft_ctx *ctx, const ft_program *p, const void *obj,
     goto fail;
   }
   LLVMOrcJITDylibAddGenerator(dylib, gen);
-  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len, "ft_jit_object");
-  if ((e = LLVMOrcLLJITAddObjectFile(c->jit, dylib, mb))) {
-    llvm_err(ctx, e, "adding the object");
-    goto fail;
-  }
+  if (add_objects(ctx, c->jit, dylib, obj, len)) goto fail;
   for (int k = 0; k < p->n_kernels; k++) {
     LLVMOrcExecutorAddress addr = 0;
     if ((e = LLVMOrcLLJITLookup(c->jit, &addr, p->kernels[k].name))) {
@@ -345,8 +512,8 @@ static ft_status get_code(ft_fn *fn, const ft_jaxpr *j, const ft_jit_options *o,
       ft_ctx_clear_error(ctx);
     }
   }
-  ft_status st = ft_jit_emit_program(ctx, p, o->opt_level, FT_LO_OBJ, NULL, &obj, &len,
-                                     &fn->stats.opt_ms, &fn->stats.codegen_ms);
+  ft_status st = emit_for_jit(ctx, p, o->opt_level, ft_pool_default_threads(&ctx->opts), &obj, &len,
+                              &fn->stats.opt_ms, &fn->stats.codegen_ms);
   if (st) return st;
   double t0 = now_ms();
   fn->code = ft_jit_code_load(ctx, p, obj, len);
@@ -477,6 +644,7 @@ ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
   s->n_gemm = p->n_gemm;
   s->n_fallback = p->n_fallback;
   s->arena_bytes = ft_prog_exec_plan_stats(fn->pe).peak;
+  s->buffers_bytes = ft_prog_exec_plan_stats(fn->pe).sum;
   s->total_ms = now_ms() - t0;
   if (notify_compile(ctx, input, j, p, &o, &po)) goto fail;
   return fn;

@@ -1,0 +1,183 @@
+/* tests/lower/test_jit_compile.c: how ft_jit compiles, as opposed to what.
+ *
+ *  - with two threads a program with several optimized kernels is compiled
+ *    as two LLVM modules on two threads, loaded from one object blob: the
+ *    results equal the interpreter's and the one-thread compilation's bit
+ *    for bit, and the disk cache stores the blob and loads it back;
+ *  - a malformed blob is refused with a message, never loaded in part;
+ *  - the reduced pass pipeline (no loop unroller below O3) still vectorizes
+ *    the fused chain and the canonical-order sum. */
+#include <dirent.h>
+#include <unistd.h>
+
+#include "jit_util.h"
+#include "lower/lower.h"
+
+/* Four kernels of 4096+ element-iterations each (three loops of different
+ * shapes and a reduction), so the program is split over two modules. */
+static const char *PROG =
+    "{ lambda ; x:f32[4096] y:f32[64,128] z:f32[8192]. let\n"
+    "    a:f32[4096] = tanh x\n    b:f32[4096] = mul a x\n"
+    "    c:f32[64,128] = logistic y\n    d:f32[64] = reduce_sum[axes=(1,) out_sharding=None] c\n"
+    "    e:f32[8192] = exp z\n    f:f32[8192] = sub e z\n"
+    "    g:f32[64,128] = sin y\n"
+    "  in (b, d, f, g) }\n";
+
+static ft_ctx *ctx_threads(int n) {
+  ft_ctx_options o = {.num_threads = n};
+  ft_ctx *c = ft_ctx_new(&o);
+  ck_assert_ptr_nonnull(c);
+  return c;
+}
+
+static void inputs(ft_ctx *c, ft_jaxpr *j, ft_array **in) {
+  for (int i = 0; i < 3; i++) {
+    ft_aval av;
+    ck_assert_int_eq(ft_jaxpr_input_aval(j, i, &av), FT_OK);
+    ck_assert_ptr_nonnull(in[i] = ft_array_alloc(c, &av));
+    jt_fill(in[i], 11 + (uint64_t)i);
+  }
+}
+
+/* The one cache entry of dir: its path, and whether its object is a blob
+ * of several objects (the cache header is 48 bytes). */
+static bool cache_entry(const char *dir, char *path, size_t n) {
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  struct dirent *de;
+  path[0] = 0;
+  while ((de = readdir(d)))
+    if (strstr(de->d_name, ".ftobj")) snprintf(path, n, "%s/%s", dir, de->d_name);
+  closedir(d);
+  ck_assert_msg(path[0], "no cache entry in %s", dir);
+  FILE *f = fopen(path, "rb");
+  ck_assert_ptr_nonnull(f);
+  unsigned char head[48 + 8];
+  ck_assert_int_eq(fread(head, 1, sizeof head, f), sizeof head);
+  fclose(f);
+  if (!memcmp(head + 48, "FTOBJS01", 8)) return true;
+  ck_assert_msg(!memcmp(head + 48, "\x7f" "ELF", 4), "the cached object is neither a blob nor ELF");
+  return false;
+}
+
+/* Compiles PROG in a context of `threads` threads with a fresh cache
+ * directory; checks it against the interpreter; returns the outputs. */
+static void compile_and_check(int threads, ft_array **out, bool *blob) {
+  ft_ctx *c = ctx_threads(threads);
+  ft_jaxpr *j = ft_parse(c, PROG, strlen(PROG), "split");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(c));
+  ft_array *in[3], *want[4];
+  inputs(c, j, in);
+  ck_assert_int_eq(ft_eval(c, j, 3, in, 4, want), FT_OK);
+  char dir[] = "/tmp/ft_jit_split_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ft_jit_options o = {.cache_dir = dir};
+  ft_jit_cache_clear();
+  ft_fn *fn = ft_jit(c, j, &o);
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(c));
+  ft_jit_stats s;
+  ft_fn_stats(fn, &s);
+  ck_assert(!s.mem_hit && !s.disk_hit);
+  ck_assert_int_eq(s.n_kernels, 4);
+  ck_assert_int_eq(ft_call(fn, 3, in, 4, out), FT_OK);
+  for (int k = 0; k < 4; k++) ck_assert_msg(jt_same(out[k], want[k], NULL, NULL), "output %d", k);
+  ft_fn_free(fn);
+  char path[4200];
+  *blob = cache_entry(dir, path, sizeof path);
+  /* a new process: the disk entry loads and computes the same bits */
+  ft_jit_cache_clear();
+  fn = ft_jit(c, j, &o);
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(c));
+  ft_fn_stats(fn, &s);
+  ck_assert(s.disk_hit && !s.disk_corrupt);
+  ft_array *again[4];
+  ck_assert_int_eq(ft_call(fn, 3, in, 4, again), FT_OK);
+  for (int k = 0; k < 4; k++) ck_assert(jt_same(again[k], want[k], NULL, NULL));
+  for (int k = 0; k < 4; k++) ft_array_free(again[k]), ft_array_free(want[k]);
+  for (int i = 0; i < 3; i++) ft_array_free(in[i]);
+  ft_fn_free(fn);
+  ft_jit_cache_clear();
+  unlink(path);
+  rmdir(dir);
+  ft_jaxpr_free(j);
+  ft_ctx_free(c);
+}
+
+START_TEST(two_threads_same_bits) {
+  ft_array *one[4], *two[4];
+  bool blob1, blob2;
+  compile_and_check(1, one, &blob1);
+  compile_and_check(2, two, &blob2);
+  ck_assert_msg(!blob1, "one thread must emit a single object");
+  ck_assert_msg(blob2, "two threads must emit a blob of two objects");
+  for (int k = 0; k < 4; k++) {
+    ck_assert(jt_same(one[k], two[k], NULL, NULL));
+    ft_array_free(one[k]), ft_array_free(two[k]);
+  }
+}
+END_TEST
+
+/* A blob whose lengths do not add up is refused as a whole. */
+START_TEST(malformed_blob_refused) {
+  ft_ctx *c = ctx_threads(1);
+  ft_jaxpr *j = ft_parse(c, PROG, strlen(PROG), "split");
+  ck_assert_ptr_nonnull(j);
+  ft_plan_options po = {0};
+  ft_program *p = ft_program_plan(c, j, &po);
+  ck_assert_ptr_nonnull(p);
+  unsigned char blob[8 + 8 + 8 + 4] = "FTOBJS01";
+  uint64_t cnt = 2, len = 1000; /* claims far more bytes than follow */
+  memcpy(blob + 8, &cnt, 8);
+  memcpy(blob + 16, &len, 8);
+  memcpy(blob + 24, "\x7f" "ELF", 4);
+  ck_assert_ptr_null(ft_jit_code_load(c, p, blob, sizeof blob));
+  ck_assert_ptr_nonnull(strstr(ft_ctx_error(c), "malformed"));
+  ft_program_free(p);
+  ft_jaxpr_free(j);
+  ft_ctx_free(c);
+}
+END_TEST
+
+/* Without the loop unroller, the chain still runs in 16- or 8-wide vectors,
+ * and the sum keeps its <16 x float> canonical accumulator. */
+START_TEST(vectorized_without_unroller) {
+  const char *text = "{ lambda ; x:f32[100000]. let\n"
+                     "    a:f32[100000] = tanh x\n    b:f32[100000] = mul a x\n"
+                     "    s:f32[] = reduce_sum[axes=(0,) out_sharding=None] x\n  in (b, s) }\n";
+  ft_jaxpr *j = ft_parse(C, text, strlen(text), "chain");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  char path[] = "/tmp/ft_test_jit_compile_XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ck_assert_int_eq(ft_jit_emit(C, j, NULL, FT_EMIT_LLVM, NULL, path), FT_OK);
+  size_t len;
+  char *ir = jt_read_all(path, &len);
+  unlink(path);
+  ck_assert_msg(strstr(ir, "<16 x float>") || strstr(ir, "<8 x float>"), "the loop did not vectorize");
+  ck_assert_ptr_nonnull(strstr(ir, "fadd <16 x float>"));
+  ck_assert_ptr_null(strstr(ir, "call float @ft_vm_"));
+  free(ir);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("jit_compile");
+  TCase *t = tcase_create("jit_compile");
+  tcase_add_checked_fixture(t, jt_setup, jt_teardown);
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, two_threads_same_bits);
+  tcase_add_test(t, malformed_blob_refused);
+  tcase_add_test(t, vectorized_without_unroller);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}
