@@ -2,7 +2,9 @@
  * per test, a seeded generator, parsing and running jaxprs, arrays from
  * values, a gradient check against f64 central differences, a forward-mode
  * check against the gradient, and the transpose check <A x, y> == <x, A^T y>.
- * Header-only (static functions) so each test program stays one file. */
+ * Header-only: static inline functions (a test that does not use one gets
+ * no warning), so each test program stays one file. AD_SEED (before the
+ * include) picks the generator's seed. */
 #ifndef FT_TESTS_AD_UTIL_H
 #define FT_TESTS_AD_UTIL_H
 
@@ -16,39 +18,42 @@
 #include "transforms/transforms.h"
 
 static ft_ctx *C;
-static void setup(void) { C = ft_ctx_new(NULL); }
-static void teardown(void) { ft_ctx_free(C); }
+static inline void setup(void) { C = ft_ctx_new(NULL); }
+static inline void teardown(void) { ft_ctx_free(C); }
 
-static uint64_t ad_rng = 88172645463325252ull;
-static double urand(void) {
+#ifndef AD_SEED
+#define AD_SEED 88172645463325252ull
+#endif
+static uint64_t ad_rng = AD_SEED;
+static inline double urand(void) {
   ad_rng ^= ad_rng << 13;
   ad_rng ^= ad_rng >> 7;
   ad_rng ^= ad_rng << 17;
   return (double)(ad_rng >> 11) / 9007199254740992.0;
 }
 
-static ft_jaxpr *P(const char *text) {
+static inline ft_jaxpr *P(const char *text) {
   ft_jaxpr *j = ft_parse(C, text, strlen(text), "test");
   ck_assert_msg(j != NULL, "parse: %s\n%s", ft_ctx_error(C), text);
   return j;
 }
 
-static void verify(const ft_jaxpr *j) {
+static inline void verify(const ft_jaxpr *j) {
   ck_assert_msg(ft_jaxpr_verify(C, j) == FT_OK, "verify: %s", ft_ctx_error(C));
 }
 
-static void free_arrays(int n, ft_array **a) {
+static inline void free_arrays(int n, ft_array **a) {
   for (int i = 0; i < n; i++) ft_array_free(a[i]);
 }
 
 /* Runs j; returns its outputs (caller frees). */
-static void run(const ft_jaxpr *j, int n_in, ft_array *const *in, ft_array **out) {
+static inline void run(const ft_jaxpr *j, int n_in, ft_array *const *in, ft_array **out) {
   int no = ft_jaxpr_num_outputs(j);
   ft_status st = ft_eval(C, j, n_in, in, no, out);
   ck_assert_msg(st == FT_OK, "eval: %s", ft_ctx_error(C));
 }
 
-static double scalar(const ft_jaxpr *j, int n_in, ft_array *const *in) {
+static inline double scalar(const ft_jaxpr *j, int n_in, ft_array *const *in) {
   ft_array *o[8];
   run(j, n_in, in, o);
   double v = ft_get_f64(o[0], 0);
@@ -58,7 +63,7 @@ static double scalar(const ft_jaxpr *j, int n_in, ft_array *const *in) {
 
 /* An array of av: floats uniform in [lo, hi), integers from vals (n of
  * them, repeated; NULL: 0). */
-static ft_array *arr(const ft_aval *av, double lo, double hi, const int64_t *vals, int n) {
+static inline ft_array *arr(const ft_aval *av, double lo, double hi, const int64_t *vals, int n) {
   ft_array *a = ft_array_new(C, av->dtype, av->rank, av->dims);
   ck_assert_ptr_nonnull(a);
   for (int64_t i = 0; i < ft_aval_size(av); i++) {
@@ -70,7 +75,7 @@ static ft_array *arr(const ft_aval *av, double lo, double hi, const int64_t *val
 
 /* Random inputs for j: floats in [lo, hi), the integer inputs in order
  * from idx[k] (n_idx[k] values each). */
-static void inputs(const ft_jaxpr *j, ft_array **in, double lo, double hi, const int64_t *const *idx,
+static inline void inputs(const ft_jaxpr *j, ft_array **in, double lo, double hi, const int64_t *const *idx,
                    const int *n_idx) {
   int k = 0;
   for (int i = 0; i < ft_jaxpr_num_inputs(j); i++) {
@@ -82,7 +87,7 @@ static void inputs(const ft_jaxpr *j, ft_array **in, double lo, double hi, const
   }
 }
 
-static double dot_arrays(const ft_array *a, const ft_array *b) {
+static inline double dot_arrays(const ft_array *a, const ft_array *b) {
   double s = 0;
   for (int64_t i = 0; i < ft_array_size(a); i++) s += ft_get_f64(a, i) * ft_get_f64(b, i);
   return s;
@@ -92,7 +97,7 @@ static double dot_arrays(const ft_array *a, const ft_array *b) {
  * checked against central differences (h = 1e-6; |g - fd| <= 1e-6 *
  * max(1, |fd|)), and forward mode against it: the JVP along a random
  * direction v equals <grad, v> to 1e-12 relative. */
-static void grad_check_at(const ft_jaxpr *j, ft_array **in, const char *what) {
+static inline void grad_check_at(const ft_jaxpr *j, ft_array **in, const char *what) {
   int n = ft_jaxpr_num_inputs(j), argn[16], na = 0;
   for (int i = 0; i < n; i++)
     if (ft_dtype_is_float(in[i]->aval.dtype)) argn[na++] = i;
@@ -139,7 +144,7 @@ static void grad_check_at(const ft_jaxpr *j, ft_array **in, const char *what) {
 
 /* j is linear in its inputs from nnl on (the first nnl are given in nl):
  * checks <A x, y> == <x, A^T y> on random x, y to 1e-12 relative. */
-static void lincheck_with(const char *text, int nnl, ft_array *const *nl) {
+static inline void lincheck_with(const char *text, int nnl, ft_array *const *nl) {
   ft_jaxpr *j = P(text);
   ft_jaxpr *t = ft_linear_transpose(C, j, nnl);
   ck_assert_msg(t != NULL, "transpose: %s\n%s", ft_ctx_error(C), text);

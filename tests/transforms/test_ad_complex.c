@@ -25,46 +25,18 @@
  *    |g - g_jax| <= 1e-12 max|g_jax| per element;
  *  - vmap and ft_jit of the new primitives equal per-lane / interpreted
  *    results bit for bit. */
-#include <check.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "runtime/runtime.h"
-#include "transforms/transforms.h"
+#define AD_SEED 0x9E3779B97F4A7C15ull
+#include "ad_util.h"
 
 #ifndef FT_FIXTURES
 #define FT_FIXTURES "fixtures"
 #endif
-
-static ft_ctx *C;
-static void setup(void) { C = ft_ctx_new(NULL); }
-static void teardown(void) { ft_ctx_free(C); }
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double urand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static ft_jaxpr *P(const char *text) {
-  ft_jaxpr *j = ft_parse(C, text, strlen(text), "test");
-  ck_assert_msg(j != NULL, "parse: %s\n%s", ft_ctx_error(C), text);
-  return j;
-}
 
 /* "{ lambda ; ins. let\n body\n in (outs) }" */
 static ft_jaxpr *prog(const char *ins, const char *body, const char *outs) {
   char text[8192];
   snprintf(text, sizeof text, "{ lambda ; %s. let\n%s\n  in (%s) }", ins, body, outs);
   return P(text);
-}
-
-static void verify(const ft_jaxpr *j) {
-  ck_assert_msg(ft_jaxpr_verify(C, j) == FT_OK, "verify: %s", ft_ctx_error(C));
 }
 
 /* Random array of av: uniform in [-1, 1) (real and imaginary parts). */
@@ -83,23 +55,6 @@ static ft_array *input_array(const ft_jaxpr *j, int i) {
   ft_aval av;
   ft_jaxpr_input_aval(j, i, &av);
   return rand_array(&av);
-}
-
-static void run(const ft_jaxpr *j, int n_in, ft_array *const *in, ft_array **out) {
-  ft_status st = ft_eval(C, j, n_in, in, ft_jaxpr_num_outputs(j), out);
-  ck_assert_msg(st == FT_OK, "eval: %s", ft_ctx_error(C));
-}
-
-static double scalar(const ft_jaxpr *j, int n_in, ft_array *const *in) {
-  ft_array *o[4];
-  run(j, n_in, in, o);
-  double v = ft_get_f64(o[0], 0);
-  for (int k = 0; k < ft_jaxpr_num_outputs(j); k++) ft_array_free(o[k]);
-  return v;
-}
-
-static void free_arrays(int n, ft_array **a) {
-  for (int i = 0; i < n; i++) ft_array_free(a[i]);
 }
 
 static void expect_c(const ft_array *a, int64_t i, double re, double im) {

@@ -18,51 +18,14 @@
  *    1e-12 relative, including the tie rule of max/min pooling;
  *  - exact tangents for ties, -inf windows and NaN windows; f32 operands
  *    with an f64 preferred_element_type; coverage and errors. */
-#include <check.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "runtime/runtime.h"
-#include "transforms/transforms.h"
-
-static ft_ctx *C;
-static void setup(void) { C = ft_ctx_new(NULL); }
-static void teardown(void) { ft_ctx_free(C); }
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static double urand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (double)(rng >> 11) / 9007199254740992.0;
-}
+#define AD_SEED 0x9e3779b97f4a7c15ull
+#include "ad_util.h"
 
 static ft_array *rand_array(const ft_aval *av, double lo, double hi) {
   ft_array *a = ft_array_new(C, av->dtype, av->rank, av->dims);
   ck_assert_ptr_nonnull(a);
   for (int64_t i = 0; i < ft_aval_size(av); i++) ft_set_f64(a, i, lo + (hi - lo) * urand());
   return a;
-}
-
-static void run(const ft_jaxpr *j, int n_in, ft_array *const *in, ft_array **out) {
-  ft_status st = ft_eval(C, j, n_in, in, ft_jaxpr_num_outputs(j), out);
-  ck_assert_msg(st == FT_OK, "eval: %s", ft_ctx_error(C));
-}
-
-static void free_arrays(int n, ft_array **a) {
-  for (int i = 0; i < n; i++) ft_array_free(a[i]);
-}
-
-static double dot_arrays(const ft_array *a, const ft_array *b) {
-  double s = 0;
-  for (int64_t i = 0; i < ft_array_size(a); i++) s += ft_get_f64(a, i) * ft_get_f64(b, i);
-  return s;
-}
-
-static void verify(const ft_jaxpr *j) {
-  ck_assert_msg(ft_jaxpr_verify(C, j) == FT_OK, "verify: %s", ft_ctx_error(C));
 }
 
 static ft_aval f64_aval(int rank, const int64_t *dims) {

@@ -12,36 +12,7 @@
  *  - every transpose rule: <A x, y> == <x, A^T y> on random inputs;
  *  - bad input: clear errors.
  * Central differences appear only here, as a check: the library has none. */
-#include <check.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "runtime/runtime.h"
-#include "transforms/transforms.h"
-
-static ft_ctx *C;
-static void setup(void) { C = ft_ctx_new(NULL); }
-static void teardown(void) { ft_ctx_free(C); }
-
-static uint64_t rng = 88172645463325252ull;
-static double urand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static ft_jaxpr *P(const char *text) {
-  ft_jaxpr *j = ft_parse(C, text, strlen(text), "test");
-  ck_assert_msg(j != NULL, "parse: %s\n%s", ft_ctx_error(C), text);
-  return j;
-}
-
-static void verify(const ft_jaxpr *j) {
-  ck_assert_msg(ft_jaxpr_verify(C, j) == FT_OK, "verify: %s", ft_ctx_error(C));
-}
+#include "ad_util.h"
 
 static ft_array *rand_array(const ft_aval *av, double lo, double hi) {
   ft_array *a = ft_array_new(C, av->dtype, av->rank, av->dims);
@@ -53,25 +24,6 @@ static ft_array *rand_array(const ft_aval *av, double lo, double hi) {
     else ft_set_i64(a, i, (int64_t)(urand() * 3)); /* indices 0..2 */
   }
   return a;
-}
-
-/* Runs j; returns its outputs (caller frees). */
-static void run(const ft_jaxpr *j, int n_in, ft_array *const *in, ft_array **out) {
-  int no = ft_jaxpr_num_outputs(j);
-  ft_status st = ft_eval(C, j, n_in, in, no, out);
-  ck_assert_msg(st == FT_OK, "eval: %s", ft_ctx_error(C));
-}
-
-static double scalar(const ft_jaxpr *j, int n_in, ft_array *const *in) {
-  ft_array *o[8];
-  run(j, n_in, in, o);
-  double v = ft_get_f64(o[0], 0);
-  for (int k = 0; k < ft_jaxpr_num_outputs(j); k++) ft_array_free(o[k]);
-  return v;
-}
-
-static void free_arrays(int n, ft_array **a) {
-  for (int i = 0; i < n; i++) ft_array_free(a[i]);
 }
 
 /* Gradient of the scalar program j w.r.t. every float input, checked
@@ -599,12 +551,6 @@ START_TEST(golden_programs) {
 END_TEST
 
 /* ------------------------------------------------------------ linearity */
-
-static double dot_arrays(const ft_array *a, const ft_array *b) {
-  double s = 0;
-  for (int64_t i = 0; i < ft_array_size(a); i++) s += ft_get_f64(a, i) * ft_get_f64(b, i);
-  return s;
-}
 
 /* j is linear in its inputs from nnl on: checks <A x, y> == <x, A^T y>. */
 static void lincheck(int nnl, const char *ins, const char *body, const char *outs) {
