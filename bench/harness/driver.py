@@ -517,6 +517,58 @@ def run_overhead(args, worker):
     return res
 
 
+THREAD_WORKLOADS = ("elementwise", "mlp_step")
+
+
+def run_threads(args, datadir, worker_exe, env):
+    """Issue 7: the 2-thread speedup over 1 thread. Two workers, one with
+    FT_NUM_THREADS=1 and one with 2, run the same program on the same inputs,
+    repetitions alternating (1-thread rep r, 2-thread rep r); the speedup is
+    taken pair by pair. The outputs of the two must be the same bytes
+    (thread-count independence, DESIGN.md section 10), checked here too."""
+    rng = np.random.default_rng(20261131)  # its own stream: other workloads' data stay the same
+    ws = {n: Worker(worker_exe, dict(env, FT_NUM_THREADS=str(n)), f"t{n}", datadir) for n in (1, 2)}
+    out = []
+    for name in THREAD_WORKLOADS:
+        row = {"name": name}
+        arrays = make_data(name, args.sizes, rng)
+        write_inputs(datadir, name, arrays)
+        row["shapes"] = [f"{a.dtype}{list(a.shape)}" for a in arrays]
+        ks = {}
+        for n, w in ws.items():
+            ans = w.cmd(f"setup {name} {datadir}")
+            if ans[0] != "ok":
+                row["status"], row["why"] = "failed", ans[1] if len(ans) > 1 else "?"
+                break
+            ks[n] = calibrate(float(w.cmd(f"run {name} 1")[1]), args.rep_seconds)
+        if len(ks) == 2:
+            times = {1: [], 2: []}
+            for r in range(-1, args.reps):
+                for n, w in ws.items():
+                    ans = w.cmd(f"run {name} {ks[n]}")
+                    if ans[0] == "ok" and r >= 0:
+                        times[n].append(float(ans[1]) / ks[n])
+            blobs = {}
+            for n, w in ws.items():
+                ans = w.cmd(f"save {name} {datadir}")
+                files = sorted(f for f in os.listdir(datadir) if f.startswith(name + ".ft.out"))
+                blobs[n] = [open(os.path.join(datadir, f), "rb").read() for f in files] if ans[0] == "ok" else None
+            row.update(status="ok", t1=summarize(times[1]), t2=summarize(times[2]),
+                       speedup=ratio_stats(times[1], times[2]),
+                       bitwise_equal=blobs[1] is not None and blobs[1] == blobs[2])
+            log(f"threads {name}: 1T {row['t1']['median']*1e3:.3f} ms, 2T {row['t2']['median']*1e3:.3f} ms, "
+                f"speedup {row['speedup']['median']:.2f}, bitwise equal {row['bitwise_equal']}")
+        for w in ws.values():
+            w.cmd(f"free {name}")
+        for f in os.listdir(datadir):
+            if f.startswith(name + ".") and f.endswith(".npy"):
+                os.remove(os.path.join(datadir, f))
+        out.append(row)
+    for w in ws.values():
+        w.close()
+    return out
+
+
 def jax_chain(n):
     import jax.numpy as jnp
 
@@ -637,7 +689,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"))
     ap.add_argument("--out", help="result JSON path (default bench/results/<date>-<commit>.json)")
     ap.add_argument("--only", help="comma-separated workload names (plus compile, transforms, egraph, limits, "
-                    "memory, overhead)")
+                    "memory, overhead, threads)")
     ap.add_argument("--egraph12", action=argparse.BooleanOptionalAction, default=None,
                     help="include the e-graph N=12 run (default: on in full mode)")
     args = ap.parse_args()
@@ -730,6 +782,8 @@ def main():
         result["memory"] = run_memory(args, datadir, workers["set"], jfns, rng)
     if not only or "overhead" in only:
         result["overhead"] = run_overhead(args, workers["set"])
+    if not only or "threads" in only:
+        result["threads"] = run_threads(args, datadir, worker_exe, env_set)
     th = workers["set"].cmd("threads")
     result["frankentrace"]["threads"] = (
         f"{th[1]} threads in the worker process after all workloads ran (calls are issued from one thread; "

@@ -420,6 +420,25 @@ def overhead_section(res):
             f"{o['call_ns_1t'] / 1e3:.1f} / {o['call_ns_2t'] / 1e3:.1f} us). Target: under 1 us."]
 
 
+def threads_section(res):
+    rows = res.get("threads")
+    if not rows:
+        return []
+    out = ["| workload | inputs | 1 thread median (min) | 2 threads median (min) | speedup, median [min–max] | "
+           "outputs 1T = 2T, bitwise | target |", "|---|---|---:|---:|---:|---|---|"]
+    for r in rows:
+        if r.get("status") != "ok":
+            out.append(f"| {r['name']} | {', '.join(r.get('shapes', []))} | – | – | – | – | {r.get('why', 'failed')} |")
+            continue
+        sp = r["speedup"]
+        met = "**met**" if sp["median"] >= 1.6 else "not met"
+        out.append(f"| {r['name']} | {', '.join(r.get('shapes', []))} | {fmt_t(r['t1']['median'])} "
+                   f"({fmt_t(r['t1']['min'])}) | {fmt_t(r['t2']['median'])} ({fmt_t(r['t2']['min'])}) | "
+                   f"{sp['median']:.2f} [{sp['min']:.2f}–{sp['max']:.2f}] | "
+                   f"{'yes' if r.get('bitwise_equal') else '**no**'} | ≥ 1.6×: {met} |")
+    return out
+
+
 def generated(res, imgs, docdir):
     out = ["", f"## Results ({res['mode']} run)", ""] + header(res) + ["", "### All workloads", ""]
     out += main_table(res)
@@ -456,6 +475,12 @@ def generated(res, imgs, docdir):
         out += ["### Memory of one call (issue 7)", "",
                 "FrankenTrace: the executor's static buffer plan (intermediates only; inputs and outputs "
                 "are the caller's arrays). JAX: `jax.jit(f).lower(*args).compile().memory_analysis()`.", ""] + ms + [""]
+    th = threads_section(res)
+    if th:
+        out += ["### Two threads against one (issue 7)", "",
+                "Two workers in the same run, `FT_NUM_THREADS=1` and `FT_NUM_THREADS=2`, repetitions "
+                "alternating; the speedup is 1-thread time / 2-thread time, pair by pair. Sizes as in the "
+                "table above.", ""] + th + [""]
     oh = overhead_section(res)
     if oh:
         out += ["### Executor overhead per step (issue 7)", ""] + oh + [""]
