@@ -10,7 +10,9 @@
  * math library (ft_vm_*), linked from bitcode and inlined by jit.c.
  * Reduction kernels fold sums and products in the canonical order of
  * docs/determinism.md with a <16 x T> accumulator (16 logical lanes whatever
- * the host's vector width), and the order-free reductions sequentially. */
+ * the host's vector width), float max/min with 16 lanes of integer order
+ * keys, and the other order-free reductions sequentially. A split reduction
+ * (fusion.c) is a kernel of block partials and a kernel folding them. */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <string.h>
@@ -36,11 +38,13 @@ static LLVMTypeRef ty(cg *G, ft_dtype dt) {
   case FT_I64: case FT_U64: return G->i64;
   case FT_F32: return G->f32;
   case FT_F64: return G->f64;
+  case FT_F16: case FT_BF16: return G->i16; /* storage bits; computed in f32 (half_elem) */
   default: return G->i8;
   }
 }
 
 static bool isf(ft_dtype dt) { return dt == FT_F32 || dt == FT_F64; }
+static bool ishalf(ft_dtype dt) { return dt == FT_F16 || dt == FT_BF16; }
 static bool iss(ft_dtype dt) { return ft_dtype_is_signed(dt); }
 static int bits(ft_dtype dt) { return dt == FT_BOOL ? 8 : ft_dtype_bits(dt); }
 
@@ -80,6 +84,8 @@ static LLVMValueRef intr(cg *G, const char *base, ft_dtype dt, LLVMValueRef a) {
 static LLVMValueRef lit_value(cg *G, const ft_var *v, ft_dtype dt) {
   LLVMTypeRef t = ty(G, dt);
   if (isf(dt)) return LLVMConstReal(t, v->lit.f);
+  if (ishalf(dt)) /* the interpreter's literal: through f32 (ft_set_f64) */
+    return ci(t, dt == FT_F16 ? ft_f64_to_f16((float)v->lit.f) : ft_f64_to_bf16((float)v->lit.f));
   if (dt == FT_BOOL) return ci(t, v->lit.i != 0);
   if (ft_dtype_is_unsigned(dt)) return LLVMConstInt(t, v->lit.u, 0);
   return ci(t, v->lit.i);
@@ -395,12 +401,185 @@ static LLVMValueRef clamp(cg *G, ft_dtype dt, LLVMValueRef lo, LLVMValueRef x, L
   return imaxmin(G, dt, imaxmin(G, dt, x, lo, true), hi, false);
 }
 
+/* ------------------------------------------------------- f16 and bf16 */
+/* A 16-bit float lives in a kernel as its storage bits (i16), exactly what
+ * the interpreter keeps in memory between equations; each operation widens
+ * its operands to f32, computes as the f32 operation does, and rounds the
+ * result back, as interp_elementwise.c does (ft_get_f64 / ft_set_f64). The
+ * conversions are integer code, not LLVM's fpext/fptrunc on half/bfloat:
+ * those may become library calls or F16C/AVX512-BF16 instructions whose NaN
+ * quieting differs, and the interpreter's rules are specific (array.c): a
+ * NaN becomes the sign plus the canonical quiet NaN in 16 bits, and a 16-bit
+ * NaN reads as an f32 NaN with its payload and the quiet bit set (what the
+ * interpreter's float -> double step leaves). */
+static LLVMValueRef k32(cg *G, uint32_t v) { return LLVMConstInt(G->i32, v, 0); }
+
+static LLVMValueRef sel(cg *G, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(G->b, c, a, b, "");
+}
+
+static LLVMValueRef icmp(cg *G, LLVMIntPredicate p, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildICmp(G->b, p, a, b, "");
+}
+
+/* i16 bits of dtype dt -> f32 (ft_f16_to_f32 / ft_bf16_to_f32; NaN quieted). */
+static LLVMValueRef half_widen(cg *G, ft_dtype dt, LLVMValueRef h) {
+  LLVMBuilderRef B = G->b;
+  LLVMValueRef z = LLVMBuildZExt(B, h, G->i32, ""), r;
+  if (dt == FT_BF16) {
+    LLVMValueRef w = LLVMBuildShl(B, z, k32(G, 16), "");
+    LLVMValueRef nan = icmp(G, LLVMIntUGT, LLVMBuildAnd(B, w, k32(G, 0x7fffffffu), ""), k32(G, 0x7f800000u));
+    r = sel(G, nan, LLVMBuildOr(B, w, k32(G, 0x00400000u), ""), w);
+  } else {
+    LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, z, k32(G, 0x8000), ""), k32(G, 16), "");
+    LLVMValueRef e = LLVMBuildAnd(B, LLVMBuildLShr(B, z, k32(G, 10), ""), k32(G, 0x1f), "");
+    LLVMValueRef m = LLVMBuildAnd(B, z, k32(G, 0x3ff), "");
+    LLVMValueRef m13 = LLVMBuildShl(B, m, k32(G, 13), "");
+    LLVMValueRef norm = LLVMBuildOr(B, LLVMBuildShl(B, LLVMBuildAdd(B, e, k32(G, 112), ""), k32(G, 23), ""), m13, "");
+    LLVMValueRef quiet = sel(G, icmp(G, LLVMIntNE, m, k32(G, 0)), k32(G, 0x00400000u), k32(G, 0));
+    LLVMValueRef inf = LLVMBuildOr(B, LLVMBuildOr(B, m13, quiet, ""), k32(G, 0x7f800000u), "");
+    /* a subnormal is m * 2^-24, exact in f32 (as the interpreter computes it) */
+    LLVMValueRef sub = LLVMBuildFMul(B, LLVMBuildUIToFP(B, m, G->f32, ""), LLVMConstReal(G->f32, 0x1p-24), "");
+    sub = LLVMBuildBitCast(B, sub, G->i32, "");
+    r = sel(G, icmp(G, LLVMIntEQ, e, k32(G, 31)), inf, sel(G, icmp(G, LLVMIntEQ, e, k32(G, 0)), sub, norm));
+    r = LLVMBuildOr(B, r, sign, "");
+  }
+  return LLVMBuildBitCast(B, r, G->f32, "");
+}
+
+/* f32 -> i16 bits of dtype dt, rounded once to nearest even (encode_small):
+ * NaN -> sign | canonical quiet NaN; overflow -> inf; f16 subnormals by an
+ * exact shift with round-half-even on the shifted-out bits. */
+static LLVMValueRef half_narrow(cg *G, ft_dtype dt, LLVMValueRef f) {
+  LLVMBuilderRef B = G->b;
+  LLVMValueRef x = LLVMBuildBitCast(B, f, G->i32, "");
+  LLVMValueRef u = LLVMBuildAnd(B, x, k32(G, 0x7fffffffu), "");
+  LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildLShr(B, x, k32(G, 16), ""), k32(G, 0x8000), "");
+  LLVMValueRef nan = icmp(G, LLVMIntUGT, u, k32(G, 0x7f800000u)), r;
+  if (dt == FT_BF16) {
+    LLVMValueRef odd = LLVMBuildAnd(B, LLVMBuildLShr(B, x, k32(G, 16), ""), k32(G, 1), "");
+    LLVMValueRef rn = LLVMBuildLShr(B, LLVMBuildAdd(B, LLVMBuildAdd(B, x, k32(G, 0x7fff), ""), odd, ""),
+                                    k32(G, 16), "");
+    r = sel(G, nan, LLVMBuildOr(B, sign, k32(G, 0x7fc0), ""), rn);
+  } else {
+    /* normal results: rebias the exponent, round the 13 dropped bits */
+    LLVMValueRef t = LLVMBuildSub(B, u, k32(G, 0x38000000u), "");
+    LLVMValueRef odd = LLVMBuildAnd(B, LLVMBuildLShr(B, t, k32(G, 13), ""), k32(G, 1), "");
+    LLVMValueRef rn = LLVMBuildLShr(B, LLVMBuildAdd(B, LLVMBuildAdd(B, t, k32(G, 0xfff), ""), odd, ""),
+                                    k32(G, 13), "");
+    /* subnormal results (|f| < 2^-14): M * 2^(e-150) = (M >> (126-e)) * 2^-24;
+     * the shift is clamped to [14, 31] (beyond 25 everything rounds to 0) */
+    LLVMValueRef e = LLVMBuildLShr(B, u, k32(G, 23), "");
+    e = sel(G, icmp(G, LLVMIntUGT, e, k32(G, 112)), k32(G, 112), e);
+    LLVMValueRef s = LLVMBuildSub(B, k32(G, 126), e, "");
+    s = sel(G, icmp(G, LLVMIntUGT, s, k32(G, 31)), k32(G, 31), s);
+    LLVMValueRef M = LLVMBuildOr(B, LLVMBuildAnd(B, u, k32(G, 0x7fffff), ""), k32(G, 0x800000), "");
+    LLVMValueRef q = LLVMBuildLShr(B, M, s, "");
+    LLVMValueRef rem = LLVMBuildAnd(B, M, LLVMBuildSub(B, LLVMBuildShl(B, k32(G, 1), s, ""), k32(G, 1), ""), "");
+    LLVMValueRef half = LLVMBuildShl(B, k32(G, 1), LLVMBuildSub(B, s, k32(G, 1), ""), "");
+    LLVMValueRef up = LLVMBuildOr(B, icmp(G, LLVMIntUGT, rem, half),
+                                  LLVMBuildAnd(B, icmp(G, LLVMIntEQ, rem, half),
+                                               icmp(G, LLVMIntNE, LLVMBuildAnd(B, q, k32(G, 1), ""), k32(G, 0)), ""), "");
+    LLVMValueRef rs = LLVMBuildAdd(B, q, LLVMBuildZExt(B, up, G->i32, ""), "");
+    r = sel(G, icmp(G, LLVMIntUGE, u, k32(G, 0x38800000u)), rn, rs);
+    r = sel(G, icmp(G, LLVMIntUGE, u, k32(G, 0x477ff000u)), k32(G, 0x7c00), r); /* >= 65520: inf */
+    r = sel(G, nan, k32(G, 0x7e00), r);
+    r = LLVMBuildOr(B, r, sign, "");
+  }
+  return LLVMBuildTrunc(B, r, G->i16, "");
+}
+
+/* The interpreter's rounding of an f32 value to dt (ft_round_to). */
+static LLVMValueRef half_round(cg *G, ft_dtype dt, LLVMValueRef f) {
+  return half_widen(G, dt, half_narrow(G, dt, f));
+}
+
+/* integer_pow on a 16-bit float: ipow_f32 with each product rounded to dt. */
+static LLVMValueRef half_ipow(cg *G, ft_dtype dt, LLVMValueRef x, int64_t y) {
+  if (y == 0) return fconst(G, FT_F32, 1.0);
+  bool recip = y < 0;
+  uint64_t n = recip ? (uint64_t)0 - (uint64_t)y : (uint64_t)y;
+  LLVMValueRef acc = NULL;
+  while (n > 0) {
+    if (n & 1) acc = acc ? half_round(G, dt, LLVMBuildFMul(G->b, acc, x, "")) : x;
+    n >>= 1;
+    if (n > 0) x = half_round(G, dt, LLVMBuildFMul(G->b, x, x, ""));
+  }
+  return recip ? LLVMBuildFDiv(G->b, fconst(G, FT_F32, 1.0), acc, "") : acc;
+}
+
+/* nextafter on the 16-bit grid (the interpreter's nextafter16 and
+ * nextafter_half): a, b are the bits, fa, fb their widened values. */
+static LLVMValueRef half_nextafter(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b,
+                                   LLVMValueRef fa, LLVMValueRef fb) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = G->i16;
+  LLVMValueRef un = LLVMBuildFCmp(B, LLVMRealUNO, fa, fb, "");
+  LLVMValueRef eq = LLVMBuildFCmp(B, LLVMRealOEQ, fa, fb, "");
+  LLVMValueRef zero = LLVMBuildFCmp(B, LLVMRealOEQ, fa, LLVMConstReal(G->f32, 0), "");
+  LLVMValueRef apos = icmp(G, LLVMIntEQ, LLVMBuildAnd(B, a, ci(t, 0x8000), ""), ci(t, 0));
+  LLVMValueRef up = icmp(G, LLVMIntEQ, LLVMBuildFCmp(B, LLVMRealOLT, fa, fb, ""), apos);
+  LLVMValueRef r = sel(G, up, LLVMBuildAdd(B, a, ci(t, 1), ""), LLVMBuildSub(B, a, ci(t, 1), ""));
+  r = sel(G, zero, LLVMBuildOr(B, LLVMBuildAnd(B, b, ci(t, 0x8000), ""), ci(t, 1), ""), r);
+  r = sel(G, eq, b, r);
+  return sel(G, un, ci(t, dt == FT_F16 ? 0x7e00 : 0x7fc0), r);
+}
+
+/* convert_element_type when either side is a 16-bit float (ft_convert_elem:
+ * every source is read as a double and stored through f32). */
+static LLVMValueRef half_convert(cg *G, ft_dtype sd, ft_dtype dd, LLVMValueRef x) {
+  if (ishalf(sd)) {
+    LLVMValueRef f = half_widen(G, sd, x);
+    return ishalf(dd) ? half_narrow(G, dd, f) : convert(G, FT_F32, dd, f);
+  }
+  LLVMValueRef d = sd == FT_F64 ? x : convert(G, sd, FT_F64, x); /* exact for f32 */
+  return half_narrow(G, dd, LLVMBuildFPTrunc(G->b, d, G->f32, ""));
+}
+
+/* An elementwise node with a 16-bit float operand or result; NULL when the
+ * node is not one of these (elem's generic path handles it). */
+static LLVMValueRef half_elem(cg *G, const ft_knode *n, LLVMValueRef *a) {
+  const ft_eqn *e = n->e;
+  ft_dtype od = n->dt, id = e->n_in ? e->in[0]->aval.dtype : od;
+  ft_family fam = ft_prim_get(e->prim)->family;
+  if (fam == FT_FAM_SELECT && e->prim == FT_P_SELECT_N) return NULL; /* moves bits */
+  if (fam == FT_FAM_CONVERT) {
+    if (e->prim == FT_P_BITCAST_CONVERT_TYPE) return NULL; /* i16 <-> i16 bits */
+    return half_convert(G, id, od, a[0]);
+  }
+  LLVMValueRef w[16];
+  for (int k = 0; k < n->n_in; k++)
+    w[k] = ishalf(e->in[k]->aval.dtype) ? half_widen(G, e->in[k]->aval.dtype, a[k]) : a[k];
+  LLVMValueRef r = NULL;
+  switch (fam) {
+  case FT_FAM_UNARY:
+    if (e->prim == FT_P_IS_FINITE)
+      return zext_i8(G, LLVMBuildFCmp(G->b, LLVMRealOLT, intr(G, "fabs", FT_F32, w[0]),
+                                      fconst(G, FT_F32, __builtin_inf()), ""));
+    r = e->prim == FT_P_INTEGER_POW ? half_ipow(G, od, w[0], ft_param_int(e, "y", 0))
+                                    : unary(G, e, FT_F32, w[0]);
+    break;
+  case FT_FAM_BINARY:
+    if (e->prim == FT_P_NEXTAFTER) return half_nextafter(G, od, a[0], a[1], w[0], w[1]);
+    r = binary(G, e, FT_F32, w[0], w[1]);
+    break;
+  case FT_FAM_COMPARE: return compare(G, e->prim, FT_F32, w[0], w[1]);
+  case FT_FAM_SELECT: r = clamp(G, FT_F32, w[0], w[1], w[2]); break;
+  default: return NULL;
+  }
+  return r ? half_narrow(G, od, r) : NULL;
+}
+
 static LLVMValueRef elem(cg *G, const ft_knode *n, LLVMValueRef *v, const ft_knode *nodes) {
   const ft_eqn *e = n->e;
   ft_dtype id = e->n_in ? e->in[0]->aval.dtype : n->dt;
   LLVMValueRef a[16];
   for (int k = 0; k < n->n_in; k++) a[k] = v[n->in[k]];
   (void)nodes;
+  if (ishalf(n->dt) || ishalf(id)) {
+    LLVMValueRef h = half_elem(G, n, a);
+    if (h || (e->prim != FT_P_SELECT_N && e->prim != FT_P_BITCAST_CONVERT_TYPE)) return h;
+  }
   switch (ft_prim_get(e->prim)->family) {
   case FT_FAM_UNARY:
     if (e->prim == FT_P_IS_FINITE)
@@ -487,7 +666,8 @@ static bool emit_body(cg *G, kctx *K) {
       break;
     case FT_KN_IOTA: {
       LLVMValueRef ix = n->dim < 0 ? c64(G, 0) : K->idx[n->dim];
-      if (isf(n->dt)) v[i] = LLVMBuildSIToFP(G->b, ix, ty(G, n->dt), "");
+      if (ishalf(n->dt)) v[i] = half_convert(G, FT_I64, n->dt, ix);
+      else if (isf(n->dt)) v[i] = LLVMBuildSIToFP(G->b, ix, ty(G, n->dt), "");
       else if (n->dt == FT_BOOL) v[i] = zext_i8(G, LLVMBuildICmp(G->b, LLVMIntNE, ix, c64(G, 0), ""));
       else if (bits(n->dt) < 64) v[i] = LLVMBuildTrunc(G->b, ix, ty(G, n->dt), "");
       else v[i] = ix;
@@ -646,6 +826,16 @@ static LLVMValueRef vsplat(cg *G, LLVMTypeRef vt, LLVMValueRef s) {
   return v;
 }
 
+/* The constant c of integer type it, splatted when it is a vector. */
+static LLVMValueRef vsplat_or(cg *G, LLVMTypeRef it, int64_t c) {
+  if (LLVMGetTypeKind(it) != LLVMVectorTypeKind) return LLVMConstInt(it, (unsigned long long)c, 0);
+  LLVMTypeRef et = LLVMGetElementType(it);
+  LLVMValueRef e[16];
+  unsigned n = LLVMGetVectorSize(it);
+  for (unsigned q = 0; q < n && q < 16; q++) e[q] = LLVMConstInt(et, (unsigned long long)c, 0);
+  return LLVMConstVector(e, n);
+}
+
 static LLVMValueRef vop(cg *G, bool sum, LLVMValueRef a, LLVMValueRef b) {
   return sum ? LLVMBuildFAdd(G->b, a, b, "") : LLVMBuildFMul(G->b, a, b, "");
 }
@@ -791,28 +981,38 @@ static LLVMValueRef fold_op(cg *G, ft_prim pr, ft_dtype dt, LLVMValueRef acc, LL
   }
 }
 
-/* sum/prod of the n values in the canonical order of docs/determinism.md:
- * blocks of FT_SUM_BLOCK left to right; in a block, value j into lane
- * j % 16 of a <16 x T> accumulator (16 values at a time through a small
- * array the loop vectorizer fills), the tail lane by lane, then the halving
- * tree. n == 1 is the value itself. */
-static LLVMValueRef canon_fold(cg *G, rk *R, ft_dtype dt, bool sum, int64_t n) {
+/* The horizontal step of the canonical order: the halving tree over the
+ * 16 lanes (w = 8, 4, 2, 1: lane[l] op= lane[l + w]); op is `fold`. */
+static LLVMValueRef lane_tree(cg *G, LLVMValueRef acc,
+                              LLVMValueRef (*fold)(cg *, LLVMValueRef, LLVMValueRef, void *), void *arg) {
+  LLVMBuilderRef B = G->b;
+  for (int w = 8; w >= 1; w /= 2) {
+    LLVMValueRef lo_m[8], hi_m[8];
+    for (int q = 0; q < w; q++) lo_m[q] = ci(G->i32, q), hi_m[q] = ci(G->i32, q + w);
+    LLVMValueRef lo = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(lo_m, (unsigned)w), "");
+    LLVMValueRef hi = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(hi_m, (unsigned)w), "");
+    acc = fold(G, lo, hi, arg);
+  }
+  return LLVMBuildExtractElement(B, acc, ci(G->i32, 0), "");
+}
+
+static LLVMValueRef tree_sum(cg *G, LLVMValueRef a, LLVMValueRef b, void *arg) {
+  return vop(G, *(bool *)arg, a, b);
+}
+
+/* One block of the canonical order: the m values at reduced positions
+ * start .. start + m - 1, value j into lane j % 16 of a <16 x T> accumulator
+ * that starts at the identity (16 values at a time through a small array
+ * the loop vectorizer fills), the tail lane by lane, then the halving tree.
+ * The block's partial. */
+static LLVMValueRef canon_block(cg *G, rk *R, ft_dtype dt, bool sum, LLVMValueRef start, LLVMValueRef m) {
   LLVMBuilderRef B = G->b;
   LLVMTypeRef t = ty(G, dt), vt = LLVMVectorType(t, 16), at = LLVMArrayType(t, 16);
-  if (n == 0) return fconst(G, dt, sum ? 0.0 : 1.0);
-  if (n == 1) return eval_at(G, R, c64(G, 0));
-  LLVMValueRef accp = entry_alloca(G, vt), tmp = entry_alloca(G, at), totp = entry_alloca(G, t);
-  LLVMValueRef id = vsplat(G, vt, fconst(G, dt, sum ? 0.0 : 1.0));
-  cloop Lb, Lj, Ll, Lr;
-  int64_t nb = (n + FT_SUM_BLOCK - 1) / FT_SUM_BLOCK;
-  LLVMValueRef b = cloop_begin(G, &Lb, c64(G, 0), c64(G, nb));
-  LLVMValueRef start = LLVMBuildMul(B, b, c64(G, FT_SUM_BLOCK), "");
-  LLVMValueRef left = LLVMBuildSub(B, c64(G, n), start, "");
-  LLVMValueRef m = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, left, c64(G, FT_SUM_BLOCK), ""),
-                                   left, c64(G, FT_SUM_BLOCK), "");
+  LLVMValueRef accp = entry_alloca(G, vt), tmp = entry_alloca(G, at);
+  cloop Lj, Ll, Lr;
   LLVMValueRef chunks = LLVMBuildLShr(B, m, c64(G, 4), "");
   LLVMValueRef rem = LLVMBuildAnd(B, m, c64(G, 15), "");
-  LLVMBuildStore(B, id, accp);
+  LLVMBuildStore(B, vsplat(G, vt, fconst(G, dt, sum ? 0.0 : 1.0)), accp);
   LLVMValueRef j = cloop_begin(G, &Lj, c64(G, 0), chunks);
   LLVMValueRef j16 = LLVMBuildAdd(B, start, LLVMBuildMul(B, j, c64(G, 16), ""), "");
   LLVMValueRef l = cloop_begin(G, &Ll, c64(G, 0), c64(G, 16));
@@ -832,15 +1032,31 @@ static LLVMValueRef canon_fold(cg *G, rk *R, ft_dtype dt, bool sum, int64_t n) {
   LLVMValueRef lane = LLVMBuildExtractElement(B, acc, r, "");
   LLVMBuildStore(B, LLVMBuildInsertElement(B, acc, vop(G, sum, lane, x), r, ""), accp);
   cloop_end(G, &Lr);
-  acc = LLVMBuildLoad2(B, vt, accp, "");
-  for (int w = 8; w >= 1; w /= 2) {
-    LLVMValueRef lo_m[8], hi_m[8];
-    for (int q = 0; q < w; q++) lo_m[q] = ci(G->i32, q), hi_m[q] = ci(G->i32, q + w);
-    LLVMValueRef lo = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(lo_m, (unsigned)w), "");
-    LLVMValueRef hi = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(hi_m, (unsigned)w), "");
-    acc = vop(G, sum, lo, hi);
-  }
-  LLVMValueRef part = LLVMBuildExtractElement(B, acc, ci(G->i32, 0), "");
+  return lane_tree(G, LLVMBuildLoad2(B, vt, accp, ""), tree_sum, &sum);
+}
+
+/* The length of block b (FT_SUM_BLOCK, the last one shorter) of n values. */
+static LLVMValueRef block_len(cg *G, LLVMValueRef start, int64_t bsize, int64_t n) {
+  LLVMBuilderRef B = G->b;
+  LLVMValueRef left = LLVMBuildSub(B, c64(G, n), start, "");
+  return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, left, c64(G, bsize), ""), left, c64(G, bsize), "");
+}
+
+/* sum/prod of the n values in the canonical order of docs/determinism.md:
+ * blocks of FT_SUM_BLOCK (canon_block) combined left to right. n == 1 is
+ * the value itself. */
+static LLVMValueRef canon_fold(cg *G, rk *R, ft_dtype dt, bool sum, int64_t n) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef t = ty(G, dt);
+  if (n == 0) return fconst(G, dt, sum ? 0.0 : 1.0);
+  if (n == 1) return eval_at(G, R, c64(G, 0));
+  LLVMValueRef totp = entry_alloca(G, t);
+  cloop Lb;
+  int64_t nb = (n + FT_SUM_BLOCK - 1) / FT_SUM_BLOCK;
+  LLVMValueRef b = cloop_begin(G, &Lb, c64(G, 0), c64(G, nb));
+  LLVMValueRef start = LLVMBuildMul(B, b, c64(G, FT_SUM_BLOCK), "");
+  LLVMValueRef part = canon_block(G, R, dt, sum, start, block_len(G, start, FT_SUM_BLOCK, n));
+  if (!part) return NULL;
   LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, b, c64(G, 0), "");
   LLVMValueRef tot = LLVMBuildLoad2(B, t, totp, "");
   LLVMBuildStore(B, LLVMBuildSelect(B, first, part, vop(G, sum, tot, part), ""), totp);
@@ -865,21 +1081,55 @@ static LLVMValueRef seq_fold(cg *G, rk *R, ft_prim pr, ft_dtype dt, int64_t n) {
   return LLVMBuildLoad2(B, t, accp, "");
 }
 
-/* Float reduce_max/reduce_min, vectorized: max/min are exact (docs/
- * determinism.md: order-free, NaN wins, -0 < +0), so 16 lane accumulators
- * (element k into lane k % 16, 16 values at a time through a small array the
- * loop vectorizer fills, as canon_fold), the tail folded into lane 0, and a
- * halving tree give the sequential fold's value. Only which NaN wins may
- * differ, and NaN payloads are outside the contract. */
-static LLVMValueRef lane_maxmin(cg *G, rk *R, ft_dtype dt, bool mx, int64_t n) {
+/* The float's bits as a signed integer in the float order, -0 < +0: the
+ * magnitude bits flipped when the sign is set (an involution, so it also
+ * decodes). A positive NaN lands above +inf, a negative one below -inf. */
+static LLVMValueRef order_key(cg *G, LLVMValueRef bits, int w) {
   LLVMBuilderRef B = G->b;
-  LLVMTypeRef t = ty(G, dt), vt = LLVMVectorType(t, 16), at = LLVMArrayType(t, 16);
-  LLVMValueRef accp = entry_alloca(G, vt), tmp = entry_alloca(G, at), totp = entry_alloca(G, t);
-  LLVMValueRef id = fconst(G, dt, mx ? -__builtin_inf() : __builtin_inf());
-  LLVMBuildStore(B, vsplat(G, vt, id), accp);
+  LLVMTypeRef it = LLVMTypeOf(bits);
+  LLVMValueRef sh = LLVMBuildAShr(B, bits, vsplat_or(G, it, w - 1), "");
+  return LLVMBuildXor(B, bits, LLVMBuildLShr(B, sh, vsplat_or(G, it, 1), ""), "");
+}
+
+static LLVMValueRef ismaxmin(cg *G, LLVMValueRef a, LLVMValueRef b, bool mx) {
+  return LLVMBuildSelect(G->b, LLVMBuildICmp(G->b, mx ? LLVMIntSGT : LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef tree_smax(cg *G, LLVMValueRef a, LLVMValueRef b, void *arg) {
+  (void)arg;
+  return ismaxmin(G, a, b, true);
+}
+
+static LLVMValueRef tree_smin(cg *G, LLVMValueRef a, LLVMValueRef b, void *arg) {
+  (void)arg;
+  return ismaxmin(G, a, b, false);
+}
+
+/* Float reduce_max/reduce_min of the m values at reduced positions start ..
+ * start + m - 1. max/min are exact (docs/determinism.md: order-free, NaN
+ * wins, -0 < +0), so any grouping gives the sequential fold's value: 16
+ * lanes (element k into lane k % 16, 16 values at a time through a small
+ * array the loop vectorizer fills, as canon_block), a halving tree, the
+ * tail. The lanes keep the integer max and min of order_key: two integer
+ * ops per element instead of XLA's select chain (NaN tests, signed zeros).
+ * A NaN shows as a max key above +inf's or a min key below -inf's; the
+ * result is then that NaN (which NaN wins may differ from the sequential
+ * fold's: NaN payloads are outside the contract), else the extreme. */
+static LLVMValueRef lane_maxmin(cg *G, rk *R, ft_dtype dt, bool mx, LLVMValueRef start, LLVMValueRef m) {
+  LLVMBuilderRef B = G->b;
+  int w = dt == FT_F64 ? 64 : 32;
+  LLVMTypeRef t = ty(G, dt), it = w == 64 ? G->i64 : G->i32, at = LLVMArrayType(t, 16);
+  LLVMTypeRef vi = LLVMVectorType(it, 16), vt = LLVMVectorType(t, 16);
+  LLVMValueRef hip = entry_alloca(G, vi), lop = entry_alloca(G, vi), tmp = entry_alloca(G, at);
+  LLVMValueRef khi = entry_alloca(G, it), klo = entry_alloca(G, it);
+  uint64_t pinf = w == 64 ? UINT64_C(0x7ff0000000000000) : 0x7f800000u;
+  LLVMValueRef kpinf = LLVMConstInt(it, pinf, 0), kninf = order_key(G, LLVMConstInt(it, pinf | (UINT64_C(1) << (w - 1)), 0), w);
+  LLVMBuildStore(B, vsplat(G, vi, kninf), hip);
+  LLVMBuildStore(B, vsplat(G, vi, kpinf), lop);
   cloop Lj, Ll, Lr;
-  LLVMValueRef j = cloop_begin(G, &Lj, c64(G, 0), c64(G, n / 16));
-  LLVMValueRef j16 = LLVMBuildMul(B, j, c64(G, 16), "");
+  LLVMValueRef chunks = LLVMBuildLShr(B, m, c64(G, 4), "");
+  LLVMValueRef j = cloop_begin(G, &Lj, c64(G, 0), chunks);
+  LLVMValueRef j16 = LLVMBuildAdd(B, start, LLVMBuildMul(B, j, c64(G, 16), ""), "");
   LLVMValueRef l = cloop_begin(G, &Ll, c64(G, 0), c64(G, 16));
   LLVMValueRef x = eval_at(G, R, LLVMBuildAdd(B, j16, l, ""));
   if (!x) return NULL;
@@ -887,23 +1137,24 @@ static LLVMValueRef lane_maxmin(cg *G, rk *R, ft_dtype dt, bool mx, int64_t n) {
   cloop_end(G, &Ll);
   LLVMValueRef xv = LLVMBuildLoad2(B, vt, tmp, "");
   LLVMSetAlignment(xv, 64);
-  LLVMBuildStore(B, fmaxmin(G, dt, LLVMBuildLoad2(B, vt, accp, ""), xv, mx), accp);
+  LLVMValueRef kv = order_key(G, LLVMBuildBitCast(B, xv, vi, ""), w);
+  LLVMBuildStore(B, ismaxmin(G, LLVMBuildLoad2(B, vi, hip, ""), kv, true), hip);
+  LLVMBuildStore(B, ismaxmin(G, LLVMBuildLoad2(B, vi, lop, ""), kv, false), lop);
   cloop_end(G, &Lj);
-  LLVMValueRef acc = LLVMBuildLoad2(B, vt, accp, "");
-  for (int w = 8; w >= 1; w /= 2) {
-    LLVMValueRef lo_m[8], hi_m[8];
-    for (int q = 0; q < w; q++) lo_m[q] = ci(G->i32, q), hi_m[q] = ci(G->i32, q + w);
-    LLVMValueRef lo = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(lo_m, (unsigned)w), "");
-    LLVMValueRef hi = LLVMBuildShuffleVector(B, acc, LLVMGetUndef(LLVMTypeOf(acc)), LLVMConstVector(hi_m, (unsigned)w), "");
-    acc = fmaxmin(G, dt, lo, hi, mx);
-  }
-  LLVMBuildStore(B, LLVMBuildExtractElement(B, acc, ci(G->i32, 0), ""), totp);
-  LLVMValueRef r = cloop_begin(G, &Lr, c64(G, n / 16 * 16), c64(G, n));
+  LLVMBuildStore(B, lane_tree(G, LLVMBuildLoad2(B, vi, hip, ""), tree_smax, NULL), khi);
+  LLVMBuildStore(B, lane_tree(G, LLVMBuildLoad2(B, vi, lop, ""), tree_smin, NULL), klo);
+  LLVMValueRef t0 = LLVMBuildAdd(B, start, LLVMBuildMul(B, chunks, c64(G, 16), ""), "");
+  LLVMValueRef r = cloop_begin(G, &Lr, t0, LLVMBuildAdd(B, start, m, ""));
   x = eval_at(G, R, r);
   if (!x) return NULL;
-  LLVMBuildStore(B, fmaxmin(G, dt, LLVMBuildLoad2(B, t, totp, ""), x, mx), totp);
+  LLVMValueRef k1 = order_key(G, LLVMBuildBitCast(B, x, it, ""), w);
+  LLVMBuildStore(B, ismaxmin(G, LLVMBuildLoad2(B, it, khi, ""), k1, true), khi);
+  LLVMBuildStore(B, ismaxmin(G, LLVMBuildLoad2(B, it, klo, ""), k1, false), klo);
   cloop_end(G, &Lr);
-  return LLVMBuildLoad2(B, t, totp, "");
+  LLVMValueRef hi = LLVMBuildLoad2(B, it, khi, ""), lo = LLVMBuildLoad2(B, it, klo, "");
+  LLVMValueRef res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, lo, kninf, ""), lo, mx ? hi : lo, "");
+  res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, hi, kpinf, ""), hi, res, "");
+  return LLVMBuildBitCast(B, order_key(G, res, w), t, "");
 }
 
 /* argmax/argmin as the interpreter: the first extreme; once the best is a
@@ -1041,7 +1292,12 @@ static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
     if (k->ired[d]) n *= k->idims[d];
   ft_dtype dt = k->nodes[k->rnode].dt;
   cloop Lo;
-  LLVMValueRef o = cloop_begin(G, &Lo, lo, hi);
+  LLVMValueRef p = cloop_begin(G, &Lo, lo, hi), o = p, start = NULL, m = NULL;
+  if (k->rparts > 0) { /* partial p: block p % rparts of output p / rparts */
+    o = LLVMBuildUDiv(B, p, c64(G, k->rparts), "");
+    start = LLVMBuildMul(B, LLVMBuildURem(B, p, c64(G, k->rparts), ""), c64(G, k->rblock), "");
+    m = block_len(G, start, k->rblock, n);
+  }
   for (int i = 0; i < k->n_nodes; i++) {
     const ft_knode *q = &k->nodes[i];
     if (q->kind != FT_KN_LOAD || q->acc.buf < 0) continue;
@@ -1051,7 +1307,14 @@ static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
     R->nseg[i] = runs_of(k, q->acc.st, true, R->segdim[i], R->segst[i]);
   }
   LLVMValueRef r;
-  switch (k->rprim) {
+  bool fl = isf(dt), sum = k->rprim == FT_P_REDUCE_SUM, mx = k->rprim == FT_P_REDUCE_MAX;
+  if (k->rparts > 0 && fl && (sum || k->rprim == FT_P_REDUCE_PROD))
+    r = canon_block(G, R, dt, sum, start, m);
+  else if (k->rparts > 0 && fl && (mx || k->rprim == FT_P_REDUCE_MIN))
+    r = lane_maxmin(G, R, dt, mx, start, m);
+  else if (k->rparts > 0 || k->rseq)
+    r = k->rseq ? seq_fold(G, R, k->rprim, dt, n) : NULL; /* fusion.c splits only the above */
+  else switch (k->rprim) {
   case FT_P_ARGMAX: case FT_P_ARGMIN:
     r = n >= 16 ? lane_arg(G, R, k->rprim == FT_P_ARGMAX, dt, n) : arg_fold(G, R, k->rprim == FT_P_ARGMAX, dt, n);
     if (r && bits(k->rout_dt) < 64) r = LLVMBuildTrunc(B, r, ty(G, k->rout_dt), "");
@@ -1064,7 +1327,7 @@ static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
     /* fall through */
   case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN:
     if (isf(dt) && n >= 16) {
-      r = lane_maxmin(G, R, dt, k->rprim == FT_P_REDUCE_MAX, n);
+      r = lane_maxmin(G, R, dt, k->rprim == FT_P_REDUCE_MAX, c64(G, 0), c64(G, n));
       break;
     }
     /* fall through */
@@ -1073,7 +1336,7 @@ static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
     break;
   }
   if (!r) return false;
-  LLVMBuildStore(B, r, elem_ptr(G, ty(G, k->rout_dt), K->ptrs[kbuf_slot(K, k->rout)], o));
+  LLVMBuildStore(B, r, elem_ptr(G, ty(G, k->rout_dt), K->ptrs[kbuf_slot(K, k->rout)], p));
   cloop_end(G, &Lo);
   LLVMBuildRetVoid(B);
   return true;

@@ -11,8 +11,10 @@
  * outside its group closes the group and materializes the value (a store),
  * so a group never runs after a consumer of its results. Groups run at the
  * position of their last equation. Reductions over one strided run become
- * reduction kernels in the canonical order; dot_general on f32/f64 becomes a
- * GEMM step; the rest are fallback steps that run the interpreter's rule. */
+ * reduction kernels in the canonical order (a few long float outputs: two
+ * kernels, block partials the threads share and their fold); dot_general
+ * on f32/f64 becomes a GEMM step; the rest are fallback steps that run the
+ * interpreter's rule. */
 #include <string.h>
 
 #include "lower/lower.h"
@@ -109,6 +111,11 @@ static bool dt_native(ft_dtype dt) {
   }
 }
 
+/* Dtypes loop kernels load, store and compute elementwise: the native ones
+ * plus f16 and bf16, kept as their bits and computed through f32 exactly as
+ * the interpreter does (codegen.c, half_elem). Reductions stay on dt_native. */
+static bool dt_elem(ft_dtype dt) { return dt_native(dt) || dt == FT_F16 || dt == FT_BF16; }
+
 static int new_buf(planner *P, ft_buf_kind kind, int index, const ft_aval *av) {
   ft_program *p = P->p;
   ft_pbuf *nb = grow(P, p->bufs, &p->cap_bufs, p->n_bufs + 1, sizeof *p->bufs);
@@ -142,13 +149,13 @@ bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
   ft_dtype od = e->n_out == 1 ? e->out[0]->aval.dtype : FT_NUM_DTYPES;
   ft_dtype id = e->n_in > 0 ? e->in[0]->aval.dtype : od;
   ft_family fam = ft_prim_get(e->prim)->family;
-  bool fl = od == FT_F32 || od == FT_F64, isbool = id == FT_BOOL;
-  if (!dt_native(od) || !dt_native(id)) {
-    w = "dtype not compiled yet (f16/bf16/complex run in the interpreter)";
+  bool fl = od == FT_F32 || od == FT_F64 || od == FT_F16 || od == FT_BF16, isbool = id == FT_BOOL;
+  if (!dt_elem(od) || !dt_elem(id)) {
+    w = "dtype not compiled yet (complex runs in the interpreter)";
     goto no;
   }
   for (int k = 0; k < e->n_in; k++)
-    if (!dt_native(e->in[k]->aval.dtype)) {
+    if (!dt_elem(e->in[k]->aval.dtype)) {
       w = "operand dtype not compiled yet";
       goto no;
     }
@@ -577,7 +584,7 @@ static bool is_view_prim(const ft_eqn *e) {
  * applies (then it is a fallback step). */
 static bool place_view(planner *P, const ft_eqn *e, int idx) {
   const ft_var *x = e->in[0], *o = e->out[0];
-  if (!is_view_prim(e) || !dt_native(o->aval.dtype)) return false;
+  if (!is_view_prim(e) || !dt_elem(o->aval.dtype)) return false;
   if (P->opts->no_fusion && x->kind == FT_VAR && P->v[x->id].kind == VK_GROUP)
     materialize(P, x, idx);
   if (x->kind == FT_VAR && P->v[x->id].kind == VK_GROUP && P->g[P->v[x->id].group].open) {
@@ -716,6 +723,97 @@ static void reduce_summary(ft_kernel *k) {
   if (l0) k->rin = l0->acc;
 }
 
+/* Adds reduction kernel k (its nodes now owned by the program) and its
+ * step, writing a new TEMP buffer of aval ov over ov's elements. The
+ * buffer, or -1 (k's nodes freed). */
+static int add_reduce_step(planner *P, ft_kernel *kp, int idx, const ft_aval *ov) {
+  ft_kernel k = *kp;
+  k.rout = new_buf(P, FT_BUF_TEMP, 0, ov);
+  ft_program *p = P->p;
+  ft_kernel *nk = grow(P, p->kernels, &p->cap_kernels, p->n_kernels + 1, sizeof *p->kernels);
+  if (!nk || k.rout < 0) {
+    free(k.nodes);
+    return -1;
+  }
+  p->kernels = nk;
+  int ki = p->n_kernels++;
+  p->kernels[ki] = k;
+  ft_step *s = new_step(P, FT_STEP_KERNEL, idx, 1);
+  if (!s) return -1;
+  s->kernel = ki;
+  s->extent = ft_aval_size(ov);
+  s->n_eqns = 1;
+  s->eqns = malloc(sizeof(int));
+  s->in = malloc(sizeof(int) * (size_t)(k.n_nodes + 1));
+  s->out = malloc(sizeof(int));
+  if (!s->eqns || !s->in || !s->out) {
+    P->oom = true;
+    return -1;
+  }
+  s->eqns[0] = idx;
+  s->n_in = 0;
+  for (int i = 0; i < k.n_nodes; i++) {
+    int b2 = k.nodes[i].kind == FT_KN_LOAD ? k.nodes[i].acc.buf : -1;
+    bool dup = b2 < 0;
+    for (int q = 0; q < s->n_in && !dup; q++) dup = s->in[q] == b2;
+    if (!dup) s->in[s->n_in++] = b2;
+  }
+  s->n_out = 1;
+  s->out[0] = k.rout;
+  return k.rout;
+}
+
+/* Whether reduction k (nout outputs) runs as two kernels: a kernel's
+ * outputs are what the executor splits among threads, so a float
+ * sum/prod/max/min with few long outputs is computed as block partials
+ * (every thread takes blocks) that a second kernel folds. The bits are the
+ * canonical order's (docs/determinism.md §3: the blocks are its blocks, the
+ * partials combine left to right) or exact (max/min). */
+enum { SPLIT_MAX_OUTPUTS = 16, SPLIT_MIN_BLOCKS = 4 };
+
+static bool split_wanted(const ft_kernel *k, int64_t nout) {
+  ft_dtype dt = k->nodes[k->rnode].dt;
+  bool fold = k->rprim == FT_P_REDUCE_SUM || k->rprim == FT_P_REDUCE_PROD ||
+              k->rprim == FT_P_REDUCE_MAX || k->rprim == FT_P_REDUCE_MIN;
+  return fold && (dt == FT_F32 || dt == FT_F64) && k->rout_dt == dt && nout > 0 &&
+         nout <= SPLIT_MAX_OUTPUTS && k->rcount >= (int64_t)SPLIT_MIN_BLOCKS * FT_SUM_BLOCK;
+}
+
+/* The split form of reduction k (split_wanted): a kernel of nout * nb
+ * partials (block b of output o at o * nb + b) into a TEMP buffer, then a
+ * kernel folding each output's nb partials in order (rseq). The output
+ * buffer, or -1. */
+static int place_split(planner *P, ft_kernel *k, int idx, const ft_aval *ov) {
+  int64_t nout = ft_aval_size(ov), nb = (k->rcount + FT_SUM_BLOCK - 1) / FT_SUM_BLOCK;
+  ft_kernel part = *k;
+  part.rparts = nb;
+  part.rblock = FT_SUM_BLOCK;
+  part.rcount = FT_SUM_BLOCK; /* per output of this kernel: the executor's grain */
+  if (part.krank < FT_MAX_RANK) part.kdims[part.krank++] = nb;
+  ft_aval pav = {.dtype = k->rout_dt, .rank = 2, .dims = {nout, nb}};
+  int pbuf = add_reduce_step(P, &part, idx, &pav);
+  if (pbuf < 0) return -1;
+  ft_kernel comb;
+  memset(&comb, 0, sizeof comb);
+  comb.kind = FT_KER_REDUCE;
+  comb.rprim = k->rprim;
+  comb.rout_dt = k->rout_dt;
+  comb.rseq = true;
+  comb.irank = 2;
+  comb.idims[0] = nout, comb.idims[1] = nb;
+  comb.ired[1] = true;
+  comb.nodes = calloc(1, sizeof *comb.nodes);
+  if (!comb.nodes) {
+    P->oom = true;
+    return -1;
+  }
+  comb.n_nodes = comb.cap_nodes = 1;
+  comb.nodes[0] = (ft_knode){.kind = FT_KN_LOAD, .dt = k->rout_dt,
+                             .acc = {.buf = pbuf, .dt = k->rout_dt, .st = {nb, 1}}};
+  reduce_summary(&comb);
+  return add_reduce_step(P, &comb, idx, ov);
+}
+
 /* A reduction kernel: the input's producers (the open fusion group that
  * computes it, when the reduction is its only consumer) are recomputed in
  * the kernel; else it loads the input's buffer or view. Any set of axes. */
@@ -770,41 +868,12 @@ static bool place_reduce(planner *P, const ft_eqn *e, int idx) {
     k.rnode = 0;
   }
   reduce_summary(&k);
-  k.rout = new_buf(P, FT_BUF_TEMP, 0, &o->aval);
-  ft_program *p = P->p;
-  ft_kernel *nk = grow(P, p->kernels, &p->cap_kernels, p->n_kernels + 1, sizeof *p->kernels);
-  if (!nk || k.rout < 0) {
-    free(k.nodes);
-    return false;
-  }
-  p->kernels = nk;
-  int ki = p->n_kernels++;
-  p->kernels[ki] = k;
-  ft_step *s = new_step(P, FT_STEP_KERNEL, idx, 1);
-  if (!s) return false;
-  s->kernel = ki;
-  s->extent = ft_aval_size(&o->aval);
-  s->n_eqns = 1;
-  s->eqns = malloc(sizeof(int));
-  s->in = malloc(sizeof(int) * (size_t)(k.n_nodes + 1));
-  s->out = malloc(sizeof(int));
-  if (!s->eqns || !s->in || !s->out) {
-    P->oom = true;
-    return false;
-  }
-  s->eqns[0] = idx;
-  s->n_in = 0;
-  for (int i = 0; i < k.n_nodes; i++) {
-    int b2 = k.nodes[i].kind == FT_KN_LOAD ? k.nodes[i].acc.buf : -1;
-    bool dup = b2 < 0;
-    for (int q = 0; q < s->n_in && !dup; q++) dup = s->in[q] == b2;
-    if (!dup) s->in[s->n_in++] = b2;
-  }
-  s->n_out = 1;
-  s->out[0] = k.rout;
+  int out = split_wanted(&k, ft_aval_size(&o->aval)) ? place_split(P, &k, idx, &o->aval)
+                                                      : add_reduce_step(P, &k, idx, &o->aval);
+  if (out < 0) return false;
   if (fused) P->p->n_fused_eqns++;
   P->v[o->id].kind = VK_BUF;
-  P->v[o->id].buf = k.rout;
+  P->v[o->id].buf = out;
   return true;
 }
 
@@ -899,7 +968,7 @@ static bool place_dot(planner *P, const ft_eqn *e, int idx) {
 /* --------------------------------------------------------- control flow */
 /* A buffer holding literal x (a one-node kernel that stores it). */
 static int literal_buf(planner *P, const ft_var *x, int at) {
-  if (!dt_native(x->aval.dtype)) return -1;
+  if (!dt_elem(x->aval.dtype)) return -1;
   int gi = new_group(P, x->aval.rank, x->aval.dims, at);
   if (gi < 0) return -1;
   P->g[gi].sub = 0;
@@ -953,7 +1022,7 @@ static bool place_control(planner *P, const ft_eqn *e, int idx) {
     return false;
   }
   for (int k = 0; k < e->n_in; k++)
-    if (e->in[k]->kind == FT_LIT && !dt_native(e->in[k]->aval.dtype)) {
+    if (e->in[k]->kind == FT_LIT && !dt_elem(e->in[k]->aval.dtype)) {
       P->why[idx] = "a literal operand of a dtype the kernels do not store";
       ft_control_free(c);
       return false;

@@ -99,6 +99,15 @@ typedef struct ft_kernel {
   int64_t idims[FT_MAX_RANK];
   bool ired[FT_MAX_RANK];
   ft_dtype rout_dt;
+  /* A reduction split in two so that few outputs still use every thread
+   * (fusion.c, split_reduce): rparts > 0 marks the first kernel, whose
+   * outputs [lo, hi) are the partials p = o * rparts + b, the fold of
+   * reduced positions [b * rblock, (b + 1) * rblock) of output o (for
+   * sums/products a block of docs/determinism.md §3, so rblock is
+   * FT_SUM_BLOCK); rseq marks the second, which folds each output's
+   * partials left to right from the identity (total = p0 + p1 + ...). */
+  int64_t rparts, rblock;
+  bool rseq;
 } ft_kernel;
 
 /* A compiled kernel: runs iterations [lo, hi) of its outermost loop (loop

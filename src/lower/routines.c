@@ -19,7 +19,8 @@
  *       (sort's permutation, a window's offsets) in the program's arena:
  *       the same C as ft_eval, so the same bits, and no allocation.
  *   convert_element_type, bitcast_convert_type the loop kernels do not
- *   compile (f16/bf16/complex, bitcasts between widths)
+ *   compile (to or from complex, bitcasts between widths; f16/bf16
+ *   conversions among real dtypes are compiled into the loop kernels)
  *       ft_convert_elem per element, the interpreter's own conversion.
  *   fft
  *       an FFTW_ESTIMATE plan made once at planning under the library's
@@ -153,7 +154,7 @@ bool ft_routine_native(const ft_eqn *e, const char **why) {
     ft_fft_geom g;
     return ft_fft_geometry(NULL, e, a, o, &g) == FT_OK;
   }
-  case FT_P_CONVERT_ELEMENT_TYPE: /* the dtypes loop kernels do not compile (f16, bf16, complex) */
+  case FT_P_CONVERT_ELEMENT_TYPE: /* what loop kernels do not compile (a complex side) */
     return e->n_in == 1 && ft_aval_size(a) == ft_aval_size(o);
   case FT_P_BITCAST_CONVERT_TYPE: /* between widths: the bytes, reinterpreted */
     return e->n_in == 1 && (size_t)ft_aval_size(a) * ft_dtype_size(a->dtype) ==
