@@ -6,9 +6,12 @@
  * loops vectorize) -> object file -> LLJIT. Going through the object file
  * is what lets the disk cache skip LLVM entirely in a later process: a
  * cached object is loaded exactly like a fresh one. */
+#include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/Linker.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -56,15 +59,22 @@ const char *ft_jit_host_features(void) {
   return host_features;
 }
 
-static LLVMTargetMachineRef new_tm(int opt_level) {
-  pthread_once(&host_once, host_init);
-  if (!host_target) return NULL;
-  return LLVMCreateTargetMachine(host_target, host_triple, host_cpu, host_features,
-                                 opt_level >= 3 ? LLVMCodeGenLevelAggressive : LLVMCodeGenLevelDefault,
-                                 LLVMRelocPIC, LLVMCodeModelDefault);
+/* The code generator's level for a unit: Aggressive at O3, None for a
+ * unit of "fast" kernels (see plan_units), else Default. The level never
+ * changes the bits: no fast-math, no contraction. */
+static LLVMCodeGenOptLevel cg_level(int opt_level, bool fast) {
+  if (opt_level >= 3) return LLVMCodeGenLevelAggressive;
+  return fast ? LLVMCodeGenLevelNone : LLVMCodeGenLevelDefault;
 }
 
-/* Two target machines per opt level are kept for the process (a JIT
+static LLVMTargetMachineRef new_tm(LLVMCodeGenOptLevel level) {
+  pthread_once(&host_once, host_init);
+  if (!host_target) return NULL;
+  return LLVMCreateTargetMachine(host_target, host_triple, host_cpu, host_features, level, LLVMRelocPIC,
+                                 LLVMCodeModelDefault);
+}
+
+/* Two target machines per codegen level are kept for the process (a JIT
  * compilation uses up to two threads): creating one (parsing the AVX-512
  * feature string, building the subtarget) costs milliseconds per
  * compilation. A target machine is not safe to use from two threads at
@@ -72,21 +82,21 @@ static LLVMTargetMachineRef new_tm(int opt_level) {
  * compilation that finds the pool empty makes its own. */
 enum { TM_POOL = 2 };
 static pthread_mutex_t tm_mu = PTHREAD_MUTEX_INITIALIZER;
-static LLVMTargetMachineRef tm_pool[4][TM_POOL];
+static LLVMTargetMachineRef tm_pool[4][TM_POOL]; /* by LLVMCodeGenOptLevel */
 
-static LLVMTargetMachineRef tm_acquire(int opt_level) {
+static LLVMTargetMachineRef tm_acquire(LLVMCodeGenOptLevel level) {
   LLVMTargetMachineRef tm = NULL;
   pthread_mutex_lock(&tm_mu);
   for (int i = 0; i < TM_POOL && !tm; i++)
-    if (tm_pool[opt_level][i]) tm = tm_pool[opt_level][i], tm_pool[opt_level][i] = NULL;
+    if (tm_pool[level][i]) tm = tm_pool[level][i], tm_pool[level][i] = NULL;
   pthread_mutex_unlock(&tm_mu);
-  return tm ? tm : new_tm(opt_level);
+  return tm ? tm : new_tm(level);
 }
 
-static void tm_release(int opt_level, LLVMTargetMachineRef tm) {
+static void tm_release(LLVMCodeGenOptLevel level, LLVMTargetMachineRef tm) {
   pthread_mutex_lock(&tm_mu);
   for (int i = 0; i < TM_POOL && tm; i++)
-    if (!tm_pool[opt_level][i]) tm_pool[opt_level][i] = tm, tm = NULL;
+    if (!tm_pool[level][i]) tm_pool[level][i] = tm, tm = NULL;
   pthread_mutex_unlock(&tm_mu);
   if (tm) LLVMDisposeTargetMachine(tm);
 }
@@ -98,6 +108,13 @@ static void tm_release(int opt_level, LLVMTargetMachineRef tm) {
  * kernel: the MLP training step's 14 kernels went from ~115 ms to ~25 ms of
  * CPU. Optimization never changes the bits (no fast-math, no contraction). */
 enum { SMALL_KERNEL_WORK = 2048 };
+
+static int64_t kernel_work(const ft_program *p, int ki);
+
+/* Whether kernel ki is compiled without optimization (see above). */
+static bool kernel_small(const ft_program *p, int ki, int opt_level) {
+  return opt_level < 3 && kernel_work(p, ki) < SMALL_KERNEL_WORK;
+}
 
 static int64_t kernel_work(const ft_program *p, int ki) {
   const ft_kernel *k = &p->kernels[ki];
@@ -116,12 +133,160 @@ static void mark_small_kernels(LLVMModuleRef m, const ft_program *p, int opt_lev
   unsigned optnone = LLVMGetEnumAttributeKindForName("optnone", 7);
   unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
   for (int i = 0; i < p->n_kernels; i++) {
-    if (kernel_work(p, i) >= SMALL_KERNEL_WORK) continue;
+    if (!kernel_small(p, i, opt_level)) continue;
     LLVMValueRef f = LLVMGetNamedFunction(m, p->kernels[i].name);
     if (!f) continue;
     LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c, optnone, 0));
     LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c, noinline, 0));
   }
+}
+
+/* ------------------------------------------------ the math library subset */
+/* Parsing the whole embedded math bitcode costs ~1.7 ms per unit, nearly
+ * all of it for functions the unit does not call. So the subset a unit
+ * needs (the ft_vm_* functions it declares, with their helpers and
+ * tables, exactly as ft_vm_link_into would link them) is linked once per
+ * process into a module of its own in a private context and kept as
+ * bitcode, keyed by the names asked for; a unit parses that small bitcode
+ * and links it (the subset's functions are already internal helpers and
+ * alwaysinline, the asked-for ones made external again so that they
+ * resolve the unit's declarations, then internal after the link). A unit
+ * that calls no library function links nothing. Every function of the
+ * library is named ft_vm_* and takes and returns f32 or f64; anything
+ * else goes through ft_vm_link_into directly. */
+enum { VM_CACHE = 32, VM_MAX_NEEDS = 64 };
+static pthread_mutex_t vm_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  char *key;
+  void *bc;
+  size_t len;
+} vm_cache[VM_CACHE];
+
+
+/* The library functions m declares (sorted), or -1 when the fast path
+ * does not apply (too many, or a type other than f32/f64). */
+static int vm_needs(LLVMModuleRef m, LLVMValueRef *need) {
+  int n = 0;
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    if (!LLVMIsDeclaration(f) || strncmp(name, "ft_vm_", 6)) continue;
+    if (n == VM_MAX_NEEDS) return -1;
+    LLVMTypeRef t = LLVMGlobalGetValueType(f);
+    unsigned np = LLVMCountParamTypes(t);
+    LLVMTypeRef ps[2];
+    if (np < 1 || np > 2 || LLVMIsFunctionVarArg(t)) return -1;
+    LLVMGetParamTypes(t, ps);
+    LLVMTypeKind k = LLVMGetTypeKind(LLVMGetReturnType(t));
+    if (k != LLVMFloatTypeKind && k != LLVMDoubleTypeKind) return -1;
+    for (unsigned i = 0; i < np; i++)
+      if (LLVMGetTypeKind(ps[i]) != k) return -1;
+    need[n++] = f;
+  }
+  for (int i = 1; i < n; i++) /* by name: the key does not depend on declaration order */
+    for (int j = i; j > 0 && strcmp(LLVMGetValueName(need[j - 1]), LLVMGetValueName(need[j])) > 0; j--) {
+      LLVMValueRef x = need[j];
+      need[j] = need[j - 1], need[j - 1] = x;
+    }
+  return n;
+}
+
+/* The subset's bitcode for the n functions of need (declared in m):
+ * malloc'd into *bc, or an error message. */
+static char *vm_subset_make(LLVMModuleRef m, LLVMValueRef *need, int n, void **bc, size_t *len) {
+  LLVMContextRef c = LLVMContextCreate();
+  LLVMModuleRef s = LLVMModuleCreateWithNameInContext("ft_vm_subset", c);
+  LLVMSetTarget(s, LLVMGetTarget(m));
+  LLVMSetDataLayout(s, LLVMGetDataLayoutStr(m));
+  for (int i = 0; i < n; i++) {
+    LLVMTypeRef t = LLVMGlobalGetValueType(need[i]);
+    LLVMTypeRef r = LLVMGetTypeKind(LLVMGetReturnType(t)) == LLVMFloatTypeKind ? LLVMFloatTypeInContext(c)
+                                                                              : LLVMDoubleTypeInContext(c);
+    LLVMTypeRef ps[2] = {r, r};
+    LLVMAddFunction(s, LLVMGetValueName(need[i]), LLVMFunctionType(r, ps, LLVMCountParamTypes(t), 0));
+  }
+  char *err = NULL;
+  if (!ft_vm_link_into(s, &err)) {
+    for (int i = 0; i < n; i++) {
+      LLVMValueRef f = LLVMGetNamedFunction(s, LLVMGetValueName(need[i]));
+      if (f && !LLVMIsDeclaration(f)) LLVMSetLinkage(f, LLVMExternalLinkage);
+    }
+    LLVMMemoryBufferRef mb = LLVMWriteBitcodeToMemoryBuffer(s);
+    *len = mb ? LLVMGetBufferSize(mb) : 0;
+    *bc = mb ? malloc(*len) : NULL;
+    if (*bc)
+      memcpy(*bc, LLVMGetBufferStart(mb), *len);
+    else
+      err = LLVMCreateMessage("jit: out of memory extracting the math library subset");
+    if (mb) LLVMDisposeMemoryBuffer(mb);
+  }
+  LLVMDisposeModule(s);
+  LLVMContextDispose(c);
+  return err;
+}
+
+/* Links the math functions m calls into m (as ft_vm_link_into). */
+static int vm_link(LLVMModuleRef m, char **err) {
+  LLVMValueRef need[VM_MAX_NEEDS];
+  int n = vm_needs(m, need);
+  if (n < 0) return ft_vm_link_into(m, err);
+  if (n == 0) return 0;
+  size_t klen = 1;
+  for (int i = 0; i < n; i++) klen += strlen(LLVMGetValueName(need[i])) + 1;
+  char *key = malloc(klen);
+  if (!key) {
+    *err = LLVMCreateMessage("jit: out of memory");
+    return 1;
+  }
+  key[0] = 0;
+  for (int i = 0; i < n; i++) strcat(strcat(key, LLVMGetValueName(need[i])), ",");
+  /* the bitcode is copied out under the lock: entries are never freed, but
+   * copying keeps the parse below independent of the table */
+  void *bc = NULL;
+  size_t len = 0;
+  pthread_mutex_lock(&vm_mu);
+  for (int i = 0; i < VM_CACHE && vm_cache[i].key && !bc; i++)
+    if (!strcmp(vm_cache[i].key, key) && (bc = malloc(vm_cache[i].len)))
+      memcpy(bc, vm_cache[i].bc, len = vm_cache[i].len);
+  pthread_mutex_unlock(&vm_mu);
+  if (!bc) {
+    if ((*err = vm_subset_make(m, need, n, &bc, &len))) {
+      free(key);
+      return 1;
+    }
+    pthread_mutex_lock(&vm_mu);
+    int i = 0;
+    while (i < VM_CACHE && vm_cache[i].key && strcmp(vm_cache[i].key, key)) i++;
+    void *keep = i < VM_CACHE && !vm_cache[i].key ? malloc(len) : NULL;
+    char *kcopy = keep ? strdup(key) : NULL;
+    if (kcopy) {
+      memcpy(keep, bc, len);
+      vm_cache[i].bc = keep, vm_cache[i].len = len, vm_cache[i].key = kcopy;
+    } else {
+      free(keep);
+    }
+    pthread_mutex_unlock(&vm_mu);
+  }
+  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(bc, len, "ft_vm_subset", 0);
+  LLVMModuleRef s = NULL;
+  int bad = LLVMParseBitcodeInContext2(LLVMGetModuleContext(m), mb, &s);
+  LLVMDisposeMemoryBuffer(mb);
+  free(bc);
+  /* linking replaces the declarations of need[]: look them up again by
+   * name (the key lists them, comma-terminated) */
+  if (bad || LLVMLinkModules2(m, s)) {
+    *err = LLVMCreateMessage(bad ? "jit: cannot parse the math library subset"
+                                 : "jit: linking the math library subset failed");
+    free(key);
+    return 1;
+  }
+  for (char *name = key, *end; (end = strchr(name, ',')); name = end + 1) {
+    *end = 0;
+    LLVMValueRef f = LLVMGetNamedFunction(m, name);
+    if (f) LLVMSetLinkage(f, LLVMInternalLinkage);
+  }
+  free(key);
+  return 0;
 }
 
 /* ------------------------------------------------------------- emission */
@@ -135,6 +300,8 @@ typedef struct emit_part {
   const char *entry;
   const unsigned char *keep; /* per kernel: the unit that compiles it (NULL: all here) */
   int part;                  /* which value of keep[] this unit compiles */
+  bool fast;                 /* only optnone kernels: codegen level None */
+  struct emit_part *then;    /* the unit the same thread compiles next, if any */
   void *out;
   size_t len;
   double opt_ms, cg_ms;
@@ -167,7 +334,8 @@ static void drop_other_kernels(LLVMModuleRef m, const emit_part *u) {
 
 static ft_status emit_part_run(emit_part *u) {
   int opt_level = u->opt_level;
-  LLVMTargetMachineRef tm = tm_acquire(opt_level);
+  LLVMCodeGenOptLevel level = cg_level(opt_level, u->fast);
+  LLVMTargetMachineRef tm = tm_acquire(level);
   if (!tm) return part_fail(u, FT_ERR_UNSUPPORTED, "no LLVM target for", host_triple);
   LLVMContextRef c = LLVMContextCreate();
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext("frankentrace", c);
@@ -184,7 +352,7 @@ static ft_status emit_part_run(emit_part *u) {
   }
   if (u->keep) drop_other_kernels(m, u);
   char *lerr = NULL;
-  if (ft_vm_link_into(m, &lerr)) {
+  if (vm_link(m, &lerr)) {
     part_fail(u, FT_ERR_INTERNAL, lerr ? lerr : "linking the math library failed", NULL);
     LLVMDisposeMessage(lerr);
     goto done;
@@ -235,12 +403,13 @@ static ft_status emit_part_run(emit_part *u) {
 done:
   LLVMDisposeModule(m);
   LLVMContextDispose(c);
-  tm_release(opt_level, tm);
+  tm_release(level, tm);
   return u->st;
 }
 
+/* Runs a thread's units in turn. */
 static void *emit_part_thread(void *arg) {
-  emit_part_run(arg);
+  for (emit_part *u = arg; u; u = u->then) emit_part_run(u);
   return NULL;
 }
 
@@ -267,70 +436,175 @@ ft_status ft_jit_emit_program(ft_ctx *ctx, const ft_program *p, int opt_level, f
  * with 0x7f 'E' 'L' 'F', so the two cannot be confused). */
 static const char FT_OBJS_MAGIC[8] = {'F', 'T', 'O', 'B', 'J', 'S', '0', '1'};
 
-/* Splits the kernels over two units when the machine has a second core and
- * there is enough to split: greedily by a cost estimate (an optimized
- * kernel costs about 5x an optnone one to compile), largest first, kernel
- * order breaking ties. Returns the number of units (1 or 2). */
-static int split_kernels(const ft_program *p, int opt_level, unsigned char *keep) {
-  int n = p->n_kernels, load[2] = {0, 0}, big = 0;
-  for (int i = 0; i < n; i++) big += opt_level >= 3 || kernel_work(p, i) >= SMALL_KERNEL_WORK;
-  if (big < 2) return 1;
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < n; i++) {
-      bool is_big = opt_level >= 3 || kernel_work(p, i) >= SMALL_KERNEL_WORK;
-      if (is_big != (pass == 0)) continue;
-      int to = load[1] < load[0];
-      keep[i] = (unsigned char)to;
-      load[to] += is_big ? 5 : 1;
-    }
-  return 2;
+/* A JIT compilation is cut into units by how their kernels are compiled
+ * and over the threads. Kernels of the "fast" class go to units whose
+ * target machine generates code at level None (FastISel, the fast register
+ * allocator): the optnone kernels (their code was FastISel's already; the
+ * Default-level machine passes still ran on them) and the medium kernels
+ * below: vectorized by the O2 passes as before, code generated ~2x cheaper.
+ * The others (large, or calling the math library) keep level Default. With
+ * two threads the kernels are balanced over the calling thread and one
+ * more by a compile-cost estimate, largest first onto the less loaded
+ * thread, each thread with a fast and a Default unit as needed; with one
+ * thread the units run in turn. */
+enum { MAX_UNITS = 4 };
+
+/* A medium kernel: an optimized loop kernel (not a reduction) of fewer
+ * than this many element-iterations that calls no math library function.
+ * Level None costs such loops little: they are a few loads, stores and
+ * selects per vector, memory-bound at this size (the MLP's 784x512 SGD
+ * update 69 -> 71 us, the 128x512 relu within noise); a loop with an
+ * inlined tanh/logistic has the register pressure that made the fused
+ * chain 1.7x slower at level None, and the canonical-order sum's 16-lane
+ * accumulator lost ~25% there, so neither goes there. */
+enum { MEDIUM_KERNEL_WORK = 1 << 20 };
+
+static bool prim_calls_library(ft_prim p) {
+  switch (p) {
+  case FT_P_EXP: case FT_P_EXP2: case FT_P_LOG: case FT_P_LOG1P: case FT_P_EXPM1: case FT_P_TANH:
+  case FT_P_LOGISTIC: case FT_P_SIN: case FT_P_COS: case FT_P_TAN: case FT_P_ASIN: case FT_P_ACOS:
+  case FT_P_ATAN: case FT_P_SINH: case FT_P_COSH: case FT_P_ASINH: case FT_P_ACOSH: case FT_P_ATANH:
+  case FT_P_SQRT: case FT_P_RSQRT: case FT_P_CBRT: case FT_P_ERF: case FT_P_ERFC: case FT_P_ERF_INV:
+  case FT_P_POW: case FT_P_ATAN2:
+    return true;
+  default:
+    return false;
+  }
 }
 
-/* The JIT's compilation: one or two units (two on their own threads when
- * threads > 1), the objects in one blob (see FT_OBJS_MAGIC). */
+/* Compile-cost estimates in tenths of a millisecond of CPU, fitted on the
+ * MLP training step's kernels compiled one per unit (docs/jit.md): a
+ * unit's fixed cost (IR for every kernel, linking the math subset, the
+ * pipelines' setup), an optnone kernel, an optimized kernel's base. The
+ * vectorizer and SelectionDAG grow with the loop body: add/sub/mul are a
+ * few instructions, XLA's max/min (NaN and signed-zero selects), compares,
+ * selects and divisions many more, an inlined math function the most. A
+ * medium kernel at level None costs about half its Default estimate. */
+enum { COST_UNIT = 45, COST_SMALL = 3, COST_BIG = 20 };
+
+static int node_cost(const ft_knode *n) {
+  if (n->kind != FT_KN_ELEM) return 1;
+  switch (n->e->prim) {
+  case FT_P_ADD: case FT_P_ADD_ANY: case FT_P_SUB: case FT_P_MUL: case FT_P_NEG:
+    return 2;
+  case FT_P_MAX: case FT_P_MIN:
+    return 65;
+  default:
+    return prim_calls_library(n->e->prim) ? 60 : 12;
+  }
+}
+
+/* The kernel's class (fast: level None) and its estimated cost. */
+static int kernel_class(const ft_program *p, int ki, int opt_level, bool *fast) {
+  if (kernel_small(p, ki, opt_level)) {
+    *fast = true;
+    return COST_SMALL;
+  }
+  const ft_kernel *k = &p->kernels[ki];
+  int c = COST_BIG;
+  bool lib = false;
+  for (int i = 0; i < k->n_nodes; i++) {
+    c += node_cost(&k->nodes[i]);
+    lib |= k->nodes[i].kind == FT_KN_ELEM && prim_calls_library(k->nodes[i].e->prim);
+  }
+  *fast = opt_level < 3 && !lib && k->kind == FT_KER_LOOP && kernel_work(p, ki) < MEDIUM_KERNEL_WORK;
+  return *fast ? c / 2 : c;
+}
+
+/* Fills keep[k] (kernel k's unit), thread_of[u] and fast[u]; returns the
+ * number of units (1 to MAX_UNITS), or -1 out of memory. */
+static int plan_units(const ft_program *p, int opt_level, int threads, unsigned char *keep, int *thread_of,
+                      bool *fast) {
+  int n = p->n_kernels, nu = 0, load[2] = {0, 0}, unit[2][2] = {{-1, -1}, {-1, -1}};
+  int *order = malloc(((size_t)n + 1) * sizeof *order), *cost = malloc(((size_t)n + 1) * sizeof *cost);
+  bool *kfast = malloc((size_t)n + 1);
+  if (!order || !cost || !kfast) {
+    free(order), free(cost), free(kfast);
+    return -1;
+  }
+  for (int i = 0; i < n; i++) {
+    cost[i] = kernel_class(p, i, opt_level, &kfast[i]);
+    /* insertion by decreasing cost, kernel order among equals */
+    int at = i;
+    while (at > 0 && cost[order[at - 1]] < cost[i]) order[at] = order[at - 1], at--;
+    order[at] = i;
+  }
+  for (int r = 0; r < n; r++) {
+    int i = order[r], t = threads > 1 && load[1] < load[0], f = kfast[i];
+    if (unit[t][f] < 0) {
+      unit[t][f] = nu, fast[nu] = f, thread_of[nu] = t, nu++;
+      load[t] += COST_UNIT;
+    }
+    keep[i] = (unsigned char)unit[t][f];
+    load[t] += cost[i];
+  }
+  free(order), free(cost), free(kfast);
+  return nu;
+}
+
+/* The JIT's compilation: the units of plan_units, the objects in one blob
+ * (see FT_OBJS_MAGIC) unless there is only one. */
 static ft_status emit_for_jit(ft_ctx *ctx, const ft_program *p, int opt_level, int threads, void **out,
                               size_t *len, double *opt_ms, double *cg_ms) {
   if (opt_level <= 0) opt_level = 2;
   if (opt_level > 3) opt_level = 3;
-  unsigned char *keep = threads > 1 ? calloc((size_t)p->n_kernels + 1, 1) : NULL;
-  if (!keep || split_kernels(p, opt_level, keep) < 2) {
+  unsigned char *keep = calloc((size_t)p->n_kernels + 1, 1);
+  if (!keep) return ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory");
+  int thread_of[MAX_UNITS];
+  bool fast[MAX_UNITS];
+  int nu = plan_units(p, opt_level, threads, keep, thread_of, fast);
+  if (nu < 0) {
     free(keep);
-    return ft_jit_emit_program(ctx, p, opt_level, FT_LO_OBJ, NULL, out, len, opt_ms, cg_ms);
+    return ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory");
   }
-  emit_part u[2];
-  for (int k = 0; k < 2; k++)
-    u[k] = (emit_part){.p = p, .opt_level = opt_level, .kind = FT_LO_OBJ, .keep = keep, .part = k};
+  emit_part u[MAX_UNITS];
+  emit_part *head[2] = {NULL, NULL}, **tail[2] = {&head[0], &head[1]};
+  for (int k = 0; k < nu; k++) {
+    u[k] = (emit_part){.p = p, .opt_level = opt_level, .kind = FT_LO_OBJ, .keep = nu > 1 ? keep : NULL,
+                       .part = k, .fast = fast[k]};
+    *tail[thread_of[k]] = &u[k];
+    tail[thread_of[k]] = &u[k].then;
+  }
   pthread_t th;
-  bool spawned = pthread_create(&th, NULL, emit_part_thread, &u[1]) == 0;
-  emit_part_run(&u[0]);
+  bool spawned = head[1] && pthread_create(&th, NULL, emit_part_thread, head[1]) == 0;
+  emit_part_thread(head[0]);
   if (spawned)
     pthread_join(th, NULL);
   else
-    emit_part_run(&u[1]);
+    emit_part_thread(head[1]);
   free(keep);
   ft_status st = FT_OK;
-  for (int k = 0; k < 2 && !st; k++)
+  for (int k = 0; k < nu && !st; k++)
     if (u[k].st) st = ft_set_error(ctx, u[k].st, "%s", u[k].msg);
-  size_t n = st ? 0 : sizeof FT_OBJS_MAGIC + 8 + 16 + u[0].len + u[1].len;
-  unsigned char *blob = n ? malloc(n) : NULL;
+  /* the critical path: the busier thread's units */
+  double ot[2] = {0, 0}, ct[2] = {0, 0};
+  for (int k = 0; k < nu; k++) ot[thread_of[k]] += u[k].opt_ms, ct[thread_of[k]] += u[k].cg_ms;
+  int slow = ot[1] + ct[1] > ot[0] + ct[0];
+  if (opt_ms) *opt_ms = ot[slow];
+  if (cg_ms) *cg_ms = ct[slow];
+  if (!st && nu == 1) {
+    *out = u[0].out;
+    *len = u[0].len;
+    return FT_OK;
+  }
+  size_t n = sizeof FT_OBJS_MAGIC + 8;
+  for (int k = 0; k < nu && !st; k++) n += 8 + u[k].len;
+  unsigned char *blob = st ? NULL : malloc(n);
   if (!st && !blob) st = ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory");
   if (!st) {
     size_t at = 0;
-    uint64_t cnt = 2;
+    uint64_t cnt = (uint64_t)nu;
     memcpy(blob, FT_OBJS_MAGIC, sizeof FT_OBJS_MAGIC), at += sizeof FT_OBJS_MAGIC;
     memcpy(blob + at, &cnt, 8), at += 8;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < nu; k++) {
       uint64_t l = u[k].len;
       memcpy(blob + at, &l, 8), at += 8;
       memcpy(blob + at, u[k].out, u[k].len), at += u[k].len;
     }
     *out = blob;
     *len = n;
-    if (opt_ms) *opt_ms = u[0].opt_ms > u[1].opt_ms ? u[0].opt_ms : u[1].opt_ms;
-    if (cg_ms) *cg_ms = u[0].cg_ms > u[1].cg_ms ? u[0].cg_ms : u[1].cg_ms;
   }
-  free(u[0].out);
-  free(u[1].out);
+  for (int k = 0; k < nu; k++) free(u[k].out);
   return st;
 }
 

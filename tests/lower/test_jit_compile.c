@@ -5,6 +5,8 @@
  *    results equal the interpreter's and the one-thread compilation's bit
  *    for bit, and the disk cache stores the blob and loads it back;
  *  - a malformed blob is refused with a message, never loaded in part;
+ *  - kernels are compiled in units by class (optnone and medium kernels at
+ *    codegen level None, the others at Default): the same bits, one blob;
  *  - the reduced pass pipeline (no loop unroller below O3) still vectorizes
  *    the fused chain and the canonical-order sum. */
 #include <dirent.h>
@@ -117,6 +119,90 @@ START_TEST(two_threads_same_bits) {
 }
 END_TEST
 
+/* Units by kernel class: an optnone kernel calling the math library
+ * (tanh of 8 elements), a medium kernel (relu of 256x512: vectorized,
+ * code generated at level None), a kernel calling the library (logistic,
+ * level Default) and a large one (2M elements, level Default). One thread
+ * compiles a fast and a Default unit in turn (a blob of 2 objects), two
+ * threads one of each per thread (4 objects); every compilation, the
+ * second with the math subset already extracted, gives the interpreter's
+ * bits, and so does the blob loaded back from the disk cache. */
+static const char *CLASSES =
+    "{ lambda ; x:f32[8] y:f32[256,512] z:f32[4096] w:f32[2097152]. let\n"
+    "    a:f32[8] = tanh x\n"
+    "    b:f32[256,512] = max y 0.0:f32[]\n    c:f32[256,512] = mul b y\n"
+    "    d:f32[4096] = logistic z\n"
+    "    e:f32[2097152] = mul w w\n"
+    "  in (a, c, d, e) }\n";
+
+/* The number of objects in the one cache entry of dir (1: plain ELF). */
+static uint64_t cached_objects(const char *dir) {
+  char path[4200];
+  if (!cache_entry(dir, path, sizeof path)) return 1;
+  FILE *f = fopen(path, "rb");
+  ck_assert_ptr_nonnull(f);
+  unsigned char head[48 + 16];
+  ck_assert_int_eq(fread(head, 1, sizeof head, f), sizeof head);
+  fclose(f);
+  uint64_t cnt;
+  memcpy(&cnt, head + 56, 8);
+  return cnt;
+}
+
+static void classes_check(int threads, uint64_t want_objects) {
+  ft_ctx *c = ctx_threads(threads);
+  ft_jaxpr *j = ft_parse(c, CLASSES, strlen(CLASSES), "classes");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(c));
+  ft_array *in[4], *want[4], *got[4];
+  for (int i = 0; i < 4; i++) {
+    ft_aval av;
+    ck_assert_int_eq(ft_jaxpr_input_aval(j, i, &av), FT_OK);
+    ck_assert_ptr_nonnull(in[i] = ft_array_alloc(c, &av));
+    jt_fill(in[i], 31 + (uint64_t)i);
+  }
+  ck_assert_int_eq(ft_eval(c, j, 4, in, 4, want), FT_OK);
+  char dir[] = "/tmp/ft_jit_classes_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ft_jit_options o = {.cache_dir = dir};
+  for (int round = 0; round < 3; round++) {
+    /* rounds 0 and 1 compile (1: the math subset cached), 2 loads the disk entry */
+    ft_jit_cache_clear();
+    if (round == 1) {
+      char path[4200];
+      cache_entry(dir, path, sizeof path);
+      unlink(path);
+    }
+    ft_fn *fn = ft_jit(c, j, &o);
+    ck_assert_msg(fn != NULL, "%s", ft_ctx_error(c));
+    ft_jit_stats s;
+    ft_fn_stats(fn, &s);
+    ck_assert_int_eq(s.n_kernels, 4);
+    ck_assert(s.disk_hit == (round == 2) && !s.disk_corrupt);
+    ck_assert_int_eq(ft_call(fn, 4, in, 4, got), FT_OK);
+    for (int k = 0; k < 4; k++) {
+      ck_assert_msg(jt_same(got[k], want[k], NULL, NULL), "%d threads, round %d: output %d", threads, round,
+                    k);
+      ft_array_free(got[k]);
+    }
+    ft_fn_free(fn);
+    ck_assert_int_eq(cached_objects(dir), want_objects);
+  }
+  char path[4200];
+  cache_entry(dir, path, sizeof path);
+  unlink(path);
+  rmdir(dir);
+  ft_jit_cache_clear();
+  for (int k = 0; k < 4; k++) ft_array_free(want[k]), ft_array_free(in[k]);
+  ft_jaxpr_free(j);
+  ft_ctx_free(c);
+}
+
+START_TEST(units_by_class_same_bits) {
+  classes_check(1, 2);
+  classes_check(2, 4);
+}
+END_TEST
+
 /* A blob whose lengths do not add up is refused as a whole. */
 START_TEST(malformed_blob_refused) {
   ft_ctx *c = ctx_threads(1);
@@ -170,6 +256,7 @@ static Suite *suite(void) {
   tcase_add_test(t, two_threads_same_bits);
   tcase_add_test(t, malformed_blob_refused);
   tcase_add_test(t, vectorized_without_unroller);
+  tcase_add_test(t, units_by_class_same_bits);
   suite_add_tcase(s, t);
   return s;
 }
