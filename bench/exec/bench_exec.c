@@ -5,7 +5,9 @@
  *   2. 2-thread speedup on a compute-bound synthetic DAG (two branches of
  *      chunked arithmetic), on the fused elementwise chain
  *      tanh(x)*logistic(x)+x*x over 16M f32, and on an MLP training step
- *      (grad_mlp_loss at 512x1024x1024x256);
+ *      (grad_mlp_loss at 512x1024x1024x256), and on the harness's own
+ *      mlp_step (bench/exec/mlp_step.jaxpr: bench/harness/worker.c's
+ *      training step, 784-512-512-10 at batch 128, as that worker traces it);
  *   3. planned arena peak against the sum of all intermediates (and the
  *      lower bound: the most bytes live at once) for golden programs.
  * Usage: bench_exec [FIXTURES_GOLDEN_DIR [speedup ROUNDS]]; with `speedup`,
@@ -168,6 +170,21 @@ static const char *CHAIN = "{ lambda ; x:f32[16777216]. let\n"
                            "    c:f32[16777216] = mul a b\n    d:f32[16777216] = mul x x\n"
                            "    e:f32[16777216] = add c d\n  in (e,) }";
 
+/* The harness's training step, as bench/harness/worker.c traces it
+ * (value_and_grad of the relu MLP loss, then the SGD update), printed by
+ * ft_jaxpr_print; paths are relative to the repository root (run.sh). */
+#define MLP_STEP "bench/exec/mlp_step.jaxpr"
+
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = malloc(1 << 16);
+  size_t n = buf ? fread(buf, 1, (1 << 16) - 1, f) : 0;
+  fclose(f);
+  if (buf) buf[n] = 0;
+  return buf;
+}
+
 /* grad_mlp_loss's text with its sizes scaled (B=512, D=1024, H=1024, O=256). */
 static char *mlp_text(const char *dir) {
   char path[4096];
@@ -270,39 +287,49 @@ static double modeled_speedup(prog *g, ft_pool *p1) {
  * each), so a shared machine's drifts hit both alike; prints every round's
  * ratio and the median. */
 static void speedup_rounds(const char *dir, ft_pool *p1, ft_pool *p2, int rounds) {
-  enum { R = 32 };
-  double rs[3][R], t[3][2][R];
+  enum { R = 32, NW = 4 };
+  double rs[NW][R], t[NW][2][R];
   if (rounds > R) rounds = R;
-  prog chain, mlp;
+  prog chain, mlp, step;
   prog_load(&chain, CHAIN);
-  char *mt = mlp_text(dir);
+  char *mt = mlp_text(dir), *st = read_text(MLP_STEP);
   if (!mt) die("grad_mlp_loss.jaxpr");
+  if (!st) die(MLP_STEP);
   prog_load(&mlp, mt);
-  printf("modeled from a 1-thread profile (chunking and waves alone): chain %.2fx, mlp %.2fx\n",
-         modeled_speedup(&chain, p1), modeled_speedup(&mlp, p1));
+  prog_load(&step, st);
+  printf("modeled from a 1-thread profile (chunking and waves alone): chain %.2fx, mlp %.2fx, "
+         "mlp_step %.2fx\n",
+         modeled_speedup(&chain, p1), modeled_speedup(&mlp, p1), modeled_speedup(&step, p1));
   for (int r = 0; r < rounds; r++) {
     t[0][0][r] = synthetic(p1), t[0][1][r] = synthetic(p2);
     t[1][0][r] = prog_time(&chain, p1, 5, NULL), t[1][1][r] = prog_time(&chain, p2, 5, NULL);
     t[2][0][r] = prog_time(&mlp, p1, 3, NULL), t[2][1][r] = prog_time(&mlp, p2, 3, NULL);
-    for (int w = 0; w < 3; w++) rs[w][r] = t[w][0][r] / t[w][1][r];
-    printf("round %d: synthetic %.2fx (%.1f/%.1f ms), chain %.2fx (%.1f/%.1f ms), mlp %.2fx (%.1f/%.1f ms)\n",
+    t[3][0][r] = prog_time(&step, p1, 20, NULL), t[3][1][r] = prog_time(&step, p2, 20, NULL);
+    for (int w = 0; w < NW; w++) rs[w][r] = t[w][0][r] / t[w][1][r];
+    printf("round %d: synthetic %.2fx (%.1f/%.1f ms), chain %.2fx (%.1f/%.1f ms), mlp %.2fx (%.1f/%.1f ms), "
+           "mlp_step %.2fx (%.2f/%.2f ms)\n",
            r, rs[0][r], t[0][0][r] * 1e3, t[0][1][r] * 1e3, rs[1][r], t[1][0][r] * 1e3,
-           t[1][1][r] * 1e3, rs[2][r], t[2][0][r] * 1e3, t[2][1][r] * 1e3);
+           t[1][1][r] * 1e3, rs[2][r], t[2][0][r] * 1e3, t[2][1][r] * 1e3, rs[3][r],
+           t[3][0][r] * 1e3, t[3][1][r] * 1e3);
     fflush(stdout);
   }
-  static const char *const W[3] = {"synthetic compute-bound DAG", "fused chain, 16M f32",
-                                   "MLP step B512 D1024 H1024 O256"};
-  for (int w = 0; w < 3; w++) {
+  static const char *const W[NW] = {"synthetic compute-bound DAG", "fused chain, 16M f32",
+                                    "MLP step B512 D1024 H1024 O256",
+                                    "harness mlp_step B128 784-512-512-10"};
+  for (int w = 0; w < NW; w++) {
     qsort(rs[w], (size_t)rounds, sizeof rs[w][0], cmp_d);
     qsort(t[w][0], (size_t)rounds, sizeof t[w][0][0], cmp_d);
     qsort(t[w][1], (size_t)rounds, sizeof t[w][1][0], cmp_d);
-    printf("%s: median speedup %.2fx over %d rounds (min %.2fx, max %.2fx); best times %.2f / %.2f ms "
-           "(%.2fx)\n", W[w], rs[w][rounds / 2], rounds, rs[w][0], rs[w][rounds - 1],
-           t[w][0][0] * 1e3, t[w][1][0] * 1e3, t[w][0][0] / t[w][1][0]);
+    printf("%s: median speedup %.2fx over %d rounds (min %.2fx, max %.2fx); median times %.2f / %.2f ms; "
+           "best times %.2f / %.2f ms (%.2fx)\n", W[w], rs[w][rounds / 2], rounds, rs[w][0],
+           rs[w][rounds - 1], t[w][0][rounds / 2] * 1e3, t[w][1][rounds / 2] * 1e3, t[w][0][0] * 1e3,
+           t[w][1][0] * 1e3, t[w][0][0] / t[w][1][0]);
   }
   prog_free(&chain);
   prog_free(&mlp);
+  prog_free(&step);
   free(mt);
+  free(st);
 }
 
 int main(int argc, char **argv) {

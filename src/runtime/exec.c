@@ -3,8 +3,10 @@
  * only; a task's wave is its depth in the DAG. A call runs the waves in
  * order: the chunks of one wave go to the pool's threads through one atomic
  * counter (who runs a chunk never changes what it computes), and the wave
- * ends when all its chunks have. Per-call state lives in frames taken from
- * a free list, so a steady-state call allocates nothing. */
+ * ends when all its chunks have. A wave's chunks are claimed longest first,
+ * and a wave runs on the caller alone when its cost is small or when it ran
+ * faster alone lately (share_wave). Per-call state lives in frames taken
+ * from a free list, so a steady-state call allocates nothing. */
 #include <limits.h>
 #include <stdatomic.h>
 #include <pthread.h>
@@ -39,6 +41,14 @@ struct ft_exec_frame {
   ft_exec_frame *next_free, *next_all;
 };
 
+/* The measured wall time of one wave run by the caller alone and shared
+ * with the pool (ns, exponential means of the recent runs; 0: not yet
+ * measured), and how often the wave ran. Read and written by concurrent
+ * calls with relaxed atomics: an estimate, never a result. */
+typedef struct wave_clock {
+  atomic_uint_fast64_t alone, shared, runs;
+} wave_clock;
+
 struct ft_exec {
   int n;
   char **names;
@@ -50,6 +60,7 @@ struct ft_exec {
   int n_waves;
   int64_t *wave_start;  /* n_waves + 1 item offsets */
   bool *wave_small;     /* run on the caller alone (known small cost) */
+  wave_clock *clock;    /* per wave: its measured times alone and shared */
   int64_t n_items;
   int32_t *it_task, *it_chunk;
   ft_exec_options opt;
@@ -131,15 +142,61 @@ done:
   return ok;
 }
 
-/* The items (task, chunk) of every wave, in wave order, then task, then chunk. */
+/* One chunk's estimated work: its share of the task's cost (unknown cost:
+ * the largest, so such chunks start first). */
+typedef struct item_key {
+  uint64_t work;
+  int32_t task, chunk;
+} item_key;
+
+static uint64_t chunk_work(const ft_exec *x, int t, int64_t c) {
+  if (!x->cost[t]) return UINT64_MAX;
+  int64_t lo = c * x->grain[t], hi = lo + x->grain[t] < x->extent[t] ? lo + x->grain[t] : x->extent[t];
+  return (uint64_t)((double)x->cost[t] * (double)(hi - lo) / (double)x->extent[t]);
+}
+
+static int cmp_item(const void *a, const void *b) {
+  const item_key *p = a, *q = b;
+  if (p->work != q->work) return p->work > q->work ? -1 : 1;
+  if (p->task != q->task) return p->task < q->task ? -1 : 1;
+  return (p->chunk > q->chunk) - (p->chunk < q->chunk);
+}
+
+/* Longest chunks first within each wave (ties: task, then chunk). The
+ * threads claim a wave's chunks in this order, so the last ones claimed are
+ * the shortest and both threads reach the barrier at about the same time
+ * (in task order a GEMM's 170 us blocks could come last, after small
+ * kernels, and one thread ran the tail alone). The order is a function of
+ * the tasks alone, and who runs a chunk never changes what it computes. */
+static bool order_longest_first(ft_exec *x) {
+  int64_t widest = 0;
+  for (int w = 0; w < x->n_waves; w++)
+    if (x->wave_start[w + 1] - x->wave_start[w] > widest) widest = x->wave_start[w + 1] - x->wave_start[w];
+  item_key *k = malloc(((size_t)widest + 1) * sizeof *k);
+  if (!k) return false;
+  for (int w = 0; w < x->n_waves; w++) {
+    int64_t lo = x->wave_start[w], n = x->wave_start[w + 1] - lo;
+    for (int64_t i = 0; i < n; i++)
+      k[i] = (item_key){chunk_work(x, x->it_task[lo + i], x->it_chunk[lo + i]), x->it_task[lo + i],
+                        x->it_chunk[lo + i]};
+    qsort(k, (size_t)n, sizeof *k, cmp_item);
+    for (int64_t i = 0; i < n; i++) x->it_task[lo + i] = k[i].task, x->it_chunk[lo + i] = k[i].chunk;
+  }
+  free(k);
+  return true;
+}
+
+/* The items (task, chunk) of every wave, in wave order, then longest chunk
+ * first (order_longest_first). */
 static bool build_items(ft_exec *x) {
   x->n_waves = 0;
   for (int i = 0; i < x->n; i++)
     if (x->wave[i] + 1 > x->n_waves) x->n_waves = x->wave[i] + 1;
   x->wave_start = calloc((size_t)x->n_waves + 2, sizeof *x->wave_start);
   x->wave_small = calloc((size_t)x->n_waves + 1, sizeof *x->wave_small);
+  x->clock = calloc((size_t)x->n_waves + 1, sizeof *x->clock);
   uint64_t *cost = calloc((size_t)x->n_waves + 1, sizeof *cost);
-  if (!x->wave_start || !x->wave_small || !cost) {
+  if (!x->wave_start || !x->wave_small || !x->clock || !cost) {
     free(cost);
     return false;
   }
@@ -166,7 +223,7 @@ static bool build_items(ft_exec *x) {
       x->it_chunk[at] = (int32_t)c;
     }
   free(fill);
-  return ok;
+  return ok && order_longest_first(x);
 }
 
 ft_exec *ft_exec_new(ft_ctx *ctx, int n, const ft_exec_task *tasks, const ft_exec_options *opts) {
@@ -261,6 +318,7 @@ void ft_exec_free(ft_exec *x) {
   free(x->names), free(x->fn), free(x->user), free(x->extent), free(x->grain);
   free(x->chunks), free(x->bytes), free(x->cost), free(x->wave), free(x->wave_start);
   free(x->wave_small);
+  free(x->clock);
   free(x->it_task), free(x->it_chunk);
   pthread_mutex_destroy(&x->mu);
   pthread_cond_destroy(&x->freed);
@@ -422,6 +480,46 @@ static void profile_finish(const ft_exec *x, ft_exec_profile *p) {
   }
 }
 
+/* Whether wave w shares its chunks with the pool this time. Each wave keeps
+ * its measured times alone and shared, and takes the faster way; every
+ * PROBE-th run takes the other way, so a change of load (a job ending on
+ * the other CPU) is seen within PROBE runs. On a busy 2-vCPU VM a worker
+ * that shares its CPU with another job runs its chunks at half speed, and
+ * a wave of two 550 us GEMM blocks then takes longer shared than alone
+ * (the caller waits at the barrier): the harness's mlp_step ran 6.9 ms on
+ * 2 threads against 6.3 ms on 1. Only who runs a chunk changes: the chunks
+ * and their results do not. */
+enum { PROBE = 16 };
+
+static bool share_wave(ft_exec *x, int w) {
+  if (x->opt.no_small_waves) return true; /* tests: always let the workers in */
+  wave_clock *k = &x->clock[w];
+  uint64_t runs = atomic_fetch_add_explicit(&k->runs, 1, memory_order_relaxed);
+  uint64_t alone = atomic_load_explicit(&k->alone, memory_order_relaxed);
+  uint64_t shared = atomic_load_explicit(&k->shared, memory_order_relaxed);
+  if (!shared) return true;
+  if (!alone) return false;
+  bool best = shared <= alone;
+  return runs % PROBE == PROBE - 1 ? !best : best;
+}
+
+static void note_time(atomic_uint_fast64_t *m, uint64_t ns) {
+  uint64_t old = atomic_load_explicit(m, memory_order_relaxed);
+  atomic_store_explicit(m, old ? (3 * old + ns) / 4 : (ns ? ns : 1), memory_order_relaxed);
+}
+
+/* Runs wave w of several chunks, shared with the pool or alone (share_wave),
+ * and records how long it took that way. */
+static void run_timed(ft_exec *x, ft_exec_frame *f, int w, int want) {
+  bool share = share_wave(x, w);
+  uint64_t t0 = now_ns();
+  if (!share || !ft_pool_try_run(x->opt.pool, want, wave_job, f)) {
+    share = false;
+    wave_job(f, 0);
+  }
+  note_time(share ? &x->clock[w].shared : &x->clock[w].alone, now_ns() - t0);
+}
+
 ft_status ft_exec_run_frame(ft_exec *x, ft_exec_frame *f, ft_ctx *ctx, void *user,
                             ft_exec_profile *prof) {
   if (prof && prof->x != x)
@@ -444,8 +542,9 @@ ft_status ft_exec_run_frame(ft_exec *x, ft_exec_frame *f, ft_ctx *ctx, void *use
     atomic_store_explicit(&f->next, 0, memory_order_relaxed);
     int64_t want = hi - lo < x->n_threads ? hi - lo : x->n_threads;
     /* A wave of one chunk or of little work, or a pool busy with another
-     * call, runs here. */
-    if (want <= 1 || (x->wave_small[w] && !x->opt.no_small_waves) || !ft_pool_try_run(x->opt.pool, (int)want, wave_job, f)) wave_job(f, 0);
+     * call, runs here; so does a wave that lately ran faster alone. */
+    if (want <= 1 || (x->wave_small[w] && !x->opt.no_small_waves)) wave_job(f, 0);
+    else run_timed(x, f, w, (int)want);
     if (atomic_load_explicit(&f->failed, memory_order_relaxed)) break;
   }
   ft_fp_env_leave(csr);

@@ -101,7 +101,9 @@ typedef struct ft_exec_options {
   size_t scratch_bytes;   /* each frame's scratch for the caller (e.g. buffer tables) */
   int max_frames;         /* concurrent calls before callers wait; 0: 8 */
   bool frame_ctx;         /* give each (frame, thread) its own ft_ctx (ft_exec_call_ctx) */
-  bool no_small_waves;    /* never run a wave on the caller alone for its small cost (tests) */
+  bool no_small_waves;    /* always share a wave of several chunks with the pool: never run
+                           * it on the caller alone for its small cost or because it ran
+                           * faster alone lately (tests: exercise the threads) */
 } ft_exec_options;
 
 /* The chunk length for a range of `extent` items of `work` units each

@@ -4,7 +4,8 @@
  * on random DAGs and its memory really holds up under concurrent runs;
  * failures stop a call cleanly and leave the executor usable; many user
  * threads share one executor; steady-state runs allocate nothing; idle
- * workers sleep; FTZ/DAZ are off on every thread. */
+ * workers sleep; FTZ/DAZ are off on every thread; a wave's chunks start
+ * longest first; a wave that ran faster alone runs alone. */
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -629,6 +630,87 @@ START_TEST(profile_json_and_stats) {
 }
 END_TEST
 
+/* The chunks of a wave start longest first (estimated from the tasks'
+ * costs; unknown cost first), ties by task then chunk: on one thread the
+ * run order is exactly that. */
+typedef struct order_log { atomic_int n; int task[16], lo[16]; } order_log;
+typedef struct order_task { order_log *log; int t; } order_task;
+
+static ft_status order_fn(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
+  order_task *o = u;
+  int at = atomic_fetch_add(&o->log->n, 1);
+  if (at < 16) o->log->task[at] = o->t, o->log->lo[at] = (int)lo;
+  return FT_OK;
+}
+
+START_TEST(chunks_of_a_wave_start_longest_first) {
+  order_log log;
+  atomic_init(&log.n, 0);
+  order_task ot[4] = {{&log, 0}, {&log, 1}, {&log, 2}, {&log, 3}};
+  /* per chunk: a 2 (cost 10 over 4), b 500, c unknown, d 200 then 100 */
+  ft_exec_task t[4] = {
+      {.name = "a", .fn = order_fn, .user = &ot[0], .extent = 4, .grain = 1, .cost = 10},
+      {.name = "b", .fn = order_fn, .user = &ot[1], .extent = 2, .grain = 1, .cost = 1000},
+      {.name = "c", .fn = order_fn, .user = &ot[2], .extent = 1, .grain = 1, .cost = 0},
+      {.name = "d", .fn = order_fn, .user = &ot[3], .extent = 3, .grain = 2, .cost = 300}};
+  ft_exec *x = ft_exec_new(C, 4, t, NULL);
+  ck_assert_ptr_nonnull(x);
+  ck_assert_int_eq(ft_exec_run(x, C, NULL, NULL), FT_OK);
+  static const int want_task[9] = {2, 1, 1, 3, 3, 0, 0, 0, 0}, want_lo[9] = {0, 0, 1, 0, 2, 0, 1, 2, 3};
+  ck_assert_int_eq(atomic_load(&log.n), 9);
+  for (int i = 0; i < 9; i++) {
+    ck_assert_int_eq(log.task[i], want_task[i]);
+    ck_assert_int_eq(log.lo[i], want_lo[i]);
+  }
+  ft_exec_free(x);
+}
+END_TEST
+
+/* A wave that ran slower shared than alone runs alone, apart from one probe
+ * every 16 runs. Chunks on a worker take 20 ms here, on the caller none;
+ * the first run waits (up to 2 s) until a worker has started a chunk, so
+ * the shared time is measured with a worker in it. */
+static atomic_int slow_off_caller, slow_first;
+static ft_status slow_worker_fn(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
+  if (ft_exec_call_thread(c) != 0) {
+    atomic_fetch_add(&slow_off_caller, 1);
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  } else if (atomic_load(&slow_first)) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t1);
+    while (!atomic_load(&slow_off_caller) && t1.tv_sec - t0.tv_sec < 2);
+  }
+  return FT_OK;
+}
+
+START_TEST(waves_run_alone_when_that_was_faster) {
+  ft_pool *pool = ft_pool_new(2);
+  ft_exec_task t = {.name = "slow when shared", .fn = slow_worker_fn, .extent = 8, .grain = 1};
+  ft_exec *x = ft_exec_new(C, 1, &t, &(ft_exec_options){.pool = pool});
+  atomic_store(&slow_off_caller, 0);
+  atomic_store(&slow_first, 1);
+  ck_assert_int_eq(ft_exec_run(x, C, NULL, NULL), FT_OK); /* run 0: shared */
+  atomic_store(&slow_first, 0);
+  ck_assert_int_gt(atomic_load(&slow_off_caller), 0);
+  ck_assert_int_eq(ft_exec_run(x, C, NULL, NULL), FT_OK); /* run 1: alone, measured */
+  atomic_store(&slow_off_caller, 0);
+  for (int r = 2; r < 15; r++) ck_assert_int_eq(ft_exec_run(x, C, NULL, NULL), FT_OK);
+  ck_assert_int_eq(atomic_load(&slow_off_caller), 0); /* runs 2..14: alone */
+  ft_exec_free(x);
+  /* no_small_waves: every run shared */
+  x = ft_exec_new(C, 1, &t, &(ft_exec_options){.pool = pool, .no_small_waves = true});
+  atomic_store(&slow_off_caller, 0);
+  atomic_store(&slow_first, 1);
+  for (int r = 0; r < 3; r++) ck_assert_int_eq(ft_exec_run(x, C, NULL, NULL), FT_OK);
+  ck_assert_int_gt(atomic_load(&slow_off_caller), 0);
+  atomic_store(&slow_first, 0);
+  ft_exec_free(x);
+  ft_pool_free(pool);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("exec");
   TCase *tc = tcase_create("core");
@@ -639,6 +721,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, grain_depends_on_the_shape_only);
   tcase_add_test(tc, independent_branches_run_concurrently);
   tcase_add_test(tc, small_waves_stay_on_the_caller);
+  tcase_add_test(tc, chunks_of_a_wave_start_longest_first);
+  tcase_add_test(tc, waves_run_alone_when_that_was_faster);
   tcase_add_test(tc, bufplan_small_exact);
   tcase_add_test(tc, bufplan_random_dags_valid_and_real);
   tcase_add_test(tc, a_failing_task_stops_the_call_cleanly);
