@@ -1000,6 +1000,24 @@ static LLVMValueRef tree_sum(cg *G, LLVMValueRef a, LLVMValueRef b, void *arg) {
   return vop(G, *(bool *)arg, a, b);
 }
 
+/* Inside a loop over j: the 16 values at reduced positions start + 16 j ..
+ * start + 16 j + 15, through the small array tmp that the loop vectorizer
+ * fills, as one <16 x T> vector (NULL on failure). */
+static LLVMValueRef load16(cg *G, rk *R, LLVMTypeRef t, LLVMTypeRef vt, LLVMValueRef tmp,
+                           LLVMValueRef start, LLVMValueRef j) {
+  LLVMBuilderRef B = G->b;
+  cloop Ll;
+  LLVMValueRef j16 = LLVMBuildAdd(B, start, LLVMBuildMul(B, j, c64(G, 16), ""), "");
+  LLVMValueRef l = cloop_begin(G, &Ll, c64(G, 0), c64(G, 16));
+  LLVMValueRef x = eval_at(G, R, LLVMBuildAdd(B, j16, l, ""));
+  if (!x) return NULL;
+  LLVMBuildStore(B, x, elem_ptr(G, t, tmp, l));
+  cloop_end(G, &Ll);
+  LLVMValueRef xv = LLVMBuildLoad2(B, vt, tmp, "");
+  LLVMSetAlignment(xv, 64);
+  return xv;
+}
+
 /* One block of the canonical order: the m values at reduced positions
  * start .. start + m - 1, value j into lane j % 16 of a <16 x T> accumulator
  * that starts at the identity (16 values at a time through a small array
@@ -1009,24 +1027,18 @@ static LLVMValueRef canon_block(cg *G, rk *R, ft_dtype dt, bool sum, LLVMValueRe
   LLVMBuilderRef B = G->b;
   LLVMTypeRef t = ty(G, dt), vt = LLVMVectorType(t, 16), at = LLVMArrayType(t, 16);
   LLVMValueRef accp = entry_alloca(G, vt), tmp = entry_alloca(G, at);
-  cloop Lj, Ll, Lr;
+  cloop Lj, Lr;
   LLVMValueRef chunks = LLVMBuildLShr(B, m, c64(G, 4), "");
   LLVMValueRef rem = LLVMBuildAnd(B, m, c64(G, 15), "");
   LLVMBuildStore(B, vsplat(G, vt, fconst(G, dt, sum ? 0.0 : 1.0)), accp);
   LLVMValueRef j = cloop_begin(G, &Lj, c64(G, 0), chunks);
-  LLVMValueRef j16 = LLVMBuildAdd(B, start, LLVMBuildMul(B, j, c64(G, 16), ""), "");
-  LLVMValueRef l = cloop_begin(G, &Ll, c64(G, 0), c64(G, 16));
-  LLVMValueRef x = eval_at(G, R, LLVMBuildAdd(B, j16, l, ""));
-  if (!x) return NULL;
-  LLVMBuildStore(B, x, elem_ptr(G, t, tmp, l));
-  cloop_end(G, &Ll);
-  LLVMValueRef xv = LLVMBuildLoad2(B, vt, tmp, "");
-  LLVMSetAlignment(xv, 64);
+  LLVMValueRef xv = load16(G, R, t, vt, tmp, start, j);
+  if (!xv) return NULL;
   LLVMBuildStore(B, vop(G, sum, LLVMBuildLoad2(B, vt, accp, ""), xv), accp);
   cloop_end(G, &Lj);
   LLVMValueRef t0 = LLVMBuildAdd(B, start, LLVMBuildMul(B, chunks, c64(G, 16), ""), "");
   LLVMValueRef r = cloop_begin(G, &Lr, c64(G, 0), rem);
-  x = eval_at(G, R, LLVMBuildAdd(B, t0, r, ""));
+  LLVMValueRef x = eval_at(G, R, LLVMBuildAdd(B, t0, r, ""));
   if (!x) return NULL;
   LLVMValueRef acc = LLVMBuildLoad2(B, vt, accp, "");
   LLVMValueRef lane = LLVMBuildExtractElement(B, acc, r, "");
@@ -1126,17 +1138,11 @@ static LLVMValueRef lane_maxmin(cg *G, rk *R, ft_dtype dt, bool mx, LLVMValueRef
   LLVMValueRef kpinf = LLVMConstInt(it, pinf, 0), kninf = order_key(G, LLVMConstInt(it, pinf | (UINT64_C(1) << (w - 1)), 0), w);
   LLVMBuildStore(B, vsplat(G, vi, kninf), hip);
   LLVMBuildStore(B, vsplat(G, vi, kpinf), lop);
-  cloop Lj, Ll, Lr;
+  cloop Lj, Lr;
   LLVMValueRef chunks = LLVMBuildLShr(B, m, c64(G, 4), "");
   LLVMValueRef j = cloop_begin(G, &Lj, c64(G, 0), chunks);
-  LLVMValueRef j16 = LLVMBuildAdd(B, start, LLVMBuildMul(B, j, c64(G, 16), ""), "");
-  LLVMValueRef l = cloop_begin(G, &Ll, c64(G, 0), c64(G, 16));
-  LLVMValueRef x = eval_at(G, R, LLVMBuildAdd(B, j16, l, ""));
-  if (!x) return NULL;
-  LLVMBuildStore(B, x, elem_ptr(G, t, tmp, l));
-  cloop_end(G, &Ll);
-  LLVMValueRef xv = LLVMBuildLoad2(B, vt, tmp, "");
-  LLVMSetAlignment(xv, 64);
+  LLVMValueRef xv = load16(G, R, t, vt, tmp, start, j);
+  if (!xv) return NULL;
   LLVMValueRef kv = order_key(G, LLVMBuildBitCast(B, xv, vi, ""), w);
   LLVMBuildStore(B, ismaxmin(G, LLVMBuildLoad2(B, vi, hip, ""), kv, true), hip);
   LLVMBuildStore(B, ismaxmin(G, LLVMBuildLoad2(B, vi, lop, ""), kv, false), lop);
@@ -1145,7 +1151,7 @@ static LLVMValueRef lane_maxmin(cg *G, rk *R, ft_dtype dt, bool mx, LLVMValueRef
   LLVMBuildStore(B, lane_tree(G, LLVMBuildLoad2(B, vi, lop, ""), tree_smin, NULL), klo);
   LLVMValueRef t0 = LLVMBuildAdd(B, start, LLVMBuildMul(B, chunks, c64(G, 16), ""), "");
   LLVMValueRef r = cloop_begin(G, &Lr, t0, LLVMBuildAdd(B, start, m, ""));
-  x = eval_at(G, R, r);
+  LLVMValueRef x = eval_at(G, R, r);
   if (!x) return NULL;
   LLVMValueRef k1 = order_key(G, LLVMBuildBitCast(B, x, it, ""), w);
   LLVMBuildStore(B, ismaxmin(G, LLVMBuildLoad2(B, it, khi, ""), k1, true), khi);
@@ -1219,16 +1225,11 @@ static LLVMValueRef lane_arg(cg *G, rk *R, bool mx, ft_dtype dt, int64_t n) {
   LLVMValueRef lanes[16];
   for (int q = 0; q < 16; q++) lanes[q] = c64(G, q);
   LLVMValueRef iota = LLVMConstVector(lanes, 16);
-  cloop Lj, Ll, Lr;
+  cloop Lj, Lr;
   LLVMValueRef j = cloop_begin(G, &Lj, c64(G, 0), c64(G, n / 16));
   LLVMValueRef j16 = LLVMBuildMul(B, j, c64(G, 16), "");
-  LLVMValueRef l = cloop_begin(G, &Ll, c64(G, 0), c64(G, 16));
-  LLVMValueRef x = eval_at(G, R, LLVMBuildAdd(B, j16, l, ""));
-  if (!x) return NULL;
-  LLVMBuildStore(B, x, elem_ptr(G, t, tmp, l));
-  cloop_end(G, &Ll);
-  LLVMValueRef xv = LLVMBuildLoad2(B, vt, tmp, "");
-  LLVMSetAlignment(xv, 64);
+  LLVMValueRef xv = load16(G, R, t, vt, tmp, c64(G, 0), j);
+  if (!xv) return NULL;
   LLVMValueRef xi = LLVMBuildAdd(B, vsplat(G, it, j16), iota, "");
   LLVMValueRef bv = LLVMBuildLoad2(B, vt, bvp, ""), bi = LLVMBuildLoad2(B, it, bip, "");
   LLVMValueRef take;
@@ -1263,7 +1264,7 @@ static LLVMValueRef lane_arg(cg *G, rk *R, bool mx, ft_dtype dt, int64_t n) {
   LLVMBuildStore(B, LLVMBuildExtractElement(B, ai, ci(G->i32, 0), ""), sip);
   /* the tail: all its indices are higher, the scan's rule */
   LLVMValueRef r = cloop_begin(G, &Lr, c64(G, n / 16 * 16), c64(G, n));
-  x = eval_at(G, R, r);
+  LLVMValueRef x = eval_at(G, R, r);
   if (!x) return NULL;
   LLVMValueRef cv = LLVMBuildLoad2(B, t, sv, "");
   if (isf(dt)) {
