@@ -296,7 +296,7 @@ static bool jvp_scatter(jvp_call *c) {
   tx *t = c->t;
   if (pget_jaxpr(FT_P_SCATTER, c->params, "update_jaxpr"))
     return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of scatter: a scatter with a custom update_jaxpr "
-                   "(scatter_apply) has no JVP rule (JAX: scatter_apply JVP not implemented)"), false;
+                   "(scatter_apply) has no JVP rule (JAX has none for it either)"), false;
   idx_dn d;
   if (!dn_read(t, FT_P_SCATTER, c->params, &d)) return false;
   idx_opts o = opts_of(FT_P_SCATTER, c->params);
