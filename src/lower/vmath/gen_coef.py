@@ -242,6 +242,9 @@ def main():
          -lnh * mp.mpf(1.02), lnh * mp.mpf(1.02), 0, 10, note="(expm1(r) - r - r^2/2)/r^3")
     poly("vmc_expf", hp(lambda r: (mp.expm1(r) - r) / r ** 2 if r != 0 else mp.mpf(1) / 2),
          -lnh * mp.mpf(1.02), lnh * mp.mpf(1.02), 0, 4, note="(exp(r) - 1 - r)/r^2", single=True)
+    poly("vmc_expf5", hp(lambda r: (mp.expm1(r) - r) / r ** 2 if r != 0 else mp.mpf(1) / 2),
+         -lnh * mp.mpf(1.02), lnh * mp.mpf(1.02), 0, 5, note="(exp(r) - 1 - r)/r^2 (exp: < 1 ulp with FMA)",
+         single=True)
     poly("vmc_expm1f", hp(lambda r: (mp.expm1(r) - r - r * r / 2) / r ** 3 if r != 0 else mp.mpf(1) / 6),
          -lnh * mp.mpf(1.02), lnh * mp.mpf(1.02), 0, 4, note="(expm1(r) - r - r^2/2)/r^3", single=True)
     sm = (mp.sqrt(2) - 1) / (mp.sqrt(2) + 1)

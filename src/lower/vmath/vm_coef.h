@@ -58,6 +58,13 @@ static inline float vmc_expf(float u)
     return vmc_expf_c[0] + u * (vmc_expf_c[1] + u * (vmc_expf_c[2] + u * (vmc_expf_c[3] + u * (vmc_expf_c[4]))));
 }
 
+/* vmc_expf5: (exp(r) - 1 - r)/r^2 (exp: < 1 ulp with FMA) on [-0.35350506, 0.35350506], powers of (x - 0), degree 5; max relative error 2^-26.5 */
+static const float vmc_expf5_c[6] = {0x1.0000000000000p-1f, 0x1.5555560000000p-3f, 0x1.5554e00000000p-5f, 0x1.1110dc0000000p-7f, 0x1.6d4f3c0000000p-10f, 0x1.a12fb00000000p-13f};
+static inline float vmc_expf5(float u)
+{
+    return vmc_expf5_c[0] + u * (vmc_expf5_c[1] + u * (vmc_expf5_c[2] + u * (vmc_expf5_c[3] + u * (vmc_expf5_c[4] + u * (vmc_expf5_c[5])))));
+}
+
 /* vmc_expm1f: (expm1(r) - r - r^2/2)/r^3 on [-0.35350506, 0.35350506], powers of (x - 0), degree 4; max relative error 2^-23.4 */
 static const float vmc_expm1f_c[5] = {0x1.5555560000000p-3f, 0x1.5555140000000p-5f, 0x1.1110f40000000p-7f, 0x1.6d1b1c0000000p-10f, 0x1.a101600000000p-13f};
 static inline float vmc_expm1f(float u)

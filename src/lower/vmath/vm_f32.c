@@ -4,7 +4,11 @@
  * tanh, logistic) are written in float so a JIT loop vectorizes at full
  * width. The rest compute in double through the f64 functions and round
  * once more: that costs speed but gives about 0.5 ulp and keeps one
- * implementation per function. Rules: vm_internal.h. Accuracy: docs/math.md. */
+ * implementation per function. exp, tanh and logistic use fused
+ * multiply-adds (vm_fmaf): Cody-Waite reduction against ln2 split in two
+ * floats, Horner steps, and the final scaling folded into one fma, so a
+ * fused chain such as tanh(x)*logistic(x) + x*x needs ~40% fewer vector
+ * operations. Rules: vm_internal.h. Accuracy: docs/math.md. */
 #include "lower/vmath/vm_internal.h"
 #include "lower/vmath/vm_coef.h"
 
@@ -12,22 +16,52 @@
 #define VM_LN2F_LO 0x1.7f7d1cp-20f
 #define VM_INVLN2F 0x1.715476p0f
 #define VM_LN2F 0x1.62e430p-1f
+/* ln2 = VM_LN2F + VM_LN2F_TAIL to ~2^-54: with fma, k * VM_LN2F is
+ * subtracted exactly for the |k| < 2^8 these reductions see. */
+#define VM_LN2F_TAIL -0x1.05c610p-29f
+/* x + 0x1.8p23 holds round(x) in its low mantissa bits for |x| < 2^22;
+ * its bit pattern minus VM_RINT_BITS is that integer. */
+#define VM_RINT_MAGIC 0x1.8p23f
+#define VM_RINT_BITS 0x4b400000u
 
-/* e^x for non-NaN x: < 1 ulp. */
-static inline float vm_expf_core(float x)
+/* The two exp fits of vm_coef.h with fma: degree 4 in Estrin's scheme
+ * (r2 = r*r is shared with the caller; a shorter dependency chain for the
+ * fused loops tanh and logistic sit in), degree 5 by Horner. */
+static inline float vm_pexpf4(float r, float r2)
 {
-    float xc = x > 100.0f ? 100.0f : (x < -110.0f ? -110.0f : x);
-    float kd = vm_rintf(xc * VM_INVLN2F);
-    float hi = xc - kd * VM_LN2F_HI;
-    float r = hi - kd * VM_LN2F_LO;
-    float p = 1.0f + (r + r * r * vmc_expf(r));
-    return vm_scalef(p, (int32_t)kd);
+    const float *c = vmc_expf_c;
+    return vm_fmaf(r2, vm_fmaf(c[4], r2, vm_fmaf(c[3], r, c[2])), vm_fmaf(c[1], r, c[0]));
 }
 
-float ft_vm_exp_f32(float x)
+static inline float vm_pexpf5(float r)
 {
-    float r = vm_expf_core(x == x ? x : 0.0f);
-    return x == x ? r : VM_NAN32;
+    const float *c = vmc_expf5_c;
+    return vm_fmaf(vm_fmaf(vm_fmaf(vm_fmaf(vm_fmaf(c[5], r, c[4]), r, c[3]), r, c[2]), r, c[1]), r, c[0]);
+}
+
+/* 2^k from kp = x + VM_RINT_MAGIC with k = round(x), -127 < k + bias < 128. */
+static inline float vm_pow2_of_magic(float kp, uint32_t bias)
+{
+    return asf32((asu32(kp) + (127u + bias - VM_RINT_BITS)) << 23);
+}
+
+/* e^x for non-NaN x: < 1 ulp. e^x = 2^k e^r with |r| <= ln2/2 + tiny;
+ * e^r - 1 = r + r^2 P(r) and 2^k e^r = t1 + t1 (e^r - 1), scaled by t2,
+ * with 2^k = t1 t2 split so that both halves are normal for k in
+ * [-159, 145] (the clamp): one rounding, or two in the subnormal range. */
+VM_FMA_CLONES float ft_vm_exp_f32(float x)
+{
+    float xc = x > 100.0f ? 100.0f : (x < -110.0f ? -110.0f : x);
+    xc = xc == xc ? xc : 0.0f;
+    float kp = vm_fmaf(xc, VM_INVLN2F, VM_RINT_MAGIC);
+    float kd = kp - VM_RINT_MAGIC;
+    float r = vm_fmaf(-kd, VM_LN2F_TAIL, vm_fmaf(-kd, VM_LN2F, xc));
+    float em = vm_fmaf(r * r, vm_pexpf5(r), r);
+    int32_t k = (int32_t)(asu32(kp) - VM_RINT_BITS);
+    int32_t k1 = k / 2;
+    float t1 = vm_pow2if(k1), t2 = vm_pow2if(k - k1);
+    float res = vm_fmaf(t1, em, t1) * t2;
+    return x == x ? res : VM_NAN32;
 }
 
 float ft_vm_exp2_f32(float x)
@@ -85,48 +119,47 @@ float ft_vm_expm1_f32(float x)
     return x == x ? r : VM_NAN32;
 }
 
-/* tanh(|x|) from e = expm1(2|x|) with the sign of x: e/(e+2) below 0.55,
- * where 1 - 2/(e+2) would cancel, and 1 - 2/(e+2) above, where e + 2
- * may round (e > 2^24) but 2/(e+2) is then far below the result's ulp.
- * |x| is clamped at 9.1, past which tanh rounds to 1, so 2^n <= 2^26 needs
- * no overflow path and no second scaling. One division for both paths
- * (the numerator is selected): ~25% fewer vector instructions than
- * expm1's general core. */
-float ft_vm_tanh_f32(float x)
+/* tanh|x| = -e/(2 + e) with e = expm1(-2|x|) in (-1, 0]: no cancellation
+ * anywhere, so one path and one division. y = -2|x| is clamped at -18.2,
+ * past which tanh rounds to 1. With 2^k the scale of the reduction,
+ * e = t em + (t - 1) and 2 + e = t em + (t + 1) are each one fma from
+ * em = expm1(r) (one rounding each, not two for 2 + e). The reduction
+ * needs no tail term of ln2: omitting it shifts r by |k| 1.9e-9 with
+ * |k| <= 2.9|x|, a relative error of e^y whose effect on tanh is damped by
+ * 2e^(-2|x|): at most ~0.07 ulp (|x| near 0.5; exactly 0 for |x| < 0.17,
+ * where k = 0). The sign of x is copied onto the result, so
+ * tanh(-0) = -0. */
+VM_FMA_CLONES float ft_vm_tanh_f32(float x)
 {
-    float a = vm_fabsf(x);
-    a = a < 9.1f ? a : 9.1f; /* NaN -> 9.1; replaced at the end */
-    float y = a + a;
-    float kd = vm_rintf(y * VM_INVLN2F);
-    float hi = y - kd * VM_LN2F_HI;
-    float lo = kd * VM_LN2F_LO;
-    float r = hi - lo;
-    float rlo = (hi - r) - lo;
-    float em = r + ((0.5f * r * r + r * r * r * vmc_expm1f(r)) + rlo);
-    float t = vm_pow2if((int32_t)kd);
-    float e = t * em + (t - 1.0f);
-    int small = a < 0.55f;
-    float q = (small ? e : 2.0f) / (e + 2.0f);
-    float res = small ? q : 1.0f - q;
-    return x == x ? vm_copysignf(res, x) : VM_NAN32;
+    float y = asf32(asu32(x + x) | 0x80000000U); /* -|2x| */
+    y = y > -18.2f ? y : -18.2f;                  /* NaN -> -18.2; replaced at the end */
+    float kp = vm_fmaf(y, VM_INVLN2F, VM_RINT_MAGIC);
+    float kd = kp - VM_RINT_MAGIC;
+    float r = vm_fmaf(-kd, VM_LN2F, y); /* no tail: see above */
+    float r2 = r * r;
+    float em = vm_fmaf(r2, vm_pexpf4(r, r2), r);
+    float t = vm_pow2_of_magic(kp, 0);
+    float q = vm_fmaf(t, em, t - 1.0f) / vm_fmaf(t, em, t + 1.0f);
+    return x == x ? vm_copysignf(q, x) : VM_NAN32;
 }
 
-/* 1/(1+e^-x) from e = e^-|x|: 1/(1+e) for x >= 0, e/(1+e) below (one
- * division, the numerator selected). |x| is clamped at 104, where e^-|x|
- * rounds to 0 (and so does the result for x < 0). */
-float ft_vm_logistic_f32(float x)
+/* 1/(1+e) for x >= 0 and e/(1+e) below, e = e^-|x|, computed scaled by
+ * 2^75 so that no intermediate is subnormal: E = 2^75 e = t1 + t1 em
+ * (t1 = 2^(k+75), normal for the clamp |x| <= 104, where e rounds to 0)
+ * and D = 2^75 (1 + e) = t1 em + (t1 + 2^75), each one fma; the division
+ * (2^75 or E)/D rounds once, into the subnormal range too. */
+VM_FMA_CLONES float ft_vm_logistic_f32(float x)
 {
     float a = vm_fabsf(x);
     a = a < 104.0f ? a : 104.0f; /* NaN -> 104; replaced at the end */
-    float kd = vm_rintf(a * -VM_INVLN2F);
-    float hi = -a - kd * VM_LN2F_HI;
-    float r = hi - kd * VM_LN2F_LO;
-    float p = 1.0f + (r + r * r * vmc_expf(r));
-    /* e = p 2^n with n in [-150, 0]: p 2^(n+75) is exact and normal, and
-     * the product with 2^-75 rounds once, as vm_scalef's two steps would
-     * (the same bits for half the integer work). */
-    float e = (p * vm_pow2if((int32_t)kd + 75)) * 0x1p-75f;
-    float res = (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+    float kp = vm_fmaf(a, -VM_INVLN2F, VM_RINT_MAGIC);
+    float kd = kp - VM_RINT_MAGIC;
+    float r = vm_fmaf(kd, -VM_LN2F_TAIL, vm_fmaf(kd, -VM_LN2F, -a));
+    float r2 = r * r;
+    float em = vm_fmaf(r2, vm_pexpf4(r, r2), r);
+    float t1 = vm_pow2_of_magic(kp, 75);
+    float num = x >= 0.0f ? 0x1p75f : vm_fmaf(t1, em, t1);
+    float res = num / vm_fmaf(t1, em, t1 + 0x1p75f);
     return x == x ? res : VM_NAN32;
 }
 

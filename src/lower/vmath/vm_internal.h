@@ -4,7 +4,12 @@
  * Rules every vmath source follows, so gcc and clang give the same bits and
  * clang's loops vectorize:
  *   - no libm calls, no fminf/fmaxf/rint: clamps and selects are ternaries;
- *   - no FMA (both compilers get -ffp-contract=off), no fast-math;
+ *   - no FP contraction (both compilers get -ffp-contract=off), no
+ *     fast-math; a fused multiply-add is written out as vm_fmaf/vm_fma
+ *     where an algorithm wants one: fma is correctly rounded, so every
+ *     build gives the same bits (the JIT's host code uses the instruction;
+ *     the library's gcc build gets an FMA clone of each function that uses
+ *     it through VM_FMA_CLONES, and libm's fma on CPUs without FMA);
  *   - no branches on data: every path is computed and selected, so an
  *     inlined call inside a loop stays a straight-line body;
  *   - float-to-int conversions only of values known to be in range (NaN
@@ -50,6 +55,22 @@ static inline float asf32(uint32_t u)
 #define VM_NAN32 asf32(0x7fc00000U)
 #define VM_INF64 asf64(0x7ff0000000000000ULL)
 #define VM_INF32 asf32(0x7f800000U)
+
+/* a*b + c with one rounding. */
+static inline float vm_fmaf(float a, float b, float c)
+{
+    return __builtin_fmaf(a, b, c);
+}
+
+/* For the functions that call vm_fmaf: in the library's gcc build on
+ * x86-64, an FMA clone chosen at load time (ifunc), so the interpreter
+ * gets the instruction instead of a libm call per use. The bitcode build
+ * (clang) has no clones: the JIT compiles it for the host CPU. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define VM_FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define VM_FMA_CLONES
+#endif
 
 /* The canonical NaN for any NaN result (the contract in vmath.h). */
 static inline double vm_canon64(double r)
