@@ -81,8 +81,17 @@ static LLVMValueRef intr(cg *G, const char *base, ft_dtype dt, LLVMValueRef a) {
 }
 
 /* ------------------------------------------------------------- constants */
+static bool iscpx(ft_dtype dt) { return dt == FT_C64 || dt == FT_C128; }
+/* The real type of a complex dtype's parts. */
+static ft_dtype part_dt(ft_dtype dt) { return dt == FT_C128 ? FT_F64 : FT_F32; }
+
 static LLVMValueRef lit_value(cg *G, const ft_var *v, ft_dtype dt) {
   LLVMTypeRef t = ty(G, dt);
+  if (iscpx(dt)) { /* the pair (re, im), each rounded as ft_set_c128 does */
+    LLVMTypeRef pt = ty(G, part_dt(dt));
+    LLVMValueRef parts[2] = {LLVMConstReal(pt, v->lit.f), LLVMConstReal(pt, v->lit_im)};
+    return LLVMConstStructInContext(G->c, parts, 2, 0);
+  }
   if (isf(dt)) return LLVMConstReal(t, v->lit.f);
   if (ishalf(dt)) /* the interpreter's literal: through f32 (ft_set_f64) */
     return ci(t, dt == FT_F16 ? ft_f64_to_f16((float)v->lit.f) : ft_f64_to_bf16((float)v->lit.f));
@@ -570,12 +579,191 @@ static LLVMValueRef half_elem(cg *G, const ft_knode *n, LLVMValueRef *a) {
   return r ? half_narrow(G, od, r) : NULL;
 }
 
+/* ------------------------------------------------------------- complex */
+/* A complex value lives in a kernel as the literal struct {re, im} of its
+ * part type (f32 for c64, f64 for c128): loads and stores move the two
+ * interleaved parts (load_val/store_val), so views, selects and the
+ * vectorizer see ordinary scalars. Each operation is the interpreter's
+ * (interp_elementwise.c), operation for operation, no contraction: a c64
+ * is computed in f32 as binary_cpx does after its exact widening, a c128
+ * in f64; division calls libgcc's __divsc3/__divdc3, the very functions
+ * the interpreter's C complex division calls (the library imports them
+ * from libgcc_s; the kernel resolves them from the process), and abs calls
+ * libm's hypotf/hypot as unary does. */
+static LLVMTypeRef cpx_ty(cg *G, ft_dtype dt) {
+  LLVMTypeRef pt = ty(G, part_dt(dt)), e[2] = {pt, pt};
+  return LLVMStructTypeInContext(G->c, e, 2, 0);
+}
+
+static LLVMValueRef cpack(cg *G, ft_dtype dt, LLVMValueRef re, LLVMValueRef im) {
+  LLVMValueRef z = LLVMGetPoison(cpx_ty(G, dt));
+  z = LLVMBuildInsertValue(G->b, z, re, 0, "");
+  return LLVMBuildInsertValue(G->b, z, im, 1, "");
+}
+
+static LLVMValueRef cre(cg *G, LLVMValueRef z) { return LLVMBuildExtractValue(G->b, z, 0, ""); }
+static LLVMValueRef cim(cg *G, LLVMValueRef z) { return LLVMBuildExtractValue(G->b, z, 1, ""); }
+
+/* Element off of a buffer of dt: complex elements are parts 2*off, 2*off+1. */
+static LLVMValueRef load_val(cg *G, ft_dtype dt, LLVMValueRef base, LLVMValueRef off) {
+  if (!iscpx(dt)) {
+    LLVMTypeRef t = ty(G, dt);
+    return LLVMBuildLoad2(G->b, t, LLVMBuildGEP2(G->b, t, base, &off, 1, ""), "");
+  }
+  LLVMTypeRef pt = ty(G, part_dt(dt));
+  LLVMValueRef o2 = LLVMBuildMul(G->b, off, c64(G, 2), "");
+  LLVMValueRef o3 = LLVMBuildAdd(G->b, o2, c64(G, 1), "");
+  LLVMValueRef re = LLVMBuildLoad2(G->b, pt, LLVMBuildGEP2(G->b, pt, base, &o2, 1, ""), "");
+  LLVMValueRef im = LLVMBuildLoad2(G->b, pt, LLVMBuildGEP2(G->b, pt, base, &o3, 1, ""), "");
+  return cpack(G, dt, re, im);
+}
+
+static void store_val(cg *G, ft_dtype dt, LLVMValueRef x, LLVMValueRef base, LLVMValueRef off) {
+  if (!iscpx(dt)) {
+    LLVMTypeRef t = ty(G, dt);
+    LLVMBuildStore(G->b, x, LLVMBuildGEP2(G->b, t, base, &off, 1, ""));
+    return;
+  }
+  LLVMTypeRef pt = ty(G, part_dt(dt));
+  LLVMValueRef o2 = LLVMBuildMul(G->b, off, c64(G, 2), "");
+  LLVMValueRef o3 = LLVMBuildAdd(G->b, o2, c64(G, 1), "");
+  LLVMBuildStore(G->b, cre(G, x), LLVMBuildGEP2(G->b, pt, base, &o2, 1, ""));
+  LLVMBuildStore(G->b, cim(G, x), LLVMBuildGEP2(G->b, pt, base, &o3, 1, ""));
+}
+
+/* An f32 value after the interpreter's round trip through double
+ * (ft_get_f64 / ft_get_c128, then (float)): a signalling NaN comes back
+ * quiet (its quiet bit set, payload and sign kept), everything else
+ * unchanged. LLVM folds fptrunc(fpext x) to x, so the kernel sets the bit
+ * itself; f64 parts make no such trip. */
+static LLVMValueRef via_f64(cg *G, ft_dtype pd, LLVMValueRef x) {
+  if (pd != FT_F32) return x;
+  LLVMValueRef nan = LLVMBuildFCmp(G->b, LLVMRealUNO, x, x, "");
+  LLVMValueRef q = LLVMBuildOr(G->b, LLVMBuildBitCast(G->b, x, G->i32, ""), k32(G, 0x00400000u), "");
+  return sel(G, nan, LLVMBuildBitCast(G->b, q, G->f32, ""), x);
+}
+
+/* a / b by libgcc's __divsc3 / __divdc3 (C's complex division). Their C
+ * ABI on x86-64: _Complex float comes back as <2 x float>, _Complex
+ * double as {double, double}, as clang declares them (another target's
+ * ABI, e.g. AArch64's {float, float}, would need its own form here). */
+static LLVMValueRef cpx_div(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b) {
+  bool f64 = dt == FT_C128;
+  LLVMTypeRef pt = ty(G, part_dt(dt)), args[4] = {pt, pt, pt, pt};
+  LLVMTypeRef rt = f64 ? cpx_ty(G, dt) : LLVMVectorType(G->f32, 2);
+  const char *name = f64 ? "__divdc3" : "__divsc3";
+  LLVMValueRef f = LLVMGetNamedFunction(G->m, name);
+  if (!f) f = LLVMAddFunction(G->m, name, LLVMFunctionType(rt, args, 4, 0));
+  LLVMValueRef av[4] = {cre(G, a), cim(G, a), cre(G, b), cim(G, b)};
+  LLVMValueRef q = LLVMBuildCall2(G->b, LLVMGlobalGetValueType(f), f, av, 4, "");
+  if (f64) return q;
+  return cpack(G, dt, LLVMBuildExtractElement(G->b, q, ci(G->i32, 0), ""),
+               LLVMBuildExtractElement(G->b, q, ci(G->i32, 1), ""));
+}
+
+/* x * y of the parts (a + bi)(c + di) = (ac - bd) + (ad + bc)i, as
+ * binary_cpx (square is unary_cpx's a*a - b*b, a*b + b*a). */
+static LLVMValueRef cpx_mul(cg *G, ft_dtype dt, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef B = G->b;
+  LLVMValueRef a = cre(G, x), b = cim(G, x), c = cre(G, y), d = cim(G, y);
+  LLVMValueRef re = LLVMBuildFSub(B, LLVMBuildFMul(B, a, c, ""), LLVMBuildFMul(B, b, d, ""), "");
+  LLVMValueRef im = LLVMBuildFAdd(B, LLVMBuildFMul(B, a, d, ""), LLVMBuildFMul(B, b, c, ""), "");
+  return cpack(G, dt, re, im);
+}
+
+/* convert_element_type with a complex side (ft_convert_elem): a real or
+ * integer source is read as a double (ft_get_f64) and stored as (that
+ * double rounded to the part type, +0); a complex source gives its real
+ * part, read as a double, to a real destination, and "re != 0 || im != 0"
+ * (NaN is true) to bool. */
+static LLVMValueRef cpx_convert(cg *G, ft_dtype sd, ft_dtype dd, LLVMValueRef x) {
+  LLVMBuilderRef B = G->b;
+  if (iscpx(sd) && iscpx(dd))
+    return cpack(G, dd, via_f64(G, part_dt(dd), convert(G, part_dt(sd), part_dt(dd), cre(G, x))),
+                 via_f64(G, part_dt(dd), convert(G, part_dt(sd), part_dt(dd), cim(G, x))));
+  if (iscpx(sd)) {
+    ft_dtype pd = part_dt(sd);
+    LLVMValueRef re = cre(G, x);
+    if (dd == FT_F32) return via_f64(G, pd, convert(G, pd, dd, re));
+    if (dd == FT_BOOL) {
+      LLVMValueRef z = fconst(G, pd, 0.0);
+      return zext_i8(G, LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealUNE, re, z, ""),
+                                    LLVMBuildFCmp(B, LLVMRealUNE, cim(G, x), z, ""), ""));
+    }
+    return ishalf(dd) ? half_convert(G, pd, dd, re) : convert(G, pd, dd, re);
+  }
+  LLVMValueRef d = ishalf(sd) ? convert(G, FT_F32, FT_F64, half_widen(G, sd, x)) : convert(G, sd, FT_F64, x);
+  ft_dtype pd = part_dt(dd);
+  LLVMValueRef re = convert(G, FT_F64, pd, d);
+  return cpack(G, dd, sd == FT_F32 ? via_f64(G, pd, re) : re, fconst(G, pd, 0.0));
+}
+
+/* An elementwise node with a complex operand or result, or one of real,
+ * imag, conj, complex (fusion.c admits exactly the ones below). */
+static LLVMValueRef cpx_elem(cg *G, const ft_knode *n, LLVMValueRef *a) {
+  LLVMBuilderRef B = G->b;
+  const ft_eqn *e = n->e;
+  ft_dtype od = n->dt, id = e->n_in ? e->in[0]->aval.dtype : od;
+  ft_dtype cd = iscpx(od) ? od : id; /* the complex dtype involved */
+  switch (e->prim) {
+  /* the moves below go through double in the interpreter (via_f64) */
+  case FT_P_REAL: return via_f64(G, od, cre(G, a[0]));
+  case FT_P_IMAG: return via_f64(G, od, cim(G, a[0]));
+  case FT_P_CONJ: { /* a real operand gets +0 as its imaginary part */
+    ft_dtype pd = part_dt(od);
+    if (iscpx(id))
+      return cpack(G, od, via_f64(G, pd, cre(G, a[0])), via_f64(G, pd, LLVMBuildFNeg(B, cim(G, a[0]), "")));
+    return cpack(G, od, via_f64(G, pd, convert(G, id, pd, a[0])), fconst(G, pd, 0.0));
+  }
+  case FT_P_COMPLEX: return cpack(G, od, via_f64(G, id, a[0]), via_f64(G, id, a[1]));
+  case FT_P_NEG:
+    return cpack(G, od, via_f64(G, part_dt(od), LLVMBuildFNeg(B, cre(G, a[0]), "")),
+                 via_f64(G, part_dt(od), LLVMBuildFNeg(B, cim(G, a[0]), "")));
+  case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT:
+    return cpack(G, od, via_f64(G, part_dt(od), cre(G, a[0])), via_f64(G, part_dt(od), cim(G, a[0])));
+  case FT_P_SQUARE: return cpx_mul(G, od, a[0], a[0]);
+  case FT_P_ABS:
+    return call(G, cd == FT_C128 ? "hypot" : "hypotf", ty(G, part_dt(cd)), 2, cre(G, a[0]), cim(G, a[0]));
+  case FT_P_ADD: case FT_P_ADD_ANY:
+    return cpack(G, od, LLVMBuildFAdd(B, cre(G, a[0]), cre(G, a[1]), ""),
+                 LLVMBuildFAdd(B, cim(G, a[0]), cim(G, a[1]), ""));
+  case FT_P_SUB:
+    return cpack(G, od, LLVMBuildFSub(B, cre(G, a[0]), cre(G, a[1]), ""),
+                 LLVMBuildFSub(B, cim(G, a[0]), cim(G, a[1]), ""));
+  case FT_P_MUL: return cpx_mul(G, od, a[0], a[1]);
+  case FT_P_DIV: return cpx_div(G, od, a[0], a[1]);
+  case FT_P_EQ: /* both parts equal; a NaN part makes it false (ne: true) */
+    return zext_i8(G, LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOEQ, cre(G, a[0]), cre(G, a[1]), ""),
+                                   LLVMBuildFCmp(B, LLVMRealOEQ, cim(G, a[0]), cim(G, a[1]), ""), ""));
+  case FT_P_NE:
+    return zext_i8(G, LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealUNE, cre(G, a[0]), cre(G, a[1]), ""),
+                                  LLVMBuildFCmp(B, LLVMRealUNE, cim(G, a[0]), cim(G, a[1]), ""), ""));
+  case FT_P_SELECT_N: { /* both parts by the same case */
+    int nc = n->n_in - 1;
+    LLVMValueRef re[16], im[16];
+    for (int k = 0; k < nc; k++) re[k] = cre(G, a[1 + k]), im[k] = cim(G, a[1 + k]);
+    return cpack(G, od, select_n(G, id, a[0], nc, re), select_n(G, id, a[0], nc, im));
+  }
+  case FT_P_CONVERT_ELEMENT_TYPE: return cpx_convert(G, id, od, a[0]);
+  default: return NULL;
+  }
+}
+
+static bool cpx_node(const ft_knode *n) {
+  const ft_eqn *e = n->e;
+  if (iscpx(n->dt)) return true;
+  for (int k = 0; k < e->n_in; k++)
+    if (iscpx(e->in[k]->aval.dtype)) return true;
+  return false;
+}
+
 static LLVMValueRef elem(cg *G, const ft_knode *n, LLVMValueRef *v, const ft_knode *nodes) {
   const ft_eqn *e = n->e;
   ft_dtype id = e->n_in ? e->in[0]->aval.dtype : n->dt;
   LLVMValueRef a[16];
   for (int k = 0; k < n->n_in; k++) a[k] = v[n->in[k]];
   (void)nodes;
+  if (cpx_node(n)) return cpx_elem(G, n, a);
   if (ishalf(n->dt) || ishalf(id)) {
     LLVMValueRef h = half_elem(G, n, a);
     if (h || (e->prim != FT_P_SELECT_N && e->prim != FT_P_BITCAST_CONVERT_TYPE)) return h;
@@ -659,14 +847,14 @@ static bool emit_body(cg *G, kctx *K) {
       if (n->acc.buf < 0) {
         v[i] = lit_value(G, n->acc.lit, n->dt);
       } else {
-        LLVMTypeRef t = ty(G, n->dt);
         LLVMValueRef pv = K->ptrs[kbuf_slot(K, n->acc.buf)];
-        v[i] = LLVMBuildLoad2(G->b, t, elem_ptr(G, t, pv, offset(G, K, n->acc.base, n->acc.st)), "");
+        v[i] = load_val(G, n->dt, pv, offset(G, K, n->acc.base, n->acc.st));
       }
       break;
     case FT_KN_IOTA: {
       LLVMValueRef ix = n->dim < 0 ? c64(G, 0) : K->idx[n->dim];
-      if (ishalf(n->dt)) v[i] = half_convert(G, FT_I64, n->dt, ix);
+      if (iscpx(n->dt)) v[i] = cpx_convert(G, FT_I64, n->dt, ix); /* ft_set_f64: (i, +0) */
+      else if (ishalf(n->dt)) v[i] = half_convert(G, FT_I64, n->dt, ix);
       else if (isf(n->dt)) v[i] = LLVMBuildSIToFP(G->b, ix, ty(G, n->dt), "");
       else if (n->dt == FT_BOOL) v[i] = zext_i8(G, LLVMBuildICmp(G->b, LLVMIntNE, ix, c64(G, 0), ""));
       else if (bits(n->dt) < 64) v[i] = LLVMBuildTrunc(G->b, ix, ty(G, n->dt), "");
@@ -681,9 +869,8 @@ static bool emit_body(cg *G, kctx *K) {
   }
   for (int i = 0; i < k->n_stores && ok; i++) {
     const ft_knode *n = &k->nodes[k->stores[i].node];
-    LLVMTypeRef t = ty(G, n->dt);
     LLVMValueRef pv = K->ptrs[kbuf_slot(K, k->stores[i].buf)];
-    LLVMBuildStore(G->b, v[k->stores[i].node], elem_ptr(G, t, pv, offset(G, K, 0, cst)));
+    store_val(G, n->dt, v[k->stores[i].node], pv, offset(G, K, 0, cst));
   }
   free(v);
   return ok;

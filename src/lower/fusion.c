@@ -113,8 +113,11 @@ static bool dt_native(ft_dtype dt) {
 
 /* Dtypes loop kernels load, store and compute elementwise: the native ones
  * plus f16 and bf16, kept as their bits and computed through f32 exactly as
- * the interpreter does (codegen.c, half_elem). Reductions stay on dt_native. */
-static bool dt_elem(ft_dtype dt) { return dt_native(dt) || dt == FT_F16 || dt == FT_BF16; }
+ * the interpreter does (codegen.c, half_elem), and c64/c128 as pairs of
+ * f32/f64 parts (codegen.c, cpx_elem). Reductions stay on dt_native. */
+static bool dt_elem(ft_dtype dt) {
+  return dt_native(dt) || dt == FT_F16 || dt == FT_BF16 || ft_dtype_is_complex(dt);
+}
 
 static int new_buf(planner *P, ft_buf_kind kind, int index, const ft_aval *av) {
   ft_program *p = P->p;
@@ -144,6 +147,55 @@ static ft_step *new_step(planner *P, ft_step_kind kind, int eqn, int sub) {
 }
 
 /* --------------------------------------------------------- native checks */
+/* The real dtype of complex dt's parts. */
+static ft_dtype part_of(ft_dtype dt) { return dt == FT_C128 ? FT_F64 : FT_F32; }
+
+/* An equation with a complex operand or result, or real/imag/conj/complex:
+ * exactly the operations the interpreter defines on complex values
+ * (interp_elementwise.c: neg, copy, square, abs, add, sub, mul, div,
+ * eq/ne, select_n, conversions, the complex parts, iota), which cpx_elem
+ * in codegen.c compiles. The rest is refused by the interpreter too, so
+ * it stays a fallback step that reports the interpreter's error. */
+static bool cpx_native(const ft_eqn *e, ft_dtype id, ft_dtype od, const char **why) {
+  bool ci = ft_dtype_is_complex(id), co = ft_dtype_is_complex(od);
+  bool same = true;
+  for (int k = 0; k < e->n_in; k++) same &= e->in[k]->aval.dtype == id;
+  switch (e->prim) {
+  case FT_P_REAL: case FT_P_IMAG: if (ci && od == part_of(id)) return true; break;
+  case FT_P_CONJ: if (co && (ci ? od == id : id == part_of(od))) return true; break;
+  case FT_P_COMPLEX: if (co && same && id == part_of(od) && e->n_in == 2) return true; break;
+  case FT_P_NEG: case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: case FT_P_SQUARE:
+    if (ci && od == id) return true;
+    break;
+  case FT_P_ABS: if (ci && od == part_of(id)) return true; break;
+  case FT_P_ADD: case FT_P_ADD_ANY: case FT_P_SUB: case FT_P_DIV: if (ci && same && od == id) return true; break;
+  case FT_P_MUL:
+    if (ft_eqn_param(e, "out_dtype")->tag != FT_PV_NONE) {
+      *why = "mul with out_dtype is not compiled yet";
+      return false;
+    }
+    if (ci && same && od == id) return true;
+    break;
+  case FT_P_EQ: case FT_P_NE: if (ci && same && od == FT_BOOL) return true; break;
+  case FT_P_SELECT_N:
+    if (co && !ci && e->n_in >= 2 && e->n_in <= 16) {
+      for (int k = 1; k < e->n_in; k++)
+        if (e->in[k]->aval.dtype != od) goto bad;
+      return true;
+    }
+    break;
+  case FT_P_CONVERT_ELEMENT_TYPE: return true; /* every dt_elem pair */
+  case FT_P_BITCAST_CONVERT_TYPE:
+    *why = "bitcast_convert_type of complex values is not compiled (a routine step moves the bytes)";
+    return false;
+  case FT_P_IOTA: return co;
+  default: break;
+  }
+bad:
+  *why = "not an operation the interpreter defines on complex values";
+  return false;
+}
+
 bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
   const char *w = NULL;
   ft_dtype od = e->n_out == 1 ? e->out[0]->aval.dtype : FT_NUM_DTYPES;
@@ -151,14 +203,22 @@ bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
   ft_family fam = ft_prim_get(e->prim)->family;
   bool fl = od == FT_F32 || od == FT_F64 || od == FT_F16 || od == FT_BF16, isbool = id == FT_BOOL;
   if (!dt_elem(od) || !dt_elem(id)) {
-    w = "dtype not compiled yet (complex runs in the interpreter)";
+    w = "dtype not compiled yet";
     goto no;
   }
-  for (int k = 0; k < e->n_in; k++)
+  bool cpx = ft_dtype_is_complex(od) || e->prim == FT_P_REAL || e->prim == FT_P_IMAG ||
+             e->prim == FT_P_CONJ || e->prim == FT_P_COMPLEX;
+  for (int k = 0; k < e->n_in; k++) {
     if (!dt_elem(e->in[k]->aval.dtype)) {
       w = "operand dtype not compiled yet";
       goto no;
     }
+    cpx |= ft_dtype_is_complex(e->in[k]->aval.dtype);
+  }
+  if (cpx) {
+    if (cpx_native(e, id, od, &w)) return true;
+    goto no;
+  }
   switch (fam) {
   case FT_FAM_UNARY:
     switch (e->prim) {
@@ -678,7 +738,9 @@ static bool clone_prologue(planner *P, int gi, int node, const ft_aval *T, ft_ke
   for (int i = node; ok && i >= 0; i--) {
     if (!need[i]) continue;
     const ft_knode *q = &gk->nodes[i];
-    if (q->kind == FT_KN_IOTA) ok = false;
+    /* reduction kernels load and compute real values only (codegen.c's
+     * eval_at): a complex producer stays in its group, which stores */
+    if (q->kind == FT_KN_IOTA || ft_dtype_is_complex(q->dt)) ok = false;
     for (int a = 0; q->kind == FT_KN_ELEM && a < q->n_in; a++) need[q->in[a]] = true;
   }
   for (int i = 0; ok && i < n; i++) {
@@ -1314,6 +1376,72 @@ static void assign_offsets(ft_program *p) {
   p->arena_bytes = off;
 }
 
+/* reduce_sum of complex values: the interpreter (interp_reduce.c,
+ * reduce_cpx) sums the real parts and the imaginary parts separately, each
+ * in the canonical order (ft_sum_f32 / ft_sum_f64 over the parts gathered
+ * in the reduced elements' row-major order). That is the f32/f64 canonical
+ * sum of the operand viewed as its parts, x[..., 2] (element strides
+ * doubled, the part axis kept, stride 1), whose outputs [..., 2] are the
+ * complex result's bytes: one real reduction kernel (split as any), its
+ * buffer typed as the complex result for whoever reads it. The operand is
+ * read from its buffer or view (a complex producer is not recomputed in
+ * the reduction: reduction kernels compute real values only). */
+static bool place_reduce_cpx(planner *P, const ft_eqn *e, int idx) {
+  const ft_var *x = e->in[0], *o = e->out[0];
+  const ft_aval *T = &x->aval;
+  if (e->prim != FT_P_REDUCE_SUM || x->kind != FT_VAR || !ft_dtype_is_complex(T->dtype) ||
+      o->aval.dtype != T->dtype || T->rank + 1 > FT_MAX_RANK || o->aval.rank + 1 > FT_MAX_RANK)
+    return false;
+  ft_dtype pd = part_of(T->dtype);
+  ft_kernel k;
+  memset(&k, 0, sizeof k);
+  k.kind = FT_KER_REDUCE;
+  k.rprim = FT_P_REDUCE_SUM;
+  k.rout_dt = pd;
+  k.irank = T->rank + 1;
+  memcpy(k.idims, T->dims, sizeof(int64_t) * (size_t)T->rank);
+  k.idims[T->rank] = 2;
+  int64_t axes[FT_MAX_RANK];
+  int na = ft_param_ints(e, "axes", axes, FT_MAX_RANK);
+  if (na < 0) return false;
+  for (int i = 0; i < na; i++) {
+    if (axes[i] < 0 || axes[i] >= T->rank) return false;
+    k.ired[axes[i]] = true;
+  }
+  ft_access a;
+  if (!own_access(P, x, &a)) {
+    memset(&a, 0, sizeof a);
+    a.buf = -2;
+    contig(T->rank, T->dims, a.st);
+  }
+  if (a.buf == -2) a.buf = materialize(P, x, idx);
+  if (a.buf < 0) return false; /* a literal operand: the interpreter's step */
+  a.dt = pd;
+  a.base *= 2;
+  for (int d = 0; d < T->rank; d++) a.st[d] *= 2;
+  a.st[T->rank] = 1;
+  k.nodes = malloc(sizeof *k.nodes);
+  if (!k.nodes) {
+    P->oom = true;
+    return false;
+  }
+  k.nodes[0] = (ft_knode){.kind = FT_KN_LOAD, .dt = pd, .acc = a};
+  k.n_nodes = k.cap_nodes = 1;
+  k.rnode = 0;
+  reduce_summary(&k);
+  int64_t od[FT_MAX_RANK];
+  memcpy(od, o->aval.dims, sizeof(int64_t) * (size_t)o->aval.rank);
+  od[o->aval.rank] = 2;
+  ft_aval ov = ft_aval_make(pd, o->aval.rank + 1, od);
+  int out = split_wanted(&k, ft_aval_size(&ov)) ? place_split(P, &k, idx, &ov)
+                                                : add_reduce_step(P, &k, idx, &ov);
+  if (out < 0) return false;
+  P->p->bufs[out].aval = o->aval; /* the same bytes */
+  P->v[o->id].kind = VK_BUF;
+  P->v[o->id].buf = out;
+  return true;
+}
+
 static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   if (P->opts->no_compile) return place_fallback(P, e, idx);
   bool live = false; /* every primitive is pure: an equation nobody reads is skipped */
@@ -1332,7 +1460,7 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   if (P->oom) return false;
   if (e->n_out == 1 && e->out[0]->kind == FT_VAR && fam != FT_FAM_CONTROL) {
     if (is_view_prim(e) && place_view(P, e, idx)) return true;
-    if (fam == FT_FAM_REDUCE && place_reduce(P, e, idx)) return true;
+    if (fam == FT_FAM_REDUCE && (place_reduce_cpx(P, e, idx) || place_reduce(P, e, idx))) return true;
     if (fam == FT_FAM_DOT && place_dot(P, e, idx)) return true;
     if (fam != FT_FAM_LAYOUT && fam != FT_FAM_REDUCE && fam != FT_FAM_DOT &&
         ft_lower_elem_native(e, &P->why[idx]) && e->n_in <= 16) {
@@ -1501,10 +1629,10 @@ const char *ft_lower_rule_status(ft_prim p) {
                              cumlogsumexp) */
     return NULL;
   default:
-    if (p == FT_P_IOTA || p == FT_P_FFT || ft_rule_into_for(p))
-      return NULL; /* a kernel; routines.c (FFTW, or the interpreter's rule body) */
-    if (p == FT_P_REAL || p == FT_P_IMAG || p == FT_P_CONJ || p == FT_P_COMPLEX)
-      return "unsupported: runs as an interpreter step: complex dtypes are not compiled yet";
+    if (p == FT_P_IOTA || p == FT_P_FFT || ft_rule_into_for(p) || p == FT_P_REAL ||
+        p == FT_P_IMAG || p == FT_P_CONJ || p == FT_P_COMPLEX)
+      return NULL; /* a kernel (complex parts: cpx_elem); routines.c (FFTW, or the
+                      interpreter's rule body) */
     if (p == FT_P_EMPTY2) /* a scalar zero with no operands: nothing worth a kernel */
       return "unsupported: runs as an interpreter step: empty2 (one scalar zero) is not compiled";
     return "unsupported: runs as an interpreter step: not compiled yet";

@@ -575,7 +575,7 @@ START_TEST(vmap_and_jit) {
     free_arrays(3, lo), ft_array_free(li[0]);
   }
   free_arrays(3, o), free_arrays(2, in);
-  /* the JIT runs them as interpreter steps: bitwise ft_eval */
+  /* the JIT compiles them into a loop kernel: bitwise ft_eval */
   ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.no_disk_cache = true});
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
   ft_array *ji[2] = {input_array(j, 0), input_array(j, 1)}, *jo[3], *eo[3];
