@@ -283,15 +283,22 @@ static bool to_dtype(ft_pval *v, bool or_none) {
   return true;
 }
 
-/* Function names as JAX prints them: identifiers, `<lambda>`, dotted. They
- * also name hoisted jaxprs, so nothing else may get through. */
+/* Function names as JAX prints them: identifiers, `<lambda>`, dotted, and
+ * the names transformations give, `jvp(f)`, `transpose(jvp(f))` (balanced
+ * parentheses, not first). They also name hoisted jaxprs, so nothing else
+ * may get through. */
 static bool is_name(const char *s) {
-  if (!*s) return false;
-  for (; *s; s++)
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-          *s == '_' || *s == '.' || *s == '<' || *s == '>'))
+  if (!*s || *s == '(') return false;
+  int depth = 0;
+  for (; *s; s++) {
+    if (*s == '(') depth++;
+    else if (*s == ')') {
+      if (--depth < 0) return false;
+    } else if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+               *s == '_' || *s == '.' || *s == '<' || *s == '>'))
       return false;
-  return true;
+  }
+  return depth == 0;
 }
 
 /* Checks (and converts) a generic value to the schema's kind. */

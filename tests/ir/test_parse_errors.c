@@ -64,6 +64,10 @@ static const bad_case bad[] = {
     {HDR "    b:f32[3] neg a" END, FT_ERR_PARSE, "expected '=' after the equation's result binders", "2:14"},
     {HDR "    b:f32[3] = neg _" END, FT_ERR_PARSE, "'_' (a dropped result) cannot be used as an operand", "2:20"},
     {HDR "    b:f32[3] = jit[name=g jaxpr=g] a" END, FT_ERR_PARSE, "unknown jaxpr 'g'", "2:33"},
+    {HDR "    b:f32[3] = jit[name=jvp(f jaxpr={ lambda ; c:f32[3]. let  in (c,) }] a" END, FT_ERR_PARSE,
+     "param 'name' of jit expects a name", "2:25"},
+    {HDR "    b:f32[3] = jit[name=f) jaxpr={ lambda ; c:f32[3]. let  in (c,) }] a" END, FT_ERR_PARSE,
+     "param 'name' of jit expects a name", "2:25"},
     {"let g = { lambda ; a:f32[3]. let  in (a,) } in\nlet g = { lambda ; a:f32[3]. let  in (a,) } in\n"
      "{ lambda ; a:f32[3]. let  in (a,) }", FT_ERR_PARSE, "hoisted jaxpr 'g' is already defined", "2:5"},
     {"let g = { lambda ; a:f32[3]. let b:f32[3] = jit[name=g jaxpr=g] a in (b,) } in\n{ lambda ; a:f32[3]. let  in (a,) }",

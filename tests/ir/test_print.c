@@ -171,6 +171,15 @@ START_TEST(params_print_like_jax) {
                       "    d:c128[3] = fft[fft_lengths=(3,) fft_type=0] b\n  in (c, d) }");
   free(s);
   ft_jaxpr_free(j);
+  /* the names transformations give (what ftc grad prints) read back */
+  t = "{ lambda ; a:f32[3]. let\n    b:f32[3] = jit[\n      name=transpose(jvp(f))\n"
+      "      jaxpr={ lambda ; c:f32[3]. let d:f32[3] = neg c in (d,) }\n    ] a\n  in (b,) }";
+  j = ft_parse(ctx, t, strlen(t), "names");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(ctx));
+  s = ft_jaxpr_print(ctx, j);
+  ck_assert_ptr_nonnull(strstr(s, "name=transpose(jvp(f))\n"));
+  free(s);
+  ft_jaxpr_free(j);
   ft_ctx_free(ctx);
 }
 END_TEST
