@@ -258,6 +258,10 @@ ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s
  * builds every kernel of p into the LLVM module `module` (an LLVMModuleRef),
  * declaring the math functions it calls. Returns 0, or 1 with *err (malloc'd). */
 int ft_codegen_program(void *module, const ft_program *p, char **err);
+/* After the optimization passes: states the alignment of the vector stores
+ * of streaming (non-temporal) kernel bodies (codegen.c). module: an
+ * LLVMModuleRef. */
+void ft_codegen_align_streaming(void *module);
 /* The AOT entry `int name(const void *const *in, void *const *out)`: binds
  * the buffers (a static arena), runs every step in order (kernels, GEMM via
  * ft_gemm_f32/f64 when no packing is needed). 1 + *err when p has a step it
