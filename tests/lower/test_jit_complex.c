@@ -472,7 +472,7 @@ START_TEST(ad_complex_fixtures) {
     ck_assert_msg(g != NULL, "%s: %s", path, ft_ctx_error(C));
     ft_array *in[4] = {0};
     for (int i = 0; i < cases[c].n_in; i++) {
-      char sfx[8];
+      char sfx[16];
       snprintf(sfx, sizeof sfx, "in%d", i);
       in[i] = fixture_npy(dir, cases[c].name, sfx);
     }
