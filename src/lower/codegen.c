@@ -1269,6 +1269,8 @@ typedef struct rk {
   int *nseg;                /* by node: collapsed runs of the reduced axes */
   int64_t (*segdim)[FT_MAX_RANK], (*segst)[FT_MAX_RANK]; /* innermost first */
   LLVMValueRef *v;          /* by node: values at the current element */
+  bool half;                /* the folded value is f16/bf16 bits (hdt): folded widened to f32 */
+  ft_dtype hdt;
 } rk;
 
 /* Collapses the reduced (red) or kept (!red) axes of load strides st into
@@ -1318,7 +1320,9 @@ static LLVMValueRef eval_at(cg *G, rk *R, LLVMValueRef kk) {
       return NULL;
     }
   }
-  return R->v[k->rnode];
+  /* a 16-bit float folds widened to f32 exactly, as the interpreter reads
+   * it (ft_get_f64); sums and products round each step (half_canon_fold) */
+  return R->half ? half_widen(G, R->hdt, R->v[k->rnode]) : R->v[k->rnode];
 }
 
 static LLVMValueRef fold_identity(cg *G, ft_prim pr, ft_dtype dt) {
@@ -1450,6 +1454,65 @@ static LLVMValueRef canon_fold(cg *G, rk *R, ft_dtype dt, bool sum, int64_t n) {
   LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, b, c64(G, 0), "");
   LLVMValueRef tot = LLVMBuildLoad2(B, t, totp, "");
   LLVMBuildStore(B, LLVMBuildSelect(B, first, part, vop(G, sum, tot, part), ""), totp);
+  cloop_end(G, &Lb);
+  return LLVMBuildLoad2(B, t, totp, "");
+}
+
+/* sum/prod of f16/bf16 values in the canonical order with every step
+ * rounded to the dtype, as ft_sum_f32/ft_prod_f32(..., rdt) compute it:
+ * per block of FT_SUM_BLOCK, 16 f32 lane accumulators in a small array
+ * from the identity (element k of the block into lane k % 16), the halving
+ * tree, then blocks left to right; each addition (multiplication) is
+ * rounded to rdt and read back (half_round, the interpreter's
+ * ft_round_to). eval_at gives the values widened to f32. n == 1 is the
+ * value itself. */
+static LLVMValueRef half_canon_fold(cg *G, rk *R, bool sum, int64_t n) {
+  LLVMBuilderRef B = G->b;
+  ft_dtype rdt = R->hdt;
+  LLVMTypeRef t = G->f32;
+  LLVMValueRef id = fconst(G, FT_F32, sum ? 0.0 : 1.0);
+  if (n == 0) return id;
+  if (n == 1) return eval_at(G, R, c64(G, 0));
+  LLVMValueRef accp = entry_alloca(G, LLVMArrayType(t, 16)), totp = entry_alloca(G, t);
+  LLVMValueRef tmp = entry_alloca(G, LLVMArrayType(t, 16));
+  LLVMBuildStore(B, id, totp);
+  cloop Lb, Li, Lk;
+  int64_t nb = (n + FT_SUM_BLOCK - 1) / FT_SUM_BLOCK;
+  LLVMValueRef b = cloop_begin(G, &Lb, c64(G, 0), c64(G, nb));
+  LLVMValueRef start = LLVMBuildMul(B, b, c64(G, FT_SUM_BLOCK), "");
+  LLVMValueRef m = block_len(G, start, FT_SUM_BLOCK, n);
+  LLVMValueRef l = cloop_begin(G, &Li, c64(G, 0), c64(G, 16));
+  LLVMBuildStore(B, id, elem_ptr(G, t, accp, l));
+  cloop_end(G, &Li);
+  /* 16 values at a time into tmp (load16), then the 16 lanes updated by a
+   * 16-iteration loop the vectorizer turns into vector code; the tail
+   * lane by lane */
+  LLVMValueRef chunks = LLVMBuildLShr(B, m, c64(G, 4), ""), rem = LLVMBuildAnd(B, m, c64(G, 15), "");
+  LLVMValueRef j = cloop_begin(G, &Lk, c64(G, 0), chunks);
+  if (!load16(G, R, t, LLVMVectorType(t, 16), tmp, start, j)) return NULL;
+  l = cloop_begin(G, &Li, c64(G, 0), c64(G, 16));
+  LLVMValueRef lp = elem_ptr(G, t, accp, l), xp = elem_ptr(G, t, tmp, l);
+  LLVMValueRef v = vop(G, sum, LLVMBuildLoad2(B, t, lp, ""), LLVMBuildLoad2(B, t, xp, ""));
+  LLVMBuildStore(B, half_round(G, rdt, v), lp);
+  cloop_end(G, &Li);
+  cloop_end(G, &Lk);
+  LLVMValueRef t0 = LLVMBuildAdd(B, start, LLVMBuildShl(B, chunks, c64(G, 4), ""), "");
+  LLVMValueRef r = cloop_begin(G, &Lk, c64(G, 0), rem);
+  LLVMValueRef x = eval_at(G, R, LLVMBuildAdd(B, t0, r, ""));
+  if (!x) return NULL;
+  lp = elem_ptr(G, t, accp, r);
+  LLVMBuildStore(B, half_round(G, rdt, vop(G, sum, LLVMBuildLoad2(B, t, lp, ""), x)), lp);
+  cloop_end(G, &Lk);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int q = 0; q < w; q++) {
+      LLVMValueRef pa = elem_ptr(G, t, accp, c64(G, q)), pb = elem_ptr(G, t, accp, c64(G, q + w));
+      LLVMValueRef pv = vop(G, sum, LLVMBuildLoad2(B, t, pa, ""), LLVMBuildLoad2(B, t, pb, ""));
+      LLVMBuildStore(B, half_round(G, rdt, pv), pa);
+    }
+  LLVMValueRef part = LLVMBuildLoad2(B, t, elem_ptr(G, t, accp, c64(G, 0)), "");
+  LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, b, c64(G, 0), "");
+  LLVMValueRef tot = half_round(G, rdt, vop(G, sum, LLVMBuildLoad2(B, t, totp, ""), part));
+  LLVMBuildStore(B, LLVMBuildSelect(B, first, part, tot, ""), totp);
   cloop_end(G, &Lb);
   return LLVMBuildLoad2(B, t, totp, "");
 }
@@ -1670,6 +1733,7 @@ static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
   for (int d = 0; d < k->irank; d++)
     if (k->ired[d]) n *= k->idims[d];
   ft_dtype dt = k->nodes[k->rnode].dt;
+  if (ishalf(dt)) R->half = true, R->hdt = dt, dt = FT_F32;
   cloop Lo;
   LLVMValueRef p = cloop_begin(G, &Lo, lo, hi), o = p, start = NULL, m = NULL;
   if (k->rparts > 0) { /* partial p: block p % rparts of output p / rparts */
@@ -1687,7 +1751,9 @@ static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
   }
   LLVMValueRef r;
   bool fl = isf(dt), sum = k->rprim == FT_P_REDUCE_SUM, mx = k->rprim == FT_P_REDUCE_MAX;
-  if (k->rparts > 0 && fl && (sum || k->rprim == FT_P_REDUCE_PROD))
+  if (R->half && (sum || k->rprim == FT_P_REDUCE_PROD)) /* never split (fusion.c) */
+    r = half_canon_fold(G, R, sum, n);
+  else if (k->rparts > 0 && fl && (sum || k->rprim == FT_P_REDUCE_PROD))
     r = canon_block(G, R, dt, sum, start, m);
   else if (k->rparts > 0 && fl && (mx || k->rprim == FT_P_REDUCE_MIN))
     r = lane_maxmin(G, R, dt, mx, start, m);
@@ -1715,6 +1781,11 @@ static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
     break;
   }
   if (!r) return false;
+  /* 16-bit floats: the extreme of max/min is one of the inputs and a sum
+   * or product was rounded to the dtype at each step, so the narrowing is
+   * exact (a NaN becomes its sign plus the canonical NaN, as the
+   * interpreter's store makes it) */
+  if (ishalf(k->rout_dt)) r = half_narrow(G, k->rout_dt, r);
   LLVMBuildStore(B, r, elem_ptr(G, ty(G, k->rout_dt), K->ptrs[kbuf_slot(K, k->rout)], p));
   cloop_end(G, &Lo);
   LLVMBuildRetVoid(B);

@@ -241,7 +241,13 @@ bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
   case FT_FAM_BINARY:
     if (e->prim == FT_P_MUL) {
       const ft_pval *o = &e->params[ft_prim_param_index(e->prim, "out_dtype")];
-      if (o->tag != FT_PV_NONE) { w = "mul with out_dtype is not compiled yet"; goto no; }
+      /* out_dtype equal to the operands' dtype is a plain mul (as the
+       * interpreter computes it: in the result's dtype) */
+      if (o->tag != FT_PV_NONE && (o->tag != FT_PV_DTYPE || o->u.dt != e->in[0]->aval.dtype ||
+                                   o->u.dt != e->in[1]->aval.dtype)) {
+        w = "mul with an out_dtype other than its operands' dtype is not compiled yet";
+        goto no;
+      }
     }
     switch (e->prim) {
     case FT_P_ADD: case FT_P_ADD_ANY: case FT_P_MUL: case FT_P_MAX: case FT_P_MIN: return true;
@@ -682,10 +688,16 @@ static bool place_view(planner *P, const ft_eqn *e, int idx) {
 
 /* ------------------------------------------------------------- reductions */
 static bool reduce_native(const ft_eqn *e, const char **why) {
-  ft_dtype dt = e->in[0]->aval.dtype;
+  ft_dtype dt = e->in[0]->aval.dtype, od = e->out[0]->aval.dtype;
   bool fl = dt == FT_F32 || dt == FT_F64;
-  if (!dt_native(dt) || !dt_native(e->out[0]->aval.dtype)) {
-    *why = "reduction dtype not compiled yet (f16/bf16/complex reductions run in the interpreter)";
+  /* f16/bf16 fold in f32 on the widened values (codegen.c): max/min/
+   * argmax/argmin exactly, sums and products rounded to the dtype at each
+   * step of the canonical order, as ft_sum_f32(..., rdt) */
+  bool half = (dt == FT_F16 || dt == FT_BF16) && e->prim != FT_P_REDUCE_AND &&
+              e->prim != FT_P_REDUCE_OR;
+  if (!(dt_native(dt) || half) || !(dt_native(od) || (half && od == dt))) {
+    *why = "a reduction of a dtype the kernels do not fold (complex), which the interpreter "
+           "refuses too";
     return false;
   }
   switch (e->prim) {
@@ -963,7 +975,8 @@ static bool place_dot(planner *P, const ft_eqn *e, int idx) {
   ft_dtype od = e->out[0]->aval.dtype;
   if ((od != FT_F32 && od != FT_F64) || e->in[0]->aval.dtype != od ||
       e->in[1]->aval.dtype != od) {
-    P->why[idx] = "dot_general: only f32/f64 with operands of the result dtype use GEMM yet";
+    P->why[idx] = "dot_general outside the f32/f64 GEMM steps, which the interpreter refuses "
+                  "too";
     return false;
   }
   if (e->in[0]->kind != FT_VAR || e->in[1]->kind != FT_VAR) return false;
@@ -1471,6 +1484,10 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   if (P->oom) return false;
   /* conversions the loop kernels do not compile: the interpreter's conversion */
   if (fam == FT_FAM_CONVERT && ft_routine_native(e, NULL)) return place_routine(P, e, idx, NULL);
+  /* reductions and dots the kernels and GEMM steps do not compute: the
+   * interpreter's rule body; what it refuses keeps the reason above */
+  if ((fam == FT_FAM_REDUCE || fam == FT_FAM_DOT) && ft_routine_native(e, NULL))
+    return place_routine(P, e, idx, NULL);
   if (!P->why[idx]) {
     switch (fam) {
     case FT_FAM_CONTROL: P->why[idx] = "control flow whose sub-jaxprs do not fit its operands"; break;
@@ -1633,8 +1650,7 @@ const char *ft_lower_rule_status(ft_prim p) {
         p == FT_P_IMAG || p == FT_P_CONJ || p == FT_P_COMPLEX)
       return NULL; /* a kernel (complex parts: cpx_elem); routines.c (FFTW, or the
                       interpreter's rule body) */
-    if (p == FT_P_EMPTY2) /* a scalar zero with no operands: nothing worth a kernel */
-      return "unsupported: runs as an interpreter step: empty2 (one scalar zero) is not compiled";
+    if (p == FT_P_EMPTY2) return NULL; /* routines.c: all-zero bits */
     return "unsupported: runs as an interpreter step: not compiled yet";
   }
 }

@@ -2,10 +2,13 @@
  * runs natively with a C routine of the library on the program's buffers:
  * no interpreter, no allocation (a fallback step allocates on each call).
  *
- *   pad, concatenate, split, dynamic_slice, dynamic_update_slice
+ *   pad, concatenate, split, dynamic_slice, dynamic_update_slice, reshape
+ *   with `dimensions` (old JAX's transpose-then-reshape)
  *       pure data movement: every element is copied as bytes, so the result
  *       is the interpreter's (interp_layout.c) bit for bit, NaN payloads
  *       included; start indices are clamped as XLA does.
+ *   empty2
+ *       all-zero bits, as the interpreter writes.
  *   cumsum, cumprod, cummax, cummin on f32/f64 and the integer dtypes
  *       (cummax/cummin also bool): the running fold of docs/determinism.md
  *       §4 written with the interpreter's own operations (interp_reduce.c):
@@ -13,7 +16,9 @@
  *       integers wrap in 64 bits before the store truncates.
  *   sort, top_k, gather, scatter/-add/-mul/-min/-max, reduce_window_*,
  *   conv_general_dilated, reduce_precision, cumlogsumexp and the
- *   cumulative ops on f16/bf16
+ *   cumulative ops on f16/bf16; the reductions and argmax/argmin the
+ *   reduction kernels do not compile (f16/bf16, complex) and dot_general
+ *   outside the GEMM steps (integer, f16/bf16, complex, mixed dtypes)
  *       the interpreter's own rule bodies (runtime.h, "rules shared with the
  *       JIT") run on views of the program's buffers, with their scratch
  *       (sort's permutation, a window's offsets) in the program's arena:
@@ -89,6 +94,20 @@ static bool rule_accepts(const ft_eqn *e, const char **why) {
   return f(NULL, e, ip, NULL, NULL) == FT_OK;
 }
 
+/* The permutation of a reshape with `dimensions` (old JAX: transpose the
+ * operand by it, then reshape); false when it has none or it is bad. */
+static bool reshape_perm(const ft_eqn *e, const ft_aval *a, int64_t *perm) {
+  const ft_pval *d = ft_eqn_param(e, "dimensions");
+  if (!d || d->tag != FT_PV_TUPLE) return false;
+  bool seen[FT_MAX_RANK] = {0};
+  if (ft_param_ints(e, "dimensions", perm, FT_MAX_RANK) != a->rank) return false;
+  for (int i = 0; i < a->rank; i++) {
+    if (perm[i] < 0 || perm[i] >= a->rank || seen[perm[i]]) return false;
+    seen[perm[i]] = true;
+  }
+  return true;
+}
+
 /* The rule bodies write every result; only sort and top_k have several. */
 bool ft_routine_all_outputs(const ft_eqn *e) {
   return e->prim == FT_P_SORT || e->prim == FT_P_TOP_K;
@@ -108,9 +127,16 @@ static bool cum_native(const ft_eqn *e) {
  * would refuse (those equations stay fallbacks and fail as the interpreter
  * does). */
 bool ft_routine_native(const ft_eqn *e, const char **why) {
+  if (e->n_out < 1) return false;
+  if (e->prim == FT_P_EMPTY2) return e->n_out == 1;
   const ft_aval *o = &e->out[0]->aval, *a = e->n_in ? &e->in[0]->aval : NULL;
-  if (!a || e->n_out < 1) return false;
+  if (!a) return false;
   switch (e->prim) {
+  case FT_P_RESHAPE: { /* only with `dimensions`; the others are views (fusion.c) */
+    int64_t perm[FT_MAX_RANK];
+    return e->n_in == 1 && reshape_perm(e, a, perm) && a->dtype == o->dtype &&
+           ft_aval_size(a) == ft_aval_size(o);
+  }
   case FT_P_PAD: {
     int64_t cfg[FT_MAX_RANK][3];
     return e->n_in == 2 && pad_config(e, a->rank, cfg) && e->in[1]->aval.dtype == o->dtype &&
@@ -394,6 +420,28 @@ static void run_dynamic(const ft_eqn *e, const ft_step *s, void *const *kbufs) {
   }
 }
 
+/* reshape with `dimensions`: the operand transposed by them, in row-major
+ * order (the interpreter transposes into a copy, then copies its bytes). */
+static void run_reshape(const ft_eqn *e, const ft_step *s, void *const *kbufs) {
+  const ft_aval *a = &e->in[0]->aval;
+  int r = a->rank;
+  int64_t perm[FT_MAX_RANK], ist[FT_MAX_RANK], tdims[FT_MAX_RANK], idx[FT_MAX_RANK] = {0};
+  reshape_perm(e, a, perm);
+  c_strides(r, a->dims, ist);
+  for (int d = 0; d < r; d++) tdims[d] = a->dims[perm[d]];
+  size_t es = ft_dtype_size(a->dtype);
+  uint64_t t0[2];
+  const char *src = operand(e, s, kbufs, 0, t0);
+  char *dst = kbufs[s->out[0]];
+  int64_t n = ft_aval_size(a);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t off = 0;
+    for (int d = 0; d < r; d++) off += idx[d] * ist[perm[d]];
+    memcpy(dst + (size_t)k * es, src + (size_t)off * es, es);
+    next_index(r, tdims, idx);
+  }
+}
+
 /* ------------------------------------------------------------- cumulative */
 /* The interpreter's fold_max (interp_reduce.c): NaN wins, -0 < +0. */
 static double fold_max(double a, double b, bool is_max) {
@@ -562,6 +610,11 @@ ft_status ft_routine_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
   case FT_P_PAD: run_pad(e, s, kbufs); break;
   case FT_P_CONCATENATE: case FT_P_SPLIT: run_concat_split(e, s, kbufs); break;
   case FT_P_DYNAMIC_SLICE: case FT_P_DYNAMIC_UPDATE_SLICE: run_dynamic(e, s, kbufs); break;
+  case FT_P_RESHAPE: run_reshape(e, s, kbufs); break;
+  case FT_P_EMPTY2: /* all-zero bits: +0, False (interp_layout.c) */
+    memset(kbufs[s->out[0]], 0, ft_dtype_size(e->out[0]->aval.dtype) *
+                                    (size_t)ft_aval_size(&e->out[0]->aval));
+    break;
   case FT_P_FFT: run_fft(e, s, kbufs); break;
   case FT_P_CONVERT_ELEMENT_TYPE: case FT_P_BITCAST_CONVERT_TYPE: run_convert(e, s, kbufs); break;
   default:

@@ -150,84 +150,106 @@ typedef struct dot_geo {
   int64_t *lb, *lm, *lk, *rb, *rk, *rn; /* element offsets per group */
 } dot_geo;
 
-static void geo_free(dot_geo *g) {
-  free(g->lb), free(g->lm), free(g->lk), free(g->rb), free(g->rk), free(g->rn);
+/* The offsets of ft_enum_offsets written into off (count elements). */
+static void enum_into(const ft_aval *a, const int64_t *dims, int nd, int64_t *off, int64_t n) {
+  int64_t st[FT_MAX_RANK], s = 1, idx[FT_MAX_RANK] = {0};
+  for (int i = a->rank - 1; i >= 0; i--) st[i] = s, s *= a->dims[i];
+  for (int64_t k = 0; k < n; k++) {
+    int64_t o = 0;
+    for (int i = 0; i < nd; i++) o += idx[i] * st[dims[i]];
+    off[k] = o;
+    for (int i = nd - 1; i >= 0; i--) {
+      if (++idx[i] < a->dims[dims[i]]) break;
+      idx[i] = 0;
+    }
+  }
 }
 
-static ft_status dot_plan(ft_ctx *ctx, const ft_eqn *e, const ft_array *l, const ft_array *r,
-                          const ft_array *o, dot_geo *g) {
+static int64_t dims_count(const ft_aval *a, const int64_t *dims, int nd) {
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= a->dims[dims[i]];
+  return n;
+}
+
+/* Checks the dimension numbers against the avals of l, r and o and sets
+ * B, M, N, K. */
+static ft_status dot_shape(ft_ctx *ctx, const ft_eqn *e, const ft_aval *l, const ft_aval *r,
+                           const ft_aval *o, dot_geo *g, dims3 *L, dims3 *R) {
   const ft_pval *dn = ft_eqn_param(e, "dimension_numbers");
-  dims3 L, R;
   memset(g, 0, sizeof *g);
-  if (dn->tag != FT_PV_TUPLE || dn->n != 2 || dn->u.items[0].tag != FT_PV_TUPLE ||
+  if (!dn || dn->tag != FT_PV_TUPLE || dn->n != 2 || dn->u.items[0].tag != FT_PV_TUPLE ||
       dn->u.items[0].n != 2 || dn->u.items[1].tag != FT_PV_TUPLE || dn->u.items[1].n != 2 ||
-      !split_dims(&l->aval, &dn->u.items[0].u.items[0], &dn->u.items[1].u.items[0], &L) ||
-      !split_dims(&r->aval, &dn->u.items[0].u.items[1], &dn->u.items[1].u.items[1], &R) ||
-      L.nc != R.nc || L.nb != R.nb)
+      !split_dims(l, &dn->u.items[0].u.items[0], &dn->u.items[1].u.items[0], L) ||
+      !split_dims(r, &dn->u.items[0].u.items[1], &dn->u.items[1].u.items[1], R) ||
+      L->nc != R->nc || L->nb != R->nb)
     return ft_set_error(ctx, FT_ERR_TYPE, "bad dimension_numbers");
-  for (int i = 0; i < L.nc; i++)
-    if (l->aval.dims[L.contract[i]] != r->aval.dims[R.contract[i]])
+  for (int i = 0; i < L->nc; i++)
+    if (l->dims[L->contract[i]] != r->dims[R->contract[i]])
       return ft_set_error(ctx, FT_ERR_SHAPE, "contracting dimensions differ in size");
-  for (int i = 0; i < L.nb; i++)
-    if (l->aval.dims[L.batch[i]] != r->aval.dims[R.batch[i]])
+  for (int i = 0; i < L->nb; i++)
+    if (l->dims[L->batch[i]] != r->dims[R->batch[i]])
       return ft_set_error(ctx, FT_ERR_SHAPE, "batch dimensions differ in size");
-  int64_t t;
-  g->lb = ft_enum_offsets(&l->aval, L.batch, L.nb, &g->B);
-  g->lm = ft_enum_offsets(&l->aval, L.free_, L.nf, &g->M);
-  g->lk = ft_enum_offsets(&l->aval, L.contract, L.nc, &g->K);
-  g->rb = ft_enum_offsets(&r->aval, R.batch, R.nb, &t);
-  g->rk = ft_enum_offsets(&r->aval, R.contract, R.nc, &t);
-  g->rn = ft_enum_offsets(&r->aval, R.free_, R.nf, &g->N);
-  if (!g->lb || !g->lm || !g->lk || !g->rb || !g->rk || !g->rn) {
-    geo_free(g);
-    return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
-  }
-  if (ft_array_size(o) != g->B * g->M * g->N) {
-    geo_free(g);
+  g->B = dims_count(l, L->batch, L->nb);
+  g->M = dims_count(l, L->free_, L->nf);
+  g->K = dims_count(l, L->contract, L->nc);
+  g->N = dims_count(r, R->free_, R->nf);
+  if (ft_aval_size(o) != g->B * g->M * g->N)
     return ft_set_error(ctx, FT_ERR_SHAPE, "the result shape does not match the dot");
-  }
   return FT_OK;
 }
 
+/* Bytes of one scratch region, kept 64-byte aligned inside the scratch. */
+static size_t region(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Points g's offset tables into scratch (returns the bytes past them). */
+static char *dot_offsets(const ft_aval *l, const ft_aval *r, const dims3 *L, const dims3 *R,
+                         dot_geo *g, char *scratch) {
+  int64_t *p = (int64_t *)(void *)scratch;
+  g->lb = p, p += g->B;
+  g->lm = p, p += g->M;
+  g->lk = p, p += g->K;
+  g->rb = p, p += g->B;
+  g->rk = p, p += g->K;
+  g->rn = p, p += g->N;
+  enum_into(l, L->batch, L->nb, g->lb, g->B);
+  enum_into(l, L->free_, L->nf, g->lm, g->M);
+  enum_into(l, L->contract, L->nc, g->lk, g->K);
+  enum_into(r, R->batch, R->nb, g->rb, g->B);
+  enum_into(r, R->contract, R->nc, g->rk, g->K);
+  enum_into(r, R->free_, R->nf, g->rn, g->N);
+  return scratch + region(sizeof(int64_t) * (size_t)(2 * g->B + g->M + 2 * g->K + g->N));
+}
+
 /* Floating dots: pack operands as [b][m][k] and [b][k][n] in the compute
- * precision, then one GEMM per batch element. */
-static ft_status dot_float(ft_ctx *ctx, const ft_array *l, const ft_array *r, ft_array *o,
-                           const dot_geo *g, bool f64) {
-  size_t es = f64 ? sizeof(double) : sizeof(float);
+ * precision (A, Bm), then one GEMM per batch element into C. */
+static void dot_float(const ft_array *l, const ft_array *r, ft_array *o, const dot_geo *g,
+                      bool f64, char *A, char *Bm, char *C) {
   int64_t B = g->B, M = g->M, N = g->N, K = g->K;
-  char *A = malloc(es * (size_t)(B * M * K + 1)), *Bm = malloc(es * (size_t)(B * K * N + 1)),
-       *C = malloc(es * (size_t)(B * M * N + 1));
-  if (!A || !Bm || !C) {
-    free(A), free(Bm), free(C);
-    return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
-  }
   for (int64_t b = 0; b < B; b++) {
     for (int64_t m = 0; m < M; m++)
       for (int64_t k = 0; k < K; k++) {
         double v = ft_get_f64(l, g->lb[b] + g->lm[m] + g->lk[k]);
         int64_t at = (b * M + m) * K + k;
-        if (f64) ((double *)A)[at] = v;
-        else ((float *)A)[at] = (float)v;
+        if (f64) ((double *)(void *)A)[at] = v;
+        else ((float *)(void *)A)[at] = (float)v;
       }
     for (int64_t k = 0; k < K; k++)
       for (int64_t n = 0; n < N; n++) {
         double v = ft_get_f64(r, g->rb[b] + g->rk[k] + g->rn[n]);
         int64_t at = (b * K + k) * N + n;
-        if (f64) ((double *)Bm)[at] = v;
-        else ((float *)Bm)[at] = (float)v;
+        if (f64) ((double *)(void *)Bm)[at] = v;
+        else ((float *)(void *)Bm)[at] = (float)v;
       }
     if (f64)
-      ft_gemm_f64(M, N, K, (double *)A + b * M * K, K, (double *)Bm + b * K * N, N,
-                  (double *)C + b * M * N, N);
+      ft_gemm_f64(M, N, K, (double *)(void *)A + b * M * K, K, (double *)(void *)Bm + b * K * N,
+                  N, (double *)(void *)C + b * M * N, N);
     else
-      ft_gemm_f32(M, N, K, (float *)A + b * M * K, K, (float *)Bm + b * K * N, N,
-                  (float *)C + b * M * N, N);
+      ft_gemm_f32(M, N, K, (float *)(void *)A + b * M * K, K, (float *)(void *)Bm + b * K * N, N,
+                  (float *)(void *)C + b * M * N, N);
   }
   int64_t total = B * M * N;
   for (int64_t i = 0; i < total; i++)
-    ft_set_f64(o, i, f64 ? ((double *)C)[i] : (double)((float *)C)[i]);
-  free(A), free(Bm), free(C);
-  return FT_OK;
+    ft_set_f64(o, i, f64 ? ((double *)(void *)C)[i] : (double)((float *)(void *)C)[i]);
 }
 
 /* Integer and complex dots: plain loops, k in increasing order. */
@@ -263,31 +285,53 @@ static void dot_loops(const ft_array *l, const ft_array *r, ft_array *o, const d
 }
 
 ft_status ft_interp_dot(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
-  ft_status st = ft_interp_alloc_outs(ctx, e, out);
-  if (st) return st;
-  ft_array *o = out[0];
+  return ft_interp_via_into(ctx, e, in, out);
+}
+
+/* The operands' offset tables, then for a float result the packed
+ * operands and the GEMM's result in the compute precision. Computed from
+ * the avals (0 when the dimension numbers are bad: the check refuses). */
+size_t ft_dot_scratch(const ft_eqn *e) {
   dot_geo g;
-  if ((st = dot_plan(ctx, e, in[0], in[1], o, &g))) goto fail;
-  ft_dtype dt = o->aval.dtype;
+  dims3 L, R;
+  if (e->n_in != 2 || e->n_out != 1 ||
+      dot_shape(NULL, e, &e->in[0]->aval, &e->in[1]->aval, &e->out[0]->aval, &g, &L, &R))
+    return 0;
+  size_t n = region(sizeof(int64_t) * (size_t)(2 * g.B + g.M + 2 * g.K + g.N));
+  ft_dtype dt = e->out[0]->aval.dtype;
   if (ft_dtype_is_float(dt)) {
-    /* f16/bf16 operands compute in f32 and round once at the end */
-    st = dot_float(ctx, in[0], in[1], o, &g, dt == FT_F64);
-  } else if (ft_dtype_is_complex(dt) || ft_dtype_is_int(dt) || dt == FT_BOOL) {
-    if (!ft_dtype_is_complex(dt) && (ft_dtype_is_inexact(in[0]->aval.dtype) ||
-                                     ft_dtype_is_inexact(in[1]->aval.dtype)))
-      st = ft_set_error(ctx, FT_ERR_UNSUPPORTED, "dot_general of floats into %s",
-                        ft_dtype_name(dt));
-    else
-      dot_loops(in[0], in[1], o, &g);
-  } else {
-    st = ft_set_error(ctx, FT_ERR_UNSUPPORTED, "dot_general into %s", ft_dtype_name(dt));
+    size_t es = dt == FT_F64 ? sizeof(double) : sizeof(float);
+    n += region(es * (size_t)(g.B * g.M * g.K)) + region(es * (size_t)(g.B * g.K * g.N)) +
+         region(es * (size_t)(g.B * g.M * g.N));
   }
-  geo_free(&g);
-  if (!st) return FT_OK;
-fail:
-  ft_array_free(o);
-  out[0] = NULL;
-  return st;
+  return n;
+}
+
+ft_status ft_dot_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                      void *scratch) {
+  dot_geo g;
+  dims3 L, R;
+  ft_status st = dot_shape(ctx, e, &in[0]->aval, &in[1]->aval, &e->out[0]->aval, &g, &L, &R);
+  if (st) return st;
+  ft_dtype dt = e->out[0]->aval.dtype;
+  bool fl = ft_dtype_is_float(dt), cpx = ft_dtype_is_complex(dt);
+  if (!fl && !cpx && !ft_dtype_is_int(dt) && dt != FT_BOOL)
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "dot_general into %s", ft_dtype_name(dt));
+  if (!fl && !cpx && (ft_dtype_is_inexact(in[0]->aval.dtype) || ft_dtype_is_inexact(in[1]->aval.dtype)))
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "dot_general of floats into %s", ft_dtype_name(dt));
+  if (!out) return FT_OK;
+  char *p = dot_offsets(&in[0]->aval, &in[1]->aval, &L, &R, &g, scratch);
+  if (fl) {
+    /* f16/bf16 operands compute in f32 and round once at the end */
+    bool f64 = dt == FT_F64;
+    size_t es = f64 ? sizeof(double) : sizeof(float);
+    char *A = p, *Bm = A + region(es * (size_t)(g.B * g.M * g.K));
+    char *C = Bm + region(es * (size_t)(g.B * g.K * g.N));
+    dot_float(in[0], in[1], out[0], &g, f64, A, Bm, C);
+  } else {
+    dot_loops(in[0], in[1], out[0], &g);
+  }
+  return FT_OK;
 }
 
 /* -------------------------------------------------------------------- fft */

@@ -52,8 +52,10 @@ static bool next_index(int rank, const int64_t *dims, int64_t *idx) {
   return false;
 }
 
+/* roff: storage for the offsets of the reduced elements (K of them, at
+ * least one slot), the caller's scratch. */
 static ft_status plan_reduce(ft_ctx *ctx, const ft_aval *in, const int64_t *axes, int na,
-                             red_plan *p) {
+                             red_plan *p, int64_t *roff) {
   bool red[FT_MAX_RANK] = {0};
   int64_t st[FT_MAX_RANK], rdims[FT_MAX_RANK], rst[FT_MAX_RANK];
   int nr = 0;
@@ -69,9 +71,8 @@ static ft_status plan_reduce(ft_ctx *ctx, const ft_aval *in, const int64_t *axes
     if (red[d]) rdims[nr] = in->dims[d], rst[nr++] = st[d], p->K *= in->dims[d];
     else p->kept[p->nkept] = d, p->kstride[p->nkept++] = st[d];
   }
-  p->roff = malloc(sizeof(int64_t) * (size_t)(p->K ? p->K : 1));
-  if (!p->roff) return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
-  if (p->K == 0) return FT_OK;
+  p->roff = roff;
+  if (p->K == 0 || !roff) return FT_OK;
   int64_t idx[FT_MAX_RANK] = {0}, k = 0;
   do {
     int64_t off = 0;
@@ -238,48 +239,67 @@ static ft_status arg_reduce(const ft_eqn *e, const ft_array *a, ft_array *o, con
 }
 
 ft_status ft_interp_reduce(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  return ft_interp_via_into(ctx, e, in, out);
+}
+
+/* The elements reduced into each output (the product of the reduced
+ * dims), or -1 when the axes are bad. */
+static int64_t reduce_count(const ft_eqn *e, const ft_aval *a) {
+  int64_t axes[FT_MAX_RANK], K = 1;
+  int na = ft_param_ints(e, "axes", axes, FT_MAX_RANK);
+  if (na < 0) return -1;
+  for (int i = 0; i < na; i++) {
+    if (axes[i] < 0 || axes[i] >= a->rank) return -1;
+    K *= a->dims[axes[i]];
+  }
+  return K;
+}
+
+/* The offsets of the reduced elements, then 2 doubles per element (the
+ * values of a float or complex sum gathered for the canonical fold). */
+size_t ft_reduce_scratch(const ft_eqn *e) {
+  int64_t K = e->n_in == 1 ? reduce_count(e, &e->in[0]->aval) : -1;
+  if (K < 1) K = 1;
+  return (sizeof(int64_t) + 2 * sizeof(double)) * (size_t)K;
+}
+
+/* Whether the fold of prim is defined on dt (what the bodies compute). */
+static bool reduce_defined(ft_prim p, ft_dtype dt) {
+  bool arg = p == FT_P_ARGMAX || p == FT_P_ARGMIN;
+  if (ft_dtype_is_complex(dt)) return p == FT_P_REDUCE_SUM;
+  if (arg || ft_dtype_is_float(dt)) return true;
+  if (dt == FT_BOOL && (p == FT_P_REDUCE_SUM || p == FT_P_REDUCE_PROD)) return false;
+  return ft_dtype_is_int(dt) || dt == FT_BOOL;
+}
+
+ft_status ft_reduce_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                         void *scratch) {
   const ft_array *a = in[0];
   int64_t axes[FT_MAX_RANK];
   int na = ft_param_ints(e, "axes", axes, FT_MAX_RANK);
   if (na < 0) return ft_set_error(ctx, FT_ERR_TYPE, "bad or missing param: axes");
   red_plan p;
-  ft_status st = plan_reduce(ctx, &a->aval, axes, na, &p);
-  if (st) {
-    free(p.roff);
-    return st;
-  }
-  if ((st = ft_interp_alloc_outs(ctx, e, out))) {
-    free(p.roff);
-    return st;
-  }
-  if (ft_array_size(out[0]) != ft_array_size(a) / (p.K ? p.K : 1) && p.K) {
-    st = ft_set_error(ctx, FT_ERR_SHAPE, "the result shape does not match the reduction");
-    goto done;
-  }
-  void *buf = malloc(sizeof(double) * 2 * (size_t)(p.K ? p.K : 1));
-  if (!buf) {
-    st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
-    goto done;
-  }
+  ft_status st = plan_reduce(ctx, &a->aval, axes, na, &p, out ? scratch : NULL);
+  if (st) return st;
+  const ft_aval *oa = &e->out[0]->aval;
+  if (p.K && ft_aval_size(oa) != ft_aval_size(&a->aval) / p.K)
+    return ft_set_error(ctx, FT_ERR_SHAPE, "the result shape does not match the reduction");
+  bool arg = e->prim == FT_P_ARGMAX || e->prim == FT_P_ARGMIN;
+  if (arg && (na != 1 || p.K == 0))
+    return ft_set_error(ctx, FT_ERR_SHAPE, "%s needs one non-empty axis", ft_prim_get(e->prim)->name);
   ft_dtype dt = a->aval.dtype;
-  if (e->prim == FT_P_ARGMAX || e->prim == FT_P_ARGMIN) {
-    if (na != 1 || p.K == 0) st = ft_set_error(ctx, FT_ERR_SHAPE, "%s needs one non-empty axis",
-                                               ft_prim_get(e->prim)->name);
-    else st = arg_reduce(e, a, out[0], &p);
-  } else if (ft_dtype_is_float(dt)) {
-    st = reduce_float(e, a, out[0], &p, buf);
-  } else if (ft_dtype_is_complex(dt)) {
-    st = reduce_cpx(e, a, out[0], &p, buf);
-  } else {
-    st = reduce_int(e, a, out[0], &p);
-  }
-  free(buf);
-  if (st == FT_ERR_UNSUPPORTED)
+  if (!reduce_defined(e->prim, dt))
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "%s is not defined for dtype %s",
+                        ft_prim_get(e->prim)->name, ft_dtype_name(dt));
+  if (!out) return FT_OK;
+  void *buf = (int64_t *)scratch + (p.K ? p.K : 1);
+  if (arg) st = arg_reduce(e, a, out[0], &p);
+  else if (ft_dtype_is_float(dt)) st = reduce_float(e, a, out[0], &p, buf);
+  else if (ft_dtype_is_complex(dt)) st = reduce_cpx(e, a, out[0], &p, buf);
+  else st = reduce_int(e, a, out[0], &p);
+  if (st == FT_ERR_UNSUPPORTED) /* reduce_defined above rules these out */
     ft_set_error(ctx, st, "%s is not defined for dtype %s", ft_prim_get(e->prim)->name,
                  ft_dtype_name(dt));
-done:
-  free(p.roff);
-  if (st) ft_array_free(out[0]), out[0] = NULL;
   return st;
 }
 

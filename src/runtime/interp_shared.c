@@ -24,6 +24,10 @@ ft_rule_into_fn ft_rule_into_for(ft_prim p) {
   case FT_P_CUMSUM: case FT_P_CUMPROD: case FT_P_CUMMAX: case FT_P_CUMMIN: case FT_P_CUMLOGSUMEXP:
     return ft_cumulative_into;
   case FT_P_REDUCE_PRECISION: return ft_reduce_precision_into;
+  case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD: case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN:
+  case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_ARGMAX: case FT_P_ARGMIN:
+    return ft_reduce_into;
+  case FT_P_DOT_GENERAL: return ft_dot_into;
   default: return NULL;
   }
 }
@@ -39,6 +43,10 @@ size_t ft_rule_scratch(const ft_eqn *e) {
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
     return ft_reduce_window_scratch(e);
   case FT_P_TOP_K: return ft_top_k_scratch(e);
+  case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD: case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN:
+  case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_ARGMAX: case FT_P_ARGMIN:
+    return ft_reduce_scratch(e);
+  case FT_P_DOT_GENERAL: return ft_dot_scratch(e);
   default: return 0;
   }
 }

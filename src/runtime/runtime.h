@@ -206,12 +206,21 @@ ft_status ft_cumulative_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                              ft_array *const *out, void *scratch);
 ft_status ft_reduce_precision_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                                    ft_array *const *out, void *scratch);
+/* reductions and argmax/argmin (every dtype the interpreter reduces), and
+ * dot_general (every dtype: GEMM in the compute precision for float
+ * results, k-ordered loops for integer and complex ones) */
+ft_status ft_reduce_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                         void *scratch);
+ft_status ft_dot_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                      void *scratch);
 /* The rule body above for e's primitive (NULL: none), and its scratch bytes. */
 ft_rule_into_fn ft_rule_into_for(ft_prim p);
 size_t ft_rule_scratch(const ft_eqn *e);
 /* (the parts of ft_rule_scratch that live next to their bodies) */
 size_t ft_reduce_window_scratch(const ft_eqn *e);
 size_t ft_top_k_scratch(const ft_eqn *e);
+size_t ft_reduce_scratch(const ft_eqn *e);
+size_t ft_dot_scratch(const ft_eqn *e);
 /* Runs a rule body as an interpreter rule: allocates out[] and the scratch. */
 ft_status ft_interp_via_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 

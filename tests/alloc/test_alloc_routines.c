@@ -2,7 +2,8 @@
  * compiled program whose routine steps run sort, top_k, gather, the scatter
  * family, reduce_window, conv, cumlogsumexp, f16 cumsum, reduce_precision
  * and fft (one plan per compiled function, also inside a scan whose rows
- * are misaligned views) makes no heap allocation, has no fallback step,
+ * are misaligned views), integer/f16 dot_general, a complex sum, reshape
+ * with dimensions and empty2 makes no heap allocation, has no fallback step,
  * and gives the interpreter's bytes. The library's allocations go through
  * the counters below (linked with -Wl,--wrap=...; FFTW and LLVM are shared
  * libraries, so their internals are not counted: FFTW's execute functions
@@ -111,6 +112,17 @@ static const char *const PROGRAMS[] = {
     "      length=3 num_carry=0 num_consts=0 reverse=False unroll=1\n"
     "    ] x\n"
     "  in (y,) }\n",
+    /* what used to be fallback steps: integer and f16 dots, a complex sum,
+     * reshape with dimensions, empty2 (routines); f16 sum and max (kernels) */
+    "{ lambda ; a:i32[3,4] b:i32[4,5] c:c64[3,7] h:f16[3,4] k:f16[4,2] x:f32[2,3]. let\n"
+    "    d:i32[3,5] = dot_general[dimension_numbers=(([1], [0]), ([], []))] a b\n"
+    "    e:c64[3] = reduce_sum[axes=(1,)] c\n"
+    "    f:f16[3,2] = dot_general[dimension_numbers=(([1], [0]), ([], []))] h k\n"
+    "    g:f32[3,2] = reshape[dimensions=(1, 0) new_sizes=(3, 2) sharding=None] x\n"
+    "    z:f32[] = empty2[dtype=float32 memory_space=MemorySpace.Device] \n"
+    "    s:f16[4] = reduce_sum[axes=(0,)] h\n"
+    "    m:f16[] = reduce_max[axes=(0, 1)] h\n"
+    "  in (d, e, f, g, z, s, m) }\n",
 };
 
 START_TEST(steady_state_routine_calls_do_not_allocate) {
