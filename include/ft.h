@@ -923,9 +923,10 @@ typedef enum ft_emit_kind {
 } ft_emit_kind;
 /* Writes j's compiled form to path (ahead of time). The entry function of
  * OBJ/SO is `int <name>(const void *const *in, void *const *out)` (C-order
- * buffers of the input and output avals; returns 0); name NULL gives
- * "ft_main". A program with fallback steps cannot be emitted as OBJ/SO
- * (FT_ERR_UNSUPPORTED names the step). */
+ * buffers of the input and output avals; returns 0 or a nonzero ft_status,
+ * `const char *<name>_error(void)` says why), with `<name>_release`; it runs
+ * every step kind through libfrankentrace_rt (no LLVM), which it needs at
+ * link time (docs/jit.md, "AOT"). name NULL gives "ft_main". */
 FT_API ft_status ft_jit_emit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts,
                              ft_emit_kind kind, const char *name, const char *path);
 /* Empties the in-memory compile cache (compiled code still used by an

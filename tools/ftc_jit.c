@@ -15,8 +15,10 @@ static int compile_usage(void) {
          "  plan  the execution plan: fused loop kernels, GEMM calls, and the fallback\n"
          "        steps that still run the interpreter's rule (with the reason)\n"
          "  llvm  the optimized LLVM IR of the kernels      asm  host assembly\n"
-         "  obj   an ELF object with the kernels and the entry function NAME\n"
-         "  so    a shared library with the same (linked with $CC or cc)\n"
+         "  obj   an ELF object with the kernels and the entry function NAME (plus\n"
+         "        NAME_error, NAME_release); link it with -lfrankentrace_rt (no LLVM)\n"
+         "  so    a shared library with the same (linked with $CC or cc; against\n"
+         "        libfrankentrace_rt in $FT_AOT_LIBDIR when that is set)\n"
          "  h     the C header declaring `int NAME(const void *const *in, void *const *out)`\n"
          "OUT defaults to standard output for plan, llvm, asm and h. NAME defaults to ft_main.\n"
          "-O N picks the LLVM pipeline default<ON> (1..3, default 2).\n");

@@ -297,7 +297,7 @@ typedef struct emit_part {
   const ft_program *p;
   int opt_level;
   ft_llvm_out kind;
-  const char *entry;
+  const ft_aot_entry *entry;
   const unsigned char *keep; /* per kernel: the unit that compiles it (NULL: all here) */
   int part;                  /* which value of keep[] this unit compiles */
   bool fast;                 /* only optnone kernels: codegen level None */
@@ -345,7 +345,7 @@ static ft_status emit_part_run(emit_part *u) {
   LLVMDisposeTargetData(td);
   char *err = NULL;
   double t0 = now_ms();
-  if (ft_codegen_program(m, u->p, &err) || (u->entry && ft_codegen_entry(m, u->p, u->entry, &err))) {
+  if (ft_codegen_program(m, u->p, &err) || (u->entry && ft_aot_codegen_entry(m, u->p, u->entry, &err))) {
     part_fail(u, u->entry ? FT_ERR_UNSUPPORTED : FT_ERR_INTERNAL, err ? err : "codegen failed", NULL);
     free(err);
     goto done;
@@ -415,7 +415,7 @@ static void *emit_part_thread(void *arg) {
 }
 
 ft_status ft_jit_emit_program(ft_ctx *ctx, const ft_program *p, int opt_level, ft_llvm_out kind,
-                              const char *entry, void **out, size_t *len, double *opt_ms,
+                              const ft_aot_entry *entry, void **out, size_t *len, double *opt_ms,
                               double *cg_ms) {
   *out = NULL;
   *len = 0;

@@ -7,6 +7,7 @@
  *   program.c  running a program: buffers, kernels, GEMM, fallback steps
  *   cache.c    the compile cache (in memory and on disk)
  *   aot.c      ahead-of-time emission (LLVM IR, assembly, object, .so + header)
+ *   aot_rt.c   the runtime side of AOT: re-planning an emitted program (no LLVM)
  *
  * Only this folder includes llvm-c/; this header does not, so the executor
  * (src/runtime) can include it to run an ft_program. */
@@ -262,11 +263,6 @@ int ft_codegen_program(void *module, const ft_program *p, char **err);
  * of streaming (non-temporal) kernel bodies (codegen.c). module: an
  * LLVMModuleRef. */
 void ft_codegen_align_streaming(void *module);
-/* The AOT entry `int name(const void *const *in, void *const *out)`: binds
- * the buffers (a static arena), runs every step in order (kernels, GEMM via
- * ft_gemm_f32/f64 when no packing is needed). 1 + *err when p has a step it
- * cannot call without the library's interpreter. */
-int ft_codegen_entry(void *module, const ft_program *p, const char *name, char **err);
 
 /* ==================================================================== jit.c */
 /* The host target: triple, CPU name and features (static strings, computed
@@ -279,10 +275,11 @@ typedef enum ft_llvm_out { FT_LO_OBJ, FT_LO_ASM, FT_LO_LLVM } ft_llvm_out;
 /* Builds, optimizes (default<O2|O3>, host target) and emits p's kernels.
  * *out is malloc'd (free with free()), *len its size. relocation PIC so the
  * object also links into a shared library. entry (may be NULL): also emit
- * the AOT entry function of that name (ft_codegen_entry). Times in ms go to
- * *opt_ms and *cg_ms when not NULL. */
+ * the AOT descriptor and entry functions (ft_aot_codegen_entry). Times in
+ * ms go to *opt_ms and *cg_ms when not NULL. */
+typedef struct ft_aot_entry ft_aot_entry;
 ft_status ft_jit_emit_program(ft_ctx *ctx, const ft_program *p, int opt_level, ft_llvm_out kind,
-                              const char *entry, void **out, size_t *len, double *opt_ms,
+                              const ft_aot_entry *entry, void **out, size_t *len, double *opt_ms,
                               double *cg_ms);
 
 /* Compiled code shared by every ft_fn of one cache key (refcounted). */
@@ -300,6 +297,66 @@ ft_kernel_fn ft_jit_code_kernel(const ft_jit_code *c, int k);
  * cache key, without generating code (the ledger's replayer re-plans with
  * it). malloc'd (free()); NULL + error on ctx. */
 char *ft_jit_plan_record(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts);
+
+/* ============================================================ aot.c, aot_rt.c */
+/* The ABI between an AOT-emitted object and the runtime (docs/jit.md,
+ * "AOT"). The object defines one ft_aot_desc per entry function (internal,
+ * writable: `state` starts NULL) and `int NAME(in, out)`, `const char
+ * *NAME_error(void)`, `void NAME_release(void)`, which call ft_aot_rt_call,
+ * ft_aot_rt_error and ft_aot_rt_release on it. aot.c lays the descriptor out in
+ * LLVM IR field by field in this order: change both together (and bump
+ * FT_AOT_ABI). */
+#define FT_AOT_MAGIC 0x46544f41u /* "AOTF" */
+#define FT_AOT_ABI 1
+enum { FT_AOT_NO_FUSION = 1, FT_AOT_INTERPRET_ALL = 2 }; /* ft_aot_desc.flags: plan options */
+typedef struct ft_aot_state ft_aot_state;
+typedef struct ft_aot_desc {
+  const char *jaxpr;              /* canonical text of the planned jaxpr, NUL-terminated */
+  void *const *kernels;           /* n_kernels entry points, in the plan's kernel order */
+  const void *const *consts;      /* n_consts constant values (traced constants), C order */
+  const char *version;            /* ft_version() of the emitting library */
+  _Atomic(ft_aot_state *) state;  /* the runtime's, made on the first call */
+  uint64_t jaxpr_len;
+  uint32_t magic, abi, flags;
+  int32_t n_kernels, n_consts, reserved;
+  uint8_t plan_hash[16];          /* ft_aot_plan_hash of the compile-time plan */
+} ft_aot_desc;
+
+/* What aot.c passes to codegen for the descriptor: the entry name, the
+ * text the runtime parses, the plan hash, options and constants. */
+struct ft_aot_entry {
+  const char *name;
+  const char *jaxpr;
+  size_t jaxpr_len;
+  uint8_t plan_hash[16];
+  uint32_t flags;
+  int n_consts;
+  const void *const *consts;
+  const size_t *const_bytes;
+};
+/* Adds the descriptor, the kernel table and the entry functions to module
+ * (an LLVMModuleRef holding p's kernels, made internal here so several
+ * programs link into one library). 1 + *err (malloc'd) on failure. */
+int ft_aot_codegen_entry(void *module, const ft_program *p, const ft_aot_entry *e, char **err);
+
+/* Runs the program of d on C-order buffers (avals of the jaxpr's inputs and
+ * outputs): 0, or a ft_status with the message for ft_aot_rt_error. The first
+ * call plans the program (thread-safe); calls may run concurrently. */
+FT_API int ft_aot_rt_call(ft_aot_desc *d, const void *const *in, void *const *out);
+/* The message of the failed initialization of d, else of the calling
+ * thread's last failed call of d, else "". */
+FT_API const char *ft_aot_rt_error(ft_aot_desc *d);
+/* Frees d's runtime state (no call of d may be running); the next call
+ * plans again. */
+FT_API void ft_aot_rt_release(ft_aot_desc *d);
+/* A hash of everything in p that decides which kernel runs where on which
+ * buffers (steps, buffers, kernels, sub-programs, the plan text). False
+ * when out of memory. */
+bool ft_aot_plan_hash(const ft_program *p, uint8_t out[16]);
+/* ft_parse of the text, with n_consts constant values attached (copied
+ * into its arena) when n_consts > 0. */
+ft_jaxpr *ft_aot_parse(ft_ctx *ctx, const char *text, size_t len, int n_consts,
+                       const void *const *consts, const char *name);
 
 /* ================================================================== cache.c */
 /* The key of a compilation: canonical hash, avals, options, CPU, versions. */
