@@ -15,7 +15,6 @@
  * (fusion.c) is a kernel of block partials and a kernel folding them. */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
-#include <llvm-c/Target.h>
 #include <string.h>
 
 #include "lower/lower.h"
@@ -833,75 +832,6 @@ static LLVMValueRef elem_ptr(cg *G, LLVMTypeRef t, LLVMValueRef base, LLVMValueR
   return LLVMBuildGEP2(G->b, t, base, &off, 1, "");
 }
 
-/* ------------------------------------------------------ streaming stores
- * A loop kernel that writes more than the last-level cache holds gets a
- * second body whose vector stores are non-temporal (they bypass the cache:
- * no read-for-ownership of the output lines, a third of the memory traffic
- * of a one-input elementwise loop). The entry runs it when every output's
- * first element of [lo, hi) is 64-byte aligned (arena buffers and ft_arrays
- * are; the executor cuts the chunks of big 1-D kernels at multiples of 64
- * elements), else the plain body. The stored values are the same, so the
- * bits are too. Only a collapsed 1-D loop qualifies: its stores are at the
- * loop index, so every vector store the vectorizer makes of them is aligned
- * to its own size. The body is vectorized like the plain one and marked
- * after the passes (ft_codegen_align_streaming): marked before, the
- * vectorizer refuses the loop (a non-temporal store of unknown alignment),
- * and x86 splits unaligned ones into scalar stores. */
-#define FT_NT_MIN_BYTES ((int64_t)24 << 20) /* ~3/4 of a 32 MiB L3, as glibc's memcpy */
-#define FT_NT_SUFFIX ".body.nt"
-
-static bool is_x86(cg *G) {
-  const char *t = LLVMGetTarget(G->m);
-  return t && (!strncmp(t, "x86_64", 6) || !strncmp(t, "i386", 4) || !strncmp(t, "i686", 4));
-}
-
-static int64_t store_bytes(const ft_kernel *k) {
-  int64_t n = 1, b = 0;
-  for (int d = 0; d < k->rank; d++) n *= k->dims[d];
-  for (int i = 0; i < k->n_stores; i++) b += n * (int64_t)ft_dtype_size(k->nodes[k->stores[i].node].dt);
-  return b;
-}
-
-/* Real-valued stores only: one element per scalar store, so the only
- * vector stores are the vectorizer's, VF elements at a multiple of VF past
- * lo (a complex element is two stores the vectorizer may pair anywhere). */
-static bool wants_streaming(cg *G, const ft_kernel *k) {
-  if (k->rank != 1 || k->n_stores == 0 || !is_x86(G)) return false;
-  for (int i = 0; i < k->n_stores; i++)
-    if (ft_dtype_is_complex(k->nodes[k->stores[i].node].dt)) return false;
-  return store_bytes(k) >= FT_NT_MIN_BYTES;
-}
-
-static bool ends_with(const char *s, size_t n, const char *suf) {
-  size_t m = strlen(suf);
-  return n >= m && !memcmp(s + n - m, suf, m);
-}
-
-void ft_codegen_align_streaming(void *module) {
-  LLVMModuleRef m = module;
-  LLVMContextRef c = LLVMGetModuleContext(m);
-  unsigned kind = LLVMGetMDKindIDInContext(c, "nontemporal", 11);
-  LLVMValueRef one = LLVMConstInt(LLVMInt32TypeInContext(c), 1, 0);
-  LLVMMetadataRef onem = LLVMValueAsMetadata(one);
-  LLVMValueRef node = LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &onem, 1));
-  LLVMTargetDataRef td = LLVMGetModuleDataLayout(m);
-  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-    size_t n = 0;
-    const char *name = LLVMGetValueName2(f, &n);
-    if (!ends_with(name, n, FT_NT_SUFFIX)) continue;
-    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
-      for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in)) {
-        if (!LLVMIsAStoreInst(in)) continue;
-        LLVMTypeRef vt = LLVMTypeOf(LLVMGetOperand(in, 0));
-        if (LLVMGetTypeKind(vt) != LLVMVectorTypeKind) continue;
-        unsigned long long sz = LLVMStoreSizeOfType(td, vt);
-        if (!sz || (sz & (sz - 1))) continue;
-        LLVMSetAlignment(in, (unsigned)(sz < 64 ? sz : 64));
-        LLVMSetMetadata(in, kind, node);
-      }
-  }
-}
-
 /* The loop body: every node, then the stores. */
 static bool emit_body(cg *G, kctx *K) {
   const ft_kernel *k = K->k;
@@ -1075,30 +1005,8 @@ static void emit_inplace_call(cg *G, LLVMValueRef f, kctx *K, LLVMValueRef *carg
   LLVMPositionBuilderAtEnd(G->b, apart);
 }
 
-/* With a streaming body: runs it instead of the plain one when the first
- * element of [lo, hi) of every output is 64-byte aligned. */
-static void emit_streaming_call(cg *G, LLVMValueRef f, kctx *K, LLVMValueRef *cargs, LLVMValueRef ntbody) {
-  LLVMBuilderRef B = G->b;
-  LLVMValueRef lo = cargs[K->nb], bad = ci(G->i64, 0);
-  for (int i = 0; i < K->k->n_stores; i++) {
-    int slot = kbuf_slot(K, K->k->stores[i].buf);
-    int64_t esz = (int64_t)ft_dtype_size(K->k->nodes[K->k->stores[i].node].dt);
-    LLVMValueRef a = LLVMBuildAdd(B, LLVMBuildPtrToInt(B, cargs[slot], G->i64, ""),
-                                  LLVMBuildMul(B, lo, c64(G, esz), ""), "");
-    bad = LLVMBuildOr(B, bad, LLVMBuildAnd(B, a, c64(G, 63), ""), "");
-  }
-  LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(G->c, f, "stream");
-  LLVMBasicBlockRef plain = LLVMAppendBasicBlockInContext(G->c, f, "plain");
-  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, bad, c64(G, 0), ""), st, plain);
-  LLVMPositionBuilderAtEnd(B, st);
-  LLVMBuildCall2(B, LLVMGlobalGetValueType(ntbody), ntbody, cargs, (unsigned)K->nb + 2, "");
-  LLVMBuildRetVoid(B);
-  LLVMPositionBuilderAtEnd(B, plain);
-}
-
-/* The exported entry: loads buffer addresses, calls the noalias body (or
- * its streaming twin, ntbody, when it has one and the outputs allow). */
-static LLVMValueRef emit_entry(cg *G, const char *name, kctx *K, LLVMValueRef body, LLVMValueRef ntbody) {
+/* The exported entry: loads buffer addresses, calls the noalias body. */
+static LLVMValueRef emit_entry(cg *G, const char *name, kctx *K, LLVMValueRef body) {
   LLVMTypeRef args[3] = {G->ptr, G->i64, G->i64};
   LLVMValueRef f = LLVMAddFunction(G->m, name, LLVMFunctionType(G->vd, args, 3, 0));
   add_attr(G, f, LLVMAttributeFunctionIndex, "nounwind");
@@ -1114,7 +1022,6 @@ static LLVMValueRef emit_entry(cg *G, const char *name, kctx *K, LLVMValueRef bo
   cargs[K->nb] = LLVMGetParam(f, 1);
   cargs[K->nb + 1] = LLVMGetParam(f, 2);
   emit_inplace_call(G, f, K, cargs, body);
-  if (ntbody) emit_streaming_call(G, f, K, cargs, ntbody);
   LLVMBuildCall2(G->b, LLVMGlobalGetValueType(body), body, cargs, (unsigned)K->nb + 2, "");
   LLVMBuildRetVoid(G->b);
   free(cargs);
@@ -1161,40 +1068,17 @@ static bool emit_loop_kernel(cg *G, const ft_kernel *k) {
   return ok;
 }
 
-/* Fills body with the loop nest; nt: streaming stores, then an sfence so
- * they are ordered before whatever tells another thread the step is done
- * (a plain release store does not order non-temporal stores on x86). */
-static bool fill_body(cg *G, kctx *K, LLVMValueRef body, bool nt) {
-  G->fn = body;
-  LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(G->c, body, "entry");
-  LLVMPositionBuilderAtEnd(G->b, bb);
-  for (int i = 0; i < K->nb; i++) K->ptrs[i] = LLVMGetParam(body, (unsigned)i);
-  bool ok = emit_loop(G, K, 0, LLVMGetParam(body, (unsigned)K->nb), LLVMGetParam(body, (unsigned)K->nb + 1));
-  if (!ok) return false;
-  if (nt) call(G, "llvm.x86.sse.sfence", G->vd, 0, NULL, NULL);
-  LLVMBuildRetVoid(G->b);
-  return true;
-}
-
 static bool emit_loop_body_fn(cg *G, kctx *K_, LLVMValueRef body) {
   kctx K = *K_;
   const ft_kernel *k = K.k;
-  if (!fill_body(G, &K, body, false)) return false;
-  LLVMValueRef ntbody = NULL;
-  if (wants_streaming(G, k)) {
-    ntbody = new_body(G, k, K.bufs, K.nb);
-    if (!ntbody) return false;
-    char bn[80];
-    snprintf(bn, sizeof bn, "%s%s", k->name, FT_NT_SUFFIX);
-    LLVMSetValueName2(ntbody, bn, strlen(bn));
-    /* kept out of line: ft_codegen_align_streaming finds its stores by name */
-    const char *ai = "alwaysinline";
-    LLVMRemoveEnumAttributeAtIndex(ntbody, LLVMAttributeFunctionIndex,
-                                   LLVMGetEnumAttributeKindForName(ai, strlen(ai)));
-    add_attr(G, ntbody, LLVMAttributeFunctionIndex, "noinline");
-    if (!fill_body(G, &K, ntbody, true)) return false;
-  }
-  return emit_entry(G, k->name, &K, body, ntbody) != NULL;
+  G->fn = body;
+  LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(G->c, body, "entry");
+  LLVMPositionBuilderAtEnd(G->b, bb);
+  for (int i = 0; i < K.nb; i++) K.ptrs[i] = LLVMGetParam(body, (unsigned)i);
+  if (!emit_loop(G, &K, 0, LLVMGetParam(body, (unsigned)K.nb), LLVMGetParam(body, (unsigned)K.nb + 1)))
+    return false;
+  LLVMBuildRetVoid(G->b);
+  return emit_entry(G, k->name, &K, body) != NULL;
 }
 
 /* ------------------------------------------------------- reduction kernels */
@@ -1808,7 +1692,7 @@ static bool emit_reduce_kernel(cg *G, const ft_kernel *k) {
   ok = ok && kbuf_slot(&K, k->rout) >= 0;
   LLVMValueRef body = ok ? new_body(G, k, K.bufs, K.nb) : NULL;
   ok = ok && body && emit_reduce_body(G, &K, &R, body);
-  ok = ok && emit_entry(G, k->name, &K, body, NULL) != NULL;
+  ok = ok && emit_entry(G, k->name, &K, body) != NULL;
   free(R.kbase), free(R.nseg), free(R.segdim), free(R.segst), free(R.v);
   kctx_free(&K);
   return ok;

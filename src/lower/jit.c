@@ -373,7 +373,6 @@ static ft_status emit_part_run(emit_part *u) {
     LLVMDisposeErrorMessage(msg);
     goto done;
   }
-  ft_codegen_align_streaming(m);
   double t1 = now_ms();
   u->opt_ms = t1 - t0;
   if (u->kind == FT_LO_LLVM) {

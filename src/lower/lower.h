@@ -259,10 +259,6 @@ ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s
  * builds every kernel of p into the LLVM module `module` (an LLVMModuleRef),
  * declaring the math functions it calls. Returns 0, or 1 with *err (malloc'd). */
 int ft_codegen_program(void *module, const ft_program *p, char **err);
-/* After the optimization passes: states the alignment of the vector stores
- * of streaming (non-temporal) kernel bodies (codegen.c). module: an
- * LLVMModuleRef. */
-void ft_codegen_align_streaming(void *module);
 
 /* ==================================================================== jit.c */
 /* The host target: triple, CPU name and features (static strings, computed

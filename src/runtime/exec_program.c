@@ -138,11 +138,6 @@ static void step_shape(const ft_program *p, const ft_step *s, ft_exec_task *t) {
     t->fn = kernel_task;
     t->extent = s->extent > 0 ? s->extent : 0;
     t->grain = ft_exec_grain(t->extent, per);
-    /* Chunks of a 1-D loop start at multiples of 64 elements, so the
-     * kernel's streaming (non-temporal) body finds them 64-byte aligned
-     * (codegen.c); where a chunk starts never changes the bits. */
-    if (k->kind == FT_KER_LOOP && k->rank == 1 && t->grain > 64 && t->grain < t->extent)
-      t->grain = (t->grain + 63) / 64 * 64;
     break;
   }
   case FT_STEP_GEMM:

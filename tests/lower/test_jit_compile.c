@@ -224,19 +224,7 @@ START_TEST(malformed_blob_refused) {
 }
 END_TEST
 
-/* Streaming stores: a 1-D kernel writing more than 24 MiB gets a
- * non-temporal body (vector stores marked !nontemporal, then an sfence),
- * a small one does not; the kernel gives the interpreter's bits whether the
- * entry takes the streaming body (aligned output and lo) or the plain one
- * (misaligned output pointer, odd lo). */
-#define NT_N 6500000 /* 26 MB of f32 */
-static void nt_text(int64_t n, char *buf, size_t cap) {
-  snprintf(buf, cap,
-           "{ lambda ; x:f32[%lld]. let\n    a:f32[%lld] = tanh x\n    b:f32[%lld] = logistic x\n"
-           "    c:f32[%lld] = mul a b\n    d:f32[%lld] = mul x x\n    e:f32[%lld] = add c d\n  in (e,) }\n",
-           (long long)n, (long long)n, (long long)n, (long long)n, (long long)n, (long long)n);
-}
-
+/* The optimized LLVM IR of j, as `ftc compile --emit llvm` writes it. */
 static char *emit_ir(ft_jaxpr *j) {
   char path[] = "/tmp/ft_test_jit_compile_XXXXXX";
   int fd = mkstemp(path);
@@ -248,78 +236,6 @@ static char *emit_ir(ft_jaxpr *j) {
   unlink(path);
   return ir;
 }
-
-START_TEST(streaming_stores) {
-  char text[1024];
-  nt_text(100000, text, sizeof text);
-  ft_jaxpr *small = ft_parse(C, text, strlen(text), "small");
-  ck_assert_msg(small != NULL, "%s", ft_ctx_error(C));
-  char *ir = emit_ir(small);
-  ck_assert_ptr_null(strstr(ir, "!nontemporal"));
-  ck_assert_ptr_null(strstr(ir, ".body.nt"));
-  free(ir);
-  ft_jaxpr_free(small);
-
-  nt_text(NT_N, text, sizeof text);
-  ft_jaxpr *j = ft_parse(C, text, strlen(text), "big");
-  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
-  ir = emit_ir(j);
-  ck_assert_ptr_nonnull(strstr(ir, ".body.nt"));
-  ck_assert_ptr_nonnull(strstr(ir, "!nontemporal"));
-  ck_assert_ptr_nonnull(strstr(ir, "llvm.x86.sse.sfence"));
-  ck_assert_ptr_nonnull(strstr(ir, "x float>"));
-  free(ir);
-
-  /* the kernel itself, called on chosen pointers and ranges */
-  ft_plan_options po = {0};
-  ft_program *p = ft_program_plan(C, j, &po);
-  ck_assert_ptr_nonnull(p);
-  ck_assert_int_eq(p->n_kernels, 1);
-  void *obj = NULL;
-  size_t olen = 0;
-  ck_assert_int_eq(ft_jit_emit_program(C, p, 2, FT_LO_OBJ, NULL, &obj, &olen, NULL, NULL), FT_OK);
-  ft_jit_code *code = ft_jit_code_load(C, p, obj, olen);
-  ck_assert_msg(code != NULL, "%s", ft_ctx_error(C));
-  ft_kernel_fn fn = ft_jit_code_kernel(code, 0);
-  const ft_step *ks = NULL;
-  for (int i = 0; i < p->n_steps; i++)
-    if (p->steps[i].kind == FT_STEP_KERNEL) ks = &p->steps[i];
-  ck_assert_ptr_nonnull(ks);
-  ck_assert_int_eq(ks->extent, NT_N);
-  int64_t n = NT_N;
-  ft_array *x = ft_array_new(C, FT_F32, 1, &n);
-  float *xp = ft_array_data(x);
-  for (int64_t i = 0; i < n; i++) xp[i] = (float)((i * 7919) % 40001 - 20000) * 0.001f;
-  ft_array *want = NULL;
-  ck_assert_int_eq(ft_eval(C, j, 1, &x, 1, &want), FT_OK);
-  float *buf = aligned_alloc(64, (size_t)(n + 16) * sizeof(float));
-  ck_assert_ptr_nonnull(buf);
-  void **kb = calloc((size_t)p->n_bufs, sizeof *kb);
-  kb[ks->in[0]] = xp;
-  /* aligned: streaming body, in 3 chunks cut at multiples of 64 */
-  kb[ks->out[0]] = buf;
-  memset(buf, 0xff, (size_t)n * sizeof(float));
-  fn(kb, 0, 64 * 30000);
-  fn(kb, 64 * 30000, 64 * 70000);
-  fn(kb, 64 * 70000, n);
-  ck_assert_mem_eq(buf, ft_array_data(want), (size_t)n * sizeof(float));
-  /* misaligned output and odd chunk starts: the plain body */
-  float *mis = buf + 1;
-  kb[ks->out[0]] = mis;
-  memset(buf, 0xff, (size_t)(n + 1) * sizeof(float));
-  fn(kb, 0, 12345);
-  fn(kb, 12345, n);
-  ck_assert_mem_eq(mis, ft_array_data(want), (size_t)n * sizeof(float));
-  free(kb);
-  free(buf);
-  ft_array_free(want);
-  ft_array_free(x);
-  ft_jit_code_release(code);
-  free(obj);
-  ft_program_free(p);
-  ft_jaxpr_free(j);
-}
-END_TEST
 
 /* A 2-D loop reading an operand transposed runs in 16 x 64 tiles; each
  * element is still computed once by the same body: the kernel called on
@@ -417,7 +333,6 @@ static Suite *suite(void) {
   tcase_add_test(t, two_threads_same_bits);
   tcase_add_test(t, malformed_blob_refused);
   tcase_add_test(t, vectorized_without_unroller);
-  tcase_add_test(t, streaming_stores);
   tcase_add_test(t, transposed_reads_tiled);
   tcase_add_test(t, units_by_class_same_bits);
   suite_add_tcase(s, t);
