@@ -183,7 +183,11 @@ static void check_log_parity(ft_lscan *s, repair_stats *rs) {
                th.k == (uint32_t)s->k && th.m == (uint32_t)s->m && th.block == s->block &&
                ft_lpar_entry_decode(s->tail + FT_LPAR_HEADER, s->k, s->m, s->block, &te);
   s->covered = (uint64_t)s->n_entries * sw;
-  if (!s->tail && s->log_len == 0 && s->n_entries == 0) {
+  if (s->log_len == 0 && s->n_entries == 0 && (!s->tail || !s->tail_ok)) {
+    /* Nothing recorded yet, so nothing to protect: a missing tail, or one
+     * left by an earlier creation with other parameters (a re-creation of
+     * an empty ledger rewrites log.par, then the tail), is an interrupted
+     * creation that recovery finishes. */
     problem(s, "torn", "parity/log.tail", -1, -1, "ledger creation was interrupted");
     s->tail_stale = true;
   } else if (!s->tail_ok) {

@@ -113,6 +113,46 @@ START_TEST(test_kill9_at_random_points) {
 }
 END_TEST
 
+/* A re-creation of an empty ledger killed between its two writes: a
+ * recovery (of a ledger killed before log.par existed) finished the
+ * creation with the default geometry (block 4096), then a writer asking
+ * for block 64 rewrote log.par and died before log.tail. The log is empty,
+ * so nothing is lost: verify must say torn (creation interrupted), not
+ * corrupt, and recover must make it clean in the geometry of log.par. */
+START_TEST(test_recreation_interrupted_between_files) {
+  char *dir = lt_tmpdir(), *other = lt_tmpdir();
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  lt_make(dir, 0, 8, 2, 4096);
+  lt_make(other, 0, 8, 2, 64);
+  char *from = ft_lio_path("%s/parity/log.par", other), *to = ft_lio_path("%s/parity/log.par", dir);
+  uint8_t *par;
+  size_t len;
+  ck_assert_int_eq(ft_lio_read_file(from, &par, &len), 0);
+  ck_assert_int_eq(ft_lio_write_atomic(to, par, len, false), 0);
+  free(par);
+  free(from);
+  free(to);
+  ft_ledger_report r;
+  ck_assert_int_eq(ft_ledger_verify(ctx, dir, &r), FT_OK);
+  ck_assert_msg(r.health == FT_LEDGER_TORN, "%s", r.json);
+  ck_assert_ptr_nonnull(strstr(r.json, "ledger creation was interrupted"));
+  ft_ledger_report_free(&r);
+  ck_assert_int_eq(ft_ledger_recover(ctx, dir, &r), FT_OK);
+  ck_assert_int_eq(r.health, FT_LEDGER_CLEAN);
+  ft_ledger_report_free(&r);
+  ck_assert_int_eq(lt_health(dir), FT_LEDGER_CLEAN);
+  /* the block-64 writer now opens it and appends */
+  ft_ledger *lg = lt_open(ctx, dir, 8, 2, 64);
+  ft_ctx_attach_ledger(ctx, lg);
+  for (int i = 0; i < 5; i++) ck_assert_int_eq(lt_append(ctx, i), FT_OK);
+  ck_assert_int_eq(ft_ledger_close(lg), FT_OK);
+  ck_assert_int_eq(lt_health(dir), FT_LEDGER_CLEAN);
+  ft_ctx_free(ctx);
+  lt_rmrf(dir);
+  lt_rmrf(other);
+}
+END_TEST
+
 /* Bytes of one ledger file, for before/after comparisons. */
 static uint8_t *slurp(const char *dir, const char *name, size_t *len) {
   char *p = ft_lio_path("%s/%s", dir, name);
@@ -207,6 +247,7 @@ int main(void) {
   ft_ledger_fault_nosync(true); /* durability is not under test here; speed is */
   Suite *s = suite_create("ledger_crash");
   LT_ADD(s, test_kill9_at_random_points);
+  LT_ADD(s, test_recreation_interrupted_between_files);
   LT_ADD(s, test_injected_write_failures);
   LT_ADD(s, test_failed_creation_reports_status);
   SRunner *sr = srunner_create(s);
