@@ -47,6 +47,11 @@ for f in "$FIX"/golden/*.jaxpr; do
   while [ -e "$FIX/golden/$b.in$k.npy" ]; do ins="$ins $FIX/golden/$b.in$k.npy"; k=$((k + 1)); done
   names+=("g_$b") jaxprs+=("$f") inputs+=("$ins")
 done
+# A fallback step (the interpreter's rule inside the runtime): no fixture
+# plans one any more, so a program of the one kind left, mul with an
+# out_dtype other than its operands' (on a golden program's inputs).
+names+=("d_aot_fallback") jaxprs+=("$(dirname "$DRIVER")/aot_fallback.jaxpr")
+inputs+=("$FIX/golden/binary_arith_f32.in0.npy $FIX/golden/binary_arith_f32.in1.npy")
 # The conformance set is the families with routine, GEMM and control steps;
 # the other ~1090 cases (elementwise primitives per dtype, x64 twins) are
 # loop kernels that the golden programs cover, left out for CI time.
