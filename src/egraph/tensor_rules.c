@@ -349,8 +349,10 @@ static bool read_slice(ft_tclient *tc, ft_enode s, slc *o) {
   return true;
 }
 
+/* Elements slice s takes along d (read_slice checked lim >= st, str >= 1). */
 static int64_t slice_count(const slc *s, int d) {
-  return (s->lim[d] - s->st[d] + s->str[d] - 1) / s->str[d];
+  int64_t span = s->lim[d] - s->st[d];
+  return span / s->str[d] + (span % s->str[d] != 0);
 }
 
 static bool emit_slice(ft_tclient *tc, ft_enode like, const slc *s, void *out, size_t *len) {
@@ -373,11 +375,17 @@ PFN(pf_slice_compose) {
   slc p, q, r;
   if (n != 2 || !read_slice(tc, a[0], &p) || !read_slice(tc, a[1], &q) || p.n != q.n) return false;
   r.n = p.n;
+  /* TF-converted programs take one element with strides like 2^31: a
+   * composition whose indices would not fit in int64 is left alone. */
   for (int d = 0; d < p.n; d++) {
-    int64_t cnt = slice_count(&p, d);
-    r.st[d] = q.st[d] + p.st[d] * q.str[d];
-    r.str[d] = p.str[d] * q.str[d];
-    r.lim[d] = cnt > 0 ? r.st[d] + (cnt - 1) * r.str[d] + 1 : r.st[d];
+    int64_t cnt = slice_count(&p, d), t;
+    if (__builtin_mul_overflow(p.st[d], q.str[d], &t) || __builtin_add_overflow(q.st[d], t, &r.st[d]) ||
+        __builtin_mul_overflow(p.str[d], q.str[d], &r.str[d]))
+      return false;
+    r.lim[d] = r.st[d];
+    if (cnt > 0 && (__builtin_mul_overflow(cnt - 1, r.str[d], &t) ||
+                    __builtin_add_overflow(r.st[d], t, &t) || __builtin_add_overflow(t, 1, &r.lim[d])))
+      return false;
   }
   return emit_slice(tc, a[0], &r, out, len);
 }

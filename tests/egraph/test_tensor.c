@@ -668,6 +668,34 @@ START_TEST(unsound_rule_is_named) {
 }
 END_TEST
 
+/* slice-slice with the strides TF-converted programs use to take one
+ * element (2^31, 2^32): the composed stride would overflow int64, so
+ * slice-slice declines (under UBSan it overflowed); other rules may still
+ * shorten the pair, and the program keeps its value. */
+START_TEST(slice_slice_huge_strides) {
+  ft_jaxpr *j = parse("{ lambda ; a:f32[4]. let "
+                      "b:f32[1] = slice[limit_indices=(4,) start_indices=(1,) strides=(2147483648,)] a; "
+                      "c:f32[1] = slice[limit_indices=(1,) start_indices=(0,) strides=(4294967296,)] b "
+                      "in (c,) }");
+  ft_opt_report rep = {0};
+  ft_jaxpr *r = ft_optimize(C, j, FT_OPT_EXACT, &rep);
+  ck_assert_msg(r != NULL, "%s", ft_ctx_error(C));
+  ck_assert_int_le(rep.eqns_after, 2);
+  int64_t n = 4;
+  ft_array *x = ft_array_new(C, FT_F32, 1, &n);
+  float *xp = ft_array_data(x);
+  for (int i = 0; i < 4; i++) xp[i] = (float)i + 0.5f;
+  ft_array *o = NULL;
+  ck_assert_int_eq(ft_eval(C, r, 1, &x, 1, &o), FT_OK);
+  ck_assert(((float *)ft_array_data(o))[0] == 1.5f);
+  ft_array_free(o);
+  ft_array_free(x);
+  ft_opt_report_free(&rep);
+  ft_jaxpr_free(r);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 START_TEST(explanations_name_rules) {
   ft_jaxpr *j = parse("{ lambda ; a:f32[3,4]. let b:f32[3,4] = mul a 1.0:f32[]; "
                       "c:f32[4,3] = transpose[permutation=(1, 0)] b; "
@@ -755,6 +783,7 @@ static Suite *tensor_suite(void) {
   tcase_add_test(tc, gradient_programs_report);
   tcase_add_test(tc, ft_grad_outputs_simplify);
   tcase_add_test(tc, unsound_rule_is_named);
+  tcase_add_test(tc, slice_slice_huge_strides);
   tcase_add_test(tc, explanations_name_rules);
   tcase_add_test(tc, algebraic_tier);
   tcase_add_test(tc, coverage_status);
