@@ -65,8 +65,11 @@ static inline float vm_fmaf(float a, float b, float c)
 /* For the functions that call vm_fmaf: in the library's gcc build on
  * x86-64, an FMA clone chosen at load time (ifunc), so the interpreter
  * gets the instruction instead of a libm call per use. The bitcode build
- * (clang) has no clones: the JIT compiles it for the host CPU. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+ * (clang) has no clones: the JIT compiles it for the host CPU. Sanitized
+ * builds have none either: an ifunc resolver runs during relocation, before
+ * the sanitizer runtime is up (TSan crashed there). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define VM_FMA_CLONES __attribute__((target_clones("fma", "default")))
 #else
 #define VM_FMA_CLONES
