@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/runtime.h"
 
@@ -28,6 +29,21 @@ static char *jt_read_all(const char *path, size_t *len) {
   b[*len] = 0;
   fclose(f);
   return b;
+}
+
+/* What ft_jit_emit writes for j (kind: FT_EMIT_LLVM, FT_EMIT_PLAN, ...),
+ * through a temporary file; malloc'd text. */
+static inline char *jt_emit(ft_jaxpr *j, ft_emit_kind kind) {
+  char path[] = "/tmp/ft_test_jit_XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ck_assert_int_eq(ft_jit_emit(C, j, NULL, kind, NULL, path), FT_OK);
+  size_t len;
+  char *text = jt_read_all(path, &len);
+  unlink(path);
+  ck_assert_ptr_nonnull(text);
+  return text;
 }
 
 /* Bitwise equal, except that any two NaNs of a float dtype are equal.

@@ -533,14 +533,7 @@ START_TEST(maxmin_lanes) {
       "{ lambda ; x:f32[5000]. let y:i32[] = argmax[axes=(0,) index_dtype=int32] x in (y,) }\n"};
   for (int v = 0; v < 2; v++) {
     ft_jaxpr *j = parse_text(vt[v]);
-    char path[] = "/tmp/ft_test_jit_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    ck_assert_int_eq(ft_jit_emit(C, j, NULL, FT_EMIT_LLVM, NULL, path), FT_OK);
-    size_t len;
-    char *ir = jt_read_all(path, &len);
-    unlink(path);
+    char *ir = jt_emit(j, FT_EMIT_LLVM);
     if (v == 0) /* reduce_max keeps integer max/min of order keys (lane_maxmin) */
       ck_assert_msg(strstr(ir, "@llvm.smax.v16i32") || strstr(ir, "icmp sgt <16 x i32>") ||
                         strstr(ir, "@llvm.smax.v8i32") || strstr(ir, "icmp sgt <8 x i32>"),
@@ -736,18 +729,10 @@ START_TEST(elementwise_kernel_vectorizes) {
                      "    c:f32[5000] = mul a b\n    d:f32[5000] = mul x x\n"
                      "    e:f32[5000] = add c d\n  in (e,) }\n";
   ft_jaxpr *j = parse_text(text);
-  char path[] = "/tmp/ft_test_jit_XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  close(fd);
-  ck_assert_int_eq(ft_jit_emit(C, j, NULL, FT_EMIT_PLAN, NULL, path), FT_OK);
-  size_t len;
-  char *plan = jt_read_all(path, &len);
+  char *plan = jt_emit(j, FT_EMIT_PLAN);
   ck_assert_ptr_nonnull(strstr(plan, "1 compiled kernels, 0 GEMM, 0 fallback"));
   free(plan);
-  ck_assert_int_eq(ft_jit_emit(C, j, NULL, FT_EMIT_LLVM, NULL, path), FT_OK);
-  char *ir = jt_read_all(path, &len);
-  unlink(path);
+  char *ir = jt_emit(j, FT_EMIT_LLVM);
   ck_assert_msg(strstr(ir, "<16 x float>") || strstr(ir, "<8 x float>"), "the loop did not vectorize");
   ck_assert_ptr_null(strstr(ir, "call float @ft_vm_"));
   ck_assert_ptr_null(strstr(ir, "fmuladd"));
@@ -771,14 +756,7 @@ START_TEST(user_arithmetic_not_contracted) {
              "    b:%s[4099] = sub p z\n    c:%s[4099] = add z p\n  in (a, b, c) }\n",
              dts[d], dts[d], dts[d], dts[d], dts[d], dts[d], dts[d]);
     ft_jaxpr *j = parse_text(text);
-    char path[] = "/tmp/ft_test_jit_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    ck_assert_int_eq(ft_jit_emit(C, j, NULL, FT_EMIT_LLVM, NULL, path), FT_OK);
-    size_t len;
-    char *ir = jt_read_all(path, &len);
-    unlink(path);
+    char *ir = jt_emit(j, FT_EMIT_LLVM);
     ck_assert_ptr_nonnull(strstr(ir, "fmul"));
     ck_assert_ptr_null(strstr(ir, "llvm.fma"));
     ck_assert_ptr_null(strstr(ir, "fmuladd"));

@@ -224,19 +224,6 @@ START_TEST(malformed_blob_refused) {
 }
 END_TEST
 
-/* The optimized LLVM IR of j, as `ftc compile --emit llvm` writes it. */
-static char *emit_ir(ft_jaxpr *j) {
-  char path[] = "/tmp/ft_test_jit_compile_XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  close(fd);
-  ck_assert_int_eq(ft_jit_emit(C, j, NULL, FT_EMIT_LLVM, NULL, path), FT_OK);
-  size_t len;
-  char *ir = jt_read_all(path, &len);
-  unlink(path);
-  return ir;
-}
-
 /* A 2-D loop reading an operand transposed runs in 16 x 64 tiles; each
  * element is still computed once by the same body: the kernel called on
  * chunks that cut tiles (odd sizes, odd chunk starts) gives the
@@ -245,7 +232,7 @@ START_TEST(transposed_reads_tiled) {
   const char *plain = "{ lambda ; w:f32[100,300] g:f32[100,300]. let\n    o:f32[100,300] = sub w g\n  in (o,) }\n";
   ft_jaxpr *jp = ft_parse(C, plain, strlen(plain), "plain");
   ck_assert_msg(jp != NULL, "%s", ft_ctx_error(C));
-  char *ir = emit_ir(jp);
+  char *ir = jt_emit(jp, FT_EMIT_LLVM);
   ck_assert_ptr_null(strstr(ir, "tile"));
   free(ir);
   ft_jaxpr_free(jp);
@@ -254,7 +241,7 @@ START_TEST(transposed_reads_tiled) {
                      "    m:f32[100,300] = mul t 0.01:f32[]\n    o:f32[100,300] = sub w m\n  in (o,) }\n";
   ft_jaxpr *j = ft_parse(C, text, strlen(text), "upd");
   ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
-  ir = emit_ir(j);
+  ir = jt_emit(j, FT_EMIT_LLVM);
   ck_assert_ptr_nonnull(strstr(ir, "tile"));
   free(ir);
   ft_plan_options po = {0};
@@ -309,14 +296,7 @@ START_TEST(vectorized_without_unroller) {
                      "    s:f32[] = reduce_sum[axes=(0,) out_sharding=None] x\n  in (b, s) }\n";
   ft_jaxpr *j = ft_parse(C, text, strlen(text), "chain");
   ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
-  char path[] = "/tmp/ft_test_jit_compile_XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  close(fd);
-  ck_assert_int_eq(ft_jit_emit(C, j, NULL, FT_EMIT_LLVM, NULL, path), FT_OK);
-  size_t len;
-  char *ir = jt_read_all(path, &len);
-  unlink(path);
+  char *ir = jt_emit(j, FT_EMIT_LLVM);
   ck_assert_msg(strstr(ir, "<16 x float>") || strstr(ir, "<8 x float>"), "the loop did not vectorize");
   ck_assert_ptr_nonnull(strstr(ir, "fadd <16 x float>"));
   ck_assert_ptr_null(strstr(ir, "call float @ft_vm_"));
