@@ -6,7 +6,7 @@
  * once more: that costs speed but gives about 0.5 ulp and keeps one
  * implementation per function. exp, tanh and logistic use fused
  * multiply-adds (vm_fmaf): Cody-Waite reduction against ln2 split in two
- * floats, Horner steps, and the final scaling folded into one fma, so a
+ * floats, polynomial steps (Estrin, Horner), the final scaling folded into one fma, so a
  * fused chain such as tanh(x)*logistic(x) + x*x needs ~40% fewer vector
  * operations. Rules: vm_internal.h. Accuracy: docs/math.md. */
 #include "lower/vmath/vm_internal.h"
@@ -45,7 +45,7 @@ static inline float vm_pow2_of_magic(float kp, uint32_t bias)
     return asf32((asu32(kp) + (127u + bias - VM_RINT_BITS)) << 23);
 }
 
-/* e^x for non-NaN x: < 1 ulp. e^x = 2^k e^r with |r| <= ln2/2 + tiny;
+/* e^x: < 1 ulp (NaN: the canonical NaN). e^x = 2^k e^r with |r| <= ln2/2 + tiny;
  * e^r - 1 = r + r^2 P(r) and 2^k e^r = t1 + t1 (e^r - 1), scaled by t2,
  * with 2^k = t1 t2 split so that both halves are normal for k in
  * [-159, 145] (the clamp): one rounding, or two in the subnormal range. */
