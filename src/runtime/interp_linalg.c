@@ -100,15 +100,12 @@ void ft_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
 }
 
 /* ------------------------------------------------------------ dot_general */
-/* Offsets (in elements) of the row-major enumeration of the given dims. */
-int64_t *ft_enum_offsets(const ft_aval *a, const int64_t *dims, int nd, int64_t *count) {
-  int64_t st[FT_MAX_RANK], s = 1, n = 1;
+
+/* Offsets (in elements) of the row-major enumeration of the given dims of
+ * a, written into off (n of them). */
+static void enum_into(const ft_aval *a, const int64_t *dims, int nd, int64_t *off, int64_t n) {
+  int64_t st[FT_MAX_RANK], s = 1, idx[FT_MAX_RANK] = {0};
   for (int i = a->rank - 1; i >= 0; i--) st[i] = s, s *= a->dims[i];
-  for (int i = 0; i < nd; i++) n *= a->dims[dims[i]];
-  *count = n;
-  int64_t *off = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-  if (!off || n == 0) return off;
-  int64_t idx[FT_MAX_RANK] = {0};
   for (int64_t k = 0; k < n; k++) {
     int64_t o = 0;
     for (int i = 0; i < nd; i++) o += idx[i] * st[dims[i]];
@@ -118,6 +115,19 @@ int64_t *ft_enum_offsets(const ft_aval *a, const int64_t *dims, int nd, int64_t 
       idx[i] = 0;
     }
   }
+}
+
+static int64_t dims_count(const ft_aval *a, const int64_t *dims, int nd) {
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= a->dims[dims[i]];
+  return n;
+}
+
+int64_t *ft_enum_offsets(const ft_aval *a, const int64_t *dims, int nd, int64_t *count) {
+  int64_t n = dims_count(a, dims, nd);
+  *count = n;
+  int64_t *off = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (off) enum_into(a, dims, nd, off, n);
   return off;
 }
 
@@ -150,26 +160,6 @@ typedef struct dot_geo {
   int64_t *lb, *lm, *lk, *rb, *rk, *rn; /* element offsets per group */
 } dot_geo;
 
-/* The offsets of ft_enum_offsets written into off (count elements). */
-static void enum_into(const ft_aval *a, const int64_t *dims, int nd, int64_t *off, int64_t n) {
-  int64_t st[FT_MAX_RANK], s = 1, idx[FT_MAX_RANK] = {0};
-  for (int i = a->rank - 1; i >= 0; i--) st[i] = s, s *= a->dims[i];
-  for (int64_t k = 0; k < n; k++) {
-    int64_t o = 0;
-    for (int i = 0; i < nd; i++) o += idx[i] * st[dims[i]];
-    off[k] = o;
-    for (int i = nd - 1; i >= 0; i--) {
-      if (++idx[i] < a->dims[dims[i]]) break;
-      idx[i] = 0;
-    }
-  }
-}
-
-static int64_t dims_count(const ft_aval *a, const int64_t *dims, int nd) {
-  int64_t n = 1;
-  for (int i = 0; i < nd; i++) n *= a->dims[dims[i]];
-  return n;
-}
 
 /* Checks the dimension numbers against the avals of l, r and o and sets
  * B, M, N, K. */
