@@ -6,9 +6,9 @@
  * once more: that costs speed but gives about 0.5 ulp and keeps one
  * implementation per function. exp, tanh and logistic use fused
  * multiply-adds (vm_fmaf): Cody-Waite reduction against ln2 split in two
- * floats, polynomial steps (Estrin, Horner), the final scaling folded into one fma, so a
- * fused chain such as tanh(x)*logistic(x) + x*x needs ~40% fewer vector
- * operations. Rules: vm_internal.h. Accuracy: docs/math.md. */
+ * floats, polynomial steps (Estrin, Horner), the final scaling folded
+ * into one fma; tanh and logistic share one core, which a loop computing
+ * both of one value evaluates once. Rules: vm_internal.h. Accuracy: docs/math.md. */
 #include "lower/vmath/vm_internal.h"
 #include "lower/vmath/vm_coef.h"
 
@@ -119,44 +119,64 @@ float ft_vm_expm1_f32(float x)
     return x == x ? r : VM_NAN32;
 }
 
+/* The core tanh and logistic share: for a = min(|x|, 104) (NaN -> 104),
+ * e^-a = 2^k (1 + em) with em = expm1(r), r = -a - k ln2 (Cody-Waite, ln2
+ * as two floats), |r| <= ln2/2 + tiny, k = round(-a/ln2) in [-150, 0];
+ * *kp = k + VM_RINT_MAGIC. Both functions evaluate it from x with the same
+ * operations, so a JIT loop that computes both of one value (a fused chain
+ * such as tanh(x)*logistic(x)) holds one copy after the optimizer's common
+ * subexpression elimination: the reduction and the polynomial, two thirds
+ * of each function's work, are done once. */
+static inline float vm_expm1_negabs_core(float x, float *kp)
+{
+    float a = vm_fabsf(x);
+    a = a < 104.0f ? a : 104.0f;
+    float k = vm_fmaf(a, -VM_INVLN2F, VM_RINT_MAGIC);
+    float kd = k - VM_RINT_MAGIC;
+    float r = vm_fmaf(kd, -VM_LN2F_TAIL, vm_fmaf(kd, -VM_LN2F, -a));
+    float r2 = r * r;
+    *kp = k;
+    return vm_fmaf(r2, vm_pexpf4(r, r2), r);
+}
+
 /* tanh|x| = -e/(2 + e) with e = expm1(-2|x|) in (-1, 0]: no cancellation
- * anywhere, so one path and one division. y = -2|x| is clamped at -18.2,
- * past which tanh rounds to 1. With 2^k the scale of the reduction,
- * e = t em + (t - 1) and 2 + e = t em + (t + 1) are each one fma from
- * em = expm1(r) (one rounding each, not two for 2 + e). The reduction
- * needs no tail term of ln2: omitting it shifts r by |k| 1.9e-9 with
- * |k| <= 2.9|x|, a relative error of e^y whose effect on tanh is damped by
- * 2e^(-2|x|): at most ~0.07 ulp (|x| near 0.5; exactly 0 for |x| < 0.17,
- * where k = 0). The sign of x is copied onto the result, so
+ * anywhere, so one path and one division. From the shared core,
+ * e^-2|x| = 2^2k (1 + w) with w = expm1(2r) = em (2 + em), one fma
+ * (2 em is exact); then e = tt w + (tt - 1) and 2 + e = tt w + (tt + 1),
+ * tt = 2^2k, each one fma (tt - 1 and tt + 1 are exact for 2k >= -24;
+ * past that their rounding is part of the measured maximum). k is clamped at -63 so that tt stays normal: there |x| > 43 and
+ * tanh rounds to 1 either way. Squaring through w costs about half an ulp
+ * against evaluating expm1(-2|x|) on its own (max 2.84 against 2.03 ulp,
+ * all f32 inputs), for a fused tanh-and-logistic loop about a fifth faster
+ * (docs/jit.md, round 4). The sign of x is copied onto the result, so
  * tanh(-0) = -0. */
 VM_FMA_CLONES float ft_vm_tanh_f32(float x)
 {
-    float y = asf32(asu32(x + x) | 0x80000000U); /* -|2x| */
-    y = y > -18.2f ? y : -18.2f;                  /* NaN -> -18.2; replaced at the end */
-    float kp = vm_fmaf(y, VM_INVLN2F, VM_RINT_MAGIC);
-    float kd = kp - VM_RINT_MAGIC;
-    float r = vm_fmaf(-kd, VM_LN2F, y); /* no tail: see above */
-    float r2 = r * r;
-    float em = vm_fmaf(r2, vm_pexpf4(r, r2), r);
-    float t = vm_pow2_of_magic(kp, 0);
-    float q = vm_fmaf(t, em, t - 1.0f) / vm_fmaf(t, em, t + 1.0f);
-    return x == x ? vm_copysignf(q, x) : VM_NAN32;
+    float kp;
+    float em = vm_expm1_negabs_core(x, &kp);
+    float w = vm_fmaf(em, em, em + em);
+    float kq = kp > VM_RINT_MAGIC - 63.0f ? kp : VM_RINT_MAGIC - 63.0f;
+    /* asu32(kq) = VM_RINT_BITS + k, whose low byte is k mod 256: shifted
+     * by 24 it is 2k in the exponent field, plus the bias 127. */
+    float tt = asf32((asu32(kq) << 24) + 0x3f800000U);
+    float q = vm_fmaf(tt, w, tt - 1.0f) / vm_fmaf(tt, w, tt + 1.0f);
+    /* A select, not a branch: clang turns `x == x ? f(q) : NaN` into one
+     * and sinks the whole body into it, where it no longer dominates
+     * logistic's copy of the core and cannot be merged with it. */
+    float res = vm_copysignf(q, x);
+    return x == x ? res : VM_NAN32;
 }
 
-/* 1/(1+e) for x >= 0 and e/(1+e) below, e = e^-|x|, computed scaled by
- * 2^75 so that no intermediate is subnormal: E = 2^75 e = t1 + t1 em
- * (t1 = 2^(k+75), normal for the clamp |x| <= 104, where e rounds to 0)
- * and D = 2^75 (1 + e) = t1 em + (t1 + 2^75), each one fma; the division
- * (2^75 or E)/D rounds once, into the subnormal range too. */
+/* 1/(1+e) for x >= 0 and e/(1+e) below, e = e^-|x| from the shared core,
+ * computed scaled by 2^75 so that no intermediate is subnormal:
+ * E = 2^75 e = t1 + t1 em (t1 = 2^(k+75), normal for the clamp |x| <= 104,
+ * where e rounds to 0) and D = 2^75 (1 + e) = t1 em + (t1 + 2^75), each one
+ * fma; the division (2^75 or E)/D rounds once, into the subnormal range
+ * too. */
 VM_FMA_CLONES float ft_vm_logistic_f32(float x)
 {
-    float a = vm_fabsf(x);
-    a = a < 104.0f ? a : 104.0f; /* NaN -> 104; replaced at the end */
-    float kp = vm_fmaf(a, -VM_INVLN2F, VM_RINT_MAGIC);
-    float kd = kp - VM_RINT_MAGIC;
-    float r = vm_fmaf(kd, -VM_LN2F_TAIL, vm_fmaf(kd, -VM_LN2F, -a));
-    float r2 = r * r;
-    float em = vm_fmaf(r2, vm_pexpf4(r, r2), r);
+    float kp;
+    float em = vm_expm1_negabs_core(x, &kp);
     float t1 = vm_pow2_of_magic(kp, 75);
     float num = x >= 0.0f ? 0x1p75f : vm_fmaf(t1, em, t1);
     float res = num / vm_fmaf(t1, em, t1 + 0x1p75f);
