@@ -778,6 +778,47 @@ static bool clone_prologue(planner *P, int gi, int node, const ft_aval *T, ft_ke
   return ok;
 }
 
+/* Whether the nodes of open group gi that compute `node` are cheap enough
+ * to compute twice: once inside a reduction that reads the value and once
+ * more in the group, for the value's other consumers. Recomputing them
+ * saves storing every element and loading it back (softmax's exp(x - max)
+ * feeds both its sum and its division: XLA recomputes it too). The bits
+ * are the same either way: the same nodes run on the same inputs. Cheap:
+ * at most RECOMPUTE_MAX_OPS operations, of which at most
+ * RECOMPUTE_MAX_COSTLY are more than one arithmetic instruction
+ * (transcendentals, division, square roots, integer division). */
+enum { RECOMPUTE_MAX_OPS = 8, RECOMPUTE_MAX_COSTLY = 1 };
+
+static bool cheap_op(ft_prim p) {
+  switch (p) {
+  case FT_P_ADD: case FT_P_SUB: case FT_P_MUL: case FT_P_NEG: case FT_P_MAX: case FT_P_MIN:
+  case FT_P_ABS: case FT_P_SIGN: case FT_P_SELECT_N: case FT_P_CONVERT_ELEMENT_TYPE:
+  case FT_P_EQ: case FT_P_NE: case FT_P_LT: case FT_P_LE: case FT_P_GT: case FT_P_GE:
+  case FT_P_AND: case FT_P_OR: case FT_P_NOT: case FT_P_XOR: case FT_P_STOP_GRADIENT:
+  case FT_P_COPY: case FT_P_SQUARE: case FT_P_INTEGER_POW:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool cheap_prologue(planner *P, int gi, int node) {
+  const ft_kernel *gk = gkernel(P, gi);
+  bool *need = calloc((size_t)node + 1, sizeof *need);
+  if (!need) return false;
+  need[node] = true;
+  int ops = 0, costly = 0;
+  for (int i = node; i >= 0; i--) {
+    const ft_knode *q = &gk->nodes[i];
+    if (!need[i] || q->kind != FT_KN_ELEM) continue;
+    ops++;
+    costly += !q->e || !cheap_op(q->e->prim);
+    for (int a = 0; a < q->n_in; a++) need[q->in[a]] = true;
+  }
+  free(need);
+  return ops <= RECOMPUTE_MAX_OPS && costly <= RECOMPUTE_MAX_COSTLY;
+}
+
 /* Fills the plan-text fields (rcount, rstride, kdims) of reduction k. */
 static void reduce_summary(ft_kernel *k) {
   const ft_knode *l0 = NULL;
@@ -889,8 +930,10 @@ static int place_split(planner *P, ft_kernel *k, int idx, const ft_aval *ov) {
 }
 
 /* A reduction kernel: the input's producers (the open fusion group that
- * computes it, when the reduction is its only consumer) are recomputed in
- * the kernel; else it loads the input's buffer or view. Any set of axes. */
+ * computes it, when the reduction is its only consumer or the producers
+ * are cheap: cheap_prologue) are recomputed in the kernel, and the group
+ * stays open for the value's other consumers; else it loads the input's
+ * buffer or view. Any set of axes. */
 static bool place_reduce(planner *P, const ft_eqn *e, int idx) {
   const ft_var *x = e->in[0], *o = e->out[0];
   if (!reduce_native(e, &P->why[idx]) || x->kind != FT_VAR) return false;
@@ -912,7 +955,7 @@ static bool place_reduce(planner *P, const ft_eqn *e, int idx) {
   vinfo *vx = &P->v[x->id];
   bool fused = false;
   if (!P->opts->no_fusion && vx->kind == VK_GROUP && vx->buf < 0 && P->g[vx->group].open &&
-      P->uses[x->id] == 1) {
+      (P->uses[x->id] == 1 || cheap_prologue(P, vx->group, vx->node))) {
     fused = clone_prologue(P, vx->group, vx->node, T, &k);
     if (!fused) {
       free(k.nodes);

@@ -288,6 +288,67 @@ START_TEST(transposed_reads_tiled) {
 }
 END_TEST
 
+/* How many TEMP buffers of the plan of `text` hold n elements. */
+static int temps_of(const char *text, int64_t n) {
+  ft_jaxpr *j = ft_parse(C, text, strlen(text), "temps");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ft_plan_options po = {0};
+  ft_program *p = ft_program_plan(C, j, &po);
+  ck_assert_ptr_nonnull(p);
+  int k = 0;
+  for (int b = 0; b < p->n_bufs; b++)
+    k += p->bufs[b].kind == FT_BUF_TEMP && ft_aval_size(&p->bufs[b].aval) == n;
+  ft_program_free(p);
+  ft_jaxpr_free(j);
+  return k;
+}
+
+/* A cheap producer that feeds a reduction and another consumer is
+ * recomputed in the reduction instead of stored and loaded back: softmax's
+ * exp(x - max) feeds its sum and its division, and no [64,300] buffer is
+ * planned. A costly one (two transcendentals) is still stored once. Either
+ * way the JIT gives the interpreter's bits, on 1 and 2 threads. */
+START_TEST(cheap_producer_recomputed_in_reduction) {
+  static const char *const softmax =
+      "{ lambda ; a:f32[64,300]. let\n"
+      "    b:f32[64] = reduce_max[axes=(1,) out_sharding=None] a\n"
+      "    c:f32[64,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(64, 1) sharding=None] b\n"
+      "    d:f32[64,1] = stop_gradient c\n    e:f32[64,300] = sub a d\n    f:f32[64,300] = exp e\n"
+      "    g:f32[64] = reduce_sum[axes=(1,) out_sharding=None] f\n"
+      "    h:f32[64,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(64, 1) sharding=None] g\n"
+      "    i:f32[64,300] = div f h\n  in (i,) }\n";
+  static const char *const costly =
+      "{ lambda ; a:f32[64,300]. let\n"
+      "    e:f32[64,300] = tanh a\n    f:f32[64,300] = exp e\n"
+      "    g:f32[64] = reduce_sum[axes=(1,) out_sharding=None] f\n"
+      "    h:f32[64,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(64, 1) sharding=None] g\n"
+      "    i:f32[64,300] = div f h\n  in (i,) }\n";
+  ck_assert_int_eq(temps_of(softmax, 64 * 300), 0);
+  ck_assert_int_eq(temps_of(costly, 64 * 300), 1);
+  const char *const progs[2] = {softmax, costly};
+  for (int pi = 0; pi < 2; pi++)
+    for (int threads = 1; threads <= 2; threads++) {
+      ft_ctx *c = ctx_threads(threads);
+      ft_jaxpr *j = ft_parse(c, progs[pi], strlen(progs[pi]), "prog");
+      ck_assert_msg(j != NULL, "%s", ft_ctx_error(c));
+      ft_aval av;
+      ck_assert_int_eq(ft_jaxpr_input_aval(j, 0, &av), FT_OK);
+      ft_array *in = ft_array_alloc(c, &av), *want = NULL, *got = NULL;
+      ck_assert_ptr_nonnull(in);
+      jt_fill(in, 5);
+      ck_assert_int_eq(ft_eval(c, j, 1, &in, 1, &want), FT_OK);
+      ft_fn *fn = ft_jit(c, j, NULL);
+      ck_assert_msg(fn != NULL, "%s", ft_ctx_error(c));
+      ck_assert_int_eq(ft_call(fn, 1, &in, 1, &got), FT_OK);
+      ck_assert_msg(jt_same(got, want, NULL, NULL), "program %d, %d threads", pi, threads);
+      ft_array_free(got), ft_array_free(want), ft_array_free(in);
+      ft_fn_free(fn);
+      ft_jaxpr_free(j);
+      ft_ctx_free(c);
+    }
+}
+END_TEST
+
 /* Without the loop unroller, the chain still runs in 16- or 8-wide vectors,
  * and the sum keeps its <16 x float> canonical accumulator. */
 START_TEST(vectorized_without_unroller) {
@@ -314,6 +375,7 @@ static Suite *suite(void) {
   tcase_add_test(t, malformed_blob_refused);
   tcase_add_test(t, vectorized_without_unroller);
   tcase_add_test(t, transposed_reads_tiled);
+  tcase_add_test(t, cheap_producer_recomputed_in_reduction);
   tcase_add_test(t, units_by_class_same_bits);
   suite_add_tcase(s, t);
   return s;
