@@ -51,15 +51,19 @@ static inline float vm_pow2_of_magic(float kp, uint32_t bias)
  * [-159, 145] (the clamp): one rounding, or two in the subnormal range. */
 VM_FMA_CLONES float ft_vm_exp_f32(float x)
 {
-    float xc = x > 100.0f ? 100.0f : (x < -110.0f ? -110.0f : x);
-    xc = xc == xc ? xc : 0.0f;
+    float xc = x == x ? x : 0.0f; /* one NaN test, shared with the end */
+    xc = xc > 100.0f ? 100.0f : (xc < -110.0f ? -110.0f : xc);
     float kp = vm_fmaf(xc, VM_INVLN2F, VM_RINT_MAGIC);
     float kd = kp - VM_RINT_MAGIC;
     float r = vm_fmaf(-kd, VM_LN2F_TAIL, vm_fmaf(-kd, VM_LN2F, xc));
     float em = vm_fmaf(r * r, vm_pexpf5(r), r);
-    int32_t k = (int32_t)(asu32(kp) - VM_RINT_BITS);
-    int32_t k1 = k / 2;
-    float t1 = vm_pow2if(k1), t2 = vm_pow2if(k - k1);
+    /* u = k + 256 > 0 and h = floor(k/2) + 128, in unsigned arithmetic:
+     * t1 = 2^(h - 128) and t2 = 2^(u - h - 128), exponent fields h - 1 and
+     * u - h - 1. (Any split of 2^k into two normal halves gives the same
+     * bits: the fma's rounding does not depend on t1's exponent.) */
+    uint32_t u = asu32(kp) + (256U - VM_RINT_BITS);
+    uint32_t h = u >> 1;
+    float t1 = asf32((h - 1U) << 23), t2 = asf32((u - h - 1U) << 23);
     float res = vm_fmaf(t1, em, t1) * t2;
     return x == x ? res : VM_NAN32;
 }
