@@ -1645,6 +1645,10 @@ static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
     r = canon_block(G, R, dt, sum, start, m);
   else if (k->rparts > 0 && fl && (mx || k->rprim == FT_P_REDUCE_MIN))
     r = lane_maxmin(G, R, dt, mx, start, m);
+  else if (k->rseq && fl && (mx || k->rprim == FT_P_REDUCE_MIN) && n >= 16)
+    /* the fold of a split max/min: order-free too (lane_maxmin), 4096
+     * partials in ~1 us instead of ~19 us of sequential select chain */
+    r = lane_maxmin(G, R, dt, mx, c64(G, 0), c64(G, n));
   else if (k->rparts > 0 || k->rseq)
     r = k->rseq ? seq_fold(G, R, k->rprim, dt, n) : NULL; /* fusion.c splits only the above */
   else switch (k->rprim) {

@@ -461,13 +461,15 @@ END_TEST
 /* Float reduce_max/reduce_min and argmax/argmin run 16 lanes then a lane
  * tree (n >= 16): the same value (NaN wins, -0 < +0) and the same index
  * (first extreme, first NaN) as the interpreter's sequential scan. Lengths
- * 0, 1, 15, 16, 17, 4097; NaN at the first, a middle, lane-boundary and the
+ * 0, 1, 15, 16, 17, 4097, 65541; NaN at the first, a middle, lane-boundary and the
  * last positions; -0/+0 mixes; +-inf; contiguous rows, strided columns and
  * a fused producer; opt_level 2 and 3. jt_same compares any two NaNs as
  * equal (NaN payloads are outside the contract, docs/determinism.md §1). */
 START_TEST(maxmin_lanes) {
   static const char *const dts[] = {"f32", "f64"};
-  static const int64_t lens[] = {0, 1, 15, 16, 17, 4097};
+  /* 65541: a split reduction of 17 block partials, whose fold runs 16
+   * lanes too */
+  static const int64_t lens[] = {0, 1, 15, 16, 17, 4097, 65541};
   for (int t = 0; t < 2; t++)
     for (size_t li = 0; li < FT_COUNTOF(lens); li++) {
       const char *d = dts[t];
