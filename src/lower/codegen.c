@@ -1610,33 +1610,30 @@ static LLVMValueRef lane_arg(cg *G, rk *R, bool mx, ft_dtype dt, int64_t n) {
   return LLVMBuildLoad2(B, G->i64, sip, "");
 }
 
-static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
-  const ft_kernel *k = K->k;
-  LLVMBuilderRef B = G->b;
-  G->fn = body;
-  LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(G->c, body, "entry"));
-  for (int i = 0; i < K->nb; i++) K->ptrs[i] = LLVMGetParam(body, (unsigned)i);
-  LLVMValueRef lo = LLVMGetParam(body, (unsigned)K->nb), hi = LLVMGetParam(body, (unsigned)K->nb + 1);
-  int64_t n = 1;
-  for (int d = 0; d < k->irank; d++)
-    if (k->ired[d]) n *= k->idims[d];
-  ft_dtype dt = k->nodes[k->rnode].dt;
-  if (ishalf(dt)) R->half = true, R->hdt = dt, dt = FT_F32;
-  cloop Lo;
-  LLVMValueRef p = cloop_begin(G, &Lo, lo, hi), o = p, start = NULL, m = NULL;
-  if (k->rparts > 0) { /* partial p: block p % rparts of output p / rparts */
-    o = LLVMBuildUDiv(B, p, c64(G, k->rparts), "");
-    start = LLVMBuildMul(B, LLVMBuildURem(B, p, c64(G, k->rparts), ""), c64(G, k->rblock), "");
-    m = block_len(G, start, k->rblock, n);
-  }
+/* The offsets of output o's first element in every load node (R->kbase). */
+static void output_bases(cg *G, rk *R, LLVMValueRef o) {
+  const ft_kernel *k = R->k;
   for (int i = 0; i < k->n_nodes; i++) {
     const ft_knode *q = &k->nodes[i];
     if (q->kind != FT_KN_LOAD || q->acc.buf < 0) continue;
     int64_t kd[FT_MAX_RANK], ks[FT_MAX_RANK];
     int nk = runs_of(k, q->acc.st, false, kd, ks);
-    R->kbase[i] = LLVMBuildAdd(B, c64(G, q->acc.base), unravel_off(G, o, nk, kd, ks), "");
+    R->kbase[i] = LLVMBuildAdd(G->b, c64(G, q->acc.base), unravel_off(G, o, nk, kd, ks), "");
     R->nseg[i] = runs_of(k, q->acc.st, true, R->segdim[i], R->segst[i]);
   }
+}
+
+/* Output p of reduction k (n reduced values each, folded in dt), stored. */
+static bool reduce_one(cg *G, kctx *K, rk *R, LLVMValueRef p, int64_t n, ft_dtype dt) {
+  const ft_kernel *k = K->k;
+  LLVMBuilderRef B = G->b;
+  LLVMValueRef o = p, start = NULL, m = NULL;
+  if (k->rparts > 0) { /* partial p: block p % rparts of output p / rparts */
+    o = LLVMBuildUDiv(B, p, c64(G, k->rparts), "");
+    start = LLVMBuildMul(B, LLVMBuildURem(B, p, c64(G, k->rparts), ""), c64(G, k->rblock), "");
+    m = block_len(G, start, k->rblock, n);
+  }
+  output_bases(G, R, o);
   LLVMValueRef r;
   bool fl = isf(dt), sum = k->rprim == FT_P_REDUCE_SUM, mx = k->rprim == FT_P_REDUCE_MAX;
   if (R->half && (sum || k->rprim == FT_P_REDUCE_PROD)) /* never split (fusion.c) */
@@ -1679,7 +1676,134 @@ static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
    * interpreter's store makes it) */
   if (ishalf(k->rout_dt)) r = half_narrow(G, k->rout_dt, r);
   LLVMBuildStore(B, r, elem_ptr(G, ty(G, k->rout_dt), K->ptrs[kbuf_slot(K, k->rout)], p));
-  cloop_end(G, &Lo);
+  return true;
+}
+
+/* Column mode: a float sum/prod whose input is contiguous along the
+ * innermost kept axis d (of a length that is a multiple of 16) and not
+ * along the reduction (a bias gradient: [128,512] summed over axis 0).
+ * Returns d, or -1. */
+static int column_axis(const ft_kernel *k, ft_dtype dt, bool half, int64_t n) {
+  if (half || !isf(dt) || k->rout_dt != dt || k->rparts > 0 || k->rseq || n < 2 ||
+      (k->rprim != FT_P_REDUCE_SUM && k->rprim != FT_P_REDUCE_PROD))
+    return -1;
+  int d = -1, dr = -1;
+  for (int a = k->irank - 1; a >= 0; a--) {
+    if (k->idims[a] == 1) continue;
+    if (!k->ired[a] && d < 0) d = a;
+    if (k->ired[a] && dr < 0) dr = a;
+  }
+  if (d < 0 || dr < 0 || k->idims[d] % 16) return -1;
+  const ft_knode *l0 = NULL;
+  for (int i = 0; i < k->n_nodes; i++) {
+    const ft_knode *q = &k->nodes[i];
+    if (q->kind != FT_KN_LOAD && q->kind != FT_KN_ELEM) return -1;
+    if (!l0 && q->kind == FT_KN_LOAD && q->acc.buf >= 0) l0 = q;
+  }
+  return l0 && l0->acc.st[d] == 1 && l0->acc.st[dr] != 1 ? d : -1;
+}
+
+/* Outputs p0 .. p0 + 15 of a column-mode reduction (column_axis: they lie
+ * along axis d, so each load's offset moves by its stride along d), in
+ * the canonical order of every output at once: per block of FT_SUM_BLOCK,
+ * 16 lanes of 16-output vectors from the identity, reduced position kk of
+ * the block into lane kk % 16, the halving tree over the lanes, blocks
+ * left to right. The values of one position for the 16 outputs come
+ * through a small array the loop vectorizer fills with one contiguous
+ * load. The same operations per output as canon_fold, so the same bits. */
+static bool reduce16(cg *G, kctx *K, rk *R, LLVMValueRef p0, int64_t n, ft_dtype dt, int d) {
+  const ft_kernel *k = K->k;
+  LLVMBuilderRef B = G->b;
+  bool sum = k->rprim == FT_P_REDUCE_SUM;
+  LLVMTypeRef t = ty(G, dt), vt = LLVMVectorType(t, 16), lanes_t = LLVMArrayType(vt, 16);
+  LLVMValueRef accs = entry_alloca(G, lanes_t), totp = entry_alloca(G, vt);
+  LLVMValueRef tmp = entry_alloca(G, LLVMArrayType(t, 16));
+  output_bases(G, R, p0);
+  LLVMValueRef *kb0 = calloc((size_t)k->n_nodes + 1, sizeof *kb0);
+  if (!kb0) return false;
+  for (int i = 0; i < k->n_nodes; i++) kb0[i] = R->kbase[i];
+  LLVMValueRef ident = vsplat(G, vt, fconst(G, dt, sum ? 0.0 : 1.0));
+  int64_t nb = (n + FT_SUM_BLOCK - 1) / FT_SUM_BLOCK;
+  cloop Lb, Lk, Lq;
+  LLVMValueRef b = cloop_begin(G, &Lb, c64(G, 0), c64(G, nb));
+  LLVMValueRef start = LLVMBuildMul(B, b, c64(G, FT_SUM_BLOCK), "");
+  LLVMValueRef m = block_len(G, start, FT_SUM_BLOCK, n);
+  LLVMValueRef lane_p[16];
+  for (int l = 0; l < 16; l++) {
+    LLVMValueRef ix[2] = {ci(G->i32, 0), ci(G->i32, l)};
+    lane_p[l] = LLVMBuildInBoundsGEP2(B, lanes_t, accs, ix, 2, "");
+    LLVMBuildStore(B, ident, lane_p[l]);
+  }
+  LLVMValueRef kk = cloop_begin(G, &Lk, c64(G, 0), m);
+  LLVMValueRef r = LLVMBuildAdd(B, start, kk, "");
+  LLVMValueRef q = cloop_begin(G, &Lq, c64(G, 0), c64(G, 16));
+  for (int i = 0; i < k->n_nodes; i++)
+    if (kb0[i]) R->kbase[i] = LLVMBuildAdd(B, kb0[i], LLVMBuildMul(B, q, c64(G, k->nodes[i].acc.st[d]), ""), "");
+  LLVMValueRef x = eval_at(G, R, r);
+  if (!x) {
+    free(kb0);
+    return false;
+  }
+  LLVMBuildStore(B, x, elem_ptr(G, t, tmp, q));
+  cloop_end(G, &Lq);
+  LLVMValueRef xv = LLVMBuildLoad2(B, vt, tmp, "");
+  LLVMSetAlignment(xv, 64);
+  LLVMValueRef ix[2] = {ci(G->i32, 0), LLVMBuildTrunc(B, LLVMBuildAnd(B, kk, c64(G, 15), ""), G->i32, "")};
+  LLVMValueRef ap = LLVMBuildInBoundsGEP2(B, lanes_t, accs, ix, 2, "");
+  LLVMBuildStore(B, vop(G, sum, LLVMBuildLoad2(B, vt, ap, ""), xv), ap);
+  cloop_end(G, &Lk);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; l++)
+      LLVMBuildStore(B, vop(G, sum, LLVMBuildLoad2(B, vt, lane_p[l], ""), LLVMBuildLoad2(B, vt, lane_p[l + w], "")),
+                     lane_p[l]);
+  LLVMValueRef part = LLVMBuildLoad2(B, vt, lane_p[0], "");
+  LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, b, c64(G, 0), "");
+  LLVMValueRef tot = LLVMBuildLoad2(B, vt, totp, "");
+  LLVMBuildStore(B, LLVMBuildSelect(B, first, part, vop(G, sum, tot, part), ""), totp);
+  cloop_end(G, &Lb);
+  LLVMValueRef st = LLVMBuildStore(B, LLVMBuildLoad2(B, vt, totp, ""),
+                                   elem_ptr(G, t, K->ptrs[kbuf_slot(K, k->rout)], p0));
+  LLVMSetAlignment(st, (unsigned)(dt == FT_F64 ? 8 : 4));
+  free(kb0);
+  return true;
+}
+
+static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
+  const ft_kernel *k = K->k;
+  LLVMBuilderRef B = G->b;
+  G->fn = body;
+  LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(G->c, body, "entry"));
+  for (int i = 0; i < K->nb; i++) K->ptrs[i] = LLVMGetParam(body, (unsigned)i);
+  LLVMValueRef lo = LLVMGetParam(body, (unsigned)K->nb), hi = LLVMGetParam(body, (unsigned)K->nb + 1);
+  int64_t n = 1;
+  for (int d = 0; d < k->irank; d++)
+    if (k->ired[d]) n *= k->idims[d];
+  ft_dtype dt = k->nodes[k->rnode].dt;
+  if (ishalf(dt)) R->half = true, R->hdt = dt, dt = FT_F32;
+  int cd = column_axis(k, dt, R->half, n);
+  cloop Lo;
+  if (cd < 0) {
+    LLVMValueRef p = cloop_begin(G, &Lo, lo, hi);
+    if (!reduce_one(G, K, R, p, n, dt)) return false;
+    cloop_end(G, &Lo);
+  } else {
+    /* [lo, a) one by one, [a, b) 16 at a time (groups start at multiples
+     * of 16, so a group never crosses a row of axis cd), [b, hi) one by one */
+    LLVMValueRef a = LLVMBuildAnd(B, LLVMBuildAdd(B, lo, c64(G, 15), ""), c64(G, -16), "");
+    a = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, hi, ""), a, hi, "");
+    LLVMValueRef bnd = LLVMBuildAnd(B, hi, c64(G, -16), "");
+    bnd = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, bnd, a, ""), a, bnd, "");
+    cloop L1, L2, L3;
+    LLVMValueRef p = cloop_begin(G, &L1, lo, a);
+    if (!reduce_one(G, K, R, p, n, dt)) return false;
+    cloop_end(G, &L1);
+    LLVMValueRef g = cloop_begin(G, &L2, LLVMBuildLShr(B, a, c64(G, 4), ""), LLVMBuildLShr(B, bnd, c64(G, 4), ""));
+    if (!reduce16(G, K, R, LLVMBuildShl(B, g, c64(G, 4), ""), n, dt, cd)) return false;
+    cloop_end(G, &L2);
+    p = cloop_begin(G, &L3, bnd, hi);
+    if (!reduce_one(G, K, R, p, n, dt)) return false;
+    cloop_end(G, &L3);
+  }
   LLVMBuildRetVoid(B);
   return true;
 }

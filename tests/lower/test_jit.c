@@ -458,6 +458,68 @@ START_TEST(fused_reductions) {
 }
 END_TEST
 
+/* Sums and products over a leading axis whose innermost kept axis is
+ * contiguous and a multiple of 16 long (bias gradients) run 16 outputs at
+ * a time (codegen.c's reduce16), the others one by one: the canonical
+ * order of every output either way. Reduced lengths 2 .. 8200 (one and
+ * three blocks of 4096), kept rows of 16 .. 512, two kept axes, two reduced
+ * axes, a fused producer with a broadcast operand, a row length that is
+ * not a multiple of 16 (one by one), f32 and f64, opt levels 2 and 3, the
+ * executor's chunks on two threads (starts that are not multiples of 16).
+ * Bitwise against the interpreter. */
+START_TEST(column_sums) {
+  static const char *const dts[] = {"f32", "f64"};
+  static const int64_t shapes[][2] = {{2, 16}, {17, 32}, {128, 512}, {4097, 48}, {8200, 16}, {3, 20}, {33, 40}};
+  for (int t = 0; t < 2; t++)
+    for (size_t si = 0; si < FT_COUNTOF(shapes); si++) {
+      const char *d = dts[t];
+      long long R = (long long)shapes[si][0], D = (long long)shapes[si][1];
+      char text[4096];
+      snprintf(text, sizeof text,
+               "{ lambda ; a:%s[%lld,%lld] b:%s[%lld] c:%s[2,%lld,3,%lld]. let\n"
+               "    s:%s[%lld] = reduce_sum[axes=(0,) out_sharding=None] a\n"
+               "    m:%s[%lld,%lld] = mul a a\n"
+               "    bb:%s[%lld,%lld] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(%lld, %lld) sharding=None] b\n"
+               "    e:%s[%lld,%lld] = add m bb\n"
+               "    p:%s[%lld] = reduce_sum[axes=(0,) out_sharding=None] e\n"
+               "    q:%s[%lld] = reduce_prod[axes=(0,) out_sharding=None] a\n"
+               "    u:%s[3,%lld] = reduce_sum[axes=(0, 1) out_sharding=None] c\n"
+               "  in (s, p, q, u) }\n",
+               d, R, D, d, D, d, R, D, d, D, d, R, D, d, R, D, R, D, d, R, D, d, D, d, D, d, D);
+      ft_jaxpr *j = parse_text(text);
+      for (int fill = 0; fill < 2; fill++) {
+        ft_array *in[3];
+        for (int k = 0; k < 3; k++) {
+          ft_aval av;
+          ft_jaxpr_input_aval(j, k, &av);
+          in[k] = rand_array(av.dtype, &av, (uint64_t)(t * 1000 + (int)si * 100 + fill * 10 + k));
+          /* fill 1: values near 1 (products stay finite), signed zeros */
+          int64_t n = ft_array_size(in[k]);
+          for (int64_t e = 0; fill == 1 && e < n; e++)
+            ft_set_f64(in[k], e, e % 7 == 3 ? (e % 2 ? -0.0 : 0.0) : 1.0 + ft_get_f64(in[k], e) * 1e-3);
+        }
+        for (int lvl = 2; lvl <= 3; lvl++) {
+          char name[96];
+          snprintf(name, sizeof name, "column %s[%lld,%lld] fill %d O%d", d, R, D, fill, lvl);
+          bool strict = true;
+          ft_jit_options o = {.no_cache = true, .opt_level = lvl};
+          ck_assert_int_eq(jit_vs_interp(name, j, 3, in, &o, &strict), 0);
+        }
+        for (int k = 0; k < 3; k++) ft_array_free(in[k]);
+      }
+      ft_jaxpr_free(j);
+    }
+  /* a [128,512] column sum runs contiguous vector loads, no gathers, in its
+   * 16-output body (the one-by-one head and tail may keep them) */
+  ft_jaxpr *j = parse_text("{ lambda ; a:f32[128,512]. let\n"
+                           "    s:f32[512] = reduce_sum[axes=(0,) out_sharding=None] a\n  in (s,) }\n");
+  char *ir = jt_emit(j, FT_EMIT_LLVM);
+  ck_assert_msg(strstr(ir, "load <16 x float>") || strstr(ir, "load <8 x float>"), "no vector load");
+  free(ir);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 /* Float reduce_max/reduce_min and argmax/argmin run 16 lanes then a lane
  * tree (n >= 16): the same value (NaN wins, -0 < +0) and the same index
  * (first extreme, first NaN) as the interpreter's sequential scan. Lengths
@@ -908,6 +970,7 @@ static Suite *suite(void) {
   tcase_add_test(t, reductions_and_views);
   tcase_add_test(t, fused_reductions);
   tcase_add_test(t, maxmin_lanes);
+  tcase_add_test(t, column_sums);
   tcase_add_test(t, split_reductions);
   tcase_add_test(t, control_flow_compiles);
   tcase_add_test(t, while_batched_predicate);
