@@ -39,6 +39,14 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# A pause before every repetition of every side: a thread pool that spins
+# for a while after its work would otherwise take a core from the side
+# measured next. NumPy's OpenBLAS threads busy-wait for new work after a
+# multi-threaded call (about 2^28 cycles by default); with no pause the
+# FrankenTrace repetition after NumPy's mlp_step ran 4.4-5.8 ms, with it
+# 3.6 ms (its steady state in a process of its own: 3.0-3.1 ms). The same
+# pause for every side.
+GAP_SECONDS = 0.25
 
 
 def log(*a):
@@ -372,16 +380,19 @@ def run_workload(spec, args, datadir, workers, jfns, nfns, rng):
     times = {k: [] for k in list(ft) + ["jax"] + (["numpy"] if nf else [])}
     for r in range(-1, args.reps):  # r = -1: warm-up repetition, discarded
         for label, (w, k) in ft.items():
+            time.sleep(args.gap)
             ans = w.cmd(f"run {name} {k}")
             if ans[0] != "ok":
                 res[label] = {"status": "failed", "why": ans[1]}
                 continue
             if r >= 0:
                 times[label].append(float(ans[1]) / k)
+        time.sleep(args.gap)
         tj = timed(jcall, jk)
         if r >= 0:
             times["jax"].append(tj / jk)
         if nf:
+            time.sleep(args.gap)
             tn = timed(lambda: nf(*arrays), nk)
             if r >= 0:
                 times["numpy"].append(tn / nk)
@@ -697,6 +708,7 @@ def main():
     args.reps = 5 if q else 9
     args.compile_reps = 5 if q else 7
     args.rep_seconds = 0.03 if q else 0.15
+    args.gap = GAP_SECONDS
     args.limit_reps = 5 if q else 10
     args.stream_mib = 64
     args.numpy = True

@@ -487,14 +487,17 @@ static void profile_finish(const ft_exec *x, ft_exec_profile *p) {
  * that shares its CPU with another job runs its chunks at half speed, and
  * a wave of two 550 us GEMM blocks then takes longer shared than alone
  * (the caller waits at the barrier): the harness's mlp_step ran 6.9 ms on
- * 2 threads against 6.3 ms on 1. Only who runs a chunk changes: the chunks
- * and their results do not. */
-enum { PROBE = 16 };
+ * 2 threads against 6.3 ms on 1. The first WARMUP runs alternate, so that
+ * both ways are measured warm (a first run pays cold caches and page
+ * faults). Only who runs a chunk changes: the chunks and their results do
+ * not. */
+enum { PROBE = 16, WARMUP = 6 };
 
 static bool share_wave(ft_exec *x, int w) {
   if (x->opt.no_small_waves) return true; /* tests: always let the workers in */
   wave_clock *k = &x->clock[w];
   uint64_t runs = atomic_fetch_add_explicit(&k->runs, 1, memory_order_relaxed);
+  if (runs < WARMUP) return runs % 2 == 0;
   uint64_t alone = atomic_load_explicit(&k->alone, memory_order_relaxed);
   uint64_t shared = atomic_load_explicit(&k->shared, memory_order_relaxed);
   if (!shared) return true;
@@ -503,9 +506,17 @@ static bool share_wave(ft_exec *x, int w) {
   return runs % PROBE == PROBE - 1 ? !best : best;
 }
 
+/* A wave's time one way: down at once, up by an eighth of the difference.
+ * Interference (another process's threads spinning for a while, a page
+ * fault) only makes a run slower, so a fast run is the better estimate;
+ * a lasting change of load still moves it up within a few runs of that
+ * way. An average (the earlier 3/4 old + 1/4 new) kept one disturbed probe
+ * for dozens of runs: the MLP step took ~100 calls to reach 3.1 ms from
+ * 4.6. */
 static void note_time(atomic_uint_fast64_t *m, uint64_t ns) {
   uint64_t old = atomic_load_explicit(m, memory_order_relaxed);
-  atomic_store_explicit(m, old ? (3 * old + ns) / 4 : (ns ? ns : 1), memory_order_relaxed);
+  if (!ns) ns = 1;
+  atomic_store_explicit(m, !old || ns < old ? ns : (7 * old + ns) / 8, memory_order_relaxed);
 }
 
 /* Runs wave w of several chunks, shared with the pool or alone (share_wave),
