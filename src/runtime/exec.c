@@ -487,10 +487,11 @@ static void profile_finish(const ft_exec *x, ft_exec_profile *p) {
  * that shares its CPU with another job runs its chunks at half speed, and
  * a wave of two 550 us GEMM blocks then takes longer shared than alone
  * (the caller waits at the barrier): the harness's mlp_step ran 6.9 ms on
- * 2 threads against 6.3 ms on 1. The first WARMUP runs alternate, so that
- * both ways are measured warm (a first run pays cold caches and page
- * faults). Only who runs a chunk changes: the chunks and their results do
- * not. */
+ * 2 threads against 6.3 ms on 1. The first WARMUP runs alternate (shared
+ * first), so that both ways are measured warm: a first run pays cold
+ * caches and page faults, and a cold shared time kept a 16M-element loop
+ * on the caller alone until the next probe. Only who runs a chunk changes:
+ * the chunks and their results do not. */
 enum { PROBE = 16, WARMUP = 6 };
 
 static bool share_wave(ft_exec *x, int w) {
@@ -510,9 +511,9 @@ static bool share_wave(ft_exec *x, int w) {
  * Interference (another process's threads spinning for a while, a page
  * fault) only makes a run slower, so a fast run is the better estimate;
  * a lasting change of load still moves it up within a few runs of that
- * way. An average (the earlier 3/4 old + 1/4 new) kept one disturbed probe
- * for dozens of runs: the MLP step took ~100 calls to reach 3.1 ms from
- * 4.6. */
+ * way. An average (the earlier 3/4 old + 1/4 new) kept a disturbed or cold
+ * measurement for dozens of runs: the MLP step took ~100 calls to reach
+ * 3.1 ms from 4.6. */
 static void note_time(atomic_uint_fast64_t *m, uint64_t ns) {
   uint64_t old = atomic_load_explicit(m, memory_order_relaxed);
   if (!ns) ns = 1;

@@ -667,20 +667,24 @@ START_TEST(chunks_of_a_wave_start_longest_first) {
 END_TEST
 
 /* A wave that ran slower shared than alone runs alone, apart from one probe
- * every 16 runs. Chunks on a worker take 20 ms here, on the caller none;
- * the first run waits (up to 2 s) until a worker has started a chunk, so
- * the shared time is measured with a worker in it. */
+ * every 16 runs. Chunks on a worker take 20 ms here, on the caller 1 ms
+ * (long enough for a woken worker to take one if the wave were shared);
+ * a shared warm-up run waits (up to 2 s) until a worker has started a
+ * chunk, so the shared time is measured with a worker in it. */
 static atomic_int slow_off_caller, slow_first;
 static ft_status slow_worker_fn(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (ft_exec_call_thread(c) != 0) {
     atomic_fetch_add(&slow_off_caller, 1);
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
   } else if (atomic_load(&slow_first)) {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     do clock_gettime(CLOCK_MONOTONIC, &t1);
     while (!atomic_load(&slow_off_caller) && t1.tv_sec - t0.tv_sec < 2);
+  } else {
+    do clock_gettime(CLOCK_MONOTONIC, &t1);
+    while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 1000000L);
   }
   return FT_OK;
 }
@@ -689,15 +693,19 @@ START_TEST(waves_run_alone_when_that_was_faster) {
   ft_pool *pool = ft_pool_new(2);
   ft_exec_task t = {.name = "slow when shared", .fn = slow_worker_fn, .extent = 8, .grain = 1};
   ft_exec *x = ft_exec_new(C, 1, &t, &(ft_exec_options){.pool = pool});
-  atomic_store(&slow_off_caller, 0);
-  atomic_store(&slow_first, 1);
-  ck_assert_int_eq(ft_exec_run(x, C, NULL, NULL), FT_OK); /* run 0: shared */
+  /* runs 0..5 (exec.c's WARMUP) alternate: 0, 2, 4 shared (each waits for
+   * a worker's 20 ms chunk), 1, 3, 5 alone */
+  for (int r = 0; r < 6; r++) {
+    atomic_store(&slow_off_caller, 0);
+    atomic_store(&slow_first, r % 2 == 0);
+    ck_assert_int_eq(ft_exec_run(x, C, NULL, NULL), FT_OK);
+    if (r % 2 == 0) ck_assert_int_gt(atomic_load(&slow_off_caller), 0);
+    else ck_assert_int_eq(atomic_load(&slow_off_caller), 0);
+  }
   atomic_store(&slow_first, 0);
-  ck_assert_int_gt(atomic_load(&slow_off_caller), 0);
-  ck_assert_int_eq(ft_exec_run(x, C, NULL, NULL), FT_OK); /* run 1: alone, measured */
   atomic_store(&slow_off_caller, 0);
-  for (int r = 2; r < 15; r++) ck_assert_int_eq(ft_exec_run(x, C, NULL, NULL), FT_OK);
-  ck_assert_int_eq(atomic_load(&slow_off_caller), 0); /* runs 2..14: alone */
+  for (int r = 6; r < 15; r++) ck_assert_int_eq(ft_exec_run(x, C, NULL, NULL), FT_OK);
+  ck_assert_int_eq(atomic_load(&slow_off_caller), 0); /* runs 6..14: alone (15 probes) */
   ft_exec_free(x);
   /* no_small_waves: every run shared */
   x = ft_exec_new(C, 1, &t, &(ft_exec_options){.pool = pool, .no_small_waves = true});
