@@ -14,6 +14,9 @@
  * a buffer plan whose lifetimes are counted in waves, so two steps that may
  * run at once never share memory. */
 #include <string.h>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include "lower/lower.h"
 #include "runtime/exec.h"
@@ -62,7 +65,30 @@ static void pack_rows(bool f64, const void *src, void *dst, int64_t r0, int64_t 
     } else {
       const float *s = src;
       float *d = (float *)dst + t0 * Cn;
-      for (int64_t c = 0; c < Cn; c++)
+      int64_t c0 = 0;
+#if defined(__SSE2__)
+      /* A transposed operand: the tile's rows are consecutive elements of
+       * the source (base[i] = base[0] + i), so each column of the tile is
+       * one contiguous read; 4x4 blocks go through registers (four loads,
+       * the transpose, four stores) instead of element by element. */
+      bool consecutive = nt == PACK_TILE;
+      for (int i = 1; consecutive && i < nt; i++) consecutive = base[i] == base[0] + i;
+      if (consecutive) {
+        for (; c0 + 4 <= Cn; c0 += 4)
+          for (int i = 0; i < PACK_TILE; i += 4) {
+            __m128 v0 = _mm_loadu_ps(s + base[i] + ocol[c0]);
+            __m128 v1 = _mm_loadu_ps(s + base[i] + ocol[c0 + 1]);
+            __m128 v2 = _mm_loadu_ps(s + base[i] + ocol[c0 + 2]);
+            __m128 v3 = _mm_loadu_ps(s + base[i] + ocol[c0 + 3]);
+            _MM_TRANSPOSE4_PS(v0, v1, v2, v3);
+            _mm_storeu_ps(d + (int64_t)i * Cn + c0, v0);
+            _mm_storeu_ps(d + (int64_t)(i + 1) * Cn + c0, v1);
+            _mm_storeu_ps(d + (int64_t)(i + 2) * Cn + c0, v2);
+            _mm_storeu_ps(d + (int64_t)(i + 3) * Cn + c0, v3);
+          }
+      }
+#endif
+      for (int64_t c = c0; c < Cn; c++)
         for (int i = 0; i < nt; i++) d[i * Cn + c] = s[base[i] + ocol[c]];
     }
   }

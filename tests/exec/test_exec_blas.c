@@ -216,6 +216,14 @@ static const struct split_case {
                                "    c:f32[1100,256] = dot_general[dimension_numbers=(([1], [0]), ([], []))] a b\n"
                                "    d:f32[1100,256] = tanh c\n"
                                "  in (d,) }", 9, 0},
+    {"f32 lhs transposed, odd sizes (4x4 transposes, tail columns, short tiles)",
+     "{ lambda ; a:f32[203,301] b:f32[203,150]. let\n"
+     "    c:f32[301,150] = dot_general[dimension_numbers=(([0], [0]), ([], []))] a b\n"
+     "  in (c,) }", 2, 0},
+    {"f32 rhs transposed, odd sizes",
+     "{ lambda ; a:f32[301,203] b:f32[151,203]. let\n"
+     "    c:f32[301,151] = dot_general[dimension_numbers=(([1], [1]), ([], []))] a b\n"
+     "  in (c,) }", 2, 1},
     {"batched f64, both transposed",
      "{ lambda ; a:f64[2,200,300] b:f64[2,150,200]. let\n"
      "    c:f64[2,300,150] = dot_general[dimension_numbers=(([1], [2]), ([0], [0]))] a b\n"
