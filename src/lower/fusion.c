@@ -736,6 +736,16 @@ static bool load_to_input(ft_access *a, const group *g, const ft_aval *T) {
   return false;
 }
 
+/* Marks in need[0..node] (zeroed) the nodes of group kernel gk that
+ * compute `node`: it and its operands, transitively. */
+static void mark_producers(const ft_kernel *gk, int node, bool *need) {
+  need[node] = true;
+  for (int i = node; i >= 0; i--) {
+    const ft_knode *q = &gk->nodes[i];
+    for (int a = 0; need[i] && q->kind == FT_KN_ELEM && a < q->n_in; a++) need[q->in[a]] = true;
+  }
+}
+
 /* Copies into k the nodes of open group gi that compute `node` (a
  * prologue: the producers are recomputed inside the reduction, the group
  * never stores the value). False when they cannot be moved (an iota, or a
@@ -746,14 +756,12 @@ static bool clone_prologue(planner *P, int gi, int node, const ft_aval *T, ft_ke
   int *map = malloc(sizeof(int) * (size_t)n);
   bool *need = calloc((size_t)n, sizeof *need);
   bool ok = map && need;
-  if (ok) need[node] = true;
-  for (int i = node; ok && i >= 0; i--) {
-    if (!need[i]) continue;
+  if (ok) mark_producers(gk, node, need);
+  for (int i = 0; ok && i < n; i++) {
     const ft_knode *q = &gk->nodes[i];
     /* reduction kernels load and compute real values only (codegen.c's
      * eval_at): a complex producer stays in its group, which stores */
-    if (q->kind == FT_KN_IOTA || ft_dtype_is_complex(q->dt)) ok = false;
-    for (int a = 0; q->kind == FT_KN_ELEM && a < q->n_in; a++) need[q->in[a]] = true;
+    if (need[i] && (q->kind == FT_KN_IOTA || ft_dtype_is_complex(q->dt))) ok = false;
   }
   for (int i = 0; ok && i < n; i++) {
     if (!need[i]) continue;
@@ -806,14 +814,13 @@ static bool cheap_prologue(planner *P, int gi, int node) {
   const ft_kernel *gk = gkernel(P, gi);
   bool *need = calloc((size_t)node + 1, sizeof *need);
   if (!need) return false;
-  need[node] = true;
+  mark_producers(gk, node, need);
   int ops = 0, costly = 0;
-  for (int i = node; i >= 0; i--) {
+  for (int i = 0; i <= node; i++) {
     const ft_knode *q = &gk->nodes[i];
     if (!need[i] || q->kind != FT_KN_ELEM) continue;
     ops++;
     costly += !q->e || !cheap_op(q->e->prim);
-    for (int a = 0; a < q->n_in; a++) need[q->in[a]] = true;
   }
   free(need);
   return ops <= RECOMPUTE_MAX_OPS && costly <= RECOMPUTE_MAX_COSTLY;
