@@ -139,16 +139,18 @@ static bool jvp_with_fwd_bwd(jvp_call *c, const ft_jaxpr *fwd, ft_jaxpr *bwd, in
 bool jvp_custom_call(jvp_state *s, jvp_call *c) {
   tx *t = c->t;
   ft_prim p = c->e->prim;
-  ft_jaxpr *call = pget_jaxpr(p, c->params, "call_jaxpr");
+  const ft_jaxpr *call = pget_jaxpr(p, c->e->params, "call_jaxpr");
   if (!call) return tx_fail(t, FT_ERR_TYPE, "jvp of %s: no call_jaxpr", ft_prim_get(p)->name), false;
   int nc = (int)pget_int(p, c->params, "num_consts", 0);
   if (nc < 0 || nc > c->e->n_in)
     return tx_fail(t, FT_ERR_TYPE, "jvp of %s: num_consts does not fit", ft_prim_get(p)->name), false;
   if (p == FT_P_CUSTOM_JVP_CALL) {
-    const ft_jaxpr *rule = pget_jaxpr(p, c->params, "jvp");
+    const ft_jaxpr *rule = pget_jaxpr(p, c->e->params, "jvp");
     if (rule) return jvp_with_rule(c, rule, nc);
   } else {
-    const ft_jaxpr *fwd = pget_jaxpr(p, c->params, "fwd");
+    /* fwd is read (inlined); bwd is kept in the result, so it is the
+     * copy in the target arena. */
+    const ft_jaxpr *fwd = pget_jaxpr(p, c->e->params, "fwd");
     ft_jaxpr *bwd = pget_jaxpr(p, c->params, "bwd");
     if (fwd && bwd) return jvp_with_fwd_bwd(c, fwd, bwd, nc);
   }
@@ -166,7 +168,7 @@ bool tr_custom_lin(tr_state *s, tr_call *c) {
   tx *t = c->t;
   const ft_eqn *e = c->e;
   int nr = (int)pget_int(FT_P_CUSTOM_LIN, c->params, "num_res", -1), n = e->n_in, m = e->n_out;
-  const ft_jaxpr *bwd = pget_jaxpr(FT_P_CUSTOM_LIN, c->params, "bwd");
+  const ft_jaxpr *bwd = pget_jaxpr(FT_P_CUSTOM_LIN, e->params, "bwd");
   if (!bwd || nr < 0 || nr > n || bwd->n_in != nr + m || bwd->n_out != n - nr)
     return tx_fail(t, FT_ERR_TYPE, "transpose of custom_lin: bwd does not fit the equation"), false;
   for (int i = 0; i < nr; i++)

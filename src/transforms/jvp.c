@@ -54,6 +54,9 @@ static bool jvp_eqn(jvp_state *s, tx *t, const ft_arena *from, const ft_eqn *e, 
 
 bool jvp_into(jvp_state *s, tx *t, const ft_jaxpr *src, ft_var *const *primals_in,
               ft_var *const *tangents_in, ft_var **primals_out, ft_var **tangents_out) {
+  if (src->arena != s->src)
+    return tx_fail(t, FT_ERR_INTERNAL, "jvp: a sub-jaxpr outside the program's arena (its variable "
+                   "ids would collide with the program's)"), false;
   for (int i = 0; i < src->n_in; i++) {
     if (!vmap_set(&s->primal, src->invars[i], primals_in[i])) return tx_nomem(t), false;
     ft_var *d = var_inexact(src->invars[i]) ? tangents_in[i] : NULL;

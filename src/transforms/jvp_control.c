@@ -45,7 +45,7 @@ static bool emit_outs(tx *t, ft_prim p, const ft_pval *ps, int n_in, ft_var **in
 static bool jvp_cond(jvp_state *s, jvp_call *c) {
   tx *t = c->t;
   const ft_eqn *e = c->e;
-  const ft_pval *br = pget(FT_P_COND, c->params, "branches");
+  const ft_pval *br = pget(FT_P_COND, e->params, "branches");
   int nb = br->n, nops = e->n_in - 1, nout = e->n_out;
   scratch sc = {0};
   bool *nz = sc_alloc(&sc, (size_t)nops + 1), *onz = sc_alloc(&sc, (size_t)nout + 1);
@@ -113,8 +113,8 @@ static bool jvp_while(jvp_state *s, jvp_call *c) {
   const ft_eqn *e = c->e;
   int cn = (int)pget_int(FT_P_WHILE, c->params, "cond_nconsts", 0);
   int bn = (int)pget_int(FT_P_WHILE, c->params, "body_nconsts", 0);
-  ft_jaxpr *body = pget_jaxpr(FT_P_WHILE, c->params, "body_jaxpr");
-  ft_jaxpr *cj = pget_jaxpr(FT_P_WHILE, c->params, "cond_jaxpr");
+  const ft_jaxpr *body = pget_jaxpr(FT_P_WHILE, e->params, "body_jaxpr");
+  const ft_jaxpr *cj = pget_jaxpr(FT_P_WHILE, e->params, "cond_jaxpr");
   int nc = e->n_in - cn - bn;
   scratch sc = {0};
   bool *nz = sc_alloc(&sc, (size_t)(bn + nc + 1)), *onz = sc_alloc(&sc, (size_t)nc + 1);
@@ -188,7 +188,7 @@ static bool jvp_scan(jvp_state *s, jvp_call *c) {
   const ft_eqn *e = c->e;
   int ncon = (int)pget_int(FT_P_SCAN, c->params, "num_consts", 0);
   int ncar = (int)pget_int(FT_P_SCAN, c->params, "num_carry", 0);
-  ft_jaxpr *body = pget_jaxpr(FT_P_SCAN, c->params, "jaxpr");
+  const ft_jaxpr *body = pget_jaxpr(FT_P_SCAN, e->params, "jaxpr");
   int n = e->n_in, nx = n - ncon - ncar, ny = body->n_out - ncar;
   scratch sc = {0};
   bool *nz = sc_alloc(&sc, (size_t)n + 1), *onz = sc_alloc(&sc, (size_t)body->n_out + 1);
@@ -278,7 +278,7 @@ static ft_pval wrap_name(tx *t, const char *how, const ft_pval *name) {
 static bool jvp_jit(jvp_state *s, jvp_call *c) {
   tx *t = c->t;
   const ft_eqn *e = c->e;
-  ft_jaxpr *inner = pget_jaxpr(FT_P_JIT, c->params, "jaxpr");
+  const ft_jaxpr *inner = pget_jaxpr(FT_P_JIT, e->params, "jaxpr");
   scratch sc = {0};
   bool *nz = sc_alloc(&sc, (size_t)e->n_in + 1), *onz = sc_alloc(&sc, (size_t)e->n_out + 1);
   ft_var **in = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * e->n_in + 2));

@@ -172,9 +172,15 @@ bool var_inexact(const ft_var *v);
 
 /* ================================================================== jvp.c */
 
-/* The state of one forward-mode traversal. */
+/* The state of one forward-mode traversal. The maps are indexed by var id,
+ * and ids are unique only within one arena: every jaxpr the traversal reads
+ * (the program and the sub-jaxprs of its equations) must live in `src`, the
+ * program's arena. Rules therefore read sub-jaxprs from the source
+ * equation's params (jvp_call.e), never from jvp_call.params, whose
+ * sub-jaxprs are copies in the target arena; jvp_into checks it. */
 typedef struct jvp_state {
   ft_ctx *ctx;
+  const ft_arena *src; /* the arena whose var ids key the maps */
   vmap primal;   /* source var -> target var */
   vmap tangent;  /* source var -> tangent var in the target (NULL: zero) */
 } jvp_state;
@@ -203,8 +209,8 @@ const char *ft_jvp_rule_status(ft_prim p);
 /* A primitive's JVP rule, emitted after the primal equation. */
 typedef struct jvp_call {
   tx *t;
-  const ft_eqn *e;        /* the source equation */
-  const ft_pval *params;  /* its params, in the target arena */
+  const ft_eqn *e;        /* the source equation (read sub-jaxprs here) */
+  const ft_pval *params;  /* its params, in the target arena (sub-jaxprs: copies) */
   ft_var **x;             /* primal inputs (target) */
   ft_var **dx;            /* their tangents (NULL: zero) */
   ft_var **y;             /* primal outputs (target) */
@@ -247,8 +253,12 @@ bool jaxpr_drop_inputs(ft_jaxpr *j, const bool *keep);
 
 /* ============================================================ transpose.c */
 
+/* As jvp_state: the maps are indexed by var ids of `src`, the linear
+ * program's arena; rules read sub-jaxprs from tr_call.e, and transpose_into
+ * checks that every jaxpr it walks lives in src. */
 typedef struct tr_state {
   ft_ctx *ctx;
+  const ft_arena *src; /* the arena whose var ids key the maps */
   vmap primal;   /* source var -> target var (non-linear values) */
   vmap ct;       /* source var -> accumulated cotangent (NULL: zero) */
   vflags lin;    /* source var is linear */
@@ -276,8 +286,8 @@ const char *ft_transpose_rule_status(ft_prim p);
 
 typedef struct tr_call {
   tx *t;
-  const ft_eqn *e;
-  const ft_pval *params;  /* in the target arena */
+  const ft_eqn *e;        /* the source equation (read sub-jaxprs here) */
+  const ft_pval *params;  /* in the target arena (sub-jaxprs: copies) */
   const bool *lin;        /* per input: linear */
   ft_var **x;             /* per input: target atom when non-linear, else NULL */
   ft_var **ct;            /* per output: cotangent (NULL: zero, not all NULL) */

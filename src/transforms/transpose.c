@@ -25,6 +25,9 @@ static bool is_lin(tr_state *s, const ft_var *v) { return v->kind == FT_VAR && v
 
 bool transpose_into(tr_state *s, tx *t, const ft_jaxpr *lin, const bool *linear,
                     ft_var *const *nonlin, ft_var *const *ct_out, ft_var **ct_in) {
+  if (lin->arena != s->src)
+    return tx_fail(t, FT_ERR_INTERNAL, "transpose: a sub-jaxpr outside the program's arena (its "
+                   "variable ids would collide with the program's)"), false;
   bool ok = true;
   for (int i = 0; ok && i < lin->n_in; i++) {
     ft_var *v = lin->invars[i];

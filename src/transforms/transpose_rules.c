@@ -415,7 +415,7 @@ static ft_pval name_of(tx *t, const char *how, const ft_pval *name) {
 static bool tr_call_rule(tr_state *s, tr_call *c) {
   tx *t = c->t;
   const ft_eqn *e = c->e;
-  ft_jaxpr *inner = pget_jaxpr(e->prim, c->params, e->prim == FT_P_JIT ? "jaxpr" : "call_jaxpr");
+  const ft_jaxpr *inner = pget_jaxpr(e->prim, e->params, e->prim == FT_P_JIT ? "jaxpr" : "call_jaxpr");
   bool *nz = calloc((size_t)(e->n_out + e->n_in) + 1, 1), *onz = nz + e->n_out;
   ft_var **in = malloc(sizeof(ft_var *) * (size_t)(2 * (e->n_in + e->n_out) + 2));
   bool ok = nz && in;
@@ -451,7 +451,7 @@ static bool tr_cond(tr_state *s, tr_call *c) {
   tx *t = c->t;
   const ft_eqn *e = c->e;
   if (c->lin[0]) return not_linear(c, "the branch index is linear");
-  const ft_pval *br = pget(FT_P_COND, c->params, "branches");
+  const ft_pval *br = pget(FT_P_COND, e->params, "branches");
   int nb = br->n, nops = e->n_in - 1;
   bool *nz = calloc((size_t)(e->n_out + 2 * nops) + 2, 1), *onz = nz + e->n_out, *u = onz + nops;
   ft_var **in = malloc(sizeof(ft_var *) * (size_t)(2 * (e->n_in + e->n_out) + 2));
@@ -515,7 +515,7 @@ static bool tr_scan(tr_state *s, tr_call *c) {
   const ft_eqn *e = c->e;
   int ncon = (int)pget_int(FT_P_SCAN, c->params, "num_consts", 0);
   int ncar = (int)pget_int(FT_P_SCAN, c->params, "num_carry", 0);
-  ft_jaxpr *body = pget_jaxpr(FT_P_SCAN, c->params, "jaxpr");
+  const ft_jaxpr *body = pget_jaxpr(FT_P_SCAN, e->params, "jaxpr");
   int n = e->n_in, nx = n - ncon - ncar, ny = e->n_out - ncar;
   for (int k = 0; k < ncar; k++)
     if (!c->lin[ncon + k]) return not_linear(c, "a carry is not linear");

@@ -9,7 +9,7 @@
 #include "transforms.h"
 
 static bool state_init(jvp_state *s, ft_ctx *ctx, const ft_jaxpr *j) {
-  *s = (jvp_state){.ctx = ctx}; /* vmap_free of a map never initialized is safe */
+  *s = (jvp_state){.ctx = ctx, .src = j->arena}; /* vmap_free of a map never initialized is safe */
   uint32_t n = ft_arena_num_var_ids(j->arena) + 1;
   if (vmap_init(&s->primal, n) && vmap_init(&s->tangent, n)) return true;
   vmap_free(&s->primal);
@@ -24,7 +24,7 @@ static void state_free(jvp_state *s) {
 }
 
 static bool tr_init(tr_state *s, ft_ctx *ctx, ft_arena *a) {
-  *s = (tr_state){.ctx = ctx};
+  *s = (tr_state){.ctx = ctx, .src = a};
   uint32_t n = ft_arena_num_var_ids(a) + 1;
   if (vmap_init(&s->primal, n) && vmap_init(&s->ct, n) && vflags_init(&s->lin, n)) return true;
   vmap_free(&s->primal);

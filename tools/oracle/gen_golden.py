@@ -1128,7 +1128,9 @@ def sub_jaxprs(params):
     for _, v in sorted(params.items()):
         vals = v if isinstance(v, (tuple, list)) else (v,)
         for j in vals:
-            if isinstance(j, core.ClosedJaxpr):
+            # JAX 0.12 folded ClosedJaxpr into Jaxpr (consts attached).
+            closed = getattr(core, "ClosedJaxpr", None)
+            if closed is not None and isinstance(j, closed):
                 yield j.jaxpr
             elif isinstance(j, core.Jaxpr):
                 yield j
