@@ -149,6 +149,7 @@ typedef enum ft_pkind {
   FT_PK_SYM,      /* an identifier from a fixed set (an enum), see ft_param_spec.syms */
   FT_PK_NAME,     /* a free identifier (e.g. pjit's name=f) */
   FT_PK_JAXPR,    /* a closed sub-jaxpr */
+  FT_PK_JAXPR_OR_NONE, /* a sub-jaxpr, inline or hoisted, or None (scatter's update_jaxpr) */
   FT_PK_JAXPRS,   /* a tuple of closed sub-jaxprs */
   FT_PK_DOTDIMS,  /* ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)) */
   FT_PK_PADCFG,   /* ((lo, hi, interior), ...) */
@@ -220,6 +221,20 @@ ft_pval ft_pv_tuple(ft_arena *a, int n);
 /* Reads a tuple of ints; returns false if v is not one. Writes at most max. */
 bool ft_pv_get_ints(const ft_pval *v, int64_t *out, int max, int *n_out);
 bool ft_pval_eq(const ft_pval *a, const ft_pval *b);
+
+/* ============================================================ flattree.c */
+
+/* Leaves of a pytree structure as JAX 0.12 prints scan's ft_in/ft_out
+ * (tuples of None, dicts, Pytree(...), Static(...), RightsOnly(...)); -1
+ * when v is not one. */
+int64_t ft_flattree_leaves(const ft_pval *v);
+/* v is a tuple of n_groups trees: writes each one's leaf count. */
+bool ft_flattree_groups(const ft_pval *v, int n_groups, int64_t *counts);
+/* v is a tuple of tuples of None (the structure of flat lists). */
+bool ft_flattree_is_flat(const ft_pval *v);
+/* The flat structure ((None, ...), ...) with counts[g] leaves in group g,
+ * in arena a (None when out of memory). */
+ft_pval ft_flattree_flat(ft_arena *a, int n_groups, const int64_t *counts);
 
 /* ================================================================ jaxpr.c */
 typedef enum ft_var_kind { FT_VAR, FT_LIT, FT_DROP } ft_var_kind;
@@ -396,12 +411,14 @@ size_t ft_parse_ident_len(const ft_parser *p, const char *extra);
 struct ft_jaxpr *ft_parse_subjaxpr(ft_parser *p);
 /* The hoisted jaxpr named src[start..start+n): defined before or later in
  * the text (a forward reference is checked at the end). */
+/* Length of the hoisted-jaxpr name at pos (0: none). */
+size_t ft_parse_jaxpr_name_len(const ft_parser *p);
 struct ft_jaxpr *ft_parse_named_ref(ft_parser *p, size_t start, size_t n);
 /* A param value of the given kind at pos (parse_params.c). */
 ft_pval ft_parse_param_value(ft_parser *p, ft_prim prim, const ft_param_spec *spec);
 /* Rewrites values older JAX printed into 0.10.2's form (trivial jit params
  * become None, function reprs become names). */
-void ft_parse_normalize_params(ft_parser *p, ft_prim prim, ft_pval *params);
+void ft_parse_normalize_params(ft_parser *p, ft_prim prim, ft_pval *params, size_t at);
 
 /* =============================================================== verify.c */
 /* ft_jaxpr_verify is public (ft.h). */

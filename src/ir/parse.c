@@ -131,6 +131,18 @@ size_t ft_parse_ident_len(const ft_parser *p, const char *extra) {
   return i - p->pos;
 }
 
+/* A hoisted jaxpr's name: what the printer writes (print.c, hoisted_name):
+ * letters, digits (also first: a jit may be named `3d`), '_', '.', '<', '>'. */
+size_t ft_parse_jaxpr_name_len(const ft_parser *p) {
+  size_t i = p->pos;
+  while (i < p->len) {
+    char c = p->src[i];
+    if (!is_alpha(c) && !is_digit(c) && c != '.' && c != '<' && c != '>') break;
+    i++;
+  }
+  return i - p->pos;
+}
+
 static bool at_word(const ft_parser *p, const char *w) {
   size_t n = strlen(w);
   if (p->pos + n > p->len || memcmp(p->src + p->pos, w, n)) return false;
@@ -712,7 +724,7 @@ static ft_pval *parse_params(ft_parser *p, ft_prim prim, size_t at, ft_var *cons
       ft_parse_fail(p, at, "missing param '%s' of %s", pi->params[k].name, pi->name);
     ps[k] = dflt[k];
   }
-  ft_parse_normalize_params(p, prim, ps);
+  ft_parse_normalize_params(p, prim, ps, at);
   return ps;
 }
 
@@ -827,7 +839,7 @@ static void parse_hoisted(ft_parser *p) {
     if (!at_word(p, "let")) return;
     p->pos += 3;
     ft_parse_skip_ws(p);
-    size_t start = p->pos, n = ft_parse_ident_len(p, ".<>");
+    size_t start = p->pos, n = ft_parse_jaxpr_name_len(p);
     if (!n) ft_parse_fail(p, p->pos, "expected the name of a hoisted jaxpr after 'let'");
     p->pos += n;
     ft_named *e = named_get(p, start, n);

@@ -215,6 +215,7 @@ static const char *kind_name(ft_pkind k) {
   case FT_PK_SYM: return "one of its enum values";
   case FT_PK_NAME: return "a name";
   case FT_PK_JAXPR: return "a jaxpr";
+  case FT_PK_JAXPR_OR_NONE: return "a jaxpr or None";
   case FT_PK_JAXPRS: return "a tuple of jaxprs";
   case FT_PK_DOTDIMS: return "dimension numbers ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))";
   case FT_PK_PADCFG: return "a tuple of (low, high, interior) triples";
@@ -318,6 +319,7 @@ static bool coerce(const ft_param_spec *spec, ft_pval *v) {
   case FT_PK_SYM: return to_sym(spec, v);
   case FT_PK_NAME: return v->tag == FT_PV_NONE || (v->tag == FT_PV_STR && is_name(v->s));
   case FT_PK_JAXPR: return v->tag == FT_PV_JAXPR;
+  case FT_PK_JAXPR_OR_NONE: return v->tag == FT_PV_JAXPR || v->tag == FT_PV_NONE;
   case FT_PK_JAXPRS: return all_items(v, FT_PV_JAXPR);
   case FT_PK_DOTDIMS: return is_dotdims(v);
   case FT_PK_PADCFG: return is_padcfg(v);
@@ -329,7 +331,7 @@ static bool coerce(const ft_param_spec *spec, ft_pval *v) {
 
 /* A hoisted jaxpr referenced by name (`jaxpr=_uniform`). */
 static ft_jaxpr *named_jaxpr(ft_parser *p) {
-  size_t start = p->pos, n = ft_parse_ident_len(p, ".<>");
+  size_t start = p->pos, n = ft_parse_jaxpr_name_len(p);
   if (!n) ft_parse_fail(p, p->pos, "expected a jaxpr '{ lambda ... }' or the name of a hoisted jaxpr");
   p->pos += n;
   return ft_parse_named_ref(p, start, n);
@@ -388,11 +390,19 @@ static ft_pval parse_name(ft_parser *p) {
   return v;
 }
 
+/* The word None (not a hoisted jaxpr named None1). */
+static bool at_none(const ft_parser *p) {
+  char c = peek_at(p, p->pos + 4);
+  return starts_with(p, "None") && !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                     (c >= '0' && c <= '9') || c == '_' || c == '.');
+}
+
 ft_pval ft_parse_param_value(ft_parser *p, ft_prim prim, const ft_param_spec *spec) {
   ft_parse_skip_ws(p);
   size_t start = p->pos;
   ft_pval v;
-  if (spec->kind == FT_PK_JAXPR) v = ft_pv_jaxpr(jaxpr_or_name(p));
+  if (spec->kind == FT_PK_JAXPR_OR_NONE && at_none(p)) p->pos += 4, v = ft_pv_none();
+  else if (spec->kind == FT_PK_JAXPR || spec->kind == FT_PK_JAXPR_OR_NONE) v = ft_pv_jaxpr(jaxpr_or_name(p));
   else if (spec->kind == FT_PK_JAXPRS) v = parse_jaxprs(p);
   else if (spec->kind == FT_PK_NAME) v = parse_name(p), normalize_name(p, &v);
   else if (spec->kind == FT_PK_RULE && ft_parse_peek(p) == '{') v = ft_pv_jaxpr(ft_parse_subjaxpr(p));
@@ -474,9 +484,46 @@ static void normalize_jit(ft_pval *ps) {
   if ((v = param(j, ps, "compiler_options_kvs"))) set_none(j, ps, "compiler_options_kvs", v->tag == FT_PV_TUPLE && !v->n);
 }
 
-void ft_parse_normalize_params(ft_parser *p, ft_prim prim, ft_pval *ps) {
+/* JAX 0.12 prints scan's operand and result structure (ft_in = (consts,
+ * carry, xs), ft_out = (carry, ys)) instead of num_consts and num_carry;
+ * older JAX prints the counts. The counts are what every pass reads, so
+ * they come from ft_in here; a flat structure (tuples of None) is what the
+ * counts alone say, so it is stored as None: printing writes it back from
+ * the counts and the hash does not depend on which form was read. */
+static void normalize_scan(ft_parser *p, size_t at, ft_pval *ps) {
+  int kin = ft_prim_param_index(FT_P_SCAN, "ft_in"), kout = ft_prim_param_index(FT_P_SCAN, "ft_out");
+  int kcon = ft_prim_param_index(FT_P_SCAN, "num_consts"), kcar = ft_prim_param_index(FT_P_SCAN, "num_carry");
+  if (ps[kin].tag != FT_PV_NONE) {
+    int64_t g[3];
+    if (!ft_flattree_groups(&ps[kin], 3, g))
+      ft_parse_fail(p, at, "scan's ft_in must be a tuple (consts, carry, xs) of pytree structures");
+    const char *names[2] = {"num_consts", "num_carry"};
+    int ks[2] = {kcon, kcar};
+    for (int i = 0; i < 2; i++) {
+      if (ps[ks[i]].u.i >= 0 && ps[ks[i]].u.i != g[i])
+        ft_parse_fail(p, at, "scan's %s=%lld disagrees with ft_in, which has %lld", names[i],
+                      (long long)ps[ks[i]].u.i, (long long)g[i]);
+      ps[ks[i]] = ft_pv_int(g[i]);
+    }
+    if (ft_flattree_is_flat(&ps[kin])) ps[kin] = ft_pv_none();
+  }
+  if (ps[kout].tag != FT_PV_NONE) {
+    int64_t g[2];
+    if (!ft_flattree_groups(&ps[kout], 2, g))
+      ft_parse_fail(p, at, "scan's ft_out must be a tuple (carry, ys) of pytree structures");
+    if (ps[kcar].u.i >= 0 && g[0] != ps[kcar].u.i)
+      ft_parse_fail(p, at, "scan's ft_out has %lld carries, ft_in or num_carry %lld", (long long)g[0],
+                    (long long)ps[kcar].u.i);
+    if (ft_flattree_is_flat(&ps[kout])) ps[kout] = ft_pv_none();
+  }
+  if (ps[kcon].u.i < 0 || ps[kcar].u.i < 0)
+    ft_parse_fail(p, at, "scan needs ft_in (JAX 0.12) or num_consts and num_carry (older JAX)");
+}
+
+void ft_parse_normalize_params(ft_parser *p, ft_prim prim, ft_pval *ps, size_t at) {
   const ft_prim_info *pi = ft_prim_get(prim);
   for (int k = 0; k < pi->n_params; k++)
     if (pi->params[k].kind == FT_PK_NAME || pi->params[k].kind == FT_PK_RULE) normalize_name(p, &ps[k]);
   if (prim == FT_P_JIT) normalize_jit(ps);
+  if (prim == FT_P_SCAN) normalize_scan(p, at, ps);
 }

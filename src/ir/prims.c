@@ -24,7 +24,8 @@ static const struct { const char *s; ft_pkind k; } kinds[] = {
     {"any", FT_PK_ANY},     {"int", FT_PK_INT},       {"ints?", FT_PK_INTS_OR_NONE},
     {"ints", FT_PK_INTS},   {"bools", FT_PK_BOOLS},   {"bool", FT_PK_BOOL},
     {"float", FT_PK_FLOAT}, {"dtype?", FT_PK_DTYPE_OR_NONE}, {"dtype", FT_PK_DTYPE},
-    {"name", FT_PK_NAME},   {"jaxprs", FT_PK_JAXPRS}, {"jaxpr", FT_PK_JAXPR},
+    {"name", FT_PK_NAME},   {"jaxprs", FT_PK_JAXPRS}, {"jaxpr?", FT_PK_JAXPR_OR_NONE},
+    {"jaxpr", FT_PK_JAXPR},
     {"dotdims", FT_PK_DOTDIMS}, {"padcfg", FT_PK_PADCFG}, {"sym", FT_PK_SYM},
     {"rule", FT_PK_RULE},
 };

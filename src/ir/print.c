@@ -64,6 +64,8 @@ static const struct {
     /* _custom_jvp_call_pp_rule, _custom_vjp_call_pp_rule */
     {FT_P_CUSTOM_JVP_CALL, "num_consts", HIDE_ZERO},
     {FT_P_CUSTOM_VJP_CALL, "num_consts", HIDE_ZERO},
+    /* JAX 0.12's scan prints ft_in/ft_out (see scan_tree) instead */
+    {FT_P_SCAN, "num_carry", HIDE}, {FT_P_SCAN, "num_consts", HIDE},
 };
 
 enum { MAX_PARAMS = 24 };
@@ -328,10 +330,27 @@ static ft_pdoc *kv_doc(pctx *pc, const ft_param_spec *spec, const ft_pval *v) {
   return ft_pd_cat(pp, key, val);
 }
 
+/* scan's ft_in/ft_out stored as None (flat lists, see normalize_scan):
+ * the structure the counts give, ((None, ...), (None, ...), (None, ...)). */
+static ft_pval scan_tree(pctx *pc, const ft_eqn *e, int k) {
+  const ft_prim_info *pi = ft_prim_get(e->prim);
+  int64_t ncon = e->params[ft_prim_param_index(FT_P_SCAN, "num_consts")].u.i;
+  int64_t ncar = e->params[ft_prim_param_index(FT_P_SCAN, "num_carry")].u.i;
+  if (!strcmp(pi->params[k].name, "ft_in")) {
+    int64_t g[3] = {ncon, ncar, e->n_in - ncon - ncar};
+    return ft_flattree_flat(pc->pp.arena, 3, g);
+  }
+  int64_t g[2] = {ncar, e->n_out - ncar};
+  return ft_flattree_flat(pc->pp.arena, 2, g);
+}
+
 static void add_kv(pctx *pc, ft_pdoc **kvs, int *n, const ft_eqn *e, int k) {
   const ft_prim_info *pi = ft_prim_get(e->prim);
   if (hidden(e->prim, k, &e->params[k])) return;
-  ft_pdoc *d = kv_doc(pc, &pi->params[k], &e->params[k]);
+  ft_pval v = e->params[k];
+  if (e->prim == FT_P_SCAN && v.tag == FT_PV_NONE && pi->params[k].name[0] == 'f')
+    v = scan_tree(pc, e, k);
+  ft_pdoc *d = kv_doc(pc, &pi->params[k], &v);
   *kvs = *n ? ft_pd_cat(&pc->pp, *kvs, ft_pd_cat(&pc->pp, ft_pd_brk(&pc->pp, " "), d)) : d;
   (*n)++;
 }
@@ -477,6 +496,62 @@ static const char *strip_name(ft_arena *a, const char *s) {
   return ft_arena_strndup(a, s, n);
 }
 
+/* Hoisted names are JAX's (pp_toplevel_jaxpr): a jit's name, the second
+ * use of a name gets the suffix 1, the third 2, ... (a Counter over the
+ * names handed out, suffixed ones included). Two departures, both so that
+ * the text can be read back: characters the parser cannot take in a name
+ * (JAX keeps `jvp(f)` or `a b` as they are) become '_', and where JAX's
+ * scheme gives a name twice (a jit named `f1` beside two named `f`) the
+ * suffixing goes on until the name is new. */
+typedef struct name_counts {
+  struct name_count {
+    const char *name;
+    int count;
+  } *v;
+  int n, cap;
+} name_counts;
+
+/* The count of name (0 if new), then one more; NULL out of memory. */
+static int next_count(pctx *pc, name_counts *nc, const char *name) {
+  for (int i = 0; i < nc->n; i++)
+    if (!strcmp(nc->v[i].name, name)) return nc->v[i].count++;
+  if (nc->n == nc->cap) {
+    int cap = nc->cap ? 2 * nc->cap : 16;
+    struct name_count *v = realloc(nc->v, sizeof *v * (size_t)cap);
+    if (!v) return pc->pp.oom = true, 0;
+    nc->v = v, nc->cap = cap;
+  }
+  nc->v[nc->n++] = (struct name_count){name, 1};
+  return 0;
+}
+
+static bool hoist_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '<' || c == '>';
+}
+
+static const char *suffixed(pctx *pc, name_counts *nc, const char *name, int k) {
+  char buf[544];
+  snprintf(buf, sizeof buf, "%.512s%d", name, k);
+  const char *r = ft_arena_strndup(pc->pp.arena, buf, strlen(buf));
+  if (!r) return pc->pp.oom = true, NULL;
+  next_count(pc, nc, r);
+  return r;
+}
+
+static const char *hoisted_name(pctx *pc, const char *base, name_counts *nc) {
+  size_t n = strlen(base);
+  char *clean = ft_arena_alloc(pc->pp.arena, n + 1);
+  if (!clean) return pc->pp.oom = true, NULL;
+  for (size_t i = 0; i < n; i++) clean[i] = hoist_char(base[i]) ? base[i] : '_';
+  clean[n] = 0;
+  const char *name = n ? clean : "jaxpr";
+  int k = next_count(pc, nc, name);
+  if (k > 0) name = suffixed(pc, nc, name, k);
+  while (name && !pc->pp.oom && is_shared_name(pc, name)) name = suffixed(pc, nc, name, next_count(pc, nc, name));
+  return name;
+}
+
 static void find_shared(pctx *pc, const ft_jaxpr *top) {
   bfs b = {0};
   bfs_push(&b, top);
@@ -487,7 +562,9 @@ static void find_shared(pctx *pc, const ft_jaxpr *top) {
     s->count += 1 + (j != top && j->n_eqn > 10);
     for (int i = 0; i < j->n_eqn; i++) {
       const ft_eqn *e = &j->eqns[i];
-      int k = e->prim == FT_P_JIT ? ft_prim_param_index(e->prim, "name") : -1;
+      /* JAX names a hoisted jaxpr after its equation's `name` param, of
+       * whatever primitive (core._pp_subjaxprs). */
+      int k = ft_prim_param_index(e->prim, "name");
       const char *name = NULL;
       if (k >= 0 && e->params[k].tag == FT_PV_STR && e->params[k].s)
         name = strip_name(pc->pp.arena, e->params[k].s);
@@ -498,21 +575,14 @@ static void find_shared(pctx *pc, const ft_jaxpr *top) {
   pc->sh_j = ft_arena_alloc(pc->pp.arena, sizeof *pc->sh_j * (size_t)(b.n_s + 1));
   pc->sh_name = ft_arena_alloc(pc->pp.arena, sizeof *pc->sh_name * (size_t)(b.n_s + 1));
   if (!pc->sh_j || !pc->sh_name) pc->pp.oom = true;
+  name_counts nc = {0};
   for (int i = 0; i < b.n_s && !pc->pp.oom; i++) {
     if (b.s[i].count < 2) continue;
-    const char *name = b.s[i].name ? b.s[i].name : "jaxpr";
-    /* Name clashes get a numeric suffix, as JAX's Counter-based scheme. */
-    int count = 0;
-    for (int k = 0; k < pc->n_shared; k++) count += !strcmp(pc->sh_name[k], name);
-    if (count) {
-      char buf[512];
-      snprintf(buf, sizeof buf, "%s%d", name, count);
-      name = ft_arena_strndup(pc->pp.arena, buf, strlen(buf));
-      if (!name) pc->pp.oom = true;
-    }
+    const char *name = hoisted_name(pc, b.s[i].name ? b.s[i].name : "jaxpr", &nc);
     pc->sh_j[pc->n_shared] = b.s[i].j;
     pc->sh_name[pc->n_shared++] = name ? name : "?";
   }
+  free(nc.v);
   free((void *)b.q);
   free(b.s);
 }

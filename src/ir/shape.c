@@ -202,6 +202,7 @@ static bool all_weak(R *r, int from, int to) {
 static int unary_mask(ft_prim p) {
   switch (p) {
   case FT_P_NEG: case FT_P_SIGN: case FT_P_SQUARE: case FT_P_ABS: case FT_P_INTEGER_POW:
+  case FT_P_ONE_MINUS_SQUARE:
     return K_NUM;
   case FT_P_FLOOR: case FT_P_CEIL: case FT_P_ROUND: case FT_P_IS_FINITE: case FT_P_CBRT:
   case FT_P_ERF: case FT_P_ERFC: case FT_P_ERF_INV: case FT_P_REDUCE_PRECISION:
@@ -1327,6 +1328,18 @@ static ft_status rule_scan(R *r) {
   if (ncon < 0 || ncar < 0 || ncon + ncar > r->n_in || len < 0)
     return fail(r, FT_ERR_TYPE, "num_consts=%lld, num_carry=%lld, length=%lld do not fit %d operands",
                 (long long)ncon, (long long)ncar, (long long)len, r->n_in);
+  /* A pytree structure kept from a printout must still say the counts
+   * (a pass that changes them must drop it). */
+  const ft_pval *ftin = param(r, "ft_in"), *ftout = param(r, "ft_out");
+  int64_t g[3];
+  if (ftin && ftin->tag != FT_PV_NONE &&
+      (!ft_flattree_groups(ftin, 3, g) || g[0] != ncon || g[1] != ncar || g[2] != r->n_in - ncon - ncar))
+    return fail(r, FT_ERR_TYPE, "ft_in does not have num_consts=%lld, num_carry=%lld and %lld xs leaves",
+                (long long)ncon, (long long)ncar, (long long)(r->n_in - ncon - ncar));
+  if (ftout && ftout->tag != FT_PV_NONE &&
+      (!ft_flattree_groups(ftout, 2, g) || g[0] != ncar || g[1] != j->n_out - ncar))
+    return fail(r, FT_ERR_TYPE, "ft_out does not have num_carry=%lld and %lld ys leaves",
+                (long long)ncar, (long long)(j->n_out - ncar));
   const ft_pval *lin = param(r, "linear");
   if (lin && (lin->tag != FT_PV_TUPLE || lin->n != r->n_in))
     return fail(r, FT_ERR_TYPE, "param linear must have one bool per operand (%d)", r->n_in);

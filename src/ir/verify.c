@@ -127,6 +127,7 @@ static bool kind_ok(const ft_param_spec *s, const ft_pval *p) {
   }
   case FT_PK_NAME: return p->tag == FT_PV_STR || p->tag == FT_PV_SYM || p->tag == FT_PV_OPAQUE;
   case FT_PK_JAXPR: return p->tag == FT_PV_JAXPR && p->u.jaxpr;
+  case FT_PK_JAXPR_OR_NONE: return p->tag == FT_PV_NONE || (p->tag == FT_PV_JAXPR && p->u.jaxpr);
   case FT_PK_JAXPRS:
     if (p->tag != FT_PV_TUPLE) return false;
     for (int i = 0; i < p->n; i++)
@@ -165,6 +166,7 @@ static const char *kind_text(ft_pkind k) {
   case FT_PK_SYM: return "one of its allowed names";
   case FT_PK_NAME: return "a name";
   case FT_PK_JAXPR: return "a jaxpr";
+  case FT_PK_JAXPR_OR_NONE: return "a jaxpr or None";
   case FT_PK_JAXPRS: return "a tuple of jaxprs";
   case FT_PK_DOTDIMS: return "((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))";
   case FT_PK_PADCFG: return "a tuple of (lo, hi, interior)";
@@ -325,7 +327,7 @@ static ft_status verify_eqn(V *v, const ft_jaxpr *j, int idx, uint32_t scope, co
     const ft_param_spec *s = &pi->params[k];
     const ft_pval *p = &e->params[k];
     if (p->tag == FT_PV_NONE && !s->dflt && s->kind != FT_PK_ANY && s->kind != FT_PK_INTS_OR_NONE &&
-        s->kind != FT_PK_DTYPE_OR_NONE)
+        s->kind != FT_PK_DTYPE_OR_NONE && s->kind != FT_PK_JAXPR_OR_NONE)
       return err(v, where_str(&w), FT_ERR_TYPE, "missing required param %s", s->name);
     bool none_default = p->tag == FT_PV_NONE && s->dflt && !strcmp(s->dflt, "None");
     if (!none_default && !kind_ok(s, p))

@@ -207,6 +207,10 @@ static LLVMValueRef unary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef x) {
     case FT_P_ERFC: return vm(G, "erfc", dt, x, NULL);
     case FT_P_ERF_INV: return vm(G, "erf_inv", dt, x, NULL);
     case FT_P_SQUARE: return LLVMBuildFMul(B, x, x, "");
+    case FT_P_ONE_MINUS_SQUARE: {
+      LLVMValueRef one = LLVMConstReal(LLVMTypeOf(x), 1.0);
+      return LLVMBuildFMul(B, LLVMBuildFAdd(B, one, x, ""), LLVMBuildFSub(B, one, x, ""), "");
+    }
     case FT_P_ABS: return intr(G, "fabs", dt, x);
     case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: return x;
     case FT_P_INTEGER_POW: return fipow(G, dt, x, ft_param_int(e, "y", 0));
@@ -225,6 +229,8 @@ static LLVMValueRef unary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef x) {
       return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, x, ci(t, 0), ""),
                              LLVMBuildNeg(B, x, ""), x, "");
     case FT_P_SQUARE: return LLVMBuildMul(B, x, x, "");
+    case FT_P_ONE_MINUS_SQUARE:
+      return LLVMBuildMul(B, LLVMBuildAdd(B, ci(t, 1), x, ""), LLVMBuildSub(B, ci(t, 1), x, ""), "");
     case FT_P_NOT:
       if (isbool) return zext_i8(G, LLVMBuildICmp(B, LLVMIntEQ, x, ci(t, 0), ""));
       return LLVMBuildNot(B, x, "");

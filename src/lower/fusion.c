@@ -226,7 +226,7 @@ bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
     case FT_P_IS_FINITE: if (!ft_dtype_is_float(id)) goto bad; return true;
     case FT_P_NOT: if (fl) goto bad; return true;
     case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: return true;
-    case FT_P_NEG: case FT_P_SIGN: case FT_P_ABS: case FT_P_SQUARE:
+    case FT_P_NEG: case FT_P_SIGN: case FT_P_ABS: case FT_P_SQUARE: case FT_P_ONE_MINUS_SQUARE:
       if (isbool) goto bad;
       return true;
     case FT_P_INTEGER_POW: {
@@ -803,7 +803,7 @@ static bool cheap_op(ft_prim p) {
   case FT_P_ABS: case FT_P_SIGN: case FT_P_SELECT_N: case FT_P_CONVERT_ELEMENT_TYPE:
   case FT_P_EQ: case FT_P_NE: case FT_P_LT: case FT_P_LE: case FT_P_GT: case FT_P_GE:
   case FT_P_AND: case FT_P_OR: case FT_P_NOT: case FT_P_XOR: case FT_P_STOP_GRADIENT:
-  case FT_P_COPY: case FT_P_SQUARE: case FT_P_INTEGER_POW:
+  case FT_P_COPY: case FT_P_SQUARE: case FT_P_ONE_MINUS_SQUARE: case FT_P_INTEGER_POW:
     return true;
   default:
     return false;

@@ -171,6 +171,7 @@ DEF_IPOW(double, f64, NO_ROUND)
     case FT_P_RSQRT: *r = FTM(rsqrt, SFX)(x); break;                               \
     case FT_P_CBRT: *r = FTM(cbrt, SFX)(x); break;                             \
     case FT_P_SQUARE: *r = x * x; break;                                       \
+    case FT_P_ONE_MINUS_SQUARE: *r = (1 + x) * (1 - x); break;                 \
     case FT_P_ABS: *r = fabs(x); break;                                        \
     case FT_P_ERF: *r = FTM(erf, SFX)(x); break;                               \
     case FT_P_ERFC: *r = FTM(erfc, SFX)(x); break;                             \
@@ -190,6 +191,7 @@ static bool unary_int(ft_prim p, int64_t x, int64_t y, bool sgn, bool isbool, in
   case FT_P_SIGN: *r = sgn ? (x > 0) - (x < 0) : x != 0; return !isbool;
   case FT_P_ABS: *r = sgn && x < 0 ? (int64_t)(0 - u) : x; return !isbool;
   case FT_P_SQUARE: *r = (int64_t)(u * u); return !isbool;
+  case FT_P_ONE_MINUS_SQUARE: *r = (int64_t)((1 + u) * (1 - u)); return !isbool;
   case FT_P_NOT: *r = isbool ? !x : (int64_t)~u; return true;
   case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; return true;
   case FT_P_INTEGER_POW: {
@@ -209,6 +211,17 @@ static bool unary_cpx(ft_prim p, double complex x, ft_dtype dt, double complex *
   switch (p) {
   case FT_P_NEG: *r = -x; return true;
   case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; return true;
+  case FT_P_ONE_MINUS_SQUARE: { /* (1 + z)(1 - z), each step rounded to the part type */
+    double a = creal(x), b = cimag(x);
+    if (c64) {
+      float pa = 1.0f + (float)a, ma = 1.0f - (float)a, fb = (float)b, nb = -(float)b;
+      *r = CMPLX((double)(pa * ma - fb * nb), (double)(pa * nb + fb * ma));
+    } else {
+      double pa = 1.0 + a, ma = 1.0 - a;
+      *r = CMPLX(pa * ma - b * -b, pa * -b + b * ma);
+    }
+    return true;
+  }
   case FT_P_SQUARE: {
     double a = creal(x), b = cimag(x);
     if (c64) {

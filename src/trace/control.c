@@ -258,6 +258,19 @@ int ft_scan(ft_tracer *t, ft_trace_fn body, void *user, int64_t length, bool rev
   ft__set(ps, p, "num_carry", ft_pv_int(n_carry));
   ft__set(ps, p, "num_consts", ft_pv_int(nc));
   ft__set(ps, p, "reverse", ft_pv_bool(reverse));
+  /* jax.lax.scan's result structure: its ys pass through a filter of the
+   * outputs it forwards (none here), so each prints RightsOnly(Right(None)). */
+  int ny = s.t->j->n_out - n_carry;
+  ft_pval fo = ft_pv_tuple(root->j->arena, 2), car = ft_pv_tuple(root->j->arena, n_carry);
+  ft_pval ys = ft_pv_tuple(root->j->arena, ny);
+  if ((!fo.u.items) || (n_carry && !car.u.items) || (ny && !ys.u.items)) {
+    ft__fail(root, FT_ERR_NOMEM, "out of memory while tracing");
+    goto done;
+  }
+  for (int i = 0; i < n_carry; i++) car.u.items[i] = ft_pv_none();
+  for (int i = 0; i < ny; i++) ys.u.items[i] = (ft_pval){.tag = FT_PV_OPAQUE, .s = "RightsOnly(Right(None))"};
+  fo.u.items[0] = car, fo.u.items[1] = ys;
+  ft__set(ps, p, "ft_out", fo);
   ft_val **v = calloc((size_t)n + 1, sizeof *v);
   if (!v) {
     ft__fail(root, FT_ERR_NOMEM, "out of memory while tracing");

@@ -107,8 +107,7 @@ bool bt_lane_loop(bt_call *c) {
   if (!ps) return false;
   pset(FT_P_SCAN, ps, "jaxpr", ft_pv_jaxpr(body));
   pset(FT_P_SCAN, ps, "length", ft_pv_int(c->s->size));
-  pset(FT_P_SCAN, ps, "num_carry", ft_pv_int(0));
-  pset(FT_P_SCAN, ps, "num_consts", ft_pv_int(nc));
+  scan_set_counts(ps, nc, 0);
   pset(FT_P_SCAN, ps, "reverse", ft_pv_bool(false));
   for (int j = 0; j < c->n_out; j++) c->yb[j] = 0;
   return tx_emitn(t, FT_P_SCAN, ps, k, ops, c->n_out, c->y);

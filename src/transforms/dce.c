@@ -137,8 +137,7 @@ static const ft_eqn *dce_scan(dce *d, const ft_eqn *e, const bool *need) {
   ft_pval *ps = params_dup(d, e);
   if (!ps) goto out;
   pset(FT_P_SCAN, ps, "jaxpr", ft_pv_jaxpr(nj));
-  pset(FT_P_SCAN, ps, "num_consts", ft_pv_int(kc));
-  pset(FT_P_SCAN, ps, "num_carry", ft_pv_int(kcar));
+  scan_set_counts(ps, kc, kcar);
   r = eqn_new(d, e, keep, uo, ps);
 out:
   free(uo), free(ui), free(keep);

@@ -246,8 +246,7 @@ static bool jvp_scan(jvp_state *s, jvp_call *c) {
     if (!ps) ok = false;
     else {
       pset(FT_P_SCAN, ps, "jaxpr", ft_pv_jaxpr(nbj));
-      pset(FT_P_SCAN, ps, "num_consts", ft_pv_int(ncon + ntc));
-      pset(FT_P_SCAN, ps, "num_carry", ft_pv_int(ncar + ntcar));
+      scan_set_counts(ps, ncon + ntc, ncar + ntcar);
       ok = emit_outs(t, FT_P_SCAN, ps, ni, in, e->n_out + ntcar + nty, out);
     }
   }
@@ -263,17 +262,6 @@ static bool jvp_scan(jvp_state *s, jvp_call *c) {
 }
 
 /* ------------------------------------------------------------------- jit */
-
-static ft_pval wrap_name(tx *t, const char *how, const ft_pval *name) {
-  const char *nm = name && name->s ? name->s : "f";
-  size_t n = strlen(how) + strlen(nm) + 3;
-  char *s = ft_arena_alloc(t->a, n);
-  ft_pval v = {.tag = FT_PV_STR};
-  if (!s) return tx_nomem(t), v;
-  snprintf(s, n, "%s(%s)", how, nm);
-  v.s = s;
-  return v;
-}
 
 static bool jvp_jit(jvp_state *s, jvp_call *c) {
   tx *t = c->t;
@@ -297,8 +285,7 @@ static bool jvp_jit(jvp_state *s, jvp_call *c) {
     ft_pval *ps = params_with(t, c);
     if (!ps) ok = false;
     else {
-      pset(FT_P_JIT, ps, "jaxpr", ft_pv_jaxpr(j));
-      pset(FT_P_JIT, ps, "name", wrap_name(t, "jvp", pget(FT_P_JIT, c->params, "name")));
+      pset(FT_P_JIT, ps, "jaxpr", ft_pv_jaxpr(j)); /* the name stays, as in JAX */
       /* Per-input/output params (donation, shardings) no longer fit. */
       const ft_prim_info *pi = ft_prim_get(FT_P_JIT);
       for (int i = 0; i < pi->n_params; i++)

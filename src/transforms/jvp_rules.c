@@ -85,6 +85,7 @@ static bool unary(jvp_call *c) {
   case FT_P_RSQRT: r = scale(c, dx, tx_mul(t, tx_div(t, y, x), lit(c, -0.5))); break;
   case FT_P_CBRT: r = scale(c, dx, tx_mul(t, tx_integer_pow(t, y, -2), lit(c, 1.0 / 3.0))); break;
   case FT_P_SQUARE: r = scale(c, dx, tx_mul(t, x, lit(c, 2.0))); break;
+  case FT_P_ONE_MINUS_SQUARE: r = scale(c, dx, tx_mul(t, lit(c, -2.0), x)); break; /* JAX: g * (-2 * x) */
   case FT_P_ABS: {
     /* JAX: select(x >= 0, g, -g), so d|x|/dx at 0 is 1. */
     ft_var *in[2] = {x, lit(c, 0.0)};

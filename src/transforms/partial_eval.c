@@ -320,8 +320,7 @@ static bool pe_scan(pe *p, const ft_eqn *e, const bool *uin_) {
     if (!kp) ok = (tx_nomem(&p->K), false);
     if (ok) {
       pset(FT_P_SCAN, kp, "jaxpr", ft_pv_jaxpr(kj));
-      pset(FT_P_SCAN, kp, "num_consts", ft_pv_int(nkc));
-      pset(FT_P_SCAN, kp, "num_carry", ft_pv_int(nkcar));
+      scan_set_counts(kp, nkc, nkcar);
       ok = tx_push(&p->K, FT_P_SCAN, kp, m, kin, o, kout);
     }
   }
@@ -344,8 +343,7 @@ static bool pe_scan(pe *p, const ft_eqn *e, const bool *uin_) {
     if (!up) ok = (tx_nomem(&p->K), false);
     if (ok) {
       pset(FT_P_SCAN, up, "jaxpr", ft_pv_jaxpr(uj));
-      pset(FT_P_SCAN, up, "num_consts", ft_pv_int(ninv + nuc));
-      pset(FT_P_SCAN, up, "num_carry", ft_pv_int(nucar));
+      scan_set_counts(up, ninv + nuc, nucar);
       ok = tx_push(&p->U, FT_P_SCAN, up, m, uinv, o, uout);
     }
     for (int i = 0; ok && i < m; i++) ok = add_res(p, uinv[i]);

@@ -142,6 +142,9 @@ const ft_pval *params_import(tx *t, const ft_arena *from, ft_prim p, const ft_pv
 /* Params: a fresh default array for p, and setting one by name. */
 ft_pval *tx_params(tx *t, ft_prim p);
 void pset(ft_prim p, ft_pval *ps, const char *name, ft_pval v);
+/* scan's num_consts and num_carry; drops the pytree structure kept from a
+ * printout (ft_in/ft_out), which no longer fits new counts. */
+void scan_set_counts(ft_pval *ps, int64_t num_consts, int64_t num_carry);
 /* A param by name, or NULL when p has no such param. */
 const ft_pval *pget(ft_prim p, const ft_pval *ps, const char *name);
 int64_t pget_int(ft_prim p, const ft_pval *ps, const char *name, int64_t dflt);

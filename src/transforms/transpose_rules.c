@@ -400,15 +400,10 @@ static bool sort(tr_call *c) {
 
 /* ------------------------------------------------------------ control */
 
-static ft_pval name_of(tx *t, const char *how, const ft_pval *name) {
-  const char *nm = name && name->s ? name->s : "f";
-  size_t n = strlen(how) + strlen(nm) + 3;
-  char *s = ft_arena_alloc(t->a, n);
-  ft_pval v = {.tag = FT_PV_STR};
-  if (!s) return tx_nomem(t), v;
-  snprintf(s, n, "%s(%s)", how, nm);
-  v.s = s;
-  return v;
+/* The transposed call keeps the call's name, as JAX's does (jit of a
+ * function f transposes to jit[name=f]). */
+static ft_pval call_name(const ft_pval *name) {
+  return name && name->tag == FT_PV_STR && name->s ? *name : (ft_pval){.tag = FT_PV_STR, .s = "f"};
 }
 
 /* jit, custom_jvp_call, custom_vjp_call: a jit of the transposed sub-jaxpr. */
@@ -433,7 +428,7 @@ static bool tr_call_rule(tr_state *s, tr_call *c) {
     ft_var **out = in + ni;
     if (ps) {
       pset(FT_P_JIT, ps, "jaxpr", ft_pv_jaxpr(tj));
-      pset(FT_P_JIT, ps, "name", name_of(t, "transpose", pget(e->prim, c->params, "name")));
+      pset(FT_P_JIT, ps, "name", call_name(pget(e->prim, c->params, "name")));
       if (tx_emitn(t, FT_P_JIT, ps, ni, in, no, out)) {
         int m = 0;
         for (int i = 0; i < e->n_in; i++)
@@ -578,8 +573,7 @@ static bool tr_scan(tr_state *s, tr_call *c) {
     else {
       memcpy(ps, c->params, sizeof(ft_pval) * (size_t)ft_prim_get(FT_P_SCAN)->n_params);
       pset(FT_P_SCAN, ps, "jaxpr", ft_pv_jaxpr(nbj));
-      pset(FT_P_SCAN, ps, "num_consts", ft_pv_int(nrc));
-      pset(FT_P_SCAN, ps, "num_carry", ft_pv_int(nlc + ncar));
+      scan_set_counts(ps, nrc, nlc + ncar);
       pset(FT_P_SCAN, ps, "reverse", ft_pv_bool(!pget_bool(FT_P_SCAN, c->params, "reverse", false)));
       ok = tx_emitn(t, FT_P_SCAN, ps, m, in, nlc + ncar + nlx, out);
     }

@@ -414,6 +414,13 @@ int pget_ints(ft_prim p, const ft_pval *ps, const char *name, int64_t *out, int 
   return n;
 }
 
+void scan_set_counts(ft_pval *ps, int64_t num_consts, int64_t num_carry) {
+  pset(FT_P_SCAN, ps, "num_consts", ft_pv_int(num_consts));
+  pset(FT_P_SCAN, ps, "num_carry", ft_pv_int(num_carry));
+  pset(FT_P_SCAN, ps, "ft_in", ft_pv_none());
+  pset(FT_P_SCAN, ps, "ft_out", ft_pv_none());
+}
+
 ft_jaxpr *pget_jaxpr(ft_prim p, const ft_pval *ps, const char *name) {
   const ft_pval *v = pget(p, ps, name);
   return v && v->tag == FT_PV_JAXPR ? v->u.jaxpr : NULL;
