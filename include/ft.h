@@ -745,7 +745,9 @@ typedef struct ft_ledger_report {
   int64_t not_replayable;   /* replay/reexec: records with no registered replayer
                                or without stored inputs */
   int64_t repaired_blocks;  /* repair: blocks rebuilt; recover: bytes truncated */
-  int64_t unrecoverable;    /* repair: stripes or files beyond repair */
+  int64_t unrecoverable;    /* repair: stripes or objects parity could not rebuild;
+                               when the damage left is of another kind, the damaged
+                               places verify reports (the error message's number) */
   char *json;               /* canonical JSON of the whole report (malloc'd) */
 } ft_ledger_report;
 FT_API void ft_ledger_report_free(ft_ledger_report *r);

@@ -101,8 +101,9 @@ static int cmd_check(const char *cmd, const opts *o, ft_ctx *ctx) {
            o->pos[0], health_name(r.health), JI(rep, "records"), JI(rep, "objects"),
            JI(rep, "covered_bytes"), JI(rep, "log_bytes"));
     if (!strcmp(cmd, "repair"))
-      printf("repaired %lld blocks or files; %lld beyond repair\n", (long long)r.repaired_blocks,
-             (long long)r.unrecoverable);
+      printf("repaired %lld blocks or files; %lld %s beyond repair\n",
+             (long long)r.repaired_blocks, (long long)r.unrecoverable,
+             r.unrecoverable == 1 ? "place" : "places");
     if (!strcmp(cmd, "recover") && r.repaired_blocks)
       printf("truncated a torn record of %lld bytes\n", (long long)r.repaired_blocks);
     print_problems(rep);

@@ -79,6 +79,16 @@ expect demo-ledger-reexec 0 '4 recomputed, 4 match, 0 diverged; 0 not replayable
 expect demo-ledger-show 0 'transform grad +\{"argnums":\[0,1,2,3\],"has_aux":false\}' -- "$FTLEDGER" show "$L"
 expect demo-ledger-again 0 '' -- "$FTC" --ledger "$L" demo
 expect demo-ledger-grows 0 'clean - 18 records' -- "$FTLEDGER" verify "$L"
+# One flipped byte: ftc refuses to append (that would make it permanent),
+# names the damage and the repair; after 'ftledger repair' it appends again.
+size=$(stat -c %s "$L/log.jsonl")
+orig=$(dd if="$L/log.jsonl" bs=1 skip=$((size - 40)) count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+printf "\\$(printf %o $(( orig ^ 1 )))" | dd of="$L/log.jsonl" bs=1 seek=$((size - 40)) conv=notrunc 2>/dev/null
+expect demo-ledger-damaged 1 "log.jsonl is damaged \(bytes [0-9]+\.\.[0-9]+ do not match their parity\); not opened for writing; run 'ftledger repair $L'" -- "$FTC" demo --ledger "$L"
+expect demo-ledger-damaged-untouched 2 'corrupt - 17 records' -- "$FTLEDGER" verify "$L"
+expect demo-ledger-repair 0 'repaired 1 blocks or files; 0 places beyond repair' -- "$FTLEDGER" repair "$L"
+expect demo-ledger-after-repair 0 '' -- "$FTC" demo --ledger "$L"
+expect demo-ledger-after-repair-verify 0 'clean - 27 records' -- "$FTLEDGER" verify "$L"
 expect demo-ledger-hashes 0 '' -- "$FTC" demo --ledger "$tmp/l2" --ledger-calls hashes
 expect demo-ledger-hashes-reexec 0 '0 recomputed.*4 not replayable' -- "$FTLEDGER" reexec "$tmp/l2"
 expect demo-ledger-none 0 '' -- "$FTC" demo --ledger "$tmp/l3" --ledger-calls none
