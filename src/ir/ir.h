@@ -111,6 +111,14 @@ bool ft_aval_eq(const ft_aval *a, const ft_aval *b);  /* dtype + shape (not weak
 bool ft_shape_eq(const ft_aval *a, const ft_aval *b);
 ft_aval ft_aval_scalar(ft_dtype dt);
 ft_aval ft_aval_make(ft_dtype dt, int rank, const int64_t *dims);
+/* The most elements an aval may have: 2^56, so a byte count (at most 16
+ * bytes an element) and any index or stride computed from the dims fit in
+ * int64 with room to spare. Zero dims do not excuse the others: the product
+ * of the nonzero dims is bounded too (strides are built from them). */
+#define FT_MAX_ELEMS (INT64_C(1) << 56)
+/* Whether a's dims are non-negative and their (nonzero) product is at most
+ * FT_MAX_ELEMS. Parse, trace, shape rules and verify reject other avals. */
+bool ft_aval_size_ok(const ft_aval *a);
 
 /* ======================================================= prims.c, prims.def */
 typedef enum ft_prim {

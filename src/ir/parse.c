@@ -265,6 +265,8 @@ static int64_t parse_dim(ft_parser *p) {
 
 static ft_aval parse_aval(ft_parser *p) {
   ft_aval a = {0};
+  ft_parse_skip_ws(p);
+  size_t start = p->pos;
   a.dtype = parse_dtype(p);
   if (ft_parse_peek(p) != '[') {
     char c = ft_parse_peek(p);
@@ -281,6 +283,10 @@ static ft_aval parse_aval(ft_parser *p) {
   if (ft_parse_peek(p) == '@' || ft_parse_peek(p) == '{')
     ft_parse_fail(p, p->pos, "sharding annotations in types are not supported");
   ft_parse_expect(p, ']', "',' or ']' in the shape");
+  if (!ft_aval_size_ok(&a)) {
+    char b[256];
+    ft_parse_fail(p, start, "shape %s has more than 2^56 elements", ft_aval_str(&a, b, sizeof b));
+  }
   return a;
 }
 

@@ -49,6 +49,8 @@ sed 's/\ba\b/zz/g' "$tmp/sin.jaxpr" >"$tmp/sin2.jaxpr"
 h1=$("$FTC" hash "$tmp/sin.jaxpr"); h2=$("$FTC" hash "$tmp/sin2.jaxpr")
 if [ "$h1" = "$h2" ] && [ -n "$h1" ]; then pass=$((pass + 1)); else echo "FAIL hash-alpha: $h1 vs $h2"; fail=$((fail + 1)); fi
 expect dot-ok 0 'digraph' -- "$FTC" dot "$tmp/sin.jaxpr"
+printf '{ lambda ; a:f32[4611686018427387904,4]. let\n    b:f32[4611686018427387904,4] = sin a\n  in (b,) }\n' >"$tmp/huge.jaxpr"
+expect print-element-overflow 1 'huge.jaxpr:1:14: shape f32\[4611686018427387904,4\] has more than 2\^56 elements' -- "$FTC" print "$tmp/huge.jaxpr"
 
 # run
 printf '\x93NUMPY\x01\x00' >"$tmp/trunc.npy"
