@@ -703,6 +703,9 @@ static bool compile_rule(parser *P, const rule_ast *R, const item *lhs, uint32_t
   for (uint32_t i = 0; ok && i < nlhs; i++)
     if ((r->lhs_root[i] = comp_term(&C, lhs[i].pat)) == FT_EGRAPH_NONE) ok = false;
   ok = ok && comp_guards(&C, R, r);
+  /* A rule without literal params still gets a pool: 'pool + poff' must
+   * not be arithmetic on a null pointer. */
+  ok = ok && cgrow(&C, (void **)&C.pool, &C.cappool, 1, 1);
   r->nguards = R->nguards;
   r->prog = C.prog;
   r->nprog = C.nprog;
