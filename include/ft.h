@@ -118,6 +118,13 @@ FT_API size_t ft_dtype_size(ft_dtype dt);
 FT_API int64_t ft_aval_size(const ft_aval *a);
 /* Writes an aval as JAX prints it ("f32[3,4]") into buf (n bytes); returns buf. */
 FT_API char *ft_aval_str(const ft_aval *a, char *buf, size_t n);
+/* Writes len bytes to path through a temporary file in the same directory
+ * renamed over path when complete: path is never left half written (a full
+ * disk or a crash leaves its old content, or no file) and no temporary
+ * stays behind. On failure, FT_ERR_IO with "WHAT: cannot write 'PATH':
+ * <errno text> (the file was not changed)". Not synced to disk. */
+FT_API ft_status ft_file_write(ft_ctx *ctx, const char *what, const char *path, const void *data,
+                               size_t len);
 
 /* ==================================================================== jaxpr */
 

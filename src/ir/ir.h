@@ -120,6 +120,16 @@ ft_aval ft_aval_make(ft_dtype dt, int rank, const int64_t *dims);
  * FT_MAX_ELEMS. Parse, trace, shape rules and verify reject other avals. */
 bool ft_aval_size_ok(const ft_aval *a);
 
+/* ============================================================= fileout.c */
+/* (public: ft_file_write) A fresh temporary name beside path (malloc'd). */
+char *ft__file_tmp_name(const char *path);
+/* Renames a complete temporary file over path; on failure removes tmp and
+ * sets "WHAT: cannot write 'PATH': rename failed: <errno text>". */
+ft_status ft__file_commit(ft_ctx *ctx, const char *what, const char *tmp, const char *path);
+/* Tests: the nth write, close or rename of an output file from now fails
+ * with errno err (nth <= 0 disarms). Process-wide. */
+void ft__file_fault(long nth, int err);
+
 /* ======================================================= prims.c, prims.def */
 typedef enum ft_prim {
 #define FT_PRIM(id, name, nin, nout, fam, params) FT_P_##id,

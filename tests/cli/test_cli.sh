@@ -66,6 +66,18 @@ if [ -f "$FIX/golden/mlp_loss.jaxpr" ]; then
   expect run-too-many-inputs 1 'input' -- "$FTC" run "$FIX/golden/mlp_loss.jaxpr" "${ins[@]}" --in "${ins[1]}"
 fi
 
+# An output that cannot be written whole (here a file-size limit, as a full
+# disk) fails naming the file and the errno, and leaves the old file intact
+# and no temporary behind.
+printf '{ lambda ; . let\n    b:f32[2] = broadcast_in_dim[broadcast_dimensions=() shape=(2,) sharding=None] 1.0:f32[]\n  in (b,) }\n' >"$tmp/small.jaxpr"
+printf '{ lambda ; . let\n    b:f32[3000] = broadcast_in_dim[broadcast_dimensions=() shape=(3000,) sharding=None] 1.0:f32[]\n  in (b,) }\n' >"$tmp/big.jaxpr"
+expect run-small-out 0 '' -- "$FTC" run "$tmp/small.jaxpr" --out-dir "$tmp/lim"
+expect run-out-too-large 1 "npy: cannot write '$tmp/lim/out0.npy': File too large \(the file was not changed\)" -- \
+  sh -c "trap '' XFSZ; ulimit -f 4; exec \"$FTC\" run \"$tmp/big.jaxpr\" --out-dir \"$tmp/lim\""
+left="$(ls -A "$tmp/lim" | tr '\n' ' ')"
+if [ "$left" = "out0.npy " ] && [ "$(stat -c %s "$tmp/lim/out0.npy")" = 136 ]; then pass=$((pass + 1));
+else echo "FAIL run-out-too-large-left: '$left' $(stat -c %s "$tmp/lim/out0.npy")"; fail=$((fail + 1)); fi
+
 expect demo 0 'parsed back from text: same hash' -- "$FTC" demo
 expect demo-extra-arg 1 "unexpected argument" -- "$FTC" demo foo
 
