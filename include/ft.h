@@ -96,8 +96,10 @@ FT_API const char *ft_version(void);
 FT_API ft_ctx *ft_ctx_new(const ft_ctx_options *opts);
 FT_API void ft_ctx_free(ft_ctx *ctx);
 
-/* The message of the last failure on ctx ("" if none). Owned by ctx; valid
- * until the next call that fails or ft_ctx_clear_error(). */
+/* The message of the last failure on ctx ("" if none): a copy for the
+ * calling thread, valid until this thread's fourth later ft_ctx_error call.
+ * A context may fail from several threads at once (concurrent ft_call of one
+ * ft_fn); each message is written and read whole. */
 FT_API const char *ft_ctx_error(const ft_ctx *ctx);
 /* The status of the last failure on ctx (FT_OK if none). */
 FT_API ft_status ft_ctx_status(const ft_ctx *ctx);

@@ -7,6 +7,7 @@
 #ifndef FT_IR_H
 #define FT_IR_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -75,6 +76,7 @@ typedef struct ft_ctx_event {
 
 struct ft_ctx {
   ft_ctx_options opts;
+  pthread_mutex_t err_lock;  /* guards status and err (ctx.c) */
   ft_status status;
   char err[4096];
   struct ft_ledger *ledger;  /* attached ledger, or NULL (src/ledger owns it) */
@@ -94,6 +96,8 @@ static inline ft_status ft_ctx_notify(ft_ctx *ctx, const ft_ctx_event *ev) {
 ft_status ft_set_error(ft_ctx *ctx, ft_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 ft_status ft_set_errorv(ft_ctx *ctx, ft_status st, const char *fmt, va_list ap);
+/* Replaces the message (and, unless st is FT_OK, the status) as a whole. */
+void ft_ctx_set_message(ft_ctx *ctx, ft_status st, const char *msg);
 /* Prepends "prefix: " to the current message (for context on the way out). */
 void ft_error_prefix(ft_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -388,6 +388,7 @@ static ft_status open_once(ft_ctx *ctx, ft_ledger *lg) {
 }
 
 static void release(ft_ledger *lg) {
+  pthread_mutex_destroy(&lg->lock);
   if (lg->logfd >= 0) close(lg->logfd);
   if (lg->parfd >= 0) close(lg->parfd);
   ft_rs_free(&lg->rs);
@@ -404,7 +405,15 @@ ft_ledger *ft_ledger_open(ft_ctx *ctx, const char *dir, const ft_ledger_options 
   }
   for (int attempt = 0; attempt < 2; attempt++) {
     ft_ledger *lg = calloc(1, sizeof *lg);
-    if (!lg || !(lg->dir = strdup(dir))) {
+    pthread_mutexattr_t ma;
+    bool locked = false;
+    if (lg && !pthread_mutexattr_init(&ma)) {
+      locked = !pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE) &&
+               !pthread_mutex_init(&lg->lock, &ma);
+      pthread_mutexattr_destroy(&ma);
+    }
+    if (!lg || !locked || !(lg->dir = strdup(dir))) {
+      if (locked) pthread_mutex_destroy(&lg->lock);
       free(lg);
       ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory");
       return NULL;
@@ -439,25 +448,46 @@ ft_status ft_ledger_close(ft_ledger *lg) {
   char *tmp = ft_lio_path("%s/parity/log.tail.tmp", lg->dir);
   if (tmp) unlink(tmp);
   free(tmp);
+  pthread_mutex_lock(&lg->lock);
   if (lg->attached && lg->attached->ledger == lg) {
     lg->attached->ledger = NULL;
     lg->attached->on_event = NULL;
   }
+  pthread_mutex_unlock(&lg->lock);
   release(lg);
   return st;
 }
 
+/* The check that lg is free and the claim happen under lg's lock, so two
+ * threads attaching one ledger to two contexts cannot both win. */
 ft_status ft_ctx_attach_ledger(ft_ctx *ctx, ft_ledger *lg) {
   if (!ctx) return FT_ERR_INVALID_ARG;
-  if (lg && lg->attached && lg->attached != ctx && lg->attached->ledger == lg)
-    return ft_set_error(ctx, FT_ERR_INVALID_ARG,
-                        "ledger %s: already attached to another context", lg->dir);
-  if (ctx->ledger && ctx->ledger->attached == ctx) ctx->ledger->attached = NULL;
+  if (lg) {
+    pthread_mutex_lock(&lg->lock);
+    bool taken = lg->attached && lg->attached != ctx && lg->attached->ledger == lg;
+    if (!taken) lg->attached = ctx;
+    pthread_mutex_unlock(&lg->lock);
+    if (taken)
+      return ft_set_error(ctx, FT_ERR_INVALID_ARG,
+                          "ledger %s: already attached to another context", lg->dir);
+  }
+  ft_ledger *old = ctx->ledger;
+  if (old && old != lg) {
+    pthread_mutex_lock(&old->lock);
+    if (old->attached == ctx) old->attached = NULL;
+    pthread_mutex_unlock(&old->lock);
+  }
   ctx->ledger = lg;
   /* The observer turns successful parses, traces and evaluations into records. */
   ctx->on_event = lg ? ft_ledger_observe : NULL;
-  if (lg) lg->attached = ctx;
   return FT_OK;
 }
 
-int64_t ft_ledger_num_records(const ft_ledger *lg) { return lg ? lg->seq : 0; }
+int64_t ft_ledger_num_records(const ft_ledger *lg) {
+  if (!lg) return 0;
+  pthread_mutex_t *l = (pthread_mutex_t *)&lg->lock;
+  pthread_mutex_lock(l);
+  int64_t n = lg->seq;
+  pthread_mutex_unlock(l);
+  return n;
+}
