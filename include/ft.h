@@ -96,8 +96,10 @@ FT_API const char *ft_version(void);
 FT_API ft_ctx *ft_ctx_new(const ft_ctx_options *opts);
 FT_API void ft_ctx_free(ft_ctx *ctx);
 
-/* The message of the last failure on ctx ("" if none). Owned by ctx; valid
- * until the next call that fails or ft_ctx_clear_error(). */
+/* The message of the last failure on ctx ("" if none): a copy for the
+ * calling thread, valid until this thread's fourth later ft_ctx_error call.
+ * A context may fail from several threads at once (concurrent ft_call of one
+ * ft_fn); each message is written and read whole. */
 FT_API const char *ft_ctx_error(const ft_ctx *ctx);
 /* The status of the last failure on ctx (FT_OK if none). */
 FT_API ft_status ft_ctx_status(const ft_ctx *ctx);
@@ -118,6 +120,13 @@ FT_API size_t ft_dtype_size(ft_dtype dt);
 FT_API int64_t ft_aval_size(const ft_aval *a);
 /* Writes an aval as JAX prints it ("f32[3,4]") into buf (n bytes); returns buf. */
 FT_API char *ft_aval_str(const ft_aval *a, char *buf, size_t n);
+/* Writes len bytes to path through a temporary file in the same directory
+ * renamed over path when complete: path is never left half written (a full
+ * disk or a crash leaves its old content, or no file) and no temporary
+ * stays behind. On failure, FT_ERR_IO with "WHAT: cannot write 'PATH':
+ * <errno text> (the file was not changed)". Not synced to disk. */
+FT_API ft_status ft_file_write(ft_ctx *ctx, const char *what, const char *path, const void *data,
+                               size_t len);
 
 /* ==================================================================== jaxpr */
 
@@ -745,7 +754,9 @@ typedef struct ft_ledger_report {
   int64_t not_replayable;   /* replay/reexec: records with no registered replayer
                                or without stored inputs */
   int64_t repaired_blocks;  /* repair: blocks rebuilt; recover: bytes truncated */
-  int64_t unrecoverable;    /* repair: stripes or files beyond repair */
+  int64_t unrecoverable;    /* repair: stripes or objects parity could not rebuild;
+                               when the damage left is of another kind, the damaged
+                               places verify reports (the error message's number) */
   char *json;               /* canonical JSON of the whole report (malloc'd) */
 } ft_ledger_report;
 FT_API void ft_ledger_report_free(ft_ledger_report *r);

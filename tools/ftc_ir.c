@@ -203,9 +203,8 @@ int ftc_cmd_run(int argc, char **argv) {
     char *json = NULL;
     rst = ft_exec_profile_jaxpr(ctx, j, n_ins, in, n_out, out, 10, profile ? &json : NULL,
                                 stats ? &stats_text : NULL);
-    FILE *pf = rst == FT_OK && profile ? fopen(profile, "w") : NULL;
-    if (rst == FT_OK && profile && (!pf || fputs(json, pf) < 0 || fclose(pf) != 0)) {
-      ftc_fail("run", "cannot write '%s': %s", profile, strerror(errno));
+    if (rst == FT_OK && profile && ft_file_write(ctx, "profile", profile, json, strlen(json))) {
+      ftc_fail("run", "%s", ft_ctx_error(ctx));
       free(json);
       goto done;
     }

@@ -3,6 +3,7 @@
  * the library's report instead of text. Exit status: 0 all good; 1 torn
  * (verify), divergence (replay, reexec) or difference (diff); 2 corrupt or
  * unrecoverable; 3 the command could not run (usage, not a ledger, I/O). */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,8 +102,9 @@ static int cmd_check(const char *cmd, const opts *o, ft_ctx *ctx) {
            o->pos[0], health_name(r.health), JI(rep, "records"), JI(rep, "objects"),
            JI(rep, "covered_bytes"), JI(rep, "log_bytes"));
     if (!strcmp(cmd, "repair"))
-      printf("repaired %lld blocks or files; %lld beyond repair\n", (long long)r.repaired_blocks,
-             (long long)r.unrecoverable);
+      printf("repaired %lld blocks or files; %lld %s beyond repair\n",
+             (long long)r.repaired_blocks, (long long)r.unrecoverable,
+             r.unrecoverable == 1 ? "place" : "places");
     if (!strcmp(cmd, "recover") && r.repaired_blocks)
       printf("truncated a torn record of %lld bytes\n", (long long)r.repaired_blocks);
     print_problems(rep);
@@ -237,12 +239,10 @@ static int cmd_show(const opts *o, ft_ctx *ctx) {
   return EXIT_OK;
 }
 
-static int write_out(const char *path, const char *text) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-  if (!f) return -1;
-  int bad = fputs(text, f) < 0;
-  if (f != stdout) bad |= fclose(f) != 0;
-  return bad ? -1 : 0;
+/* '-' is standard output; a file is written whole or not at all. */
+static int write_out(ft_ctx *ctx, const char *path, const char *text) {
+  if (strcmp(path, "-")) return ft_file_write(ctx, "ftledger export", path, text, strlen(text)) ? -1 : 0;
+  return fputs(text, stdout) < 0 ? -1 : 0;
 }
 
 static int cmd_export(const opts *o, ft_ctx *ctx) {
@@ -261,8 +261,9 @@ static int cmd_export(const opts *o, ft_ctx *ctx) {
       json_decref(rep);
       return fail("export", ctx);
     }
-    if (write_out(outs[i], text)) {
-      fprintf(stderr, "ftledger export: cannot write %s\n", outs[i]);
+    if (write_out(ctx, outs[i], text)) {
+      if (strcmp(outs[i], "-")) fprintf(stderr, "%s\n", ft_ctx_error(ctx));
+      else fprintf(stderr, "ftledger export: cannot write to standard output: %s\n", strerror(errno));
       ft_free(text);
       json_decref(rep);
       return EXIT_ERR;

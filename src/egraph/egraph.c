@@ -98,8 +98,13 @@ ft_egraph *ft_egraph_new(void) {
   ft_egraph *eg = calloc(1, sizeof *eg);
   if (!eg) return NULL;
   eg->cur_rule = -1;
-  /* Constants are operators 0 and 1 so every client agrees on them. */
-  if (ft_egraph_intern(eg, "int") != FT_EGRAPH_OP_INT ||
+  /* The child and param arrays are never NULL, so 'kids + koff' and
+   * 'par + poff' are defined even before the first node with kids or
+   * params (C forbids arithmetic on a null pointer, even + 0). Constants
+   * are operators 0 and 1 so every client agrees on them. */
+  if (!ft_egraph_reserve(eg, (void **)&eg->kids, &eg->kid_cap, 1, 4) ||
+      !ft_egraph_reserve(eg, (void **)&eg->par, &eg->par_cap, 1, 1) ||
+      ft_egraph_intern(eg, "int") != FT_EGRAPH_OP_INT ||
       ft_egraph_intern(eg, "float") != FT_EGRAPH_OP_FLOAT) {
     ft_egraph_free(eg);
     return NULL;
@@ -158,6 +163,7 @@ ft_egraph_status ft_egraph_set_analysis(ft_egraph *eg, const ft_egraph_analysis 
 ft_egraph_status ft_egraph_enable_explanations(ft_egraph *eg) {
   if (eg->nids)
     return ft_egraph_fail(eg, FT_EGRAPH_EINVAL, "enable explanations before adding nodes");
+  if (!ft_egraph_reserve(eg, (void **)&eg->ex_kids, &eg->ex_kid_cap, 1, 4)) return eg->status;
   eg->explain = true;
   return FT_EGRAPH_OK;
 }

@@ -177,6 +177,11 @@ ft_egraph_status ft_egraph_register_guard(ft_egraph *eg, const char *name,
 ft_egraph_status ft_egraph_register_param_fn(ft_egraph *eg, const char *name,
                                              ft_egraph_param_fn fn, void *ud);
 
+/* The deepest nesting of parentheses the rule and term parser accepts: the
+ * parser and the walks over parsed trees recurse once per level, and this
+ * keeps them under ~1 MiB of stack even with sanitizer-sized frames. */
+#define FT_EGRAPH_MAX_NESTING 1000
+
 /* Parses rule text. Returns a rule set owned by the caller (free with
  * ft_egraph_rules_free), or NULL with "file:line:col: expected ..." plus the
  * line and a caret in ft_egraph_error(eg). */

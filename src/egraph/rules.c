@@ -59,6 +59,10 @@ typedef struct {
   bool failed;
   /* AST arena */
   struct block *blocks;
+  /* children of the nodes being parsed, innermost on top (one stack for all
+   * levels keeps parse_pat's frame small) */
+  struct ast **kstack;
+  uint32_t nk, capk;
 } parser;
 
 static bool atom_char(char c) {
@@ -154,6 +158,8 @@ static void *palloc(parser *P, size_t n) {
 }
 
 static void pfree(parser *P) {
+  free(P->kstack);
+  P->kstack = NULL;
   while (P->blocks) {
     struct block *n = P->blocks->next;
     free(P->blocks);
@@ -286,9 +292,33 @@ static bool parse_params(parser *P, ast *a, bool allow_vars) {
   return true;
 }
 
-/* pattern := ?var | number | sym[params] | '(' sym[params] pattern* ')' */
+/* Pushes a finished child onto the parser's child stack. */
+static bool kpush(parser *P, ast *k) {
+  if (P->nk == P->capk) {
+    uint32_t nc = P->capk ? P->capk * 2 : 256;
+    ast **ns = realloc(P->kstack, nc * sizeof *ns);
+    if (!ns) {
+      ft_egraph_fail(P->eg, FT_EGRAPH_ENOMEM, "out of memory");
+      P->failed = true;
+      return false;
+    }
+    P->kstack = ns;
+    P->capk = nc;
+  }
+  P->kstack[P->nk++] = k;
+  return true;
+}
+
+/* pattern := ?var | number | sym[params] | '(' sym[params] pattern* ')'
+ * Recursive, with the nesting bounded by FT_EGRAPH_MAX_NESTING so that this
+ * and every recursive walk of the tree (compiling, adding, extracting,
+ * printing) stays far inside a thread's stack. */
 static ast *parse_pat(parser *P, bool allow_vars, int depth) {
-  if (depth > 10000) return perr(P, &P->t, "a shallower expression (nesting over 10000)");
+  if (P->t.k == T_LP && depth >= FT_EGRAPH_MAX_NESTING) {
+    char what[80];
+    snprintf(what, sizeof what, "a shallower expression (nesting over %d)", FT_EGRAPH_MAX_NESTING);
+    return perr(P, &P->t, what);
+  }
   ast *a = palloc(P, sizeof *a);
   if (!a) return NULL;
   a->tok = P->t;
@@ -330,40 +360,21 @@ static ast *parse_pat(parser *P, bool allow_vars, int depth) {
   if ((a->op = intern_tok(P, &P->t)) == FT_EGRAPH_NONE) return NULL;
   lex(P);
   if (P->t.k == T_LB && !parse_params(P, a, allow_vars)) return NULL;
-  ast *kids[256], **heap = NULL;
-  uint32_t n = 0, cap = 256;
+  uint32_t base = P->nk;
   while (P->t.k != T_RP) {
-    if (P->t.k == T_EOF || P->t.k == T_NL) {
-      free(heap);
-      return perr(P, &P->t, "')'");
-    }
+    if (P->t.k == T_EOF || P->t.k == T_NL) return perr(P, &P->t, "')'");
     ast *k = parse_pat(P, allow_vars, depth + 1);
-    if (!k) {
-      free(heap);
-      return NULL;
-    }
-    if (n == cap) {
-      ast **nh = realloc(heap, 2 * cap * sizeof *nh);
-      if (!nh) {
-        free(heap);
-        return perr(P, &P->t, "less memory use");
-      }
-      if (!heap) memcpy(nh, kids, sizeof kids);
-      heap = nh;
-      cap *= 2;
-    }
-    (heap ? heap : kids)[n++] = k;
+    if (!k || !kpush(P, k)) return NULL;
   }
   lex(P);
-  if (n > 0xFFFF) {
-    free(heap);
-    return perr(P, &a->tok, "at most 65535 children");
-  }
+  uint32_t n = P->nk - base;
+  if (n > 0xFFFF) return perr(P, &a->tok, "at most 65535 children");
   a->kids = palloc(P, n * sizeof *a->kids + 1);
-  if (a->kids) memcpy(a->kids, heap ? heap : kids, n * sizeof *a->kids);
-  free(heap);
+  if (!a->kids) return NULL;
+  if (n) memcpy(a->kids, P->kstack + base, n * sizeof *a->kids);
+  P->nk = base;
   a->nkids = n;
-  return a->kids ? a : NULL;
+  return a;
 }
 
 /* ---------------------------------------------------------------- compiler */
@@ -513,8 +524,12 @@ static uint32_t comp_term(comp *C, ast *a) {
     int v = slot_of(C, &a->tok, false);
     return v < 0 ? FT_EGRAPH_NONE : (uint32_t)v;
   }
-  uint32_t kref[256], *kr = a->nkids <= 256 ? kref : malloc(a->nkids * 4u);
-  if (!kr) return FT_EGRAPH_NONE;
+  uint32_t kref[8], *kr = a->nkids <= 8 ? kref : malloc(a->nkids * 4u);
+  if (!kr) {
+    ft_egraph_fail(C->P->eg, FT_EGRAPH_ENOMEM, "out of memory");
+    C->P->failed = true;
+    return FT_EGRAPH_NONE;
+  }
   uint32_t res = FT_EGRAPH_NONE;
   for (uint32_t j = 0; j < a->nkids; j++)
     if ((kr[j] = comp_term(C, a->kids[j])) == FT_EGRAPH_NONE) goto out;
@@ -688,6 +703,9 @@ static bool compile_rule(parser *P, const rule_ast *R, const item *lhs, uint32_t
   for (uint32_t i = 0; ok && i < nlhs; i++)
     if ((r->lhs_root[i] = comp_term(&C, lhs[i].pat)) == FT_EGRAPH_NONE) ok = false;
   ok = ok && comp_guards(&C, R, r);
+  /* A rule without literal params still gets a pool: 'pool + poff' must
+   * not be arithmetic on a null pointer. */
+  ok = ok && cgrow(&C, (void **)&C.pool, &C.cappool, 1, 1);
   r->nguards = R->nguards;
   r->prog = C.prog;
   r->nprog = C.nprog;

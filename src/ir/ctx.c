@@ -1,4 +1,5 @@
 /* src/ir/ctx.c: contexts and the error channel every library call reports on. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,28 +17,70 @@ ft_ctx *ft_ctx_new(const ft_ctx_options *opts) {
   ft_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return NULL;
   if (opts) ctx->opts = *opts;
+  if (pthread_mutex_init(&ctx->err_lock, NULL)) {
+    free(ctx);
+    return NULL;
+  }
   return ctx;
 }
 
 void ft_ctx_free(ft_ctx *ctx) {
+  if (!ctx) return;
   /* The ledger is the caller's to close; detaching keeps it from pointing here. */
-  if (ctx && ctx->ledger) ft_ctx_attach_ledger(ctx, NULL);
+  if (ctx->ledger) ft_ctx_attach_ledger(ctx, NULL);
+  pthread_mutex_destroy(&ctx->err_lock);
   free(ctx);
 }
 
-const char *ft_ctx_error(const ft_ctx *ctx) { return ctx ? ctx->err : ""; }
-ft_status ft_ctx_status(const ft_ctx *ctx) { return ctx ? ctx->status : FT_OK; }
+/* The error channel is shared by every thread using a context (concurrent
+ * ft_calls of one ft_fn fail onto it): writes happen under err_lock, and a
+ * reader gets a copy taken under the lock, in a small per-thread ring so a
+ * caller may hold a few messages at once. */
+static pthread_mutex_t *err_lock(const ft_ctx *ctx) { return (pthread_mutex_t *)&ctx->err_lock; }
+
+const char *ft_ctx_error(const ft_ctx *ctx) {
+  static _Thread_local char ring[4][sizeof ctx->err];
+  static _Thread_local unsigned next;
+  if (!ctx) return "";
+  char *b = ring[next++ % 4];
+  pthread_mutex_lock(err_lock(ctx));
+  memcpy(b, ctx->err, sizeof ctx->err);
+  pthread_mutex_unlock(err_lock(ctx));
+  return b;
+}
+
+ft_status ft_ctx_status(const ft_ctx *ctx) {
+  if (!ctx) return FT_OK;
+  pthread_mutex_lock(err_lock(ctx));
+  ft_status st = ctx->status;
+  pthread_mutex_unlock(err_lock(ctx));
+  return st;
+}
 
 void ft_ctx_clear_error(ft_ctx *ctx) {
   if (!ctx) return;
+  pthread_mutex_lock(&ctx->err_lock);
   ctx->status = FT_OK;
   ctx->err[0] = 0;
+  pthread_mutex_unlock(&ctx->err_lock);
+}
+
+void ft_ctx_set_message(ft_ctx *ctx, ft_status st, const char *msg) {
+  if (!ctx) return;
+  pthread_mutex_lock(&ctx->err_lock);
+  if (st != FT_OK) ctx->status = st;
+  snprintf(ctx->err, sizeof ctx->err, "%s", msg);
+  pthread_mutex_unlock(&ctx->err_lock);
 }
 
 ft_status ft_set_errorv(ft_ctx *ctx, ft_status st, const char *fmt, va_list ap) {
   if (!ctx) return st;
+  char msg[sizeof ctx->err];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  pthread_mutex_lock(&ctx->err_lock);
   ctx->status = st;
-  vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+  memcpy(ctx->err, msg, sizeof msg);
+  pthread_mutex_unlock(&ctx->err_lock);
   return st;
 }
 
@@ -51,11 +94,13 @@ ft_status ft_set_error(ft_ctx *ctx, ft_status st, const char *fmt, ...) {
 
 void ft_error_prefix(ft_ctx *ctx, const char *fmt, ...) {
   if (!ctx) return;
-  char pre[512], old[sizeof ctx->err];
+  char pre[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(pre, sizeof pre, fmt, ap);
   va_end(ap);
+  pthread_mutex_lock(&ctx->err_lock);
+  char old[sizeof ctx->err];
   memcpy(old, ctx->err, sizeof old);
   /* Truncation keeps the prefix and as much of the old message as fits. */
   size_t n = strlen(pre);
@@ -66,6 +111,7 @@ void ft_error_prefix(ft_ctx *ctx, const char *fmt, ...) {
   if (m > room) m = room;
   memcpy(ctx->err + n + 2, old, m);
   ctx->err[n + 2 + m] = 0;
+  pthread_mutex_unlock(&ctx->err_lock);
 }
 
 void ft_free(void *p) { free(p); }

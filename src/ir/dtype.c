@@ -46,9 +46,23 @@ bool ft_dtype_is_signed(ft_dtype dt) { return dt >= FT_I8 && dt <= FT_I64; }
 bool ft_dtype_is_unsigned(ft_dtype dt) { return dt >= FT_U8 && dt <= FT_U64; }
 bool ft_dtype_is_int(ft_dtype dt) { return ft_dtype_is_signed(dt) || ft_dtype_is_unsigned(dt); }
 
+bool ft_aval_size_ok(const ft_aval *a) {
+  int64_t n = 1;
+  for (int i = 0; i < a->rank; i++) {
+    if (a->dims[i] < 0) return false;
+    if (a->dims[i] == 0) continue;
+    if (a->dims[i] > FT_MAX_ELEMS / n) return false;
+    n *= a->dims[i];
+  }
+  return true;
+}
+
+/* Avals that reach here passed ft_aval_size_ok; for any other the count
+ * saturates at INT64_MAX instead of overflowing. */
 int64_t ft_aval_size(const ft_aval *a) {
   int64_t n = 1;
-  for (int i = 0; i < a->rank; i++) n *= a->dims[i];
+  for (int i = 0; i < a->rank; i++)
+    if (__builtin_mul_overflow(n, a->dims[i], &n)) return INT64_MAX;
   return n;
 }
 

@@ -7,6 +7,7 @@
 #ifndef FT_IR_H
 #define FT_IR_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -75,6 +76,7 @@ typedef struct ft_ctx_event {
 
 struct ft_ctx {
   ft_ctx_options opts;
+  pthread_mutex_t err_lock;  /* guards status and err (ctx.c) */
   ft_status status;
   char err[4096];
   struct ft_ledger *ledger;  /* attached ledger, or NULL (src/ledger owns it) */
@@ -94,6 +96,8 @@ static inline ft_status ft_ctx_notify(ft_ctx *ctx, const ft_ctx_event *ev) {
 ft_status ft_set_error(ft_ctx *ctx, ft_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 ft_status ft_set_errorv(ft_ctx *ctx, ft_status st, const char *fmt, va_list ap);
+/* Replaces the message (and, unless st is FT_OK, the status) as a whole. */
+void ft_ctx_set_message(ft_ctx *ctx, ft_status st, const char *msg);
 /* Prepends "prefix: " to the current message (for context on the way out). */
 void ft_error_prefix(ft_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -111,6 +115,24 @@ bool ft_aval_eq(const ft_aval *a, const ft_aval *b);  /* dtype + shape (not weak
 bool ft_shape_eq(const ft_aval *a, const ft_aval *b);
 ft_aval ft_aval_scalar(ft_dtype dt);
 ft_aval ft_aval_make(ft_dtype dt, int rank, const int64_t *dims);
+/* The most elements an aval may have: 2^56, so a byte count (at most 16
+ * bytes an element) and any index or stride computed from the dims fit in
+ * int64 with room to spare. Zero dims do not excuse the others: the product
+ * of the nonzero dims is bounded too (strides are built from them). */
+#define FT_MAX_ELEMS (INT64_C(1) << 56)
+/* Whether a's dims are non-negative and their (nonzero) product is at most
+ * FT_MAX_ELEMS. Parse, trace, shape rules and verify reject other avals. */
+bool ft_aval_size_ok(const ft_aval *a);
+
+/* ============================================================= fileout.c */
+/* (public: ft_file_write) A fresh temporary name beside path (malloc'd). */
+char *ft__file_tmp_name(const char *path);
+/* Renames a complete temporary file over path; on failure removes tmp and
+ * sets "WHAT: cannot write 'PATH': rename failed: <errno text>". */
+ft_status ft__file_commit(ft_ctx *ctx, const char *what, const char *tmp, const char *path);
+/* Tests: the nth write, close or rename of an output file from now fails
+ * with errno err (nth <= 0 disarms). Process-wide. */
+void ft__file_fault(long nth, int err);
 
 /* ======================================================= prims.c, prims.def */
 typedef enum ft_prim {

@@ -23,6 +23,7 @@
  * unless a variable of that name is in scope, and `in` followed by `(` ends
  * the equations. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <string.h>
 
@@ -277,6 +278,8 @@ static int64_t parse_dim(ft_parser *p) {
 
 static ft_aval parse_aval(ft_parser *p) {
   ft_aval a = {0};
+  ft_parse_skip_ws(p);
+  size_t start = p->pos;
   a.dtype = parse_dtype(p);
   if (ft_parse_peek(p) != '[') {
     char c = ft_parse_peek(p);
@@ -293,6 +296,10 @@ static ft_aval parse_aval(ft_parser *p) {
   if (ft_parse_peek(p) == '@' || ft_parse_peek(p) == '{')
     ft_parse_fail(p, p->pos, "sharding annotations in types are not supported");
   ft_parse_expect(p, ']', "',' or ']' in the shape");
+  if (!ft_aval_size_ok(&a)) {
+    char b[256];
+    ft_parse_fail(p, start, "shape %s has more than 2^56 elements", ft_aval_str(&a, b, sizeof b));
+  }
   return a;
 }
 
@@ -317,6 +324,12 @@ static bool literal_start(const ft_parser *p) {
   char c = ft_parse_peek(p), d = peek_at(p, p->pos + 1);
   return is_digit(c) || ((c == '-' || c == '+') && (is_digit(d) || d == 'i' || d == 'n' || d == '.')) ||
          c == '(' || (c == '.' && is_digit(d));
+}
+
+/* Whether buf (a number's text, with an optional sign) spells inf or nan. */
+static bool at_word_text(const char *buf) {
+  const char *w = buf + (buf[0] == '-' || buf[0] == '+');
+  return !strcmp(w, "inf") || !strcmp(w, "nan");
 }
 
 static double parse_real(ft_parser *p, lit *l) {
@@ -345,6 +358,9 @@ static double parse_real(ft_parser *p, lit *l) {
   errno = 0;
   double f = strtod(buf, &end);
   if (end == buf || *end) ft_parse_fail(p, start, "malformed number '%s'", buf);
+  /* Digits that overflow a double are not 'inf' (which is written as such),
+   * as 300:i8 is not 44: the same error as an integer out of range. */
+  if (isinf(f) && !at_word_text(buf)) ft_parse_fail(p, start, "float literal %s is out of range", buf);
   if (!is_float && l) {
     l->kind = L_INT;
     l->neg = buf[0] == '-';
@@ -386,6 +402,20 @@ static void parse_lit_value(ft_parser *p, lit *l) {
   l->f = l->kind == L_INT ? (l->neg ? -(double)l->mag : (double)l->mag) : re;
 }
 
+/* Whether a finite double stays finite in dt (rounding to nearest even):
+ * the thresholds are the largest finite value plus half an ulp. */
+static bool float_fits(double f, ft_dtype dt) {
+  if (!isfinite(f)) return true; /* spelled inf or nan */
+  double a = fabs(f);
+  switch (dt) {
+  case FT_F16: return a < 0x1.FFEp15;       /* 65520 */
+  case FT_BF16: return a < 0x1.FFp127;
+  case FT_F32:
+  case FT_C64: return a < 0x1.FFFFFFp127;
+  default: return true;                     /* f64, c128: strtod checked */
+  }
+}
+
 static bool int_fits(const lit *l, ft_dtype dt) {
   int bits = ft_dtype_bits(dt);
   if (ft_dtype_is_unsigned(dt)) return !(l->neg && l->mag) && (bits == 64 || l->mag < (1ull << bits));
@@ -408,6 +438,8 @@ static ft_var *make_lit(ft_parser *p, const lit *l, ft_dtype dt) {
     if (l->kind == L_BOOL) ft_parse_fail(p, l->pos, "literal of type %s must be a number", ft_dtype_name(dt));
     if (l->kind == L_COMPLEX && !ft_dtype_is_complex(dt))
       ft_parse_fail(p, l->pos, "complex literal for real type %s", ft_dtype_name(dt));
+    if (!float_fits(l->f, dt) || !float_fits(l->im, dt))
+      ft_parse_fail(p, l->pos, "float literal out of range for %s", ft_dtype_name(dt));
     v = ft_lit_new_float(p->arena, dt, l->f);
     if (v) v->lit_im = l->im;
   } else {

@@ -464,6 +464,8 @@ static ft_status rule_reshape(R *r) {
   }
   ft_aval o = ft_aval_make(a->dtype, n, ns);
   o.weak_type = a->weak_type;
+  if (!ft_aval_size_ok(&o))
+    return fail(r, FT_ERR_SHAPE, "new_sizes %s have more than 2^56 elements", T(r, n, ns));
   if (ft_aval_size(&o) != ft_aval_size(a))
     return fail(r, FT_ERR_SHAPE, "cannot reshape %s (%lld elements) to new_sizes %s (%lld elements)",
                 S(r, a), (long long)ft_aval_size(a), T(r, n, ns), (long long)ft_aval_size(&o));
@@ -656,8 +658,13 @@ static ft_status rule_pad(R *r) {
       return fail(r, FT_ERR_TYPE, "padding_config entry %d must be (lo, hi, interior)", i);
     if (t[2] < 0)
       return fail(r, FT_ERR_SHAPE, "interior padding %lld of axis %d must be >= 0", (long long)t[2], i);
-    int64_t d = a->dims[i];
-    o.dims[i] = t[0] + t[1] + d + (d > 0 ? (d - 1) * t[2] : 0);
+    int64_t d = a->dims[i], grown;
+    if (__builtin_mul_overflow(d > 0 ? d - 1 : 0, t[2], &grown) ||
+        __builtin_add_overflow(grown, d, &grown) || __builtin_add_overflow(grown, t[0], &grown) ||
+        __builtin_add_overflow(grown, t[1], &grown))
+      return fail(r, FT_ERR_SHAPE, "padding (%lld, %lld, %lld) of axis %d of %s overflows the size",
+                  (long long)t[0], (long long)t[1], (long long)t[2], i, S(r, a));
+    o.dims[i] = grown;
     if (o.dims[i] < 0)
       return fail(r, FT_ERR_SHAPE, "padding (%lld, %lld, %lld) of axis %d of %s gives a negative size",
                   (long long)t[0], (long long)t[1], (long long)t[2], i, S(r, a));
@@ -1537,7 +1544,15 @@ ft_status ft_infer(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in, cons
   for (int i = 0; !st && i < n_in; i++)
     if ((unsigned)in[i].dtype >= FT_NUM_DTYPES || in[i].rank < 0 || in[i].rank > FT_MAX_RANK)
       st = fail(r, FT_ERR_INVALID_ARG, "operand %d has an invalid aval", i);
+    else if (!ft_aval_size_ok(&in[i]))
+      st = fail(r, FT_ERR_SHAPE, "operand %d (%s) has a negative dimension or more than 2^56 "
+                "elements", i, S(r, &in[i]));
   if (!st) st = dispatch(r);
+  /* A shape built from params (broadcast, reshape, iota, pad, ...) can
+   * overflow where no operand did. */
+  for (int k = 0; !st && k < r->n_out; k++)
+    if (!ft_aval_size_ok(&out[k]))
+      st = fail(r, FT_ERR_SHAPE, "result %d would be %s, more than 2^56 elements", k, S(r, &out[k]));
   if (n_out) *n_out = st ? 0 : r->n_out;
   free(r);
   return st;

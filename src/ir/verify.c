@@ -364,6 +364,11 @@ static ft_status define_binders(V *v, const char *pre, const char *what, int n, 
     if ((unsigned)vs[i]->aval.dtype >= FT_NUM_DTYPES || vs[i]->aval.rank < 0 ||
         vs[i]->aval.rank > FT_MAX_RANK)
       return err(v, pre, FT_ERR_TYPE, "%s %d has an invalid aval", what, i);
+    if (!ft_aval_size_ok(&vs[i]->aval)) {
+      char b[256];
+      return err(v, pre, FT_ERR_SHAPE, "%s %d (%s) has a negative dimension or more than 2^56 "
+                 "elements", what, i, ft_aval_str(&vs[i]->aval, b, sizeof b));
+    }
     if (!define(v, vs[i], scope)) {
       char b[256];
       return err(v, pre, FT_ERR_TYPE, "%s %d (%s) is already defined (each var is defined once)", what,

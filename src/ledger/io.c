@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,30 +15,32 @@
 
 #include "ledger/ledger.h"
 
-static long fault_nth;   /* the write (counted from arming) that fails; 0: none */
-static int fault_err;
-static size_t fault_chunk;
-static long write_count;
-static bool no_sync;
+/* Process-wide test hooks and the write counter: atomic, since ledgers
+ * are written from many threads (each under its own ledger's lock). */
+static atomic_long fault_nth;   /* the write (counted from arming) that fails; 0: none */
+static atomic_int fault_err;
+static atomic_size_t fault_chunk;
+static atomic_long write_count;
+static atomic_bool no_sync;
 
-void ft_ledger_fault_nosync(bool on) { no_sync = on; }
+void ft_ledger_fault_nosync(bool on) { atomic_store(&no_sync, on); }
 
-int ft_lio_fsync(int fd) { return no_sync ? 0 : fsync(fd); }
+int ft_lio_fsync(int fd) { return atomic_load(&no_sync) ? 0 : fsync(fd); }
 
 void ft_ledger_fault_inject(long nth, int err) {
-  fault_nth = nth > 0 ? write_count + nth : 0;
-  fault_err = err;
+  atomic_store(&fault_err, err);
+  atomic_store(&fault_nth, nth > 0 ? atomic_load(&write_count) + nth : 0);
 }
 
-void ft_ledger_fault_chunk(size_t chunk) { fault_chunk = chunk; }
+void ft_ledger_fault_chunk(size_t chunk) { atomic_store(&fault_chunk, chunk); }
 
-long ft_ledger_write_count(void) { return write_count; }
+long ft_ledger_write_count(void) { return atomic_load(&write_count); }
 
 /* One write() loop, without the fault hook. */
 static int pwrite_loop(int fd, const uint8_t *p, size_t len, uint64_t off) {
   while (len) {
-    size_t n = len;
-    if (fault_chunk && n > fault_chunk) n = fault_chunk;
+    size_t n = len, chunk = atomic_load(&fault_chunk);
+    if (chunk && n > chunk) n = chunk;
     ssize_t w = pwrite(fd, p, n, (off_t)off);
     if (w < 0) {
       if (errno == EINTR) continue;
@@ -51,12 +54,12 @@ static int pwrite_loop(int fd, const uint8_t *p, size_t len, uint64_t off) {
 }
 
 int ft_lio_pwrite(int fd, const void *buf, size_t len, uint64_t off) {
-  write_count++;
-  if (fault_nth && write_count == fault_nth) {
+  long n = atomic_fetch_add(&write_count, 1) + 1, armed = n;
+  if (atomic_compare_exchange_strong(&fault_nth, &armed, 0)) {
     /* A realistic failure: part of the data reaches the file first. */
-    fault_nth = 0;
     pwrite_loop(fd, buf, len / 2, off);
-    errno = fault_err ? fault_err : EIO;
+    int e = atomic_load(&fault_err);
+    errno = e ? e : EIO;
     return -1;
   }
   return pwrite_loop(fd, buf, len, off);

@@ -20,6 +20,7 @@
 #ifndef FT_LEDGER_H
 #define FT_LEDGER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -184,6 +185,10 @@ size_t ft_lpar_object_block(size_t len, int k, size_t block);
 #define FT_LEDGER_DEFAULT_CAP ((size_t)1 << 20)
 
 struct ft_ledger {
+  /* Recursive: held by the observer across the record it appends. Guards
+   * everything below, so threads sharing a context (concurrent logged
+   * ft_calls) or attaching the ledger append and attach one at a time. */
+  pthread_mutex_t lock;
   ft_ctx *attached;        /* the context whose ->ledger is this, or NULL */
   char *dir;
   int logfd, parfd;

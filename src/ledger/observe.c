@@ -266,13 +266,19 @@ static ft_status on_compile(ft_ctx *ctx, const ft_ctx_event *ev) {
   return st;
 }
 
+/* Under the ledger's lock: the program-hash cache is shared too, and a
+ * call's record is appended whole before another thread's. */
 ft_status ft_ledger_observe(ft_ctx *ctx, const ft_ctx_event *ev) {
   if (!ft_ledger_active(ctx) || !ev || !ev->jaxpr) return FT_OK;
+  ft_ledger *lg = ctx->ledger;
+  ft_status st = FT_OK;
+  pthread_mutex_lock(&lg->lock);
   switch (ev->kind) {
-  case FT_CTX_EV_PARSE: return on_parse(ctx, ev);
-  case FT_CTX_EV_TRACE: return on_trace(ctx, ev);
-  case FT_CTX_EV_EVAL: return on_eval(ctx, ev);
-  case FT_CTX_EV_COMPILE: return on_compile(ctx, ev);
+  case FT_CTX_EV_PARSE: st = on_parse(ctx, ev); break;
+  case FT_CTX_EV_TRACE: st = on_trace(ctx, ev); break;
+  case FT_CTX_EV_EVAL: st = on_eval(ctx, ev); break;
+  case FT_CTX_EV_COMPILE: st = on_compile(ctx, ev); break;
   }
-  return FT_OK;
+  pthread_mutex_unlock(&lg->lock);
+  return st;
 }

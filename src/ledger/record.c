@@ -166,9 +166,20 @@ static ft_status event_params(ft_ctx *ctx, const ft_ledger_event *ev, json_t *re
   return FT_OK;
 }
 
+static ft_status record_locked(ft_ctx *ctx, ft_ledger *lg, const ft_ledger_event *ev);
+
+/* One record at a time per ledger: seq, the chain head and the growing
+ * stripe are shared by every thread writing through it. */
 ft_status ft_ledger_record(ft_ctx *ctx, const ft_ledger_event *ev) {
   if (!ctx || !ctx->ledger) return FT_OK;
   ft_ledger *lg = ctx->ledger;
+  pthread_mutex_lock(&lg->lock);
+  ft_status st = record_locked(ctx, lg, ev);
+  pthread_mutex_unlock(&lg->lock);
+  return st;
+}
+
+static ft_status record_locked(ft_ctx *ctx, ft_ledger *lg, const ft_ledger_event *ev) {
   if (!ev || (unsigned)ev->kind >= FT_LEDGER_NUM_KINDS || !ev->op || !*ev->op ||
       ev->n_inputs < 0 || ev->n_outputs < 0 || ev->n_fired < 0)
     return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ledger: malformed event");

@@ -705,11 +705,25 @@ ft_status ft_ledger_repair(ft_ctx *ctx, const char *dir, ft_ledger_report *out) 
     }
   }
   if (!st) {
-    fill_from_scan(out, "repair", &s, rs.repaired, rs.unrecoverable);
+    /* What is left: the stripes and objects parity could not rebuild, or,
+     * when the damage is not of that kind (a parity entry and its data, a
+     * record rewritten with its parity), each damaged place the rescan
+     * found. The report and the message give the same number. */
+    int64_t left = rs.unrecoverable;
+    if (s.corrupt && !left) {
+      size_t i;
+      json_t *p;
+      json_array_foreach(s.problems, i, p)
+        left += !strcmp(json_string_value(json_object_get(p, "class")), "corrupt");
+      if (!left) left = 1;
+    }
+    if (!s.corrupt) left = 0;
+    fill_from_scan(out, "repair", &s, rs.repaired, left);
     if (s.corrupt)
       st = ft_set_error(ctx, FT_ERR_IO, "ledger %s: damage remains that parity cannot repair "
-                        "(%lld stripes or objects); nothing was guessed", dir,
-                        (long long)(rs.unrecoverable ? rs.unrecoverable : 1));
+                        "(%lld %s beyond repair; 'ftledger verify %s' lists them); nothing "
+                        "was guessed", dir, (long long)left,
+                        left == 1 ? "place" : "places", dir);
   }
   ft_lscan_free(&s);
   close(lock);

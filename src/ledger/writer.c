@@ -208,8 +208,68 @@ static ft_status create_fresh(ft_ctx *ctx, ft_ledger *lg) {
   return st;
 }
 
+/* Checks one stripe's data (k*block bytes, zero-padded) and the entry's
+ * parity blocks against the hashes in its entry. Returns the first block
+ * that does not match (0..k-1 data, k.. parity), or -1. */
+static int stripe_mismatch(const ft_ledger *lg, const uint8_t *data, const ft_lpar_entry *e) {
+  for (int i = 0; i < lg->k + lg->m; i++) {
+    const uint8_t *b = i < lg->k ? data + (size_t)i * lg->block
+                                 : e->parity + (size_t)(i - lg->k) * lg->block;
+    if (ft_lpar_block_hash(b, lg->block) != ft_lpar_entry_hash(e, i)) return i;
+  }
+  return -1;
+}
+
+/* The refusal to write to a damaged ledger: appending would rebuild the
+ * growing stripe's parity from damaged bytes and make the damage permanent. */
+static ft_status damaged(ft_ctx *ctx, const ft_ledger *lg, uint64_t stripe, int blk,
+                         const char *file) {
+  if (blk < lg->k)
+    return ft_set_error(ctx, FT_ERR_IO, "ledger %s: log.jsonl is damaged (bytes %llu..%llu do "
+                        "not match their parity); not opened for writing; run 'ftledger "
+                        "repair %s'", lg->dir,
+                        (unsigned long long)((stripe * (uint64_t)lg->k + (uint64_t)blk) * lg->block),
+                        (unsigned long long)((stripe * (uint64_t)lg->k + (uint64_t)blk + 1) * lg->block - 1),
+                        lg->dir);
+  return ft_set_error(ctx, FT_ERR_IO, "ledger %s: %s is damaged (stripe %llu, parity block %d); "
+                      "not opened for writing; run 'ftledger repair %s'", lg->dir, file,
+                      (unsigned long long)stripe, blk - lg->k, lg->dir);
+}
+
+/* Every complete stripe of log.jsonl against its log.par entry: a ledger
+ * that does not verify block by block is never opened for writing. Objects
+ * are not read here: they are immutable and an append never rewrites them. */
+static ft_status check_complete_stripes(ft_ctx *ctx, ft_ledger *lg) {
+  size_t sw = (size_t)lg->k * lg->block;
+  uint8_t *entry = lg->tailbuf + FT_LPAR_HEADER;
+  char *ppath = ft_lio_path("%s/parity/log.par", lg->dir);
+  int pfd = ppath ? open(ppath, O_RDONLY | O_CLOEXEC) : -1;
+  free(ppath);
+  if (pfd < 0) return io_error(ctx, "open", "parity/log.par");
+  ft_status st = FT_OK;
+  for (uint64_t i = 0; !st && i < lg->stripe_index; i++) {
+    ft_lpar_entry e;
+    uint64_t eoff = FT_LPAR_HEADER + i * (uint64_t)lg->entry_size;
+    if (pread(pfd, entry, lg->entry_size, (off_t)eoff) != (ssize_t)lg->entry_size ||
+        pread(lg->logfd, lg->stripe, sw, (off_t)(i * sw)) != (ssize_t)sw) {
+      st = io_error(ctx, "read", "log.jsonl and its parity");
+    } else if (!ft_lpar_entry_decode(entry, lg->k, lg->m, lg->block, &e) || e.stripe != i ||
+               e.covered != sw) {
+      st = ft_set_error(ctx, FT_ERR_IO, "ledger %s: parity/log.par is damaged (entry %llu); "
+                        "not opened for writing; run 'ftledger repair %s'", lg->dir,
+                        (unsigned long long)i, lg->dir);
+    } else {
+      int bad = stripe_mismatch(lg, lg->stripe, &e);
+      if (bad >= 0) st = damaged(ctx, lg, i, bad, "parity/log.par");
+    }
+  }
+  close(pfd);
+  return st;
+}
+
 /* The state of an existing ledger: parameters, parity position, last record.
- * Refuses anything that is not exactly how a clean close leaves it. */
+ * Refuses anything that is not exactly how a clean close leaves it, and
+ * anything whose log or parity blocks do not match their hashes. */
 static ft_status load_existing(ft_ctx *ctx, ft_ledger *lg, const uint8_t *hdr, size_t par_size) {
   ft_lpar_header h;
   if (!ft_lpar_header_decode(hdr, FT_LPAR_HEADER, &h) || h.kind != FT_LPAR_LOG)
@@ -231,13 +291,22 @@ static ft_status load_existing(ft_ctx *ctx, ft_ledger *lg, const uint8_t *hdr, s
             ft_lpar_header_decode(tail, tail_len, &th) && th.kind == FT_LPAR_TAIL &&
             ft_lpar_entry_decode(tail + FT_LPAR_HEADER, lg->k, lg->m, lg->block, &te) &&
             te.stripe == lg->stripe_index && lg->stripe_index * sw + te.covered == lg->log_len;
-  free(tail);
   free(tpath);
-  if (!ok)
+  if (!ok) {
+    free(tail);
     return ft_set_error(ctx, FT_ERR_IO, "ledger %s: not cleanly closed (torn tail or parity "
                         "behind the log); run 'ftledger recover' or open with auto_recover",
                         lg->dir);
-  if (load_stripe(lg)) return io_error(ctx, "read", "log.jsonl");
+  }
+  st = check_complete_stripes(ctx, lg);
+  if (!st && load_stripe(lg)) st = io_error(ctx, "read", "log.jsonl");
+  if (!st) {
+    /* The growing stripe: the one the next append re-protects. */
+    int bad = stripe_mismatch(lg, lg->stripe, &te);
+    if (bad >= 0) st = damaged(ctx, lg, lg->stripe_index, bad, "parity/log.tail");
+  }
+  free(tail);
+  if (st) return st;
   if (lg->log_len == 0) {
     memcpy(lg->last_sum, zero_hex, 33);
     return FT_OK;
@@ -319,6 +388,7 @@ static ft_status open_once(ft_ctx *ctx, ft_ledger *lg) {
 }
 
 static void release(ft_ledger *lg) {
+  pthread_mutex_destroy(&lg->lock);
   if (lg->logfd >= 0) close(lg->logfd);
   if (lg->parfd >= 0) close(lg->parfd);
   ft_rs_free(&lg->rs);
@@ -335,7 +405,15 @@ ft_ledger *ft_ledger_open(ft_ctx *ctx, const char *dir, const ft_ledger_options 
   }
   for (int attempt = 0; attempt < 2; attempt++) {
     ft_ledger *lg = calloc(1, sizeof *lg);
-    if (!lg || !(lg->dir = strdup(dir))) {
+    pthread_mutexattr_t ma;
+    bool locked = false;
+    if (lg && !pthread_mutexattr_init(&ma)) {
+      locked = !pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE) &&
+               !pthread_mutex_init(&lg->lock, &ma);
+      pthread_mutexattr_destroy(&ma);
+    }
+    if (!lg || !locked || !(lg->dir = strdup(dir))) {
+      if (locked) pthread_mutex_destroy(&lg->lock);
       free(lg);
       ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory");
       return NULL;
@@ -370,25 +448,46 @@ ft_status ft_ledger_close(ft_ledger *lg) {
   char *tmp = ft_lio_path("%s/parity/log.tail.tmp", lg->dir);
   if (tmp) unlink(tmp);
   free(tmp);
+  pthread_mutex_lock(&lg->lock);
   if (lg->attached && lg->attached->ledger == lg) {
     lg->attached->ledger = NULL;
     lg->attached->on_event = NULL;
   }
+  pthread_mutex_unlock(&lg->lock);
   release(lg);
   return st;
 }
 
+/* The check that lg is free and the claim happen under lg's lock, so two
+ * threads attaching one ledger to two contexts cannot both win. */
 ft_status ft_ctx_attach_ledger(ft_ctx *ctx, ft_ledger *lg) {
   if (!ctx) return FT_ERR_INVALID_ARG;
-  if (lg && lg->attached && lg->attached != ctx && lg->attached->ledger == lg)
-    return ft_set_error(ctx, FT_ERR_INVALID_ARG,
-                        "ledger %s: already attached to another context", lg->dir);
-  if (ctx->ledger && ctx->ledger->attached == ctx) ctx->ledger->attached = NULL;
+  if (lg) {
+    pthread_mutex_lock(&lg->lock);
+    bool taken = lg->attached && lg->attached != ctx && lg->attached->ledger == lg;
+    if (!taken) lg->attached = ctx;
+    pthread_mutex_unlock(&lg->lock);
+    if (taken)
+      return ft_set_error(ctx, FT_ERR_INVALID_ARG,
+                          "ledger %s: already attached to another context", lg->dir);
+  }
+  ft_ledger *old = ctx->ledger;
+  if (old && old != lg) {
+    pthread_mutex_lock(&old->lock);
+    if (old->attached == ctx) old->attached = NULL;
+    pthread_mutex_unlock(&old->lock);
+  }
   ctx->ledger = lg;
   /* The observer turns successful parses, traces and evaluations into records. */
   ctx->on_event = lg ? ft_ledger_observe : NULL;
-  if (lg) lg->attached = ctx;
   return FT_OK;
 }
 
-int64_t ft_ledger_num_records(const ft_ledger *lg) { return lg ? lg->seq : 0; }
+int64_t ft_ledger_num_records(const ft_ledger *lg) {
+  if (!lg) return 0;
+  pthread_mutex_t *l = (pthread_mutex_t *)&lg->lock;
+  pthread_mutex_lock(l);
+  int64_t n = lg->seq;
+  pthread_mutex_unlock(l);
+  return n;
+}

@@ -20,12 +20,9 @@
 
 extern char **environ;
 
+/* Every emitted file appears complete or not at all (ft_file_write). */
 static ft_status write_file(ft_ctx *ctx, const char *path, const void *data, size_t len) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return ft_set_error(ctx, FT_ERR_IO, "emit: cannot create '%s'", path);
-  bool ok = fwrite(data, 1, len, f) == len;
-  ok = fclose(f) == 0 && ok;
-  return ok ? FT_OK : ft_set_error(ctx, FT_ERR_IO, "emit: cannot write '%s'", path);
+  return ft_file_write(ctx, "emit", path, data, len);
 }
 
 static bool valid_name(const char *s) {
@@ -206,7 +203,7 @@ int ft_aot_codegen_entry(void *module, const ft_program *p, const ft_aot_entry *
  * FT_AOT_LIBDIR names the directory of libfrankentrace_rt; without it the
  * library's ft_aot_* references stay undefined until the program that uses
  * it links -lfrankentrace_rt. */
-static ft_status link_so(ft_ctx *ctx, const char *obj, const char *so) {
+static ft_status link_so(ft_ctx *ctx, const char *obj, const char *so, const char *shown) {
   const char *cc = getenv("CC");
   if (!cc || !*cc) cc = "cc";
   const char *dir = getenv("FT_AOT_LIBDIR");
@@ -225,7 +222,7 @@ static ft_status link_so(ft_ctx *ctx, const char *obj, const char *so) {
     return ft_set_error(ctx, FT_ERR_IO, "emit: cannot run '%s' to link the shared library", cc);
   int status = 0;
   if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
-    return ft_set_error(ctx, FT_ERR_IO, "emit: '%s -shared' failed linking '%s'", cc, so);
+    return ft_set_error(ctx, FT_ERR_IO, "emit: '%s -shared' failed linking '%s'", cc, shown);
   return FT_OK;
 }
 
@@ -315,11 +312,17 @@ ft_status ft_jit_emit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts
       st = write_file(ctx, path, data, len);
       break;
     }
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.%ld.o", path, (long)getpid());
-    st = write_file(ctx, tmp, data, len);
-    if (!st) st = link_so(ctx, tmp, path);
-    unlink(tmp);
+    /* The object and the linked library go to temporary names; the
+     * library is renamed into place once the linker has succeeded. */
+    char *obj = ft__file_tmp_name(path), *so = ft__file_tmp_name(path);
+    if (!obj || !so) st = ft_set_error(ctx, FT_ERR_NOMEM, "emit: out of memory");
+    if (!st) st = write_file(ctx, obj, data, len);
+    if (!st) st = link_so(ctx, obj, so, path);
+    if (!st) st = ft__file_commit(ctx, "emit", so, path);
+    if (st && so) unlink(so);
+    if (obj) unlink(obj);
+    free(obj);
+    free(so);
     break;
   }
   default:

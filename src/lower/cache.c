@@ -228,11 +228,15 @@ static bool make_dirs(const char *dir) {
 
 void ft_cache_disk_put(const char *dir, const ft_cache_key *key, const void *obj, size_t len) {
   if (!make_dirs(dir)) return;
-  char path[4200], tmp[4300];
+  char path[4200];
   path_of(dir, key, path, sizeof path);
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return;
+  /* unique per thread too: two compiles of one key may race */
+  char *tmp = ft__file_tmp_name(path);
+  FILE *f = tmp ? fopen(tmp, "wb") : NULL;
+  if (!f) {
+    free(tmp);
+    return;
+  }
   uint8_t hdr[HDR];
   uint64_t n = len;
   memcpy(hdr, MAGIC, 8);
@@ -242,4 +246,5 @@ void ft_cache_disk_put(const char *dir, const ft_cache_key *key, const void *obj
   bool ok = fwrite(hdr, 1, HDR, f) == HDR && fwrite(obj, 1, len, f) == len;
   ok = fclose(f) == 0 && ok;
   if (!ok || rename(tmp, path)) unlink(tmp);
+  free(tmp);
 }

@@ -951,12 +951,14 @@ ft_status ft_call(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_array 
     return ft_set_error(fn->ctx, FT_ERR_INVALID_ARG, "call: the function has %d outputs, got room for %d",
                         p->n_out, n_out);
   for (int k = 0; k < n_out; k++) out[k] = NULL;
+  ft_status st = FT_ERR_NOMEM;
   for (int k = 0; k < n_out; k++)
     if (!(out[k] = ft_array_alloc(fn->ctx, &p->j->outvars[k]->aval))) goto fail;
-  if (ft_call_into(fn, n_in, in, n_out, out) == FT_OK) return FT_OK;
+  if ((st = ft_call_into(fn, n_in, in, n_out, out)) == FT_OK) return FT_OK;
 fail:
+  /* this call's own status: another thread may have failed on the context since */
   for (int k = 0; k < n_out; k++) ft_array_free(out[k]), out[k] = NULL;
-  return ft_ctx_status(fn->ctx);
+  return st;
 }
 
 ft_status ft_fn_stats(const ft_fn *fn, ft_jit_stats *out) {

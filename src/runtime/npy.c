@@ -323,14 +323,7 @@ ft_status ft_npy_write(ft_ctx *ctx, const ft_array *a, const char *path) {
   size_t len;
   ft_status st = ft_npy_write_mem(ctx, a, &buf, &len);
   if (st) return st;
-  FILE *f = fopen(path, "wb");
-  if (!f) {
-    free(buf);
-    return ft_set_error(ctx, FT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-  }
-  size_t w = fwrite(buf, 1, len, f);
+  st = ft_file_write(ctx, "npy", path, buf, len);
   free(buf);
-  int cl = fclose(f);
-  if (w != len || cl != 0) return ft_set_error(ctx, FT_ERR_IO, "%s: write failed", path);
-  return FT_OK;
+  return st;
 }

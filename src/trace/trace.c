@@ -379,6 +379,12 @@ ft_val *ft_constant(ft_tracer *t, ft_dtype dt, int rank, const int64_t *dims, co
     if (l) return ft__val(root, l);
   }
   ft_aval av = ft_aval_make(dt, rank, dims);
+  if (!ft_aval_size_ok(&av)) {
+    char b[256];
+    ft__fail(root, FT_ERR_SHAPE, "ft_constant: shape %s has more than 2^56 elements",
+             ft_aval_str(&av, b, sizeof b));
+    return NULL;
+  }
   size_t bytes = (size_t)ft_aval_size(&av) * ft_dtype_size(dt);
   void *copy = ft_arena_alloc(a, bytes ? bytes : 1);
   ft_var *v = ft_var_new(a, &av);
@@ -517,6 +523,12 @@ ft_jaxpr *ft_trace(ft_ctx *ctx, ft_trace_fn fn, void *user, int n_in, const ft_a
     const ft_aval *a = &in_avals[i];
     bool ok = (unsigned)a->dtype < FT_NUM_DTYPES && a->rank >= 0 && a->rank <= FT_MAX_RANK;
     for (int d = 0; ok && d < a->rank; d++) ok = a->dims[d] >= 0;
+    if (ok && !ft_aval_size_ok(a)) {
+      char b[256];
+      ft_set_error(ctx, FT_ERR_SHAPE, "ft_trace: input %d (%s) has more than 2^56 elements", i,
+                   ft_aval_str(a, b, sizeof b));
+      return NULL;
+    }
     if (!ok) {
       ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_trace: input %d has an invalid aval", i);
       return NULL;

@@ -413,13 +413,13 @@ static void step_failed(ceval *e, const cnode *n) {
   ft_ctx *ctx = e->ctx;
   if (!ctx) return;
   size_t nl = strlen(n->def->name);
-  if (!strncmp(ctx->err, n->def->name, nl) && !strncmp(ctx->err + nl, ": ", 2))
-    memmove(ctx->err, ctx->err + nl + 2, strlen(ctx->err + nl + 2) + 1);
-  if (ctx->status == FT_OK) ctx->status = FT_ERR_INTERNAL;
+  const char *msg = ft_ctx_error(ctx);
+  if (!strncmp(msg, n->def->name, nl) && !strncmp(msg + nl, ": ", 2)) msg += nl + 2;
+  ft_status st = ft_ctx_status(ctx);
   ft_buf b = {0};
-  ft_buf_printf(&b, "%s(...): %s", n->def->name, ctx->err);
+  ft_buf_printf(&b, "%s(...): %s", n->def->name, msg);
   show_caret(&b, e->s, e->len, n->pos);
-  if (!b.failed) snprintf(ctx->err, sizeof ctx->err, "%s", b.p);
+  if (!b.failed) ft_ctx_set_message(ctx, st == FT_OK ? FT_ERR_INTERNAL : st, b.p);
   else ft_error_prefix(ctx, "%s(...)", n->def->name);
   free(b.p);
 }

@@ -26,7 +26,7 @@ bool ft__after_transform(ft_ctx *ctx, const char *op, const char *params, const 
   if (vst == FT_ERR_NOMEM) return false; /* out of memory, not a bug: keep the status */
   if (vst != FT_OK) {
     ft_error_prefix(ctx, "internal error: %s produced an invalid jaxpr", op);
-    if (ctx) ctx->status = FT_ERR_INTERNAL;
+    ft_ctx_set_message(ctx, FT_ERR_INTERNAL, ft_ctx_error(ctx));
     return false;
   }
   if (!ft_ledger_active(ctx)) return true;

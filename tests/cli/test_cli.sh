@@ -49,6 +49,8 @@ sed 's/\ba\b/zz/g' "$tmp/sin.jaxpr" >"$tmp/sin2.jaxpr"
 h1=$("$FTC" hash "$tmp/sin.jaxpr"); h2=$("$FTC" hash "$tmp/sin2.jaxpr")
 if [ "$h1" = "$h2" ] && [ -n "$h1" ]; then pass=$((pass + 1)); else echo "FAIL hash-alpha: $h1 vs $h2"; fail=$((fail + 1)); fi
 expect dot-ok 0 'digraph' -- "$FTC" dot "$tmp/sin.jaxpr"
+printf '{ lambda ; a:f32[4611686018427387904,4]. let\n    b:f32[4611686018427387904,4] = sin a\n  in (b,) }\n' >"$tmp/huge.jaxpr"
+expect print-element-overflow 1 'huge.jaxpr:1:14: shape f32\[4611686018427387904,4\] has more than 2\^56 elements' -- "$FTC" print "$tmp/huge.jaxpr"
 
 # run
 printf '\x93NUMPY\x01\x00' >"$tmp/trunc.npy"
@@ -63,6 +65,18 @@ if [ -f "$FIX/golden/mlp_loss.jaxpr" ]; then
   [ -f "$tmp/o/out0.npy" ] && pass=$((pass + 1)) || { echo "FAIL run-mlp: no out0.npy"; fail=$((fail + 1)); }
   expect run-too-many-inputs 1 'input' -- "$FTC" run "$FIX/golden/mlp_loss.jaxpr" "${ins[@]}" --in "${ins[1]}"
 fi
+
+# An output that cannot be written whole (here a file-size limit, as a full
+# disk) fails naming the file and the errno, and leaves the old file intact
+# and no temporary behind.
+printf '{ lambda ; . let\n    b:f32[2] = broadcast_in_dim[broadcast_dimensions=() shape=(2,) sharding=None] 1.0:f32[]\n  in (b,) }\n' >"$tmp/small.jaxpr"
+printf '{ lambda ; . let\n    b:f32[3000] = broadcast_in_dim[broadcast_dimensions=() shape=(3000,) sharding=None] 1.0:f32[]\n  in (b,) }\n' >"$tmp/big.jaxpr"
+expect run-small-out 0 '' -- "$FTC" run "$tmp/small.jaxpr" --out-dir "$tmp/lim"
+expect run-out-too-large 1 "npy: cannot write '$tmp/lim/out0.npy': File too large \(the file was not changed\)" -- \
+  sh -c "trap '' XFSZ; ulimit -f 4; exec \"$FTC\" run \"$tmp/big.jaxpr\" --out-dir \"$tmp/lim\""
+left="$(ls -A "$tmp/lim" | tr '\n' ' ')"
+if [ "$left" = "out0.npy " ] && [ "$(stat -c %s "$tmp/lim/out0.npy")" = 136 ]; then pass=$((pass + 1));
+else echo "FAIL run-out-too-large-left: '$left' $(stat -c %s "$tmp/lim/out0.npy")"; fail=$((fail + 1)); fi
 
 expect demo 0 'parsed back from text: same hash' -- "$FTC" demo
 expect demo-extra-arg 1 "unexpected argument" -- "$FTC" demo foo
@@ -79,6 +93,16 @@ expect demo-ledger-reexec 0 '4 recomputed, 4 match, 0 diverged; 0 not replayable
 expect demo-ledger-show 0 'transform grad +\{"argnums":\[0,1,2,3\],"has_aux":false\}' -- "$FTLEDGER" show "$L"
 expect demo-ledger-again 0 '' -- "$FTC" --ledger "$L" demo
 expect demo-ledger-grows 0 'clean - 18 records' -- "$FTLEDGER" verify "$L"
+# One flipped byte: ftc refuses to append (that would make it permanent),
+# names the damage and the repair; after 'ftledger repair' it appends again.
+size=$(stat -c %s "$L/log.jsonl")
+orig=$(dd if="$L/log.jsonl" bs=1 skip=$((size - 40)) count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+printf "\\$(printf %o $(( orig ^ 1 )))" | dd of="$L/log.jsonl" bs=1 seek=$((size - 40)) conv=notrunc 2>/dev/null
+expect demo-ledger-damaged 1 "log.jsonl is damaged \(bytes [0-9]+\.\.[0-9]+ do not match their parity\); not opened for writing; run 'ftledger repair $L'" -- "$FTC" demo --ledger "$L"
+expect demo-ledger-damaged-untouched 2 'corrupt - 17 records' -- "$FTLEDGER" verify "$L"
+expect demo-ledger-repair 0 'repaired 1 blocks or files; 0 places beyond repair' -- "$FTLEDGER" repair "$L"
+expect demo-ledger-after-repair 0 '' -- "$FTC" demo --ledger "$L"
+expect demo-ledger-after-repair-verify 0 'clean - 27 records' -- "$FTLEDGER" verify "$L"
 expect demo-ledger-hashes 0 '' -- "$FTC" demo --ledger "$tmp/l2" --ledger-calls hashes
 expect demo-ledger-hashes-reexec 0 '0 recomputed.*4 not replayable' -- "$FTLEDGER" reexec "$tmp/l2"
 expect demo-ledger-none 0 '' -- "$FTC" demo --ledger "$tmp/l3" --ledger-calls none

@@ -4,8 +4,10 @@
  * step against the rules, limits and stop reasons, the unsound-rule
  * (constant conflict) error from the engine and from an analysis, guards,
  * param functions, multi-patterns, non-linear patterns, extraction, and
- * rule-parse errors with line:col. */
+ * rule-parse errors with line:col, and the nesting limit (deep input is an
+ * error, never a stack overflow). */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -836,6 +838,96 @@ START_TEST(rule_parse_errors) {
 }
 END_TEST
 
+/* ------------------------------------------------------------ nesting */
+
+/* "(f (f ... x))" nested n deep, after prefix; the caller frees it. */
+static char *nested(const char *prefix, int n, const char *leaf, const char *suffix) {
+  size_t pl = strlen(prefix), ll = strlen(leaf), sl = strlen(suffix);
+  char *s = malloc(pl + 4 * (size_t)n + ll + sl + 1), *q = s;
+  ck_assert_ptr_nonnull(s);
+  memcpy(q, prefix, pl), q += pl;
+  for (int i = 0; i < n; i++) memcpy(q, "(f ", 3), q += 3;
+  memcpy(q, leaf, ll), q += ll;
+  memset(q, ')', (size_t)n), q += n;
+  memcpy(q, suffix, sl + 1);
+  return s;
+}
+
+/* At the limit: the term parses, adds, extracts and prints back unchanged,
+ * and a rule that deep compiles and fires. Run on a 1 MiB stack, the budget
+ * the limit promises. */
+static void *deep_ok(void *arg) {
+  (void)arg;
+  ft_egraph *eg = ft_egraph_new();
+  char *t = nested("", FT_EGRAPH_MAX_NESTING, "x", "");
+  ft_eclass c = ft_egraph_add_term(eg, t);
+  ck_assert_uint_ne(c, FT_EGRAPH_NONE);
+  ck_assert_uint_eq(ft_egraph_num_nodes(eg), FT_EGRAPH_MAX_NESTING + 1);
+  ft_egraph_term *et = ft_egraph_extract(eg, &c, 1, FT_EXTRACT_TREE, NULL, NULL);
+  ck_assert_ptr_nonnull(et);
+  char *pr = ft_egraph_term_print(eg, et, 0);
+  ck_assert_str_eq(pr, t);
+  free(pr);
+  ft_egraph_term_free(et);
+  /* (f^1000 ?x) => ?x: one iteration merges the chain's root with x */
+  char *r = nested("r: ", FT_EGRAPH_MAX_NESTING, "?x", " => ?x\n");
+  ft_egraph_rules *rs = ft_egraph_rules_parse(eg, r, "deep.rules");
+  ck_assert_msg(rs != NULL, "%s", ft_egraph_error(eg));
+  ft_egraph_run_opts o = ft_egraph_run_defaults();
+  o.iter_limit = 1;
+  ft_egraph_report rep;
+  ck_assert_int_eq(ft_egraph_run(eg, rs, &o, &rep), FT_EGRAPH_OK);
+  ck_assert_int_eq(rep.stop, FT_STOP_ITER_LIMIT);
+  ck_assert_uint_eq(rep.iters[0].total_applied, 1);
+  ft_egraph_report_free(&rep);
+  ck_assert_uint_eq(ft_egraph_find(eg, c), ft_egraph_find(eg, ft_egraph_add_term(eg, "x")));
+  ft_egraph_rules_free(rs);
+  free(r);
+  free(t);
+  ft_egraph_free(eg);
+  return NULL;
+}
+
+START_TEST(nesting_limit) {
+  pthread_attr_t at;
+  pthread_t th;
+  ck_assert_int_eq(pthread_attr_init(&at), 0);
+  ck_assert_int_eq(pthread_attr_setstacksize(&at, (size_t)1 << 20), 0);
+  ck_assert_int_eq(pthread_create(&th, &at, deep_ok, NULL), 0);
+  ck_assert_int_eq(pthread_join(th, NULL), 0);
+  pthread_attr_destroy(&at);
+  /* one level over, the depth that crashed (3,900), and far beyond: an
+   * error at the first '(' past the limit, never a stack overflow */
+  const int deep[] = {FT_EGRAPH_MAX_NESTING + 1, 3900, 10000, 100000, 1000000};
+  for (size_t i = 0; i < sizeof deep / sizeof *deep; i++) {
+    char want[160];
+    ft_egraph *eg = ft_egraph_new();
+    char *t = nested("", deep[i], "x", "");
+    ck_assert_uint_eq(ft_egraph_add_term(eg, t), FT_EGRAPH_NONE);
+    ck_assert_int_eq(ft_egraph_status_of(eg), FT_EGRAPH_EPARSE);
+    snprintf(want, sizeof want, "<term>:1:%d: expected a shallower expression (nesting over %d) but found '('",
+             3 * FT_EGRAPH_MAX_NESTING + 1, FT_EGRAPH_MAX_NESTING);
+    ck_assert_msg(!strncmp(ft_egraph_error(eg), want, strlen(want)), "got: %.200s", ft_egraph_error(eg));
+    ck_assert_uint_eq(ft_egraph_num_nodes(eg), 0);
+    ft_egraph_free(eg);
+    free(t);
+    char *r = nested("r: ", deep[i], "?x", " => ?x\n");
+    snprintf(want, sizeof want, "t.rules:1:%d: expected a shallower expression (nesting over %d) but found '('",
+             3 * FT_EGRAPH_MAX_NESTING + 4, FT_EGRAPH_MAX_NESTING);
+    expect_parse_error(r, want);
+    free(r);
+    /* a terms file: the error names its line */
+    char *f = nested("(g y)\n", deep[i], "x", "\n");
+    eg = ft_egraph_new();
+    ck_assert_int_eq(ft_egraph_add_terms(eg, f, "t.terms", NULL, NULL), FT_EGRAPH_EPARSE);
+    snprintf(want, sizeof want, "t.terms:2:%d: expected a shallower", 3 * FT_EGRAPH_MAX_NESTING + 1);
+    ck_assert_msg(!strncmp(ft_egraph_error(eg), want, strlen(want)), "got: %.200s", ft_egraph_error(eg));
+    ft_egraph_free(eg);
+    free(f);
+  }
+}
+END_TEST
+
 /* ------------------------------------------------------------ core API */
 
 START_TEST(core_hashcons_and_rebuild) {
@@ -890,6 +982,7 @@ static Suite *egraph_suite(void) {
   tcase_add_test(tc, extract_tree);
   tcase_add_test(tc, extract_dag_shares);
   tcase_add_test(tc, rule_parse_errors);
+  tcase_add_test(tc, nesting_limit);
   suite_add_tcase(s, tc);
   return s;
 }

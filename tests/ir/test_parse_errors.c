@@ -4,6 +4,8 @@
  * truncations and byte flips of the golden files: no crash, no leak (the
  * suite runs under ASan+UBSan too). */
 #include <check.h>
+#include <float.h>
+#include <math.h>
 
 #include "ir/ir.h"
 #include "text_util.h"
@@ -34,6 +36,17 @@ static const bad_case bad[] = {
     {"{ lambda ; a:f32[-1]. let in (a,) }", FT_ERR_PARSE, "expected a dimension", "1:18"},
     {"{ lambda ; a f32[3]. let in (a,) }", FT_ERR_PARSE, "expected ':' after variable name", "1:13"},
     {"{ lambda ; a:f32[1,1,1,1,1,1,1,1,1]. let in (a,) }", FT_ERR_PARSE, "rank exceeds the maximum of 8", "1:34"},
+    /* element counts: each dim fits int64, their product must stay under 2^56 */
+    {"{ lambda ; a:f32[4611686018427387904,4]. let in (a,) }", FT_ERR_PARSE,
+     "shape f32[4611686018427387904,4] has more than 2^56 elements", "1:14"},
+    {"{ lambda ; a:f32[72057594037927937]. let in (a,) }", FT_ERR_PARSE,
+     "shape f32[72057594037927937] has more than 2^56 elements", "1:14"},
+    {"{ lambda ; a:i8[0,4294967296,4294967296]. let in (a,) }", FT_ERR_PARSE,
+     "shape i8[0,4294967296,4294967296] has more than 2^56 elements", "1:14"},
+    {HDR "    b:f32[268435456,268435456,2] = broadcast_in_dim[broadcast_dimensions=() shape=(268435456, 268435456, 2) sharding=None] 1.0:f32[]" END,
+     FT_ERR_PARSE, "shape f32[268435456,268435456,2] has more than 2^56 elements", "2:7"},
+    {HDR "    b:f32[3] = add a 1.0:f32[4611686018427387904,4]" END, FT_ERR_PARSE,
+     "shape f32[4611686018427387904,4] has more than 2^56 elements", "2:26"},
     {HDR "    b:f32[3] = neg a", FT_ERR_PARSE, "unexpected end of text: expected an equation or 'in'", "2:21"},
     {"{ lambda ; a:f32[3]. let\n  in (a,)", FT_ERR_PARSE, "expected '}' to close the jaxpr", "2:10"},
     {"{ lambda ; a:f32[3]. let in (a,) } }", FT_ERR_PARSE, "unexpected text after the jaxpr", "1:36"},
@@ -58,6 +71,14 @@ static const bad_case bad[] = {
     {HDR "    b:f32[] = reduce_sum[axes=(0,)", FT_ERR_PARSE, "expected a param name or ']' in the params of reduce_sum", "2:35"},
     {HDR "    b:f32[3] = mul a 1.5:i32[]" END, FT_ERR_PARSE, "literal of integer type i32 must be an integer", "2:22"},
     {HDR "    b:u8[3] = add a 300:u8[]" END, FT_ERR_PARSE, "integer literal out of range for u8", "2:21"},
+    /* a float written in digits that rounds to inf is out of range, as 300:u8 is */
+    {HDR "    b:f32[3] = add a 1e999:f32[]" END, FT_ERR_PARSE, "float literal 1e999 is out of range", "2:22"},
+    {HDR "    b:f32[3] = add a -1e999" END, FT_ERR_PARSE, "float literal -1e999 is out of range", "2:22"},
+    {HDR "    b:f32[3] = add a 1e39:f32[]" END, FT_ERR_PARSE, "float literal out of range for f32", "2:22"},
+    {HDR "    b:f32[3] = add a -3.4028235677973366e+38:f32[]" END, FT_ERR_PARSE, "float literal out of range for f32", "2:22"},
+    {HDR "    b:f16[] = neg 65520.0:f16[]" END, FT_ERR_PARSE, "float literal out of range for f16", "2:19"},
+    {HDR "    b:bf16[] = neg 3.4e38:bf16[]" END, FT_ERR_PARSE, "float literal out of range for bf16", "2:20"},
+    {HDR "    b:c64[] = neg (1+1e39j):c64[]" END, FT_ERR_PARSE, "float literal out of range for c64", "2:19"},
     {HDR "    b:f32[3] = mul a 2.0:f32[3]" END, FT_ERR_PARSE, "a literal must be a scalar", "2:26"},
     {HDR "    b:f32[3] = mul a 1.2.3:f32[]" END, FT_ERR_PARSE, "malformed number '1.2.3'", "2:22"},
     {HDR "    b:f32[3] = mul a True:f32[]" END, FT_ERR_PARSE, "literal of type f32 must be a number", "2:22"},
@@ -128,6 +149,39 @@ START_TEST(unknown_param_hardened) {
   free(s);
   ft_jaxpr_free(j);
   ft_ctx_free(ctx);
+}
+END_TEST
+
+/* The edges of float literal ranges: values that round to the largest
+ * finite number are kept (rounded, as JAX rounds a weak Python float), inf
+ * spelled as inf is inf, and underflow rounds to zero like any rounding. */
+static double lit_value(const char *lit) {
+  char t[160];
+  char ty[16] = "f32[]";
+  const char *colon = strchr(lit, ':');
+  if (colon) snprintf(ty, sizeof ty, "%s", colon + 1);
+  snprintf(t, sizeof t, "{ lambda ; . let b:%s = neg %s in (b,) }", ty, lit);
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_jaxpr *j = ft_parse(ctx, t, strlen(t), "x");
+  ck_assert_msg(j != NULL, "%s: %s", lit, ft_ctx_error(ctx));
+  double v = j->eqns[0].in[0]->lit.f;
+  ft_jaxpr_free(j);
+  ft_ctx_free(ctx);
+  return v;
+}
+
+START_TEST(float_literal_edges) {
+  /* the text's double is kept; it rounds to FLT_MAX, not to inf */
+  double v = lit_value("3.4028235677973362e+38:f32[]");
+  ck_assert_double_eq(v, 3.4028235677973362e+38);
+  ck_assert_float_eq((float)v, FLT_MAX);
+  v = lit_value("-3.4028234663852886e+38:f32[]");
+  ck_assert_float_eq((float)v, -FLT_MAX);
+  ck_assert_double_eq(lit_value("65519.99:f16[]"), 65519.99);
+  ck_assert_double_eq(lit_value("1e300:f64[]"), 1e300);
+  ck_assert(isinf(lit_value("inf:f32[]")) && lit_value("inf:f32[]") > 0);
+  ck_assert(isinf(lit_value("-inf:f16[]")) && lit_value("-inf:f16[]") < 0);
+  ck_assert_double_eq(lit_value("1e-999:f32[]"), 0.0);
 }
 END_TEST
 
@@ -241,6 +295,7 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 60);
   tcase_add_loop_test(t, bad_input_table, 0, (int)(sizeof bad / sizeof *bad));
   tcase_add_test(t, caret_column);
+  tcase_add_test(t, float_literal_edges);
   tcase_add_test(t, unknown_param_hardened);
   tcase_add_test(t, verify_errors_pass_through);
   tcase_add_test(t, null_and_empty_args);

@@ -2,7 +2,8 @@
  * of a small ledger (every offset of every file, two values each) must be
  * detected by verify; random ones of a larger ledger too. Up to m damaged
  * blocks per stripe are repaired byte-exactly; more are reported as
- * unrecoverable and left exactly as they were. */
+ * unrecoverable and left exactly as they were. A damaged ledger is never
+ * opened for writing, and repair's counts agree with its message. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,6 +266,170 @@ START_TEST(test_repair_objects_and_parity_files) {
 }
 END_TEST
 
+/* Opening dir for writing must fail, name the damage and say how to repair,
+ * and leave every file as it was (auto_recover too: recover refuses damage). */
+static void expect_open_refused(const char *dir, const char *want) {
+  lt_snap before, after;
+  lt_snap_take(dir, &before);
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER};
+  ck_assert_ptr_null(ft_ledger_open(ctx, dir, &o));
+  ck_assert_int_eq(ft_ctx_status(ctx), FT_ERR_IO);
+  if (want) ck_assert_str_eq(ft_ctx_error(ctx), want);
+  char repair[512];
+  snprintf(repair, sizeof repair, "run 'ftledger repair %s'", dir);
+  ck_assert_msg(strstr(ft_ctx_error(ctx), repair) || strstr(ft_ctx_error(ctx), "run 'ftledger repair'"),
+                "%s", ft_ctx_error(ctx));
+  o.auto_recover = true;
+  ck_assert_ptr_null(ft_ledger_open(ctx, dir, &o));
+  ck_assert_ptr_nonnull(strstr(ft_ctx_error(ctx), "repair"));
+  lt_snap_take(dir, &after);
+  ck_assert_ptr_null(lt_snap_diff(&before, &after));
+  lt_snap_free(&after);
+  lt_snap_free(&before);
+  ft_ctx_free(ctx);
+}
+
+START_TEST(test_damaged_ledger_not_opened_for_writing) {
+  char *dir = lt_tmpdir();
+  lt_make(dir, 30, K, M, B);
+  lt_snap orig;
+  lt_snap_take(dir, &orig);
+  size_t li = file_index(&orig, "log.jsonl"), pi = file_index(&orig, "parity/log.par");
+  size_t ti = file_index(&orig, "parity/log.tail");
+  size_t log_len = orig.files[li].len, stripes = log_len / (K * B);
+  size_t head = 16 + 8 * (K + M) + 8, es = head + M * B;
+  ck_assert_uint_ge(stripes, 10);
+  ck_assert_uint_gt(log_len % (K * B), B); /* a growing stripe of more than one block */
+  char want[768];
+  /* a complete stripe's data, its parity block, its entry */
+  lt_poke(dir, "log.jsonl", 5, orig.files[li].data[5] ^ 0x20);
+  snprintf(want, sizeof want, "ledger %s: log.jsonl is damaged (bytes 0..63 do not match their "
+           "parity); not opened for writing; run 'ftledger repair %s'", dir, dir);
+  expect_open_refused(dir, want);
+  lt_snap_restore_file(&orig, li);
+  size_t off = 64 + 3 * es + head + B + 7; /* stripe 3, parity block 1 */
+  lt_poke(dir, "parity/log.par", off, orig.files[pi].data[off] ^ 1);
+  snprintf(want, sizeof want, "ledger %s: parity/log.par is damaged (stripe 3, parity block 1); "
+           "not opened for writing; run 'ftledger repair %s'", dir, dir);
+  expect_open_refused(dir, want);
+  lt_snap_restore_file(&orig, pi);
+  off = 64 + 2 * es + 20; /* stripe 2's entry: a block hash */
+  lt_poke(dir, "parity/log.par", off, orig.files[pi].data[off] ^ 1);
+  snprintf(want, sizeof want, "ledger %s: parity/log.par is damaged (entry 2); not opened for "
+           "writing; run 'ftledger repair %s'", dir, dir);
+  expect_open_refused(dir, want);
+  lt_snap_restore_file(&orig, pi);
+  /* the growing stripe: its data (the bytes the next append re-protects),
+   * the tail's parity */
+  size_t g = stripes * K * B + B + 3;
+  lt_poke(dir, "log.jsonl", g, orig.files[li].data[g] ^ 0x04);
+  snprintf(want, sizeof want, "ledger %s: log.jsonl is damaged (bytes %zu..%zu do not match "
+           "their parity); not opened for writing; run 'ftledger repair %s'", dir,
+           stripes * K * B + B, stripes * K * B + 2 * B - 1, dir);
+  expect_open_refused(dir, want);
+  lt_snap_restore_file(&orig, li);
+  off = 64 + head + 9; /* the tail's parity block 0 */
+  lt_poke(dir, "parity/log.tail", off, orig.files[ti].data[off] ^ 0x80);
+  snprintf(want, sizeof want, "ledger %s: parity/log.tail is damaged (stripe %zu, parity block "
+           "0); not opened for writing; run 'ftledger repair %s'", dir, stripes, dir);
+  expect_open_refused(dir, want);
+  lt_snap_restore_file(&orig, ti);
+  /* repaired, it opens and grows, and verifies */
+  lt_poke(dir, "log.jsonl", g, orig.files[li].data[g] ^ 0x04);
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ledger_report r;
+  ck_assert_msg(ft_ledger_repair(ctx, dir, &r) == FT_OK, "%s", ft_ctx_error(ctx));
+  ck_assert_int_eq(r.repaired_blocks, 1);
+  ck_assert_int_eq(r.unrecoverable, 0);
+  ft_ledger_report_free(&r);
+  ft_ledger *lg = lt_open(ctx, dir, K, M, B);
+  ck_assert_int_eq(ft_ledger_num_records(lg), 30);
+  ck_assert_int_eq(lt_append(ctx, 30), FT_OK);
+  ck_assert_int_eq(ft_ledger_close(lg), FT_OK);
+  ck_assert_int_eq(ft_ledger_verify(ctx, dir, &r), FT_OK);
+  ck_assert_int_eq(r.health, FT_LEDGER_CLEAN);
+  ck_assert_int_eq(r.records, 31);
+  ft_ledger_report_free(&r);
+  ft_ctx_free(ctx);
+  lt_snap_free(&orig);
+  lt_rmrf(dir);
+}
+END_TEST
+
+/* Every byte of the log and its parity, flipped: never opened for writing. */
+START_TEST(test_every_flip_of_log_refuses_open) {
+  char *dir = lt_tmpdir();
+  lt_make(dir, 4, 8, 2, 64);
+  lt_snap s;
+  lt_snap_take(dir, &s);
+  const char *files[] = {"log.jsonl", "parity/log.par", "parity/log.tail"};
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER};
+  size_t tried = 0;
+  for (int fi = 0; fi < 3; fi++) {
+    const lt_file *f = &s.files[file_index(&s, files[fi])];
+    for (size_t off = 0; off < f->len; off++) {
+      lt_poke(dir, f->path, off, f->data[off] ^ 0x01);
+      ft_ledger *lg = ft_ledger_open(ctx, dir, &o);
+      ck_assert_msg(lg == NULL, "opened with %s offset %zu flipped", f->path, off);
+      ck_assert_int_eq(ft_ctx_status(ctx), FT_ERR_IO);
+      lt_poke(dir, f->path, off, f->data[off]);
+      tried++;
+    }
+  }
+  ck_assert_uint_gt(tried, 1000);
+  ft_ledger *lg = ft_ledger_open(ctx, dir, &o);
+  ck_assert_ptr_nonnull(lg);
+  ft_ledger_close(lg);
+  lt_snap t;
+  lt_snap_take(dir, &t);
+  ck_assert_ptr_null(lt_snap_diff(&s, &t));
+  lt_snap_free(&t);
+  ft_ctx_free(ctx);
+  lt_snap_free(&s);
+  lt_rmrf(dir);
+}
+END_TEST
+
+/* Damage parity cannot rebuild and that is not a stripe's worth of blocks (a
+ * stripe whose entry is damaged too): the report's count and the message's
+ * agree, and both count what verify lists. */
+START_TEST(test_repair_counts_match_message) {
+  char *dir = lt_tmpdir();
+  lt_make(dir, 30, K, M, B);
+  lt_snap orig;
+  lt_snap_take(dir, &orig);
+  size_t li = file_index(&orig, "log.jsonl"), pi = file_index(&orig, "parity/log.par");
+  size_t head = 16 + 8 * (K + M) + 8, es = head + M * B;
+  size_t off = 64 + 2 * es + 20, d = 2 * K * B + 10;
+  lt_poke(dir, "parity/log.par", off, orig.files[pi].data[off] ^ 1);
+  lt_poke(dir, "log.jsonl", d, orig.files[li].data[d] ^ 0x02);
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ledger_report v, r;
+  ck_assert_int_eq(ft_ledger_verify(ctx, dir, &v), FT_OK);
+  ck_assert_int_eq(v.health, FT_LEDGER_CORRUPT);
+  ck_assert_int_eq(ft_ledger_repair(ctx, dir, &r), FT_ERR_IO);
+  ck_assert_int_eq(r.health, FT_LEDGER_CORRUPT);
+  ck_assert_int_eq(r.repaired_blocks, 0);
+  /* verify lists three: the damaged entry, the record that no longer
+   * parses, and the chain broken after it */
+  ck_assert_int_eq(r.unrecoverable, 3);
+  ck_assert_ptr_nonnull(strstr(v.json, "\"what\":\"parity entry 2 damaged\""));
+  ck_assert_ptr_nonnull(strstr(v.json, "\"what\":\"not JSON\""));
+  ck_assert_ptr_nonnull(strstr(v.json, "\"what\":\"chain broken: prev is not the sum of the record before\""));
+  char want[600];
+  snprintf(want, sizeof want, "ledger %s: damage remains that parity cannot repair (3 places "
+           "beyond repair; 'ftledger verify %s' lists them); nothing was guessed", dir, dir);
+  ck_assert_str_eq(ft_ctx_error(ctx), want);
+  ft_ledger_report_free(&r);
+  ft_ledger_report_free(&v);
+  ft_ctx_free(ctx);
+  lt_snap_free(&orig);
+  lt_rmrf(dir);
+}
+END_TEST
+
 int main(void) {
   ft_ledger_fault_nosync(true); /* durability is not under test here; speed is */
   Suite *s = suite_create("ledger_damage");
@@ -273,6 +438,9 @@ int main(void) {
   LT_ADD(s, test_repair_up_to_m_blocks_per_stripe);
   LT_ADD(s, test_more_than_m_is_unrecoverable_and_untouched);
   LT_ADD(s, test_repair_objects_and_parity_files);
+  LT_ADD(s, test_damaged_ledger_not_opened_for_writing);
+  LT_ADD(s, test_every_flip_of_log_refuses_open);
+  LT_ADD(s, test_repair_counts_match_message);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

@@ -1,7 +1,11 @@
 /* tests/runtime/test_npy.c: .npy reading and writing — round trips for every
  * dtype and format version, files as NumPy/JAX write them, a table of bad
  * files (each refused with FT_ERR_IO and a message naming the problem), and
- * fuzzed bytes that must never crash the reader. */
+ * fuzzed bytes that must never crash the reader; a failing write (each of
+ * its writes, close and rename in turn) leaves the old file and no
+ * temporary behind, and names the errno. */
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -118,6 +122,74 @@ START_TEST(file_io) {
 }
 END_TEST
 
+/* Names in dir, sorted and joined with spaces (static buffer). */
+static const char *listing(const char *dir) {
+  static char out[1024];
+  char names[16][64];
+  int n = 0;
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] != '.' && n < 16) snprintf(names[n++], 64, "%.63s", e->d_name);
+  closedir(d);
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+      char t[64];
+      memcpy(t, names[j], 64), memcpy(names[j], names[j - 1], 64), memcpy(names[j - 1], t, 64);
+    }
+  out[0] = 0;
+  for (int i = 0; i < n; i++) strcat(strcat(out, i ? " " : ""), names[i]);
+  return out;
+}
+
+/* Every write, the close and the rename of an output fail in turn (as a
+ * full disk does): each time FT_ERR_IO names the file and the errno, the
+ * old file is intact and no temporary is left; then the write succeeds. */
+START_TEST(failed_write_leaves_old_file) {
+  char dir[] = "/tmp/ft_npy_dir_XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char path[64];
+  snprintf(path, sizeof path, "%s/out0.npy", dir);
+  int64_t d1[1] = {2}, d2[1] = {3000};
+  float old[2] = {7, 8}, *big = calloc(3000, sizeof *big);
+  for (int i = 0; i < 3000; i++) big[i] = (float)i;
+  ft_array *a = ARR(FT_F32, 1, d1, old), *b = ARR(FT_F32, 1, d2, big);
+  ck_assert_int_eq(ft_npy_write(C, a, path), FT_OK);
+  ck_assert_str_eq(listing(dir), "out0.npy");
+  char want[256];
+  snprintf(want, sizeof want, "npy: cannot write '%s': %s (the file was not changed)", path,
+           strerror(ENOSPC));
+  int n = 1;
+  for (;; n++) {
+    ft__file_fault(n, ENOSPC);
+    ft_status st = ft_npy_write(C, b, path);
+    ft__file_fault(0, 0);
+    if (st == FT_OK) break;
+    ck_assert_int_eq(st, FT_ERR_IO);
+    if (!strstr(ft_ctx_error(C), "rename failed")) ck_assert_str_eq(ft_ctx_error(C), want);
+    else ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), strerror(ENOSPC)));
+    ck_assert_str_eq(listing(dir), "out0.npy");
+    ft_array *r = ft_npy_read(C, path);
+    ck_assert(r && ft_array_equal_bits(r, a));
+    ft_array_free(r);
+  }
+  ck_assert_int_eq(n, 4); /* failed at the write, the close and the rename */
+  ft_array *r = ft_npy_read(C, path);
+  ck_assert(r && ft_array_equal_bits(r, b));
+  ft_array_free(r);
+  ck_assert_str_eq(listing(dir), "out0.npy");
+  /* a directory that does not exist: the errno is named too */
+  ck_assert_int_eq(ft_npy_write(C, a, "/nonexistent-dir/x.npy"), FT_ERR_IO);
+  snprintf(want, sizeof want, "npy: cannot create '/nonexistent-dir/x.npy': %s", strerror(ENOENT));
+  ck_assert_str_eq(ft_ctx_error(C), want);
+  unlink(path);
+  rmdir(dir);
+  free(big);
+  ft_array_free(a);
+  ft_array_free(b);
+}
+END_TEST
+
 START_TEST(bad_files) {
   static const struct {
     int major;
@@ -223,6 +295,7 @@ static Suite *suite(void) {
   tcase_add_test(t, round_trip_every_dtype);
   tcase_add_test(t, versions_and_numpy_files);
   tcase_add_test(t, file_io);
+  tcase_add_test(t, failed_write_leaves_old_file);
   tcase_add_test(t, bad_files);
   tcase_add_test(t, fuzz_never_crashes);
   suite_add_tcase(s, t);

@@ -114,6 +114,29 @@ START_TEST(shape_mismatch) {
 }
 END_TEST
 
+/* Each dim fits int64 but the element count overflows it (issue 18): the
+ * verifier refuses the binder instead of letting ft_aval_size wrap. */
+START_TEST(element_count_overflow) {
+  ft_aval huge = {.dtype = FT_F32, .rank = 2, .dims = {INT64_C(4611686018427387904), 4}};
+  ft_var *a = ft_var_new(J->arena, &huge), *c = ft_var_new(J->arena, &huge);
+  eqn(FT_P_NEG, 1, &a, 1, &c, "");
+  vars(1, &a, 1, &c);
+  expect_error(FT_ERR_SHAPE,
+               "invar 0 (f32[4611686018427387904,4]) has a negative dimension or more than 2^56 elements");
+}
+END_TEST
+
+START_TEST(element_count_overflow_inside) {
+  ft_aval huge = {.dtype = FT_F32, .rank = 3, .dims = {0, INT64_C(1) << 40, INT64_C(1) << 40}};
+  ft_var *a = V("f32[]"), *c = ft_var_new(J->arena, &huge);
+  eqn(FT_P_BROADCAST_IN_DIM, 1, &a, 1, &c,
+      "broadcast_dimensions=() shape=(0, 1099511627776, 1099511627776) sharding=None");
+  vars(1, &a, 1, &c);
+  expect_error(FT_ERR_SHAPE, "eqn 0 (broadcast_in_dim): result 0 would be "
+               "f32[0,1099511627776,1099511627776], more than 2^56 elements");
+}
+END_TEST
+
 START_TEST(wrong_param_kind) {
   ft_var *a = V("f32[3]"), *c = V("f32[]");
   eqn(FT_P_REDUCE_SUM, 1, &a, 1, &c, "axes=0");
@@ -335,6 +358,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, while_cond_not_bool);
   tcase_add_test(tc, while_batched_predicate);
   tcase_add_test(tc, null_jaxpr);
+  tcase_add_test(tc, element_count_overflow);
+  tcase_add_test(tc, element_count_overflow_inside);
   tcase_add_test(tc, golden_programs_verify);
   suite_add_tcase(s, tc);
   return s;

@@ -419,6 +419,61 @@ START_TEST(misuse_other) {
 }
 END_TEST
 
+/* Shapes whose dims fit int64 but whose element count does not: an error
+ * at the op (or at ft_trace's inputs), never a wrapped ft_aval_size. */
+static int huge_broadcast(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out, (void)user;
+  int64_t shape[3] = {INT64_C(1) << 28, INT64_C(1) << 28, 2};
+  out[0] = ft_broadcast_in_dim(in[0], 3, shape, NULL);
+  return 1;
+}
+
+static int huge_reshape(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out, (void)user;
+  int64_t ns[2] = {INT64_C(4611686018427387904), 4};
+  out[0] = ft_reshape(in[0], 2, ns);
+  return 1;
+}
+
+static int huge_constant(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)in, (void)max_out, (void)user;
+  int64_t dims[2] = {INT64_C(4611686018427387904), 4};
+  float v = 0;
+  out[0] = ft_constant(t, FT_F32, 2, dims, &v);
+  return 1;
+}
+
+static int negate_it(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out, (void)user;
+  out[0] = ft_neg(in[0]);
+  return 1;
+}
+
+START_TEST(element_count_overflow) {
+  ft_aval s = av(FT_F32, 0, 0, 0), v4 = av(FT_F32, 1, 4, 0);
+  ck_assert_ptr_null(ft_trace(C, huge_broadcast, NULL, 1, &s));
+  ck_assert_int_eq(ft_ctx_status(C), FT_ERR_SHAPE);
+  ck_assert_str_eq(ft_ctx_error(C), "broadcast_in_dim: result 0 would be f32[268435456,268435456,2], "
+                                    "more than 2^56 elements");
+  ck_assert_ptr_null(ft_trace(C, huge_reshape, NULL, 1, &v4));
+  ck_assert_str_eq(ft_ctx_error(C), "reshape: new_sizes (4611686018427387904, 4) have more than 2^56 elements");
+  ck_assert_ptr_null(ft_trace(C, huge_constant, NULL, 1, &v4));
+  ck_assert_str_eq(ft_ctx_error(C), "ft_constant: shape f32[4611686018427387904,4] has more than 2^56 elements");
+  ft_aval huge = av(FT_F32, 2, INT64_C(4611686018427387904), 4);
+  ck_assert_ptr_null(ft_trace(C, huge_reshape, NULL, 1, &huge));
+  ck_assert_int_eq(ft_ctx_status(C), FT_ERR_SHAPE);
+  ck_assert_str_eq(ft_ctx_error(C), "ft_trace: input 0 (f32[4611686018427387904,4]) has more than 2^56 elements");
+  /* exactly 2^56 elements is a valid (if unallocatable) shape */
+  ft_aval edge = av(FT_I8, 2, INT64_C(1) << 28, INT64_C(1) << 28);
+  ft_jaxpr *j = ft_trace(C, negate_it, NULL, 1, &edge);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr_free(j);
+  edge.dims[1]++;
+  ck_assert_ptr_null(ft_trace(C, negate_it, NULL, 1, &edge));
+  ck_assert_str_eq(ft_ctx_error(C), "ft_trace: input 0 (i8[268435456,268435457]) has more than 2^56 elements");
+}
+END_TEST
+
 /* ---------------------------------------------------- every op traces */
 
 static int many_ops(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
@@ -533,6 +588,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, misuse_np_broadcast);
   tcase_add_test(tc, misuse_axis);
   tcase_add_test(tc, misuse_other);
+  tcase_add_test(tc, element_count_overflow);
   tcase_add_test(tc, every_op);
   suite_add_tcase(s, tc);
   return s;
