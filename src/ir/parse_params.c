@@ -144,7 +144,11 @@ static ft_pval parse_number(ft_parser *p) {
 static ft_pval parse_word(ft_parser *p) {
   size_t start = p->pos, n = ft_parse_ident_len(p, ".");
   p->pos += n;
-  if (n == 4 && !memcmp(p->src + start, "None", 4)) return ft_pv_none();
+  if (n == 4 && !memcmp(p->src + start, "None", 4)) { /* spelled: see print.c's HIDE_ABSENT */
+    ft_pval v = ft_pv_none();
+    v.s = "None";
+    return v;
+  }
   if (n == 4 && !memcmp(p->src + start, "True", 4)) return ft_pv_bool(true);
   if (n == 5 && !memcmp(p->src + start, "False", 5)) return ft_pv_bool(false);
   if ((n == 3 && !memcmp(p->src + start, "inf", 3)) || (n == 3 && !memcmp(p->src + start, "nan", 3))) {

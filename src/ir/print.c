@@ -29,7 +29,9 @@ typedef struct pctx {
 
 /* ---- which params JAX hides (its pp_eqn_rules) */
 
-typedef enum { SHOW, HIDE, HIDE_NONE, HIDE_EMPTY, HIDE_ZERO } hide_rule;
+/* HIDE_ABSENT: a None the text did not spell (a param JAX's call path did
+ * not bind: lax.reduce_max binds no out_sharding, jnp.max binds None). */
+typedef enum { SHOW, HIDE, HIDE_NONE, HIDE_EMPTY, HIDE_ZERO, HIDE_ABSENT } hide_rule;
 
 static const struct {
   ft_prim p;
@@ -66,6 +68,7 @@ static const struct {
     {FT_P_CUSTOM_VJP_CALL, "num_consts", HIDE_ZERO},
     /* JAX 0.12's scan prints ft_in/ft_out (see scan_tree) instead */
     {FT_P_SCAN, "num_carry", HIDE}, {FT_P_SCAN, "num_consts", HIDE},
+    {FT_P_REDUCE_MAX, "out_sharding", HIDE_ABSENT}, {FT_P_REDUCE_MIN, "out_sharding", HIDE_ABSENT},
 };
 
 enum { MAX_PARAMS = 24 };
@@ -92,6 +95,7 @@ static bool hidden(ft_prim p, int k, const ft_pval *v) {
   case HIDE_NONE: return v->tag == FT_PV_NONE;
   case HIDE_EMPTY: return v->tag == FT_PV_TUPLE && v->n == 0;
   case HIDE_ZERO: return v->tag == FT_PV_INT && v->u.i == 0;
+  case HIDE_ABSENT: return v->tag == FT_PV_NONE && !v->s;
   }
   return false;
 }
