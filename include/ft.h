@@ -50,7 +50,9 @@ typedef enum ft_status {
   FT_ERR_IO,           /* a file could not be read or written, or is malformed */
   FT_ERR_NOMEM,        /* an allocation failed; nothing was half-done */
   FT_ERR_RUNTIME,      /* evaluation failed (e.g. a hardened-mode guard) */
-  FT_ERR_INTERNAL      /* a bug in FrankenTrace: please report it */
+  FT_ERR_INTERNAL,     /* a bug in FrankenTrace: please report it */
+  FT_ERR_LIMIT,        /* a loop ran past its iteration or time limit (ft_loop_limits) */
+  FT_ERR_CANCELLED     /* the work was cancelled (ft_ctx_cancel, ft_fn_cancel) */
 } ft_status;
 
 /* Element types, with the short names JAX prints (bool, i8, ..., c128). */
@@ -104,6 +106,27 @@ FT_API const char *ft_ctx_error(const ft_ctx *ctx);
 /* The status of the last failure on ctx (FT_OK if none). */
 FT_API ft_status ft_ctx_status(const ft_ctx *ctx);
 FT_API void ft_ctx_clear_error(ft_ctx *ctx);
+
+/* Bounds on loops that might never finish (a while_loop whose predicate
+ * stays true, a scan of length 10^12). Strict mode runs such programs, as
+ * JAX does; with limits set, each execution of one while or scan stops
+ * after max_iterations iterations or max_seconds of wall time, and the call
+ * fails with FT_ERR_LIMIT naming the loop and what was reached. Both the
+ * interpreter (ft_eval) and compiled code (ft_call) check them before
+ * every iteration (AOT-emitted functions take no context and run
+ * unbounded). Zero fields mean no limit. */
+typedef struct ft_loop_limits {
+  int64_t max_iterations;  /* per execution of one loop; 0: none */
+  double max_seconds;      /* wall time of one execution of one loop; <= 0: none */
+} ft_loop_limits;
+/* Sets ctx's loop limits (NULL: none). Applies to loops that start later. */
+FT_API void ft_ctx_set_loop_limits(ft_ctx *ctx, const ft_loop_limits *limits);
+/* Cancels: every loop running on ctx, from any thread, stops before its
+ * next iteration and its call fails with FT_ERR_CANCELLED; so do later
+ * loops until ft_ctx_clear_cancel. Safe to call from any thread or from a
+ * signal handler (an atomic store). */
+FT_API void ft_ctx_cancel(ft_ctx *ctx);
+FT_API void ft_ctx_clear_cancel(ft_ctx *ctx);
 
 /* Frees memory the library returned to the caller with malloc (strings). */
 FT_API void ft_free(void *p);
@@ -919,6 +942,9 @@ FT_API ft_status ft_call(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft
 FT_API ft_status ft_call_into(ft_fn *fn, int n_in, ft_array *const *in, int n_out,
                               ft_array *const *out);
 FT_API void ft_fn_free(ft_fn *fn);
+/* ft_ctx_cancel on the context fn reports to: its running calls stop at
+ * their next loop iteration with FT_ERR_CANCELLED. */
+FT_API void ft_fn_cancel(ft_fn *fn);
 FT_API ft_status ft_fn_stats(const ft_fn *fn, ft_jit_stats *out);
 /* The execution plan as text: each step, fused, GEMM or fallback (not
  * compiled, with the reason). malloc'd; free with ft_free(). */

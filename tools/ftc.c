@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "blas_threads.h"
 #include "ftc.h"
 
 typedef struct { const char *name, *summary; int (*fn)(int, char **); } ftc_cmd;
@@ -136,6 +137,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  tool_blas_single_threaded(argv);
   int st = global_options(&argc, argv);
   if (st) return st;
   if (argc < 2) { usage(stderr); return close_ledger(2); }

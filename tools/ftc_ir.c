@@ -112,7 +112,7 @@ int ftc_cmd_dot(int argc, char **argv) {
 
 static int run_usage(void) {
   printf("usage: ftc run FILE --in a.npy [--in b.npy ...] [--out-dir DIR] [--engine interp|jit]\n"
-         "               [--profile OUT.json] [--stats]\n\n"
+         "               [--profile OUT.json] [--stats] [--max-iterations N] [--max-seconds S]\n\n"
          "Runs a jaxpr with the reference interpreter (default) or compiled by the JIT\n"
          "(--engine jit: bit-identical results). Inputs are .npy files in the\n"
          "order of the jaxpr's constvars then invars. Outputs are written to\n"
@@ -122,7 +122,9 @@ static int run_usage(void) {
          "FT_NUM_THREADS, else one per CPU): one warm-up call, then 10 profiled calls.\n"
          "--profile writes the last call as a Chrome trace (chrome://tracing, Perfetto):\n"
          "every step with its thread, wave and duration. --stats prints per-step time\n"
-         "and bytes after the outputs.\n");
+         "and bytes after the outputs.\n"
+         "--max-iterations and --max-seconds bound every while_loop and scan (each\n"
+         "execution of a loop): past either, the run fails with exit status 1.\n");
   return 0;
 }
 
@@ -163,9 +165,24 @@ int ftc_cmd_run(int argc, char **argv) {
   ft_array **in = NULL, **out = NULL;
   int n_out = 0;
   if (!ins || !ctx) { ftc_fail("run", "out of memory"); goto done; }
+  ft_loop_limits lim = {0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--stats")) {
       stats = true;
+    } else if (!strcmp(argv[i], "--max-iterations") || !strcmp(argv[i], "--max-seconds")) {
+      bool iters = argv[i][6] == 'i';
+      char *end = NULL;
+      const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+      errno = 0;
+      double d = v ? strtod(v, &end) : 0;
+      long long n = v ? strtoll(v, NULL, 10) : 0;
+      if (!v || !*v || *end || errno || d <= 0 || (iters && (double)n != d)) {
+        ftc_fail("run", "%s needs a positive %s", argv[i], iters ? "integer" : "number of seconds");
+        goto done;
+      }
+      if (iters) lim.max_iterations = n;
+      else lim.max_seconds = d;
+      i++;
     } else if (!strcmp(argv[i], "--in") || !strcmp(argv[i], "--out-dir") ||
                !strcmp(argv[i], "--engine") || !strcmp(argv[i], "--profile")) {
       if (i + 1 >= argc) { ftc_fail("run", "%s needs a value", argv[i]); goto done; }
@@ -184,6 +201,7 @@ int ftc_cmd_run(int argc, char **argv) {
     }
   }
   if (!file) { ftc_fail("run", "missing FILE (try 'ftc run --help')"); goto done; }
+  ft_ctx_set_loop_limits(ctx, &lim);
   if (!(j = load(ctx, "run", file))) goto done;
   in = calloc((size_t)n_ins + 1, sizeof *in);
   n_out = ft_jaxpr_num_outputs(j);

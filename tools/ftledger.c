@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "blas_threads.h"
 #include "ft.h"
 
 enum { EXIT_OK = 0, EXIT_SOFT = 1, EXIT_BAD = 2, EXIT_ERR = 3 };
@@ -282,6 +283,7 @@ static int cmd_export(const opts *o, ft_ctx *ctx) {
 }
 
 int main(int argc, char **argv) {
+  tool_blas_single_threaded(argv);
   if (argc < 2) return usage(stderr);
   const char *cmd = argv[1];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) return usage(stdout);

@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "ir.h"
 
@@ -112,6 +113,55 @@ void ft_error_prefix(ft_ctx *ctx, const char *fmt, ...) {
   memcpy(ctx->err + n + 2, old, m);
   ctx->err[n + 2 + m] = 0;
   pthread_mutex_unlock(&ctx->err_lock);
+}
+
+void ft_ctx_set_loop_limits(ft_ctx *ctx, const ft_loop_limits *l) {
+  if (!ctx) return;
+  atomic_store(&ctx->loop_max_iters, l && l->max_iterations > 0 ? l->max_iterations : 0);
+  atomic_store(&ctx->loop_max_seconds, l && l->max_seconds > 0 ? l->max_seconds : 0.0);
+}
+
+void ft_ctx_cancel(ft_ctx *ctx) {
+  if (ctx) atomic_store(&ctx->cancelled, true);
+}
+
+void ft_ctx_clear_cancel(ft_ctx *ctx) {
+  if (ctx) atomic_store(&ctx->cancelled, false);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void ft_loop_begin(ft_loop_guard *g, const ft_ctx *ctx, const char *prim) {
+  if (ctx && ctx->limits_from) ctx = ctx->limits_from;
+  *g = (ft_loop_guard){.ctx = ctx, .prim = prim};
+  if (!ctx) return;
+  g->max_iters = atomic_load(&ctx->loop_max_iters);
+  g->max_seconds = atomic_load(&ctx->loop_max_seconds);
+  if (g->max_seconds > 0) g->start = now_s();
+}
+
+/* The clock is read every 64th iteration: a loop of cheap iterations pays
+ * one atomic load and a compare per iteration. */
+ft_status ft_loop_step(ft_loop_guard *g, ft_ctx *ctx) {
+  if (!g->ctx) return FT_OK;
+  if (atomic_load(&g->ctx->cancelled))
+    return ft_set_error(ctx, FT_ERR_CANCELLED, "%s: cancelled after %lld iterations", g->prim,
+                        (long long)g->iters);
+  if (g->max_iters && g->iters >= g->max_iters)
+    return ft_set_error(ctx, FT_ERR_LIMIT, "%s: stopped at the loop limit of %lld iterations",
+                        g->prim, (long long)g->max_iters);
+  if (g->max_seconds > 0 && (g->iters & 63) == 0) {
+    double t = now_s() - g->start;
+    if (t > g->max_seconds)
+      return ft_set_error(ctx, FT_ERR_LIMIT, "%s: stopped at the loop time limit of %g s "
+                          "(after %lld iterations)", g->prim, g->max_seconds, (long long)g->iters);
+  }
+  g->iters++;
+  return FT_OK;
 }
 
 void ft_free(void *p) { free(p); }

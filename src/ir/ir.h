@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +78,12 @@ typedef struct ft_ctx_event {
 struct ft_ctx {
   ft_ctx_options opts;
   pthread_mutex_t err_lock;  /* guards status and err (ctx.c) */
+  _Atomic int64_t loop_max_iters;   /* ft_loop_limits, read by every loop */
+  _Atomic double loop_max_seconds;
+  _Atomic bool cancelled;
+  /* The context whose loop limits and cancel flag apply here (the
+   * executor's per-thread contexts point at the caller's), or NULL: self. */
+  const struct ft_ctx *limits_from;
   ft_status status;
   char err[4096];
   struct ft_ledger *ledger;  /* attached ledger, or NULL (src/ledger owns it) */
@@ -96,6 +103,18 @@ static inline ft_status ft_ctx_notify(ft_ctx *ctx, const ft_ctx_event *ev) {
 ft_status ft_set_error(ft_ctx *ctx, ft_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 ft_status ft_set_errorv(ft_ctx *ctx, ft_status st, const char *fmt, va_list ap);
+/* One execution of a while or scan under ctx's limits and cancel flag:
+ * begin before the first iteration, step before each one. */
+typedef struct ft_loop_guard {
+  const ft_ctx *ctx;
+  const char *prim;       /* "while", "scan" */
+  int64_t iters, max_iters;
+  double max_seconds, start;
+} ft_loop_guard;
+void ft_loop_begin(ft_loop_guard *g, const ft_ctx *ctx, const char *prim);
+/* FT_OK, or FT_ERR_LIMIT / FT_ERR_CANCELLED with the message set on ctx. */
+ft_status ft_loop_step(ft_loop_guard *g, ft_ctx *ctx);
+
 /* Replaces the message (and, unless st is FT_OK, the status) as a whole. */
 void ft_ctx_set_message(ft_ctx *ctx, ft_status st, const char *msg);
 /* Prepends "prefix: " to the current message (for context on the way out). */

@@ -314,13 +314,15 @@ ft_status ft_control_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
     void *pp = c->pred;
     for (int i = 0; i < nc; i++)
       if (c->cbytes[i]) memcpy(c->carry[0][i], in[cn + bn + i], c->cbytes[i]);
+    ft_loop_guard g;
+    ft_loop_begin(&g, ctx, "while");
     for (;;) {
       memcpy(arg, in, sizeof *arg * (size_t)cn);
       memcpy(arg + cn, c->carry[cur], sizeof *arg * (size_t)nc);
       if ((st = run_sub(ctx, cq, arg, &pp))) break;
       bool go = false; /* a batched predicate: while any lane is true (interp_control.c) */
       for (int64_t l = 0; l < c->lanes && !go; l++) go = read_int((char *)c->pred + l * pes, pa->dtype) != 0;
-      if (!go) break;
+      if (!go || (st = ft_loop_step(&g, ctx))) break;
       memcpy(arg, in + cn, sizeof *arg * (size_t)bn);
       memcpy(arg + bn, c->carry[cur], sizeof *arg * (size_t)nc);
       if ((st = run_sub(ctx, bq, arg, c->carry[1 - cur]))) break;
@@ -342,7 +344,10 @@ ft_status ft_control_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
     sub *q = &c->subs[0];
     for (int i = 0; i < nc; i++)
       if (c->cbytes[i]) memcpy(c->carry[0][i], in[k0 + i], c->cbytes[i]);
+    ft_loop_guard g;
+    ft_loop_begin(&g, ctx, "scan");
     for (int64_t it = 0; it < c->len; it++) {
+      if ((st = ft_loop_step(&g, ctx))) break;
       int64_t t = c->rev ? c->len - 1 - it : it;
       memcpy(arg, in, sizeof *arg * (size_t)k0);
       memcpy(arg + k0, c->carry[cur], sizeof *arg * (size_t)nc);

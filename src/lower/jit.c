@@ -961,6 +961,10 @@ fail:
   return st;
 }
 
+void ft_fn_cancel(ft_fn *fn) {
+  if (fn) ft_ctx_cancel(fn->ctx);
+}
+
 ft_status ft_fn_stats(const ft_fn *fn, ft_jit_stats *out) {
   if (!fn || !out) return FT_ERR_INVALID_ARG;
   *out = fn->stats;

@@ -21,7 +21,7 @@ static void pack(bool f64, const void *src, void *dst, int64_t B, int64_t R, int
       }
 }
 
-static void run_gemm(const ft_gemm_plan *g, const void *l, const void *r, void *c,
+static bool run_gemm(const ft_gemm_plan *g, const void *l, const void *r, void *c,
                      void *const *kbufs) {
   const void *A = l, *Bm = r;
   if (!g->lhs_direct) {
@@ -34,13 +34,13 @@ static void run_gemm(const ft_gemm_plan *g, const void *l, const void *r, void *
   }
   int64_t M = g->M, N = g->N, K = g->K;
   for (int64_t b = 0; b < g->B; b++) {
-    if (g->f64)
-      ft_gemm_f64(M, N, K, (const double *)A + b * M * K, K, (const double *)Bm + b * K * N, N,
-                  (double *)c + b * M * N, N);
-    else
-      ft_gemm_f32(M, N, K, (const float *)A + b * M * K, K, (const float *)Bm + b * K * N, N,
-                  (float *)c + b * M * N, N);
+    bool ok = g->f64 ? ft_gemm_f64(M, N, K, (const double *)A + b * M * K, K,
+                                   (const double *)Bm + b * K * N, N, (double *)c + b * M * N, N)
+                     : ft_gemm_f32(M, N, K, (const float *)A + b * M * K, K,
+                                   (const float *)Bm + b * K * N, N, (float *)c + b * M * N, N);
+    if (!ok) return false;
   }
+  return true;
 }
 
 /* --------------------------------------------------------------- fallback */
@@ -88,8 +88,9 @@ ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s
     if (s->extent > 0) s->fn(kbufs, 0, s->extent);
     return FT_OK;
   case FT_STEP_GEMM:
-    run_gemm(s->gemm, kbufs[s->in[0]], kbufs[s->in[1]], kbufs[s->out[0]], kbufs);
-    return FT_OK;
+    return run_gemm(s->gemm, kbufs[s->in[0]], kbufs[s->in[1]], kbufs[s->out[0]], kbufs)
+               ? FT_OK
+               : ft_blas_nomem(ctx);
   case FT_STEP_FALLBACK:
     return run_fallback(ctx, p, s, kbufs);
   case FT_STEP_CONTROL:

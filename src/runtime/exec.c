@@ -353,6 +353,14 @@ fail:
   return NULL;
 }
 
+/* Loops run on a frame's per-thread contexts obey the caller's limits and
+ * cancel flag: set at every acquire, since a frame serves one call at a time. */
+static ft_exec_frame *bind_limits(ft_exec *x, ft_exec_frame *f, const ft_ctx *ctx) {
+  for (int t = 0; f && t < x->n_threads; t++)
+    if (f->calls[t].ctx) f->calls[t].ctx->limits_from = ctx;
+  return f;
+}
+
 ft_exec_frame *ft_exec_acquire(ft_exec *x, ft_ctx *ctx) {
   pthread_mutex_lock(&x->mu);
   while (!x->free_frames && x->n_frames >= x->opt.max_frames) pthread_cond_wait(&x->freed, &x->mu);
@@ -360,7 +368,7 @@ ft_exec_frame *ft_exec_acquire(ft_exec *x, ft_ctx *ctx) {
   if (f) {
     x->free_frames = f->next_free;
     pthread_mutex_unlock(&x->mu);
-    return f;
+    return bind_limits(x, f, ctx);
   }
   x->n_frames++; /* reserve the slot, build outside the lock */
   pthread_mutex_unlock(&x->mu);
@@ -377,7 +385,7 @@ ft_exec_frame *ft_exec_acquire(ft_exec *x, ft_ctx *ctx) {
   if (!f)
     ft_set_error(ctx, FT_ERR_NOMEM, "executor: out of memory for a call frame (arena %zu bytes)",
                  x->opt.arena_bytes);
-  return f;
+  return bind_limits(x, f, ctx);
 }
 
 void ft_exec_release(ft_exec *x, ft_exec_frame *f) {

@@ -114,12 +114,13 @@ static ft_status gemm_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
     }
     const void *a = g->lhs_direct ? A : kb[g->pack_a];
     const void *bb = g->rhs_direct ? Bm : kb[g->pack_b];
-    if (g->f64)
-      ft_gemm_f64_block(M, N, K, (const double *)a + b * M * K, K, (const double *)bb + b * K * N,
-                        N, (double *)Cm + b * M * N, N, blk);
-    else
-      ft_gemm_f32_block(M, N, K, (const float *)a + b * M * K, K, (const float *)bb + b * K * N,
-                        N, (float *)Cm + b * M * N, N, blk);
+    bool ok = g->f64 ? ft_gemm_f64_block(M, N, K, (const double *)a + b * M * K, K,
+                                         (const double *)bb + b * K * N, N,
+                                         (double *)Cm + b * M * N, N, blk)
+                     : ft_gemm_f32_block(M, N, K, (const float *)a + b * M * K, K,
+                                         (const float *)bb + b * K * N, N,
+                                         (float *)Cm + b * M * N, N, blk);
+    if (!ok) return ft_exec_fail(c, FT_ERR_NOMEM, "%s", FT_BLAS_NOMEM_MSG);
   }
   return FT_OK;
 }

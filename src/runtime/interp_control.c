@@ -84,6 +84,8 @@ static ft_status while_eval(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
       st = ft_ctx_status(ctx);
       goto done;
     }
+  ft_loop_guard g;
+  ft_loop_begin(&g, ctx, "while");
   for (;;) {
     ft_array *pred = NULL;
     memcpy(args, in, sizeof *args * (size_t)cn);
@@ -93,6 +95,10 @@ static ft_status while_eval(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
     if (!go) {
       ft_array_free(pred);
       break;
+    }
+    if ((st = ft_loop_step(&g, ctx))) {
+      ft_array_free(pred);
+      goto done;
     }
     memcpy(args, in + cn, sizeof *args * (size_t)bn);
     memcpy(args + bn, carry, sizeof *args * (size_t)nc);
@@ -159,7 +165,10 @@ static ft_status scan_eval(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
       goto done;
     }
   }
+  ft_loop_guard g;
+  ft_loop_begin(&g, ctx, "scan");
   for (int64_t s = 0; s < len; s++) {
+    if ((st = ft_loop_step(&g, ctx))) goto done;
     int64_t t = rev ? len - 1 - s : s;
     memcpy(args, in, sizeof *args * (size_t)k0);
     memcpy(args + k0, carry, sizeof *args * (size_t)nc);

@@ -6,6 +6,8 @@
 #include <complex.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <string.h>
 
 #include "runtime.h"
@@ -15,6 +17,41 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 /* OpenBLAS results change with the thread count (MACHINE-FACTS.md), so it
  * runs single-threaded; parallelism belongs to the executor's row blocks. */
 static void blas_init(void) { openblas_set_num_threads(1); }
+
+/* OpenBLAS takes a work buffer from its pool for every call running at
+ * once; when the pool is short it maps a new one (128 MiB in 0.3.21 on
+ * x86_64, seen as the length of its mmap) and, if that fails, retries for
+ * ever: under `ulimit -v` a GEMM hung instead of failing. So before a call
+ * that could need a buffer more than any earlier moment did (more calls at
+ * once than buffers known to exist), the same size plus headroom is mapped
+ * and unmapped here (132 MiB: the buffer and its malloc fallback's
+ * alignment, with a little headroom): if the address space is short the GEMM reports
+ * out-of-memory and OpenBLAS is never entered. Buffers are never returned,
+ * so the count only grows. A race with other allocations between the probe
+ * and OpenBLAS's own mapping is possible; the headroom covers small ones. */
+#define BLAS_BUFFER_PROBE ((size_t)132 << 20)
+static atomic_int blas_active, blas_buffers;
+
+bool ft_blas_enter(void) {
+  int a = atomic_fetch_add(&blas_active, 1) + 1, have = atomic_load(&blas_buffers);
+  while (a > have) {
+    void *p = mmap(NULL, BLAS_BUFFER_PROBE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      atomic_fetch_sub(&blas_active, 1);
+      return false;
+    }
+    munmap(p, BLAS_BUFFER_PROBE);
+    if (atomic_compare_exchange_weak(&blas_buffers, &have, a)) break;
+  }
+  return true;
+}
+
+void ft_blas_leave(void) { atomic_fetch_sub(&blas_active, 1); }
+
+ft_status ft_blas_nomem(ft_ctx *ctx) {
+  return ft_set_error(ctx, FT_ERR_NOMEM, "%s", FT_BLAS_NOMEM_MSG);
+}
 
 /* Row blocks. A block holds about GEMM_BLOCK_WORK multiply-adds and at
  * least GEMM_MIN_ROWS rows: measured on the 2-vCPU Zen 5 VM (SGEMM, one
@@ -53,50 +90,60 @@ static void block_range(int64_t m, int64_t n, int64_t k, int64_t blk, int64_t *r
   *rn = m - *r0 < r ? m - *r0 : r;
 }
 
-void ft_gemm_f32_block(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+bool ft_gemm_f32_block(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                        const float *b, int64_t ldb, float *c, int64_t ldc, int64_t blk) {
   int64_t r0, rn;
-  if (m <= 0 || n <= 0) return;
+  if (m <= 0 || n <= 0) return true;
   block_range(m, n, k, blk, &r0, &rn);
-  if (rn <= 0) return;
+  if (rn <= 0) return true;
   if (k == 0) {
     for (int64_t i = r0; i < r0 + rn; i++) memset(c + i * ldc, 0, sizeof(float) * (size_t)n);
-    return;
+    return true;
   }
   pthread_once(&blas_once, blas_init);
   FT_ASSERT(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
             ldc <= INT_MAX);
+  if (!ft_blas_enter()) return false;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rn, (int)n, (int)k, 1.0f,
               a + r0 * lda, (int)lda, b, (int)ldb, 0.0f, c + r0 * ldc, (int)ldc);
+  ft_blas_leave();
+  return true;
 }
 
-void ft_gemm_f64_block(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+bool ft_gemm_f64_block(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                        const double *b, int64_t ldb, double *c, int64_t ldc, int64_t blk) {
   int64_t r0, rn;
-  if (m <= 0 || n <= 0) return;
+  if (m <= 0 || n <= 0) return true;
   block_range(m, n, k, blk, &r0, &rn);
-  if (rn <= 0) return;
+  if (rn <= 0) return true;
   if (k == 0) {
     for (int64_t i = r0; i < r0 + rn; i++) memset(c + i * ldc, 0, sizeof(double) * (size_t)n);
-    return;
+    return true;
   }
   pthread_once(&blas_once, blas_init);
   FT_ASSERT(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
             ldc <= INT_MAX);
+  if (!ft_blas_enter()) return false;
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rn, (int)n, (int)k, 1.0,
               a + r0 * lda, (int)lda, b, (int)ldb, 0.0, c + r0 * ldc, (int)ldc);
+  ft_blas_leave();
+  return true;
 }
 
-void ft_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+bool ft_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                  int64_t ldb, float *c, int64_t ldc) {
   int64_t nb = ft_gemm_blocks(m, n, k);
-  for (int64_t blk = 0; blk < nb; blk++) ft_gemm_f32_block(m, n, k, a, lda, b, ldb, c, ldc, blk);
+  for (int64_t blk = 0; blk < nb; blk++)
+    if (!ft_gemm_f32_block(m, n, k, a, lda, b, ldb, c, ldc, blk)) return false;
+  return true;
 }
 
-void ft_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+bool ft_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                  const double *b, int64_t ldb, double *c, int64_t ldc) {
   int64_t nb = ft_gemm_blocks(m, n, k);
-  for (int64_t blk = 0; blk < nb; blk++) ft_gemm_f64_block(m, n, k, a, lda, b, ldb, c, ldc, blk);
+  for (int64_t blk = 0; blk < nb; blk++)
+    if (!ft_gemm_f64_block(m, n, k, a, lda, b, ldb, c, ldc, blk)) return false;
+  return true;
 }
 
 /* ------------------------------------------------------------ dot_general */
@@ -212,7 +259,7 @@ static char *dot_offsets(const ft_aval *l, const ft_aval *r, const dims3 *L, con
 
 /* Floating dots: pack operands as [b][m][k] and [b][k][n] in the compute
  * precision (A, Bm), then one GEMM per batch element into C. */
-static void dot_float(const ft_array *l, const ft_array *r, ft_array *o, const dot_geo *g,
+static bool dot_float(const ft_array *l, const ft_array *r, ft_array *o, const dot_geo *g,
                       bool f64, char *A, char *Bm, char *C) {
   int64_t B = g->B, M = g->M, N = g->N, K = g->K;
   for (int64_t b = 0; b < B; b++) {
@@ -230,16 +277,16 @@ static void dot_float(const ft_array *l, const ft_array *r, ft_array *o, const d
         if (f64) ((double *)(void *)Bm)[at] = v;
         else ((float *)(void *)Bm)[at] = (float)v;
       }
-    if (f64)
-      ft_gemm_f64(M, N, K, (double *)(void *)A + b * M * K, K, (double *)(void *)Bm + b * K * N,
-                  N, (double *)(void *)C + b * M * N, N);
-    else
-      ft_gemm_f32(M, N, K, (float *)(void *)A + b * M * K, K, (float *)(void *)Bm + b * K * N, N,
-                  (float *)(void *)C + b * M * N, N);
+    bool ok = f64 ? ft_gemm_f64(M, N, K, (double *)(void *)A + b * M * K, K,
+                                (double *)(void *)Bm + b * K * N, N, (double *)(void *)C + b * M * N, N)
+                  : ft_gemm_f32(M, N, K, (float *)(void *)A + b * M * K, K,
+                                (float *)(void *)Bm + b * K * N, N, (float *)(void *)C + b * M * N, N);
+    if (!ok) return false;
   }
   int64_t total = B * M * N;
   for (int64_t i = 0; i < total; i++)
     ft_set_f64(o, i, f64 ? ((double *)(void *)C)[i] : (double)((float *)(void *)C)[i]);
+  return true;
 }
 
 /* Integer and complex dots: plain loops, k in increasing order. */
@@ -317,7 +364,7 @@ ft_status ft_dot_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_arra
     size_t es = f64 ? sizeof(double) : sizeof(float);
     char *A = p, *Bm = A + region(es * (size_t)(g.B * g.M * g.K));
     char *C = Bm + region(es * (size_t)(g.B * g.K * g.N));
-    dot_float(in[0], in[1], out[0], &g, f64, A, Bm, C);
+    if (!dot_float(in[0], in[1], out[0], &g, f64, A, Bm, C)) return ft_blas_nomem(ctx);
   } else {
     dot_loops(in[0], in[1], out[0], &g);
   }

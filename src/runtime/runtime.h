@@ -165,17 +165,28 @@ void ft_fft_run(const ft_fft_geom *g, void *plan, void *in, void *out);
 enum { FT_GEMM_MAX_BLOCKS = 256 };
 int64_t ft_gemm_block_rows(int64_t m, int64_t n, int64_t k);
 int64_t ft_gemm_blocks(int64_t m, int64_t n, int64_t k);
-void ft_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+/* false: out of memory for OpenBLAS's work buffer (ft_blas_enter); nothing
+ * of c past the blocks already done is written. */
+bool ft_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                  int64_t ldb, float *c, int64_t ldc);
-void ft_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+bool ft_gemm_f64(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                  const double *b, int64_t ldb, double *c, int64_t ldc);
 /* Block blk (0 <= blk < ft_gemm_blocks(m, n, k)) of the product above: rows
  * [blk * R, min(m, (blk + 1) * R)) of C with R = ft_gemm_block_rows(m, n, k);
  * a and c point at row 0, as for the whole product. */
-void ft_gemm_f32_block(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+bool ft_gemm_f32_block(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                        const float *b, int64_t ldb, float *c, int64_t ldc, int64_t blk);
-void ft_gemm_f64_block(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+bool ft_gemm_f64_block(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                        const double *b, int64_t ldb, double *c, int64_t ldc, int64_t blk);
+/* Brackets an OpenBLAS call: false (nothing entered) when a new work buffer
+ * might be needed and the address space has no room for one. */
+bool ft_blas_enter(void);
+void ft_blas_leave(void);
+/* The out-of-memory error of a GEMM that ft_blas_enter refused. */
+#define FT_BLAS_NOMEM_MSG                                                                 \
+  "dot_general: out of memory: OpenBLAS needs a 128 MiB work buffer for each GEMM "     \
+  "running at once and the address space has no room (ulimit -v?)"
+ft_status ft_blas_nomem(ft_ctx *ctx);
 
 /* ================================================ rules shared with the JIT */
 /* The bodies of these interpreter rules also run the JIT's routine steps

@@ -78,6 +78,31 @@ left="$(ls -A "$tmp/lim" | tr '\n' ' ')"
 if [ "$left" = "out0.npy " ] && [ "$(stat -c %s "$tmp/lim/out0.npy")" = 136 ]; then pass=$((pass + 1));
 else echo "FAIL run-out-too-large-left: '$left' $(stat -c %s "$tmp/lim/out0.npy")"; fail=$((fail + 1)); fi
 
+# A loop that would run 2^31 times stops at --max-iterations or --max-seconds.
+printf '{ lambda ; . let\n    c:i32[] _:i32[] = while[\n      body_jaxpr={ lambda ; d:i32[] e:i32[]. let f:i32[] = add d 1:i32[] in (f, e) }\n      body_nconsts=0\n      cond_jaxpr={ lambda ; g:i32[] h:i32[]. let i:bool[] = lt g h in (i,) }\n      cond_nconsts=0\n    ] 0:i32[] 2147483647:i32[]\n  in (c,) }\n' >"$tmp/forever.jaxpr"
+expect run-max-iterations 1 'while: stopped at the loop limit of 1000 iterations' -- "$FTC" run "$tmp/forever.jaxpr" --max-iterations 1000
+expect run-max-iterations-jit 1 'jit: while step: while: stopped at the loop limit of 1000 iterations' -- "$FTC" run "$tmp/forever.jaxpr" --engine jit --max-iterations 1000
+expect run-max-seconds 1 'while: stopped at the loop time limit of 0.3 s \(after [0-9]+ iterations\)' -- "$FTC" run "$tmp/forever.jaxpr" --max-seconds 0.3
+expect run-max-iterations-bad 1 '--max-iterations needs a positive integer' -- "$FTC" run "$tmp/forever.jaxpr" --max-iterations 2.5
+expect run-max-seconds-bad 1 '--max-seconds needs a positive number of seconds' -- "$FTC" run "$tmp/forever.jaxpr" --max-seconds 0
+
+# Under an address-space limit a GEMM either runs or fails with out-of-memory;
+# nothing hangs (OpenBLAS starts no threads of its own, and its work buffer
+# is checked for room before each call that could need a new one).
+printf '{ lambda ; . let\n    a:f32[256,256] = broadcast_in_dim[broadcast_dimensions=() shape=(256, 256) sharding=None] 1.0:f32[]\n    b:f32[256,256] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a a\n  in (b,) }\n' >"$tmp/mm.jaxpr"
+for v in 256 320 384 448 512 768; do
+  for e in interp jit; do
+    out=$(sh -c "ulimit -v $((v * 1024)); exec timeout 60 \"$FTC\" run \"$tmp/mm.jaxpr\" --engine $e" 2>&1)
+    rc=$?
+    if { [ $rc -eq 0 ] && echo "$out" | grep -q '^out0: f32\[256,256\] = \[256, 256,'; } ||
+       { [ $rc -eq 1 ] && echo "$out" | grep -q 'out of memory'; }; then pass=$((pass + 1))
+    else echo "FAIL ulimit-v-$v-$e: exit $rc: $out" | head -3; fail=$((fail + 1)); fi
+  done
+done
+out=$(sh -c "ulimit -v $((256 * 1024)); exec timeout 60 \"$FTC\" run \"$tmp/mm.jaxpr\"" 2>&1)
+if echo "$out" | grep -q 'dot_general: out of memory: OpenBLAS needs a 128 MiB work buffer'; then pass=$((pass + 1))
+else echo "FAIL ulimit-v-256-message: $out" | head -3; fail=$((fail + 1)); fi
+
 expect demo 0 'parsed back from text: same hash' -- "$FTC" demo
 expect demo-extra-arg 1 "unexpected argument" -- "$FTC" demo foo
 
