@@ -286,6 +286,8 @@ static ft_val *with_ints(ft_prim p, const char *param, ft_val *x, int n, const i
   ft_pval *ps = ft__params(root, p);
   if (!ps) return NULL;
   ft__set(ps, p, param, ft__ints_i(root, n, v));
+  if (p == FT_P_REDUCE_MAX || p == FT_P_REDUCE_MIN) /* as jnp.max/min bind it (print.c, HIDE_ABSENT) */
+    ft__set(ps, p, "out_sharding", (ft_pval){.tag = FT_PV_NONE, .s = "None"});
   return ft__emit1(root, p, 1, &x, ps);
 }
 
