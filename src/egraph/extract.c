@@ -142,77 +142,114 @@ typedef struct {
   uint32_t *at;    /* per class: index in t->nodes, NONE unvisited, NONE-1 on the stack */
   uint8_t *pbuf;
   size_t npb, pbcap;
+  const uint32_t *best; /* per class: the chosen node */
   bool cycle, oom;
 } builder;
 
-/* Emits class c's chosen node after its kids (memoized: a DAG). */
-static uint32_t emit_class(builder *B, const uint32_t *best, uint32_t c, int depth) {
+/* Appends class c's chosen node, whose kids' term indices are ki. */
+static uint32_t put_node(builder *B, uint32_t c, const uint32_t *ki) {
   ft_egraph *eg = B->eg;
-  if (B->at[c] == FT_EGRAPH_NONE - 1 || depth > 100000) {
-    B->cycle = true;
-    return 0;
-  }
-  if (B->at[c] != FT_EGRAPH_NONE) return B->at[c];
-  B->at[c] = FT_EGRAPH_NONE - 1;
-  uint32_t n = best[c];
+  uint32_t n = B->best[c];
   const ft_enode_rec *r = &eg->nodes[n];
   uint32_t nk = r->nkids;
-  uint32_t kidx[16], *ki = nk <= 16 ? kidx : malloc(nk * 4u);
-  if (!ki) {
-    B->oom = true;
-    return 0;
+  ft_egraph_term *t = B->t;
+  if (t->nnodes == B->cap) {
+    size_t nc = B->cap ? B->cap * 2 : 64;
+    ft_egraph_term_node *nn = realloc(t->nodes, nc * sizeof *nn);
+    if (!nn) B->oom = true;
+    else t->nodes = nn, B->cap = nc;
   }
-  for (uint32_t i = 0; i < nk && !B->cycle && !B->oom; i++)
-    ki[i] = emit_class(B, best, ft_egraph_find(eg, ft_enode_kids(eg, n)[i]), depth + 1);
-  uint32_t idx = 0;
-  if (!B->cycle && !B->oom) {
-    ft_egraph_term *t = B->t;
-    if (t->nnodes == B->cap) {
-      size_t nc = B->cap ? B->cap * 2 : 64;
-      ft_egraph_term_node *nn = realloc(t->nodes, nc * sizeof *nn);
-      if (!nn) B->oom = true;
-      else t->nodes = nn, B->cap = nc;
-    }
-    if (B->nkp + nk > B->kpcap) {
-      size_t nc = (B->nkp + nk) * 2 + 64;
-      uint32_t *np = realloc(B->kidpool, nc * 4);
-      if (!np) B->oom = true;
-      else B->kidpool = np, B->kpcap = nc;
-    }
-    if (B->npb + r->pbytes > B->pbcap) {
-      size_t nc = (B->npb + r->pbytes) * 2 + 64;
-      uint8_t *np = realloc(B->pbuf, nc);
-      if (!np) B->oom = true;
-      else B->pbuf = np, B->pbcap = nc;
-    }
-    if (!B->oom) {
-      if (nk) memcpy(B->kidpool + B->nkp, ki, nk * 4u);
-      if (r->pbytes) memcpy(B->pbuf + B->npb, ft_enode_params(eg, n), r->pbytes);
-      /* pointers are fixed up at the end: store offsets for now */
-      t->nodes[t->nnodes] = (ft_egraph_term_node){r->op & ~FT_ENODE_DEAD, nk,
-                                                  (const uint32_t *)(uintptr_t)B->nkp,
-                                                  (const void *)(uintptr_t)B->npb, r->pbytes, c, n};
-      B->nkp += nk;
-      B->npb += r->pbytes;
-      idx = (uint32_t)t->nnodes++;
-    }
+  if (B->nkp + nk > B->kpcap) {
+    size_t nc = (B->nkp + nk) * 2 + 64;
+    uint32_t *np = realloc(B->kidpool, nc * 4);
+    if (!np) B->oom = true;
+    else B->kidpool = np, B->kpcap = nc;
   }
-  if (ki != kidx) free(ki);
-  B->at[c] = idx;
-  return idx;
+  if (B->npb + r->pbytes > B->pbcap) {
+    size_t nc = (B->npb + r->pbytes) * 2 + 64;
+    uint8_t *np = realloc(B->pbuf, nc);
+    if (!np) B->oom = true;
+    else B->pbuf = np, B->pbcap = nc;
+  }
+  if (B->oom) return 0;
+  if (nk) memcpy(B->kidpool + B->nkp, ki, nk * 4u);
+  if (r->pbytes) memcpy(B->pbuf + B->npb, ft_enode_params(eg, n), r->pbytes);
+  /* pointers are fixed up at the end: store offsets for now */
+  t->nodes[t->nnodes] = (ft_egraph_term_node){r->op & ~FT_ENODE_DEAD, nk,
+                                              (const uint32_t *)(uintptr_t)B->nkp,
+                                              (const void *)(uintptr_t)B->npb, r->pbytes, c, n};
+  B->nkp += nk;
+  B->npb += r->pbytes;
+  return (uint32_t)t->nnodes++;
+}
+
+static bool push_u32(builder *B, uint32_t **v, size_t *n, size_t *cap, uint32_t x) {
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 256;
+    uint32_t *nv = realloc(*v, nc * 4);
+    if (!nv) return B->oom = true, false;
+    *v = nv, *cap = nc;
+  }
+  (*v)[(*n)++] = x;
+  return true;
+}
+
+/* Emits class root's chosen node after its kids, memoized (a DAG), with an
+ * explicit stack: a chain of 100,000 operations must not recurse 100,000
+ * deep. The stack holds (class, next kid) pairs; vals holds the term
+ * indices of finished kids of every open class, each class's above the
+ * previous one's. A class met again while open is a cycle. */
+static uint32_t emit_class(builder *B, uint32_t root) {
+  ft_egraph *eg = B->eg;
+  if (B->at[root] != FT_EGRAPH_NONE && B->at[root] != FT_EGRAPH_NONE - 1) return B->at[root];
+  if (B->at[root] == FT_EGRAPH_NONE - 1) return B->cycle = true, 0;
+  uint32_t *st = NULL, *vals = NULL, *base = NULL;
+  size_t nst = 0, cst = 0, nv = 0, cv = 0, nb = 0, cb = 0;
+  uint32_t res = 0;
+  B->at[root] = FT_EGRAPH_NONE - 1;
+  bool ok = push_u32(B, &st, &nst, &cst, root) && push_u32(B, &st, &nst, &cst, 0) &&
+            push_u32(B, &base, &nb, &cb, 0);
+  while (ok && nst && !B->cycle && !B->oom) {
+    uint32_t c = st[nst - 2], i = st[nst - 1], n = B->best[c];
+    if (i < eg->nodes[n].nkids) {
+      st[nst - 1] = i + 1;
+      uint32_t k = ft_egraph_find(eg, ft_enode_kids(eg, n)[i]);
+      if (B->at[k] == FT_EGRAPH_NONE - 1) {
+        B->cycle = true;
+      } else if (B->at[k] != FT_EGRAPH_NONE) {
+        ok = push_u32(B, &vals, &nv, &cv, B->at[k]);
+      } else {
+        B->at[k] = FT_EGRAPH_NONE - 1;
+        ok = push_u32(B, &st, &nst, &cst, k) && push_u32(B, &st, &nst, &cst, 0) &&
+             push_u32(B, &base, &nb, &cb, (uint32_t)nv);
+      }
+      continue;
+    }
+    size_t b = base[--nb];
+    uint32_t idx = put_node(B, c, vals + b);
+    if (B->oom) break;
+    B->at[c] = idx;
+    nv = b;
+    nst -= 2;
+    if (nst) ok = push_u32(B, &vals, &nv, &cv, idx);
+    else res = idx;
+  }
+  if (!ok) B->oom = true;
+  free(st), free(vals), free(base);
+  return res;
 }
 
 /* Lays out the term DAG for the roots; one malloc block owns everything. */
 static ft_egraph_term *build_term(ft_egraph *eg, const uint32_t *best, const ft_eclass *roots,
                                   size_t nroots, bool *cycle) {
-  builder B = {.eg = eg};
+  builder B = {.eg = eg, .best = best};
   B.t = calloc(1, sizeof *B.t);
   B.at = malloc((size_t)eg->nids * 4 + 4);
   uint32_t *ridx = malloc(nroots * 4 + 4);
   if (!B.t || !B.at || !ridx) B.oom = true;
   else memset(B.at, 0xFF, (size_t)eg->nids * 4);
   for (size_t i = 0; i < nroots && !B.oom && !B.cycle; i++)
-    ridx[i] = emit_class(&B, best, ft_egraph_find(eg, roots[i]), 0);
+    ridx[i] = emit_class(&B, ft_egraph_find(eg, roots[i]));
   ft_egraph_term *out = NULL;
   if (!B.oom && !B.cycle) {
     size_t nn = B.t->nnodes;

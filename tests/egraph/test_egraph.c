@@ -888,6 +888,43 @@ static void *deep_ok(void *arg) {
   return NULL;
 }
 
+/* Extraction walks a chain of 200,000 nodes without recursing: on a 1 MiB
+ * stack the term comes out whole, each node's one kid the one before it. */
+static void *long_chain(void *arg) {
+  (void)arg;
+  enum { N = 200000 };
+  ft_egraph *eg = ft_egraph_new();
+  uint32_t f = ft_egraph_intern(eg, "f"), x = ft_egraph_intern(eg, "x");
+  ft_eclass c = ft_egraph_add(eg, x, NULL, 0, NULL, 0);
+  for (int i = 0; i < N; i++) c = ft_egraph_add(eg, f, NULL, 0, &c, 1);
+  ft_egraph_term *t = ft_egraph_extract(eg, &c, 1, FT_EXTRACT_TREE, NULL, NULL);
+  ck_assert_msg(t != NULL, "%s", ft_egraph_error(eg));
+  ck_assert_uint_eq(t->nnodes, N + 1);
+  uint32_t at = t->roots[0];
+  for (int i = 0; i < N; i++) {
+    ck_assert_uint_eq(t->nodes[at].op, f);
+    ck_assert_uint_eq(t->nodes[at].nkids, 1);
+    ck_assert_uint_eq(t->nodes[at].kids[0], at - 1); /* kids come first */
+    at = t->nodes[at].kids[0];
+  }
+  ck_assert_uint_eq(at, 0);
+  ck_assert_uint_eq(t->nodes[0].op, x);
+  ft_egraph_term_free(t);
+  ft_egraph_free(eg);
+  return NULL;
+}
+
+START_TEST(extract_long_chain) {
+  pthread_attr_t at;
+  pthread_t th;
+  ck_assert_int_eq(pthread_attr_init(&at), 0);
+  ck_assert_int_eq(pthread_attr_setstacksize(&at, (size_t)1 << 20), 0);
+  ck_assert_int_eq(pthread_create(&th, &at, long_chain, NULL), 0);
+  ck_assert_int_eq(pthread_join(th, NULL), 0);
+  pthread_attr_destroy(&at);
+}
+END_TEST
+
 START_TEST(nesting_limit) {
   pthread_attr_t at;
   pthread_t th;
@@ -983,6 +1020,7 @@ static Suite *egraph_suite(void) {
   tcase_add_test(tc, extract_dag_shares);
   tcase_add_test(tc, rule_parse_errors);
   tcase_add_test(tc, nesting_limit);
+  tcase_add_test(tc, extract_long_chain);
   suite_add_tcase(s, tc);
   return s;
 }
