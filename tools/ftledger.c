@@ -37,7 +37,9 @@ static int usage(FILE *out) {
           "  recover DIR                     truncate a torn tail, catch parity up\n"
           "  diff A B                        first record where two ledgers diverge\n"
           "  export DIR [--html OUT] [--dot OUT] [--records OUT]   ('-' = stdout)\n\n"
-          "--json prints the full report as JSON. Exit 3: the command could not run.\n");
+          "--json prints the full report as JSON. Options take values as '--opt VALUE'\n"
+          "or '--opt=VALUE'. --version prints the version.\n"
+          "Exit 3: the command could not run (a usage error, not a ledger, I/O).\n");
   return out == stdout ? EXIT_OK : EXIT_ERR;
 }
 
@@ -46,21 +48,49 @@ static int fail(const char *cmd, ft_ctx *ctx) {
   return EXIT_ERR;
 }
 
+/* Parses the options after the command; on a usage error prints what is
+ * wrong and returns false. "--opt=VALUE" is the same as "--opt VALUE". */
 static bool parse_args(int argc, char **argv, opts *o) {
   memset(o, 0, sizeof *o);
   o->seq = -1;
+  const char *cmd = argv[1];
   for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    bool more = i + 1 < argc;
+    char *a = argv[i], *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
+    const char *val = NULL;
+    if (eq) *eq = 0, val = eq + 1;  /* argv's strings are ours to modify */
+    bool takes = !strcmp(a, "--seq") || !strcmp(a, "--kind") || !strcmp(a, "--html") ||
+                 !strcmp(a, "--dot") || !strcmp(a, "--records");
+    if (takes && !val) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "ftledger %s: %s needs a value\n", cmd, a);
+        return false;
+      }
+      val = argv[++i];
+    } else if (!takes && val) {
+      fprintf(stderr, "ftledger %s: %s takes no value\n", cmd, a);
+      return false;
+    }
     if (!strcmp(a, "--json")) o->json = true;
-    else if (!strcmp(a, "--seq") && more) o->seq = atoll(argv[++i]);
-    else if (!strcmp(a, "--kind") && more) o->kind = argv[++i];
-    else if (!strcmp(a, "--html") && more) o->html = argv[++i];
-    else if (!strcmp(a, "--dot") && more) o->dot = argv[++i];
-    else if (!strcmp(a, "--records") && more) o->records = argv[++i];
-    else if (a[0] == '-' && a[1]) return false;
-    else if (o->npos < 2) o->pos[o->npos++] = a;
-    else return false;
+    else if (!strcmp(a, "--seq")) {
+      char *end;
+      errno = 0;
+      o->seq = strtoll(val, &end, 10);
+      if (end == val || *end || errno || o->seq < 0) {
+        fprintf(stderr, "ftledger %s: --seq needs a record number, not '%s'\n", cmd, val);
+        return false;
+      }
+    } else if (!strcmp(a, "--kind")) o->kind = val;
+    else if (!strcmp(a, "--html")) o->html = val;
+    else if (!strcmp(a, "--dot")) o->dot = val;
+    else if (!strcmp(a, "--records")) o->records = val;
+    else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "ftledger %s: unknown option '%s'\n", cmd, a);
+      return false;
+    } else if (o->npos < 2) o->pos[o->npos++] = a;
+    else {
+      fprintf(stderr, "ftledger %s: unexpected argument '%s'\n", cmd, a);
+      return false;
+    }
   }
   return true;
 }
@@ -287,16 +317,25 @@ int main(int argc, char **argv) {
   if (argc < 2) return usage(stderr);
   const char *cmd = argv[1];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) return usage(stdout);
-  opts o;
-  bool ok = parse_args(argc, argv, &o);
-  int want = !strcmp(cmd, "diff") ? 2 : 1;
+  if (!strcmp(cmd, "--version")) {
+    printf("ftledger %s\n", ft_version());
+    return EXIT_OK;
+  }
+  for (int i = 2; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout);
   static const char *const known[] = {"show", "verify", "replay", "reexec", "repair",
                                       "recover", "diff", "export"};
   bool found = false;
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) found |= !strcmp(cmd, known[i]);
-  if (!found || !ok || o.npos != want) {
-    if (!found) fprintf(stderr, "ftledger: unknown command '%s'\n", cmd);
-    else fprintf(stderr, "ftledger %s: bad arguments\n", cmd);
+  if (!found) {
+    fprintf(stderr, "ftledger: unknown command '%s'\n", cmd);
+    return usage(stderr);
+  }
+  opts o;
+  if (!parse_args(argc, argv, &o)) return usage(stderr);
+  int want = !strcmp(cmd, "diff") ? 2 : 1;
+  if (o.npos != want) {
+    fprintf(stderr, "ftledger %s: expected %s\n", cmd, want == 2 ? "two ledgers A B" : "one ledger DIR");
     return usage(stderr);
   }
   ft_ctx *ctx = ft_ctx_new(NULL);

@@ -6,7 +6,16 @@
 
 #include "ir.h"
 
-const char *ft_version(void) { return "0.1.0"; }
+const char *ft_version(void) { return FT_VERSION_STRING; }
+
+const char *ft_status_string(ft_status code) {
+  static const char *const names[] = {
+    "FT_OK", "FT_ERR_INVALID_ARG", "FT_ERR_PARSE", "FT_ERR_TYPE", "FT_ERR_SHAPE",
+    "FT_ERR_UNSUPPORTED", "FT_ERR_IO", "FT_ERR_NOMEM", "FT_ERR_RUNTIME", "FT_ERR_INTERNAL",
+    "FT_ERR_LIMIT", "FT_ERR_CANCELLED"};
+  _Static_assert(sizeof names / sizeof names[0] == FT_ERR_CANCELLED + 1, "a name per ft_status");
+  return (unsigned)code < sizeof names / sizeof names[0] ? names[code] : "FT_ERR_?";
+}
 
 _Noreturn void ft_assert_fail(const char *what, const char *file, int line) {
   /* An internal invariant broke: this is a bug, so stop loudly with where. */

@@ -323,6 +323,8 @@ struct ft_jaxpr {
 /* A new, empty top-level jaxpr with its own arena (a == NULL), or a
  * sub-jaxpr in a's arena. NULL when out of memory. */
 struct ft_jaxpr *ft_jaxpr_new(ft_arena *a);
+/* A new process-unique serial for j: its identity changed in place (bound constants). */
+void ft_jaxpr_renew_serial(struct ft_jaxpr *j);
 ft_var *ft_var_new(ft_arena *a, const ft_aval *aval);
 ft_var *ft_drop_new(ft_arena *a, const ft_aval *aval);
 ft_var *ft_lit_new_int(ft_arena *a, ft_dtype dt, int64_t v);

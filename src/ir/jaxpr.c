@@ -14,11 +14,15 @@ ft_jaxpr *ft_jaxpr_new(ft_arena *a) {
     if (own) ft_arena_free(a);
     return NULL;
   }
-  static _Atomic uint64_t next_serial;
   j->arena = a;
   j->owns_arena = own;
-  j->serial = ++next_serial;
+  ft_jaxpr_renew_serial(j);
   return j;
+}
+
+void ft_jaxpr_renew_serial(ft_jaxpr *j) {
+  static _Atomic uint64_t next_serial;
+  j->serial = ++next_serial;
 }
 
 void ft_jaxpr_free(ft_jaxpr *j) {
@@ -174,3 +178,13 @@ ft_status ft_jaxpr_output_aval(const ft_jaxpr *j, int i, ft_aval *out) {
   *out = j->outvars[i]->aval;
   return FT_OK;
 }
+
+int ft_jaxpr_num_consts(const ft_jaxpr *j) { return j ? j->n_const : 0; }
+
+ft_status ft_jaxpr_const_aval(const ft_jaxpr *j, int i, ft_aval *out) {
+  if (!j || i < 0 || i >= j->n_const || !out) return FT_ERR_INVALID_ARG;
+  *out = j->constvars[i]->aval;
+  return FT_OK;
+}
+
+bool ft_jaxpr_consts_bound(const ft_jaxpr *j) { return j && (!j->n_const || j->const_data); }

@@ -5,8 +5,10 @@
  * loaded code (shared by every ft_fn of that key); on disk, to an object
  * file whose bytes are checked against a stored XXH3-128 before use, so a
  * corrupt, truncated or foreign file is rebuilt, never trusted. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <llvm/Config/llvm-config.h>
@@ -155,10 +157,17 @@ void ft_cache_mem_clear(void) {
 static const char MAGIC[8] = {'F', 'T', 'J', 'I', 'T', 'O', 'B', '1'};
 enum { HDR = 8 + 16 + 8 + 16 };
 
+bool ft_cache_disk_enabled(void) {
+  const char *c = getenv("FT_CACHE");
+  return !(c && (!strcmp(c, "off") || !strcmp(c, "0")));
+}
+
 bool ft_cache_dir(const char *opts_dir, char *buf, size_t n) {
-  const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME"), *env = getenv("FT_CACHE_DIR");
   int w;
+  if (!ft_cache_disk_enabled()) return false;
   if (opts_dir && *opts_dir) w = snprintf(buf, n, "%s", opts_dir);
+  else if (env && *env) w = snprintf(buf, n, "%s", env);
   else if (x && *x) w = snprintf(buf, n, "%s/frankentrace", x);
   else if (home && *home) w = snprintf(buf, n, "%s/.cache/frankentrace", home);
   else return false;
@@ -203,6 +212,7 @@ int ft_cache_disk_get(const char *dir, const ft_cache_key *key, void **obj, size
   *len = (size_t)n;
   data = NULL;
   res = 1;
+  utimensat(AT_FDCWD, path, NULL, 0);  /* recently used: evicted last (ft_cache_disk_trim) */
 done:
   fclose(f);
   free(data);
@@ -247,4 +257,112 @@ void ft_cache_disk_put(const char *dir, const ft_cache_key *key, const void *obj
   ok = fclose(f) == 0 && ok;
   if (!ok || rename(tmp, path)) unlink(tmp);
   free(tmp);
+  ft_cache_disk_trim(dir, ft_cache_max_bytes());
+}
+
+int64_t ft_cache_max_bytes(void) {
+  const char *v = getenv("FT_CACHE_MAX");
+  if (!v || !*v) return (int64_t)256 << 20;
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  double mul = *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0
+             : *end == 'G' || *end == 'g' ? 1073741824.0 : 1.0;
+  if (mul > 1) end++;
+  if (end == v || *end || errno || !(d >= 0) || d * mul > 9e18) return (int64_t)256 << 20;
+  return (int64_t)(d * mul);
+}
+
+/* One cache file, for the scan below. */
+typedef struct entry { char name[80]; int64_t bytes; struct timespec mtime; } entry;
+
+static int by_age(const void *a, const void *b) {
+  const struct timespec *x = &((const entry *)a)->mtime, *y = &((const entry *)b)->mtime;
+  if (x->tv_sec != y->tv_sec) return x->tv_sec < y->tv_sec ? -1 : 1;
+  if (x->tv_nsec != y->tv_nsec) return x->tv_nsec < y->tv_nsec ? -1 : 1;
+  return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
+}
+
+/* The cache's files (NAME.ftobj, written by ft_cache_disk_put) in dir, oldest
+ * first; *n_out of them. NULL with *n_out 0 when there are none or dir
+ * cannot be read; ok_out says which (false: errno is set). */
+static entry *scan(const char *dir, int64_t *n_out, bool *ok_out) {
+  *n_out = 0;
+  DIR *d = opendir(dir);
+  *ok_out = d || errno == ENOENT;
+  if (!d) return NULL;
+  entry *e = NULL;
+  int64_t n = 0, cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    if (l < 7 || l >= sizeof e->name || strcmp(de->d_name + l - 6, ".ftobj")) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode)) continue;
+    if (n == cap) {
+      entry *ne = realloc(e, sizeof *e * (size_t)(cap = cap ? 2 * cap : 64));
+      if (!ne) break;
+      e = ne;
+    }
+    memcpy(e[n].name, de->d_name, l + 1);
+    e[n].bytes = st.st_size;
+    e[n].mtime = st.st_mtim;
+    n++;
+  }
+  closedir(d);
+  if (e) qsort(e, (size_t)n, sizeof *e, by_age);
+  *n_out = n;
+  return e;
+}
+
+void ft_cache_disk_trim(const char *dir, int64_t max_bytes) {
+  int64_t n, total = 0;
+  bool ok;
+  entry *e = scan(dir, &n, &ok);
+  for (int64_t i = 0; i < n; i++) total += e[i].bytes;
+  for (int64_t i = 0; i < n && total > max_bytes; i++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, e[i].name);
+    if (!unlink(path) || errno == ENOENT) total -= e[i].bytes;  /* another process may trim too */
+  }
+  free(e);
+}
+
+ft_status ft_jit_disk_cache_info(ft_ctx *ctx, const char *cache_dir, ft_disk_cache_info *out) {
+  if (!out) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "disk_cache_info: out is NULL");
+  memset(out, 0, sizeof *out);
+  out->max_bytes = ft_cache_max_bytes();
+  out->enabled = ft_cache_disk_enabled();
+  if (!out->enabled) return FT_OK;
+  if (!ft_cache_dir(cache_dir, out->dir, sizeof out->dir))
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG,
+                        "disk cache: no directory (set FT_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+  bool ok;
+  entry *e = scan(out->dir, &out->entries, &ok);
+  for (int64_t i = 0; i < out->entries; i++) out->bytes += e[i].bytes;
+  free(e);
+  if (!ok) return ft_set_error(ctx, FT_ERR_IO, "disk cache: cannot read '%s': %s", out->dir, strerror(errno));
+  return FT_OK;
+}
+
+ft_status ft_jit_disk_cache_clear(ft_ctx *ctx, const char *cache_dir, int64_t *removed) {
+  ft_disk_cache_info info;
+  if (removed) *removed = 0;
+  ft_status st = ft_jit_disk_cache_info(ctx, cache_dir, &info);
+  if (st || !info.enabled) return st;
+  int64_t n;
+  bool ok;
+  entry *e = scan(info.dir, &n, &ok);
+  for (int64_t i = 0; i < n; i++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", info.dir, e[i].name);
+    if (unlink(path) && errno != ENOENT) {
+      int err = errno;
+      free(e);
+      return ft_set_error(ctx, FT_ERR_IO, "disk cache: cannot remove '%s': %s", path, strerror(err));
+    }
+    if (removed) ++*removed;
+  }
+  free(e);
+  return FT_OK;
 }

@@ -378,8 +378,17 @@ int ft_cache_disk_get(const char *dir, const ft_cache_key *key, void **obj, size
 /* Writes the object atomically (temp file + rename). Errors are ignored:
  * the cache is an optimization. */
 void ft_cache_disk_put(const char *dir, const ft_cache_key *key, const void *obj, size_t len);
-/* The cache directory: opts_dir, else $XDG_CACHE_HOME/frankentrace, else
- * $HOME/.cache/frankentrace. Writes into buf (n bytes); false when none. */
+/* The cache directory: opts_dir, else $FT_CACHE_DIR, else
+ * $XDG_CACHE_HOME/frankentrace, else $HOME/.cache/frankentrace. Writes into
+ * buf (n bytes); false when none or when FT_CACHE=off. */
 bool ft_cache_dir(const char *opts_dir, char *buf, size_t n);
+/* False when FT_CACHE is "off" or "0": no disk cache at all. */
+bool ft_cache_disk_enabled(void);
+/* The disk cache's size cap: FT_CACHE_MAX (bytes, or with a K, M or G
+ * suffix), else 256 MiB. */
+int64_t ft_cache_max_bytes(void);
+/* Removes dir's cache files, least recently used (oldest mtime) first, until
+ * they add up to at most max_bytes. Run after every ft_cache_disk_put. */
+void ft_cache_disk_trim(const char *dir, int64_t max_bytes);
 
 #endif /* FT_LOWER_H */

@@ -88,13 +88,75 @@ ft_array *ft_array_clone(ft_ctx *ctx, const ft_array *a) {
   return b;
 }
 
+ft_array *ft_array_wrap(ft_ctx *ctx, ft_dtype dtype, int rank, const int64_t *dims, void *data) {
+  size_t nb = 0;
+  if (shape_bytes(ctx, dtype, rank, dims, &nb) != FT_OK) return NULL;
+  if (nb && !data) {
+    ft_set_error(ctx, FT_ERR_INVALID_ARG, "array_wrap: data is NULL for %zu bytes", nb);
+    return NULL;
+  }
+  /* The library's buffers are 64-byte aligned and FFT plans and kernels are
+   * made for that alignment: a misaligned borrowed buffer could change bits. */
+  if ((uintptr_t)data % FT_ARRAY_ALIGN) {
+    ft_set_error(ctx, FT_ERR_INVALID_ARG,
+                 "array_wrap: data %p is not %d-byte aligned (allocate it with aligned_alloc(%d, n))",
+                 data, FT_ARRAY_ALIGN, FT_ARRAY_ALIGN);
+    return NULL;
+  }
+  static char empty[FT_ARRAY_ALIGN] __attribute__((aligned(FT_ARRAY_ALIGN)));
+  ft_array *a = calloc(1, sizeof *a);
+  if (!a) {
+    ft_set_error(ctx, FT_ERR_NOMEM, "array_wrap: out of memory");
+    return NULL;
+  }
+  a->aval = ft_aval_make(dtype, rank, dims);
+  a->nbytes = nb;
+  a->data = data ? data : empty;
+  a->borrowed = true;
+  return a;
+}
+
 void ft_array_free(ft_array *a) {
   if (!a) return;
-  free(a->data);
+  if (!a->borrowed) free(a->data);
   free(a);
 }
 
 void *ft_array_data(const ft_array *a) { return a ? a->data : NULL; }
+
+ft_status ft_jaxpr_bind_consts(ft_ctx *ctx, ft_jaxpr *j, int n, ft_array *const *values) {
+  if (!j) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "bind_consts: the jaxpr is NULL");
+  if (j->const_data)
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "bind_consts: the jaxpr's constants already have values");
+  if (n != j->n_const || (n && !values))
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "bind_consts: the jaxpr has %d constants; %d values given",
+                        j->n_const, n);
+  for (int i = 0; i < n; i++) {
+    const ft_aval *want = &j->constvars[i]->aval;
+    if (!values[i]) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "bind_consts: value %d is NULL", i);
+    char w[128], g[128];
+    if (values[i]->aval.dtype != want->dtype)
+      return ft_set_error(ctx, FT_ERR_TYPE, "bind_consts: constant %d is %s; the value is %s", i,
+                          ft_aval_str(want, w, sizeof w), ft_aval_str(&values[i]->aval, g, sizeof g));
+    bool same = values[i]->aval.rank == want->rank;
+    for (int d = 0; same && d < want->rank; d++) same = values[i]->aval.dims[d] == want->dims[d];
+    if (!same)
+      return ft_set_error(ctx, FT_ERR_SHAPE, "bind_consts: constant %d is %s; the value is %s", i,
+                          ft_aval_str(want, w, sizeof w), ft_aval_str(&values[i]->aval, g, sizeof g));
+  }
+  if (!n) return FT_OK;
+  /* Copies go into j's arena, which is freed with j; a failed allocation
+   * leaves j without values (the arena keeps what was taken until then). */
+  void **cd = ft_arena_alloc(j->arena, sizeof *cd * (size_t)n);
+  for (int i = 0; cd && i < n; i++) {
+    if (!(cd[i] = ft_arena_alloc(j->arena, values[i]->nbytes ? values[i]->nbytes : 1))) cd = NULL;
+    else if (values[i]->nbytes) memcpy(cd[i], values[i]->data, values[i]->nbytes);
+  }
+  if (!cd) return ft_set_error(ctx, FT_ERR_NOMEM, "bind_consts: out of memory");
+  j->const_data = cd;
+  ft_jaxpr_renew_serial(j);  /* a new program now: caches keyed by identity must not match */
+  return FT_OK;
+}
 
 ft_aval ft_array_aval(const ft_array *a) {
   if (!a) return ft_aval_scalar(FT_FLOAT0);

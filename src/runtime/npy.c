@@ -260,6 +260,7 @@ ft_array *ft_npy_read(ft_ctx *ctx, const char *path) {
       ft_set_error(ctx, FT_ERR_NOMEM, "%s: out of memory reading the file", path);
       return NULL;
     }
+    errno = 0;
     len += fread(buf + len, 1, cap - len, f);
     if (len < cap) break;
     unsigned char *nb = cap < (SIZE_MAX >> 1) ? realloc(buf, cap * 2) : NULL;
@@ -268,10 +269,13 @@ ft_array *ft_npy_read(ft_ctx *ctx, const char *path) {
     cap *= 2;
   }
   bool err = ferror(f);
+  int read_errno = errno;  /* fread sets it (EISDIR for a directory) */
   fclose(f);
   if (err) {
     free(buf);
-    ft_set_error(ctx, FT_ERR_IO, "%s: read error", path);
+    if (read_errno == EISDIR) ft_set_error(ctx, FT_ERR_IO, "%s: is a directory, not a .npy file", path);
+    else if (read_errno) ft_set_error(ctx, FT_ERR_IO, "%s: read error: %s", path, strerror(read_errno));
+    else ft_set_error(ctx, FT_ERR_IO, "%s: read error", path);
     return NULL;
   }
   ft_array *a = ft_npy_read_mem(ctx, buf, len, path);

@@ -17,6 +17,7 @@ struct ft_array {
   ft_aval aval;
   size_t nbytes;        /* element count * dtype size */
   void *data;           /* never NULL (a zero-size array has a 64-byte block) */
+  bool borrowed;        /* ft_array_wrap: data is the caller's, not freed */
 };
 
 enum { FT_ARRAY_ALIGN = 64 };

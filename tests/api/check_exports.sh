@@ -18,7 +18,7 @@ fi
 declared=$(grep -v '^#' "$header" | tr '\n' ' ' | grep -oE 'FT_API [^;{]*\(' | grep -oE '[A-Za-z_][A-Za-z_0-9]*\($' | tr -d '(' | sort -u)
 missing=$(comm -23 <(echo "$declared") <(echo "$exported"))
 if [ -n "$missing" ]; then
-  echo "FAIL: declared FT_API in ft.h but not exported:"; echo "$missing" | sed 's/^/    /'
+  echo "FAIL: declared FT_API in the header but not exported:"; echo "$missing" | sed 's/^/    /'
   fail=$((fail + 1))
 else
   pass=$((pass + 1))
