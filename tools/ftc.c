@@ -35,6 +35,41 @@ int ftc_fail(const char *cmd, const char *fmt, ...) {
   return 1;
 }
 
+int ftc_usage(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "ftc %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (try 'ftc help %s')\n", cmd);
+  return 2;
+}
+
+/* getopt_long's two spellings of a long option's value: "--argnums=0,1"
+ * becomes "--argnums" "0,1" here, once, so every command's parser sees only
+ * the separate form. A "--" ends the options: what follows is left alone.
+ * Returns a new argv (malloc'd, NULL-terminated) or NULL when out of memory. */
+static char **split_long_options(int *argc, char **argv) {
+  char **out = malloc(sizeof *out * (2 * (size_t)*argc + 1));
+  if (!out) return NULL;
+  int n = 0;
+  bool opts = true;
+  for (int i = 0; i < *argc; i++) {
+    char *a = argv[i], *eq = strchr(a, '=');
+    if (opts && !strcmp(a, "--")) opts = false;
+    if (i && opts && !strncmp(a, "--", 2) && eq && eq > a + 2) {
+      *eq = 0;  /* argv's strings are ours to modify (C11 5.1.2.2.1) */
+      out[n++] = a;
+      out[n++] = eq + 1;
+    } else {
+      out[n++] = a;
+    }
+  }
+  out[n] = NULL;
+  *argc = n;
+  return out;
+}
+
 char *ftc_read_file(const char *path, size_t *len_out) {
   FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
   if (!f) return NULL;
@@ -127,7 +162,9 @@ static void usage(FILE *out) {
                "FrankenTrace: JAX's jaxprs, transforms and JIT in C.\n\ncommands:\n");
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     fprintf(out, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
-  fprintf(out, "\n'ftc <command> --help' describes one command. FILE '-' reads standard input.\n"
+  fprintf(out, "\n'ftc help <command>' (or 'ftc <command> --help') describes one command.\n"
+               "FILE '-' reads standard input. Options take values as '--opt VALUE' or\n"
+               "'--opt=VALUE'. Exit status: 0 success, 1 failure, 2 usage error.\n"
                "\nglobal options (anywhere on the line):\n"
                "  --ledger DIR           record what the command does in the ledger DIR\n"
                "                         (created if absent; check it with ftledger)\n"
@@ -138,10 +175,17 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
   tool_blas_single_threaded(argv);
+  if (!(argv = split_long_options(&argc, argv))) { fprintf(stderr, "ftc: out of memory\n"); return 1; }
   int st = global_options(&argc, argv);
   if (st) return st;
   if (argc < 2) { usage(stderr); return close_ledger(2); }
-  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+  if (!strcmp(argv[1], "help") && argc == 3) {  /* ftc help CMD: that command's --help */
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+      if (!strcmp(argv[2], cmds[i].name)) return close_ledger(cmds[i].fn(2, (char *[]){argv[2], "--help", NULL}));
+    fprintf(stderr, "ftc help: unknown command '%s' (try 'ftc help')\n", argv[2]);
+    return close_ledger(2);
+  }
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || (!strcmp(argv[1], "help") && argc == 2)) {
     usage(stdout);
     return close_ledger(0);
   }

@@ -12,10 +12,18 @@
 int ftc_wants_help(int argc, char **argv);
 /* Prints "ftc <cmd>: <message>" to stderr; returns 1 (the exit status for bad input). */
 int ftc_fail(const char *cmd, const char *fmt, ...);
+/* Prints "ftc <cmd>: <message> (try 'ftc help <cmd>')" to stderr; returns 2,
+ * the exit status of a usage error (an unknown option, a missing or
+ * malformed option value or FILE). */
+int ftc_usage(const char *cmd, const char *fmt, ...);
 /* A new context for a command: the ledger given by the global --ledger DIR
  * option, if any, is attached to it (one context at a time; free it with
  * ft_ctx_free before making another). NULL (after a message) on failure. */
 ft_ctx *ftc_ctx_new(void);
+/* Evaluates j (reference interpreter) on the .npy files ins (a parsed
+ * jaxpr's constants first, then its inputs) and prints each output's aval and
+ * first values; returns the exit status. */
+int ftc_run_and_print(ft_ctx *ctx, const char *cmd, const ft_jaxpr *j, int n_ins, const char *const *ins);
 /* Reads a whole file ("-" = stdin) into a malloc'd NUL-terminated buffer; NULL on error. */
 char *ftc_read_file(const char *path, size_t *len_out);
 #endif

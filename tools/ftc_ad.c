@@ -42,14 +42,14 @@ static int parse_args(const char *cmd, int argc, char **argv, ad_opts *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--argnums") && !strcmp(cmd, "grad")) {
-      if (++i >= argc) return ftc_fail(cmd, "--argnums needs a value such as 0,2");
+      if (++i >= argc) return ftc_usage(cmd, "--argnums needs a value such as 0,2");
       for (char *p = argv[i]; *p;) {
         char *end;
         long v = strtol(p, &end, 10);
-        if (end == p || o->n_argnums == 64) return ftc_fail(cmd, "bad --argnums '%s'", argv[i]);
+        if (end == p || o->n_argnums == 64) return ftc_usage(cmd, "bad --argnums '%s'", argv[i]);
         o->argnums[o->n_argnums++] = (int)v;
         p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') return ftc_fail(cmd, "bad --argnums '%s'", argv[i]);
+        if (*end && *end != ',') return ftc_usage(cmd, "bad --argnums '%s'", argv[i]);
       }
     } else if (!strcmp(a, "--has-aux") && !strcmp(cmd, "grad")) {
       o->has_aux = true;
@@ -60,19 +60,19 @@ static int parse_args(const char *cmd, int argc, char **argv, ad_opts *o) {
     } else if (!strcmp(a, "--quiet")) {
       o->quiet = true;
     } else if (!strcmp(a, "--in")) {
-      if (++i >= argc) return ftc_fail(cmd, "--in needs a .npy file");
+      if (++i >= argc) return ftc_usage(cmd, "--in needs a .npy file");
       if (o->n_ins == 64) return ftc_fail(cmd, "too many --in");
       o->ins[o->n_ins++] = argv[i];
     } else if (a[0] == '-' && a[1]) {
-      return ftc_fail(cmd, "unknown option '%s' (try 'ftc %s --help')", a, cmd);
+      return ftc_usage(cmd, "unknown option '%s'", a);
     } else if (o->file) {
-      return ftc_fail(cmd, "expected one FILE, got '%s' and '%s'", o->file, a);
+      return ftc_usage(cmd, "expected one FILE, got '%s' and '%s'", o->file, a);
     } else {
       o->file = a;
     }
   }
-  if (!o->file) return ftc_fail(cmd, "missing FILE (try 'ftc %s --help')", cmd);
-  if (o->n_ins && !o->run) return ftc_fail(cmd, "--in is only used with --run");
+  if (!o->file) return ftc_usage(cmd, "missing FILE");
+  if (o->n_ins && !o->run) return ftc_usage(cmd, "--in is only used with --run");
   return 0;
 }
 
@@ -85,16 +85,22 @@ static int print_jaxpr(ft_ctx *ctx, const char *cmd, const char *title, const ft
   return 0;
 }
 
-static int run(ft_ctx *ctx, const char *cmd, const ft_jaxpr *j, ad_opts *o) {
-  int n = ft_jaxpr_num_inputs(j), no = ft_jaxpr_num_outputs(j), rc = 1;
-  if (o->n_ins != n) return ftc_fail(cmd, "the %s jaxpr takes %d inputs; %d given with --in", cmd, n, o->n_ins);
+int ftc_run_and_print(ft_ctx *ctx, const char *cmd, const ft_jaxpr *j, int n_ins, const char *const *ins) {
+  /* ft_eval takes a parsed jaxpr's constants (no values in JAX's text) as
+   * leading inputs, and the transforms keep constvars as constvars. */
+  int nc = ft_jaxpr_consts_bound(j) ? 0 : ft_jaxpr_num_consts(j);
+  int n = nc + ft_jaxpr_num_inputs(j), no = ft_jaxpr_num_outputs(j), rc = 1;
+  if (n_ins != n && nc)
+    return ftc_fail(cmd, "the %s jaxpr takes %d inputs (the values of its %d constants, then %d arguments); "
+                    "%d given with --in", cmd, n, nc, n - nc, n_ins);
+  if (n_ins != n) return ftc_fail(cmd, "the %s jaxpr takes %d inputs; %d given with --in", cmd, n, n_ins);
   ft_array **in = calloc((size_t)n + 1, sizeof *in), **out = calloc((size_t)no + 1, sizeof *out);
   if (!in || !out) {
     ftc_fail(cmd, "out of memory");
     goto done;
   }
   for (int i = 0; i < n; i++)
-    if (!(in[i] = ft_npy_read(ctx, o->ins[i]))) {
+    if (!(in[i] = ft_npy_read(ctx, ins[i]))) {
       ftc_fail(cmd, "%s", ft_ctx_error(ctx));
       goto done;
     }
@@ -137,7 +143,8 @@ static int ad_main(const char *cmd, int argc, char **argv) {
     return 0;
   }
   ad_opts o;
-  if (parse_args(cmd, argc, argv, &o)) return 1;
+  int st = parse_args(cmd, argc, argv, &o);
+  if (st) return st;
   size_t len = 0;
   char *text = ftc_read_file(o.file, &len);
   if (!text) return ftc_fail(cmd, "cannot read '%s'", o.file);
@@ -148,7 +155,7 @@ static int ad_main(const char *cmd, int argc, char **argv) {
     ftc_fail(cmd, "%s", ctx ? ft_ctx_error(ctx) : "out of memory");
     goto done;
   }
-  if (!o.quiet && print_jaxpr(ctx, cmd, "input", j)) goto done;
+  /* The transform first: a refused request (--argnums 5) prints only its error. */
   if (!strcmp(cmd, "jvp")) r = ft_jvp(ctx, j);
   else if (!strcmp(cmd, "vjp")) r = ft_vjp_jaxpr(ctx, j);
   else if (o.value) r = ft_value_and_grad(ctx, j, o.n_argnums, o.argnums, o.has_aux);
@@ -157,8 +164,9 @@ static int ad_main(const char *cmd, int argc, char **argv) {
     ftc_fail(cmd, "%s", ft_ctx_error(ctx));
     goto done;
   }
+  if (!o.quiet && print_jaxpr(ctx, cmd, "input", j)) goto done;
   if (print_jaxpr(ctx, cmd, o.quiet ? NULL : cmd, r)) goto done;
-  rc = o.run ? run(ctx, cmd, r, &o) : 0;
+  rc = o.run ? ftc_run_and_print(ctx, cmd, r, o.n_ins, o.ins) : 0;
 done:
   ft_jaxpr_free(r);
   ft_jaxpr_free(j);

@@ -49,7 +49,7 @@ int ftc_cmd_coverage(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--strict")) strict = true;
     else if (!strcmp(argv[i], "--reasons")) reasons = true;
-    else return ftc_fail("coverage", "unknown argument '%s' (try 'ftc coverage --help')", argv[i]);
+    else return ftc_usage("coverage", "unknown argument '%s'", argv[i]);
   }
   int holes = 0, yes[NCOL] = {0};
   printf("%-24s", "primitive");

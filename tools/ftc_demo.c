@@ -122,7 +122,7 @@ done:
 
 int ftc_cmd_demo(int argc, char **argv) {
   if (ftc_wants_help(argc, argv)) return demo_usage();
-  if (argc > 1) return ftc_fail("demo", "unexpected argument '%s' (try 'ftc demo --help')", argv[1]);
+  if (argc > 1) return ftc_usage("demo", "unexpected argument '%s'", argv[1]);
   int rc = 1;
   ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = NULL, *back = NULL;

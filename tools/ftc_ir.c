@@ -29,16 +29,16 @@ static const char *one_file(const char *cmd, int argc, char **argv) {
   const char *file = NULL;
   for (int i = 1; i < argc; i++) {
     if (argv[i][0] == '-' && argv[i][1]) {
-      ftc_fail(cmd, "unknown option '%s' (try 'ftc %s --help')", argv[i], cmd);
+      ftc_usage(cmd, "unknown option '%s'", argv[i]);
       return NULL;
     }
     if (file) {
-      ftc_fail(cmd, "expected one FILE, got '%s' and '%s'", file, argv[i]);
+      ftc_usage(cmd, "expected one FILE, got '%s' and '%s'", file, argv[i]);
       return NULL;
     }
     file = argv[i];
   }
-  if (!file) ftc_fail(cmd, "missing FILE (try 'ftc %s --help')", cmd);
+  if (!file) ftc_usage(cmd, "missing FILE");
   return file;
 }
 
@@ -49,7 +49,7 @@ int ftc_cmd_print(int argc, char **argv) {
     return 0;
   }
   const char *file = one_file("print", argc, argv);
-  if (!file) return 1;
+  if (!file) return 2;
   ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = load(ctx, "print", file);
   int rc = 1;
@@ -75,7 +75,7 @@ int ftc_cmd_hash(int argc, char **argv) {
     return 0;
   }
   const char *file = one_file("hash", argc, argv);
-  if (!file) return 1;
+  if (!file) return 2;
   ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = load(ctx, "hash", file);
   if (j) {
@@ -95,7 +95,7 @@ int ftc_cmd_dot(int argc, char **argv) {
     return 0;
   }
   const char *file = one_file("dot", argc, argv);
-  if (!file) return 1;
+  if (!file) return 2;
   ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = load(ctx, "dot", file);
   int rc = 1;
@@ -177,7 +177,7 @@ int ftc_cmd_run(int argc, char **argv) {
       double d = v ? strtod(v, &end) : 0;
       long long n = v ? strtoll(v, NULL, 10) : 0;
       if (!v || !*v || *end || errno || d <= 0 || (iters && (double)n != d)) {
-        ftc_fail("run", "%s needs a positive %s", argv[i], iters ? "integer" : "number of seconds");
+        rc = ftc_usage("run", "%s needs a positive %s", argv[i], iters ? "integer" : "number of seconds");
         goto done;
       }
       if (iters) lim.max_iterations = n;
@@ -185,22 +185,22 @@ int ftc_cmd_run(int argc, char **argv) {
       i++;
     } else if (!strcmp(argv[i], "--in") || !strcmp(argv[i], "--out-dir") ||
                !strcmp(argv[i], "--engine") || !strcmp(argv[i], "--profile")) {
-      if (i + 1 >= argc) { ftc_fail("run", "%s needs a value", argv[i]); goto done; }
+      if (i + 1 >= argc) { rc = ftc_usage("run", "%s needs a value", argv[i]); goto done; }
       if (argv[i][2] == 'p') profile = argv[++i];
       else if (argv[i][2] == 'i') ins[n_ins++] = argv[++i];
       else if (argv[i][2] == 'e') engine = argv[++i];
       else out_dir = argv[++i];
     } else if (argv[i][0] == '-' && argv[i][1]) {
-      ftc_fail("run", "unknown option '%s' (try 'ftc run --help')", argv[i]);
+      rc = ftc_usage("run", "unknown option '%s'", argv[i]);
       goto done;
     } else if (file) {
-      ftc_fail("run", "expected one FILE, got '%s' and '%s'", file, argv[i]);
+      rc = ftc_usage("run", "expected one FILE, got '%s' and '%s'", file, argv[i]);
       goto done;
     } else {
       file = argv[i];
     }
   }
-  if (!file) { ftc_fail("run", "missing FILE (try 'ftc run --help')"); goto done; }
+  if (!file) { rc = ftc_usage("run", "missing FILE"); goto done; }
   ft_ctx_set_loop_limits(ctx, &lim);
   if (!(j = load(ctx, "run", file))) goto done;
   in = calloc((size_t)n_ins + 1, sizeof *in);
@@ -213,7 +213,7 @@ int ftc_cmd_run(int argc, char **argv) {
       goto done;
     }
   if (strcmp(engine, "interp") && strcmp(engine, "jit")) {
-    ftc_fail("run", "--engine must be interp or jit, got '%s'", engine);
+    rc = ftc_usage("run", "--engine must be interp or jit, got '%s'", engine);
     goto done;
   }
   ft_status rst;

@@ -45,10 +45,10 @@ int ftc_cmd_opt(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--tier")) {
-      if (++i >= argc) return ftc_fail("opt", "--tier needs exact or algebraic");
+      if (++i >= argc) return ftc_usage("opt", "--tier needs exact or algebraic");
       if (!strcmp(argv[i], "exact")) tier = FT_OPT_EXACT;
       else if (!strcmp(argv[i], "algebraic")) tier = FT_OPT_ALGEBRAIC;
-      else return ftc_fail("opt", "unknown tier '%s' (exact or algebraic)", argv[i]);
+      else return ftc_usage("opt", "unknown tier '%s' (exact or algebraic)", argv[i]);
     } else if (!strcmp(a, "--explain")) {
       explain = true;
     } else if (!strcmp(a, "--grad")) {
@@ -56,25 +56,25 @@ int ftc_cmd_opt(int argc, char **argv) {
     } else if (!strcmp(a, "--quiet")) {
       quiet = true;
     } else if (!strcmp(a, "--argnums")) {
-      if (++i >= argc) return ftc_fail("opt", "--argnums needs a value such as 0,2");
+      if (++i >= argc) return ftc_usage("opt", "--argnums needs a value such as 0,2");
       for (char *p = argv[i]; *p;) {
         char *end;
         long v = strtol(p, &end, 10);
         if (end == p || n_argnums == 64 || (*end && *end != ','))
-          return ftc_fail("opt", "bad --argnums '%s'", argv[i]);
+          return ftc_usage("opt", "bad --argnums '%s'", argv[i]);
         argnums[n_argnums++] = (int)v;
         p = *end == ',' ? end + 1 : end;
       }
     } else if (a[0] == '-' && a[1]) {
-      return ftc_fail("opt", "unknown option '%s' (try 'ftc opt --help')", a);
+      return ftc_usage("opt", "unknown option '%s'", a);
     } else if (file) {
-      return ftc_fail("opt", "expected one FILE, got '%s' and '%s'", file, a);
+      return ftc_usage("opt", "expected one FILE, got '%s' and '%s'", file, a);
     } else {
       file = a;
     }
   }
-  if (!file) return ftc_fail("opt", "missing FILE (try 'ftc opt --help')");
-  if (n_argnums && !grad) return ftc_fail("opt", "--argnums is only used with --grad");
+  if (!file) return ftc_usage("opt", "missing FILE");
+  if (n_argnums && !grad) return ftc_usage("opt", "--argnums is only used with --grad");
   size_t len = 0;
   char *text = ftc_read_file(file, &len);
   if (!text) return ftc_fail("opt", "cannot read '%s'", file);

@@ -53,7 +53,7 @@ static int parse_args(int argc, char **argv, tr_opts *o) {
     const char *a = argv[i];
     if (!strcmp(a, "--name") || !strcmp(a, "--in-shapes") || !strcmp(a, "--in") ||
         !strcmp(a, "--out-dir")) {
-      if (i + 1 >= argc) return ftc_fail("transform", "%s needs a value", a);
+      if (i + 1 >= argc) return ftc_usage("transform", "%s needs a value", a);
       const char *v = argv[++i];
       if (!strcmp(a, "--name")) o->name = v;
       else if (!strcmp(a, "--in-shapes")) o->shapes = v;
@@ -67,19 +67,19 @@ static int parse_args(int argc, char **argv, tr_opts *o) {
     } else if (!strcmp(a, "--quiet")) {
       o->quiet = true;
     } else if (a[0] == '-' && a[1]) {
-      return ftc_fail("transform", "unknown option '%s' (try 'ftc transform --help')", a);
+      return ftc_usage("transform", "unknown option '%s'", a);
     } else if (!o->file) {
       o->file = a;
     } else if (!o->expr) {
       o->expr = a;
     } else {
-      return ftc_fail("transform", "unexpected argument '%s' (quote EXPR as one argument)", a);
+      return ftc_usage("transform", "unexpected argument '%s' (quote EXPR as one argument)", a);
     }
   }
-  if (!o->file) return ftc_fail("transform", "missing FILE (try 'ftc transform --help')");
-  if (!o->expr) return ftc_fail("transform", "missing EXPR, e.g. 'vmap(grad(f), axis_size=4)'");
+  if (!o->file) return ftc_usage("transform", "missing FILE");
+  if (!o->expr) return ftc_usage("transform", "missing EXPR, e.g. 'vmap(grad(f), axis_size=4)'");
   if ((o->n_ins || o->out_dir) && !o->run)
-    return ftc_fail("transform", "--in and --out-dir are only used with --run");
+    return ftc_usage("transform", "--in and --out-dir are only used with --run");
   return 0;
 }
 
@@ -213,10 +213,11 @@ done:
 int ftc_cmd_transform(int argc, char **argv) {
   if (ftc_wants_help(argc, argv)) return usage();
   tr_opts o;
-  if (parse_args(argc, argv, &o)) return 1;
+  int st = parse_args(argc, argv, &o);
+  if (st) return st;
   static ft_aval avals[MAX_IN];
   int n_avals = 0;
-  if (o.shapes && (n_avals = parse_shapes(o.shapes, avals, MAX_IN)) < 0) return 1;
+  if (o.shapes && (n_avals = parse_shapes(o.shapes, avals, MAX_IN)) < 0) return 2;
   size_t len;
   char *text = ftc_read_file(o.file, &len);
   if (!text) return ftc_fail("transform", "cannot read '%s': %s", o.file, strerror(errno));

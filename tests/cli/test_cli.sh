@@ -36,9 +36,9 @@ expect version 0 '^ftc [0-9]+\.[0-9]+\.[0-9]+' -- "$FTC" --version
 
 # print / hash / dot
 expect print-missing-file 1 "cannot read '$tmp/nope.jaxpr'" -- "$FTC" print "$tmp/nope.jaxpr"
-expect print-no-file 1 'missing FILE' -- "$FTC" print
-expect print-two-files 1 'expected one FILE' -- "$FTC" print a b
-expect print-bad-option 1 "unknown option '--frob'" -- "$FTC" print --frob x
+expect print-no-file 2 'missing FILE' -- "$FTC" print
+expect print-two-files 2 'expected one FILE' -- "$FTC" print a b
+expect print-bad-option 2 "unknown option '--frob'" -- "$FTC" print --frob x
 printf '{ lambda ; a:f32[3]. let\n    b:f32[3] = frob a\n  in (b,) }\n' >"$tmp/bad.jaxpr"
 expect print-unknown-prim 1 "2:[0-9]+: .*unknown primitive 'frob'" -- "$FTC" print "$tmp/bad.jaxpr"
 printf '{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n  in (b,) }\n' >"$tmp/sin.jaxpr"
@@ -57,7 +57,7 @@ printf '\x93NUMPY\x01\x00' >"$tmp/trunc.npy"
 expect run-no-inputs 1 'input' -- "$FTC" run "$tmp/sin.jaxpr"
 expect run-truncated-npy 1 'trunc.npy' -- "$FTC" run "$tmp/sin.jaxpr" --in "$tmp/trunc.npy"
 expect run-missing-npy 1 'nope.npy' -- "$FTC" run "$tmp/sin.jaxpr" --in "$tmp/nope.npy"
-expect run-in-needs-value 1 '--in needs a value' -- "$FTC" run "$tmp/sin.jaxpr" --in
+expect run-in-needs-value 2 '--in needs a value' -- "$FTC" run "$tmp/sin.jaxpr" --in
 if [ -f "$FIX/golden/mlp_loss.jaxpr" ]; then
   ins=()
   for f in "$FIX"/golden/mlp_loss.in*.npy; do ins+=(--in "$f"); done
@@ -83,8 +83,8 @@ printf '{ lambda ; . let\n    c:i32[] _:i32[] = while[\n      body_jaxpr={ lambd
 expect run-max-iterations 1 'while: stopped at the loop limit of 1000 iterations' -- "$FTC" run "$tmp/forever.jaxpr" --max-iterations 1000
 expect run-max-iterations-jit 1 'jit: while step: while: stopped at the loop limit of 1000 iterations' -- "$FTC" run "$tmp/forever.jaxpr" --engine jit --max-iterations 1000
 expect run-max-seconds 1 'while: stopped at the loop time limit of 0.3 s \(after [0-9]+ iterations\)' -- "$FTC" run "$tmp/forever.jaxpr" --max-seconds 0.3
-expect run-max-iterations-bad 1 '--max-iterations needs a positive integer' -- "$FTC" run "$tmp/forever.jaxpr" --max-iterations 2.5
-expect run-max-seconds-bad 1 '--max-seconds needs a positive number of seconds' -- "$FTC" run "$tmp/forever.jaxpr" --max-seconds 0
+expect run-max-iterations-bad 2 '--max-iterations needs a positive integer' -- "$FTC" run "$tmp/forever.jaxpr" --max-iterations 2.5
+expect run-max-seconds-bad 2 '--max-seconds needs a positive number of seconds' -- "$FTC" run "$tmp/forever.jaxpr" --max-seconds 0
 
 # Under an address-space limit a GEMM either runs or fails with out-of-memory;
 # nothing hangs (OpenBLAS starts no threads of its own, and its work buffer
@@ -109,7 +109,7 @@ else echo "FAIL ulimit-v-256-message: $out" | head -3; fail=$((fail + 1)); fi
 fi
 
 expect demo 0 'parsed back from text: same hash' -- "$FTC" demo
-expect demo-extra-arg 1 "unexpected argument" -- "$FTC" demo foo
+expect demo-extra-arg 2 "unexpected argument" -- "$FTC" demo foo
 
 # --ledger: ftc demo records the trace, the parse, the grad, the exact-tier
 # rewrite and compilation of ft_jit, and every run;
@@ -152,7 +152,7 @@ expect transform-bad-caret 1 '^      \^$' -- "$FTC" transform "$tmp/dot.jaxpr" '
 expect transform-in-axes 1 'column 17: in_axes has 3 entries but the function takes 2 inputs' -- "$FTC" transform "$tmp/dot.jaxpr" 'vmap(f, in_axes=(0, None, 0), axis_size=2)'
 expect transform-needs-size 1 'vmap needs axis_size=' -- "$FTC" transform "$tmp/dot.jaxpr" 'vmap(f)'
 expect transform-step-error 1 '^ftc transform: grad\(\.\.\.\): gradient' -- "$FTC" transform "$tmp/dot.jaxpr" 'grad(vmap(f, axis_size=2))'
-expect transform-no-expr 1 'missing EXPR' -- "$FTC" transform "$tmp/dot.jaxpr"
+expect transform-no-expr 2 'missing EXPR' -- "$FTC" transform "$tmp/dot.jaxpr"
 if [ -f "$FIX/golden/mlp_loss.jaxpr" ]; then
   M="$FIX/golden/mlp_loss.jaxpr"
   E='jit(vmap(grad(f, argnums=0), in_axes=(None, None, None, None, 0, 0)))'
@@ -176,6 +176,93 @@ printf '\x93NUMPY\x01\x00\x3a\x00{'"'"'descr'"'"': '"'"'<f4'"'"', '"'"'fortran_o
 expect hessian-cli 0 'b:f32\[3,3\]|f32\[3,3\]' -- "$FTC" hessian "$tmp/cube.jaxpr"
 expect hessian-value 0 'out0: f32\[3,3\] = \[6, 0, 0, 0, 12, 0, 0, 0, 18\]' -- \
   "$FTC" transform "$tmp/cube.jaxpr" 'hessian(f)' --run --in "$tmp/x123.npy" --quiet
+
+# Conventions (issue 22): --opt=VALUE as --opt VALUE, exit 2 for usage
+# errors, 'ftc help CMD', --quiet on every transform command.
+expect help-cmd 0 '^usage: ftc grad FILE' -- "$FTC" help grad
+expect help-unknown 2 "ftc help: unknown command 'nope'" -- "$FTC" help nope
+expect grad-argnums-eq 0 '' -- "$FTC" grad "$tmp/dot.jaxpr" --argnums=0,1 --quiet
+cp "$tmp/out" "$tmp/grad-eq.txt"
+expect grad-argnums-sep 0 '' -- "$FTC" grad "$tmp/dot.jaxpr" --argnums 0,1 --quiet
+if [ -s "$tmp/out" ] && cmp -s "$tmp/out" "$tmp/grad-eq.txt"; then pass=$((pass + 1)); else echo "FAIL argnums-eq-same"; fail=$((fail + 1)); fi
+expect grad-argnums-bad 2 "bad --argnums 'x'" -- "$FTC" grad "$tmp/dot.jaxpr" --argnums=x
+expect grad-unknown-option 2 "unknown option '--frob' \(try 'ftc help grad'\)" -- "$FTC" grad "$tmp/dot.jaxpr" --frob
+expect run-engine-bad 2 "--engine must be interp or jit" -- "$FTC" run "$tmp/sin.jaxpr" --engine=gpu --in "$tmp/x123.npy"
+expect compile-no-emit 2 "--emit must be" -- "$FTC" compile "$tmp/sin.jaxpr"
+expect opt-tier-bad 2 "unknown tier" -- "$FTC" opt "$tmp/sin.jaxpr" --tier=fast
+# A refused transform prints its error and nothing on standard output.
+expect grad-argnums-range 1 'argnums' -- "$FTC" grad "$tmp/dot.jaxpr" --argnums 5
+if [ ! -s "$tmp/out" ]; then pass=$((pass + 1)); else echo "FAIL grad-argnums-range printed:"; head -3 "$tmp/out"; fail=$((fail + 1)); fi
+for c in jvp vjp grad jacfwd jacrev hessian; do
+  expect "quiet-$c" 0 '' -- "$FTC" "$c" "$tmp/cube.jaxpr" --quiet
+  if ! grep -q '^# ' "$tmp/out" && grep -q 'lambda' "$tmp/out"; then pass=$((pass + 1)); else echo "FAIL quiet-$c-output"; fail=$((fail + 1)); fi
+done
+expect quiet-vmap 0 '' -- "$FTC" vmap "$tmp/cube.jaxpr" --axis-size 2 --quiet
+if ! grep -q '^# ' "$tmp/out"; then pass=$((pass + 1)); else echo "FAIL quiet-vmap-output"; fail=$((fail + 1)); fi
+expect quiet-opt 0 '' -- "$FTC" opt "$tmp/cube.jaxpr" --quiet
+expect quiet-transform 0 '' -- "$FTC" transform "$tmp/cube.jaxpr" 'grad(f)' --quiet
+# grad --run of a jaxpr with a constant: its value comes first, then the input.
+printf '{ lambda a:f32[3]; b:f32[3]. let\n    c:f32[3] = mul a b\n    d:f32[] = reduce_sum[axes=(0,) out_sharding=None] c\n  in (d,) }\n' >"$tmp/const.jaxpr"
+expect grad-run-const 0 '^out0: f32\[3\] = \[1, 2, 3\]$' -- "$FTC" grad "$tmp/const.jaxpr" --run --in "$tmp/x123.npy" --in "$tmp/x123.npy" --quiet
+expect grad-run-const-count 1 'takes 2 inputs \(the values of its 1 constants, then 1 arguments\); 1 given' -- \
+  "$FTC" grad "$tmp/const.jaxpr" --run --in "$tmp/x123.npy"
+expect jvp-run-const 0 '^out1: f32\[\] = \[14\]$' -- "$FTC" jvp "$tmp/const.jaxpr" --run --in "$tmp/x123.npy" --in "$tmp/x123.npy" --in "$tmp/x123.npy" --quiet
+# vmap: the batch size is --axis-size or comes from --in; never a silent default.
+expect vmap-needs-size 2 'needs the batch size: --axis-size N, or the batched inputs with --in' -- "$FTC" vmap "$tmp/cube.jaxpr"
+printf '\x93NUMPY\x01\x00\x3a\x00{'"'"'descr'"'"': '"'"'<f4'"'"', '"'"'fortran_order'"'"': False, '"'"'shape'"'"': (2,3),}\n\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40' >"$tmp/x2x3.npy"
+expect vmap-size-from-in 0 'axis_size=2' -- "$FTC" vmap "$tmp/cube.jaxpr" --in "$tmp/x2x3.npy"
+expect vmap-run 0 '^out0: f32\[2\] = \[36, 36\]$' -- "$FTC" vmap "$tmp/cube.jaxpr" --in "$tmp/x2x3.npy" --run --quiet
+expect vmap-in-rank 1 'has rank 1: no axis 1 to map' -- "$FTC" vmap "$tmp/cube.jaxpr" --in-axes 1 --in "$tmp/x123.npy"
+expect vmap-run-needs-in 2 '--run needs the inputs' -- "$FTC" vmap "$tmp/cube.jaxpr" --axis-size 2 --run
+# A directory given as a .npy file is named as one.
+expect npy-directory 1 "$tmp: is a directory, not a .npy file" -- "$FTC" run "$tmp/sin.jaxpr" --in "$tmp"
+
+# The compile cache on disk: FT_CACHE_DIR moves it, FT_CACHE=off turns it
+# off, FT_CACHE_MAX caps it (least recently used out first); ftc cache.
+C="$tmp/cache"
+expect cache-empty 0 "^entries: 0$" -- env FT_CACHE_DIR="$C" "$FTC" cache info
+expect cache-dir 0 "^directory: $C$" -- env FT_CACHE_DIR="$C" "$FTC" cache info
+names=()
+for p in sin cube dot; do
+  args=(--in "$tmp/x123.npy")
+  [ $p = dot ] && args+=(--in "$tmp/x123.npy")
+  before=$(ls "$C" 2>/dev/null)
+  expect "cache-fill-$p" 0 '' -- env FT_CACHE_DIR="$C" "$FTC" run "$tmp/$p.jaxpr" --engine jit "${args[@]}"
+  new=$(comm -13 <(echo "$before") <(ls "$C"))
+  touch -d "@$((1700000000 + ${#names[@]}))" "$C/$new"  # a known age order
+  names+=("$new")
+done
+expect cache-three 0 "^entries: 3$" -- env FT_CACHE_DIR="$C" "$FTC" cache info
+# A cap of the three entries' total: a new entry evicts the oldest first, and
+# the next oldest while the rest do not fit (here sin's object is the oldest
+# and cos's is no larger, so exactly the oldest goes).
+cap=0
+for n in "${names[@]}"; do cap=$((cap + $(stat -c %s "$C/$n"))); done
+printf '{ lambda ; a:f32[3]. let\n    b:f32[3] = cos a\n  in (b,) }\n' >"$tmp/cos.jaxpr"
+before=$(ls "$C")
+expect cache-evict-run 0 '' -- env FT_CACHE_DIR="$C" FT_CACHE_MAX="$cap" "$FTC" run "$tmp/cos.jaxpr" --engine jit --in "$tmp/x123.npy"
+newest=$(comm -13 <(echo "$before") <(ls "$C"))
+left=$(ls "$C" | sort | tr '\n' ' ')
+want=$(printf '%s\n' "${names[1]}" "${names[2]}" "$newest" | sort | tr '\n' ' ')
+total=$(cat "$C"/*.ftobj 2>/dev/null | wc -c)
+if [ -n "$newest" ] && [ "$left" = "$want" ] && [ "$total" -le "$cap" ]; then pass=$((pass + 1));
+else echo "FAIL cache-evict: left $left($total bytes, cap $cap), wanted $want"; fail=$((fail + 1)); fi
+expect cache-clear 0 "^removed [0-9]+ entries from $C$" -- env FT_CACHE_DIR="$C" "$FTC" cache clear
+expect cache-cleared 0 "^entries: 0$" -- env FT_CACHE_DIR="$C" "$FTC" cache info
+expect cache-off-run 0 '' -- env FT_CACHE=off FT_CACHE_DIR="$C" "$FTC" run "$tmp/sin.jaxpr" --engine jit --in "$tmp/x123.npy"
+if [ -z "$(ls -A "$C")" ]; then pass=$((pass + 1)); else echo "FAIL cache-off wrote: $(ls "$C")"; fail=$((fail + 1)); fi
+expect cache-off-info 0 '^disk cache: off \(FT_CACHE=off\)$' -- env FT_CACHE=off "$FTC" cache info
+expect cache-bad 2 "expected info or clear, got 'purge'" -- "$FTC" cache purge
+
+# ftledger: --version, --help, --opt=VALUE, usage errors (exit 3: could not run).
+expect ftledger-version 0 '^ftledger [0-9]+\.[0-9]+\.[0-9]+$' -- "$FTLEDGER" --version
+expect ftledger-cmd-help 0 'usage: ftledger' -- "$FTLEDGER" verify --help
+expect ftledger-seq-eq 0 '' -- "$FTLEDGER" show "$L" --seq=0
+cp "$tmp/out" "$tmp/seq-eq.txt"
+expect ftledger-seq-sep 0 '' -- "$FTLEDGER" show "$L" --seq 0
+if [ -s "$tmp/out" ] && cmp -s "$tmp/out" "$tmp/seq-eq.txt"; then pass=$((pass + 1)); else echo "FAIL ftledger-seq-same"; fail=$((fail + 1)); fi
+expect ftledger-bad-option 3 "ftledger verify: unknown option '--frob'" -- "$FTLEDGER" verify "$L" --frob
+expect ftledger-seq-bad 3 "--seq needs a record number, not 'x'" -- "$FTLEDGER" show "$L" --seq=x
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
