@@ -740,6 +740,12 @@ FT_API ft_jaxpr *ft_value_and_grad(ft_ctx *ctx, const ft_jaxpr *j, int n_argnums
 
 /* Dead-code elimination (recursive through jit, cond and scan). */
 FT_API ft_jaxpr *ft_dce(ft_ctx *ctx, const ft_jaxpr *j);
+/* The same program with every jit call replaced by its body and every other
+ * sub-jaxpr (cond branches, loop bodies, custom rules, scatter's
+ * update_jaxpr) an unshared copy, inlined in turn: nothing in the result is
+ * shared or named. A jit whose jaxpr has constvars stays a call. The caller
+ * frees the result with ft_jaxpr_free. */
+FT_API ft_jaxpr *ft_inline(ft_ctx *ctx, const ft_jaxpr *j);
 
 /* ================================================================== ledger */
 /* A ledger is a directory that records, hash-chained and repairable, every

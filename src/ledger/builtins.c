@@ -5,7 +5,7 @@
  *
  *   parse     "parse"                     source text -> canonical text
  *   trace     "trace"                     self-check of the stored outputs
- *   transform "jvp" "dce" "linearize" "transpose" "vjp" "grad"
+ *   transform "jvp" "dce" "inline" "linearize" "transpose" "vjp" "grad"
  *             "value_and_grad" "vmap" "jacfwd" "jacrev" "hessian"
  *                                         canonical text + params -> canonical text
  *   call      "interp" "jit"              reexec: program + arrays -> arrays (the
@@ -26,6 +26,7 @@ static const builtin builtins[] = {
     {FT_LEDGER_TRACE, "trace", ft_lreplay_trace},
     {FT_LEDGER_TRANSFORM, "jvp", ft_lreplay_transform},
     {FT_LEDGER_TRANSFORM, "dce", ft_lreplay_transform},
+    {FT_LEDGER_TRANSFORM, "inline", ft_lreplay_transform},
     {FT_LEDGER_TRANSFORM, "linearize", ft_lreplay_transform},
     {FT_LEDGER_TRANSFORM, "transpose", ft_lreplay_transform},
     {FT_LEDGER_TRANSFORM, "vjp", ft_lreplay_transform},

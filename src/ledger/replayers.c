@@ -216,6 +216,7 @@ static ft_jaxpr *run_vmap(ft_ctx *p, const json_t *params, const ft_jaxpr *j) {
 static ft_jaxpr *run_transform(ft_ctx *p, const char *op, const json_t *params, const ft_jaxpr *j) {
   if (!strcmp(op, "jvp")) return ft_jvp(p, j);
   if (!strcmp(op, "dce")) return ft_dce(p, j);
+  if (!strcmp(op, "inline")) return ft_inline(p, j);
   if (!strcmp(op, "vjp")) return ft_vjp_jaxpr(p, j);
   if (!strcmp(op, "grad") || !strcmp(op, "value_and_grad")) return run_grad(p, op, params, j);
   if (!strcmp(op, "linearize")) return run_linearize(p, params, j);

@@ -157,6 +157,9 @@ ft_jaxpr *pget_jaxpr(ft_prim p, const ft_pval *ps, const char *name);
 ft_pval pval_clone(ft_arena *a, const ft_pval *v, bool *ok);
 ft_pval *params_clone(ft_arena *a, ft_prim p, const ft_pval *ps);
 ft_jaxpr *jaxpr_clone(ft_arena *a, const ft_jaxpr *src);
+/* As jaxpr_clone, but a sub-jaxpr used at several sites (one pointer) gets
+ * one copy used at the same sites: the copy shares what src shares. */
+ft_jaxpr *jaxpr_clone_shared(ft_arena *a, const ft_jaxpr *src);
 /* A new top-level jaxpr (own arena) that is a deep copy of src. */
 ft_jaxpr *jaxpr_clone_top(const ft_jaxpr *src);
 /* Copies const_data of src into dst's arena (dst constvars shaped like src's). */

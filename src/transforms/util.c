@@ -432,7 +432,36 @@ typedef struct cloner {
   ft_arena *a;
   vmap m;
   bool ok;
+  /* jaxpr_clone_shared: each source sub-jaxpr's copy, made once. */
+  bool keep_shared;
+  int n_memo, cap_memo;
+  const ft_jaxpr **memo_from;
+  ft_jaxpr **memo_to;
 } cloner;
+
+/* The copy of a sub-jaxpr already cloned (keep_shared), or NULL. */
+static ft_jaxpr *memo_get(const cloner *c, const ft_jaxpr *j) {
+  for (int i = 0; i < c->n_memo; i++)
+    if (c->memo_from[i] == j) return c->memo_to[i];
+  return NULL;
+}
+
+static void memo_put(cloner *c, const ft_jaxpr *from, ft_jaxpr *to) {
+  if (c->n_memo == c->cap_memo) {
+    int cap = c->cap_memo ? 2 * c->cap_memo : 16;
+    const ft_jaxpr **f = realloc((void *)c->memo_from, sizeof *f * (size_t)cap);
+    if (f) c->memo_from = f;
+    ft_jaxpr **t = f ? realloc(c->memo_to, sizeof *t * (size_t)cap) : NULL;
+    if (!t) {
+      c->ok = false;
+      return;
+    }
+    c->memo_to = t;
+    c->cap_memo = cap;
+  }
+  c->memo_from[c->n_memo] = from;
+  c->memo_to[c->n_memo++] = to;
+}
 
 static ft_jaxpr *clone_jaxpr(cloner *c, const ft_jaxpr *src);
 
@@ -455,8 +484,10 @@ static ft_pval clone_pval(cloner *c, const ft_pval *v) {
     }
     for (int i = 0; i < v->n; i++) r.u.items[i] = clone_pval(c, &v->u.items[i]);
   } else if (v->tag == FT_PV_JAXPR && v->u.jaxpr) {
-    r.u.jaxpr = clone_jaxpr(c, v->u.jaxpr);
+    ft_jaxpr *done = c->keep_shared ? memo_get(c, v->u.jaxpr) : NULL;
+    r.u.jaxpr = done ? done : clone_jaxpr(c, v->u.jaxpr);
     if (!r.u.jaxpr) c->ok = false;
+    else if (c->keep_shared && !done) memo_put(c, v->u.jaxpr, r.u.jaxpr);
   }
   return r;
 }
@@ -574,6 +605,16 @@ ft_jaxpr *jaxpr_clone(ft_arena *a, const ft_jaxpr *src) {
   if (!vmap_init(&c.m, ft_arena_num_var_ids(src->arena) + 1)) return NULL;
   ft_jaxpr *r = clone_jaxpr(&c, src);
   vmap_free(&c.m);
+  return c.ok ? r : NULL;
+}
+
+ft_jaxpr *jaxpr_clone_shared(ft_arena *a, const ft_jaxpr *src) {
+  cloner c = {.a = a, .ok = true, .keep_shared = true};
+  if (!vmap_init(&c.m, ft_arena_num_var_ids(src->arena) + 1)) return NULL;
+  ft_jaxpr *r = clone_jaxpr(&c, src);
+  vmap_free(&c.m);
+  free((void *)c.memo_from);
+  free(c.memo_to);
   return c.ok ? r : NULL;
 }
 

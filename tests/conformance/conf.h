@@ -137,7 +137,26 @@ typedef struct conf_opts {
   bool interp_only;             /* run the interpreter only (FT_CONF_INTERP_ONLY) */
   const struct conf_known *skip;/* cases not run at all (check glob unused), */
   int n_skip;                   /* each reported as a skip with its reason */
+  bool roundtrip;               /* instead of comparing with JAX: the print ->
+                                 * parse property of every program and of our
+                                 * transforms of it (conf_roundtrip.c) */
 } conf_opts;
+
+/* ------------------------------------------------- print -> parse (issue 16) */
+
+/* Results of one program's check. NOEVAL: the text round-trips (same
+ * hash) but the program itself does not run on the inputs given, so
+ * there are no outputs to compare; NOBUILD: the transform is not built. */
+enum { CONF_RT_PASS, CONF_RT_FAIL, CONF_RT_NOEVAL, CONF_RT_NOBUILD };
+/* print(j) parses to the same canonical hash, and (in not NULL) the
+ * re-parsed program gives bitwise j's outputs on in. why: the failure. */
+int conf_rt_program(ft_ctx *ctx, const ft_jaxpr *j, ft_array *const *in, int n_in, char *why, size_t n_why);
+/* Builds jvp, vjp, linearize (primal and tangent), vmap and grad of j and
+ * checks each (inputs: in, then ones; batched: two copies), reporting
+ * each to fn. */
+typedef void (*conf_rt_note)(void *user, const char *what, int result, const char *why);
+void conf_rt_transforms(ft_ctx *ctx, const ft_jaxpr *j, ft_array *const *in, int n_in, conf_rt_note fn,
+                        void *user);
 
 /* Runs every check of every case; fills *st (free with conf_stats_free).
  * Returns 0, or -1 when a manifest cannot be read (message on stderr). */

@@ -107,6 +107,28 @@ static void note(runctx *rc, const char *check, conf_status s, const char *reaso
   if (rc->o->verbose && s == CONF_FAIL) fprintf(stderr, "FAIL %s %s: %s\n", rc->name, check, reason);
 }
 
+/* conf_roundtrip's results as checks "roundtrip:<program>" (a transform
+ * that cannot be built, or a program that does not run, is a skip). */
+typedef struct rt_user {
+  runctx *rc;
+  const char *prefix;
+} rt_user;
+
+static void rt_note(void *user, const char *what, int r, const char *why) {
+  rt_user *u = user;
+  char ck[64];
+  snprintf(ck, sizeof ck, "roundtrip:%s%s", u->prefix, what);
+  note(u->rc, ck, r == CONF_RT_FAIL ? CONF_FAIL : r == CONF_RT_NOBUILD ? CONF_SKIP : CONF_PASS, why);
+}
+
+static void rt_check(runctx *rc, const char *prefix, const char *what, const ft_jaxpr *j, ft_array **in, int n_in) {
+  char why[512];
+  rt_user u = {rc, prefix};
+  ft_ctx_clear_error(rc->ctx);
+  rt_note(&u, what, conf_rt_program(rc->ctx, j, in, n_in, why, sizeof why), why);
+  ft_ctx_clear_error(rc->ctx);
+}
+
 static conf_tstat *tstat(conf_stats *st, const char *t) {
   for (int i = 0; i < st->n_tf; i++)
     if (!strcmp(st->tf[i].name, t)) return &st->tf[i];
@@ -387,6 +409,15 @@ static void run_transform(runctx *rc, const char *t, json_t *tent, const ft_jaxp
   }
   /* JAX's own transformed program, in our parser and engines */
   ft_jaxpr *tj = check_text(rc, json_string_value(json_object_get(tent, "jaxpr")), pre);
+  if (tj && rc->o->roundtrip) {
+    ft_array *all[MAXA];
+    int n = 0;
+    for (int i = 0; i < n_tc && n < MAXA; i++) all[n++] = tc[i];
+    for (int i = 0; i < n_tin && n < MAXA; i++) all[n++] = tin[i];
+    rt_check(rc, pre, "jax", tj, all, n);
+    ft_jaxpr_free(tj);
+    tj = NULL;
+  }
   if (tj) {
     ft_array *all[MAXA];
     int n = 0;
@@ -424,6 +455,12 @@ static void run_transform(runctx *rc, const char *t, json_t *tent, const ft_jaxp
   int n = 0;
   for (int i = 0; i < n_consts && n < MAXA; i++) all[n++] = consts[i];
   for (int i = 0; i < n_tin && n < MAXA; i++) all[n++] = tin[i];
+  if (rc->o->roundtrip) {
+    snprintf(pre, sizeof pre, "%s:", t);
+    rt_check(rc, pre, "ours", oj, all, n);
+    ft_jaxpr_free(oj);
+    goto out;
+  }
   check_eval(rc, oj, all, n, tout, n_tout, tent, red, true, pre, NULL);
   ft_jaxpr_free(oj);
   if (rc->st->checks_fail > f0) ts->ours_fail++;
@@ -497,7 +534,11 @@ static void run_case(runctx *rc, const char *name, json_t *c, bool golden) {
   ok = ok && load_arrays(rc, json_object_get(c, "inputs"), in, &n_in) &&
        load_arrays(rc, json_object_get(c, "outputs"), want, &n_want);
   if (!ok) note(rc, "load", CONF_FAIL, "cannot read the case's arrays");
-  if (j && ok) {
+  if (j && ok && rc->o->roundtrip) {
+    rt_check(rc, "", "program", j, in, n_in);
+    rt_user u = {rc, ""};
+    conf_rt_transforms(rc->ctx, j, in, n_in, rt_note, &u);
+  } else if (j && ok) {
     long red = golden ? max_input_size(in, n_in)
                       : (long)json_integer_value(json_object_get(c, "reduction_length"));
     const char *stat = NULL;

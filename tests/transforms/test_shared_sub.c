@@ -78,6 +78,23 @@ static void roundtrip(const char *what, const ft_jaxpr *j, int n_in, ft_array *c
   free(text);
 }
 
+/* The JIT gives the interpreter's outputs bit for bit (DESIGN.md §10):
+ * compiles j, runs it on in and compares with ref (the interpreter's). */
+static void jit_matches(const char *what, const ft_jaxpr *j, int n_in, ft_array *const *in,
+                        ft_array *const *ref) {
+  ft_fn *fn = ft_jit(C, j, NULL);
+  ck_assert_msg(fn != NULL, "%s: ft_jit: %s", what, ft_ctx_error(C));
+  int no = ft_jaxpr_num_outputs(j);
+  ft_array *o[64];
+  ck_assert_int_le(no, 64);
+  ck_assert_msg(ft_call(fn, n_in, in, no, o) == FT_OK, "%s: ft_call: %s", what, ft_ctx_error(C));
+  for (int k = 0; k < no; k++)
+    ck_assert_msg(ft_array_equal_bits(o[k], ref[k]), "%s: output %d of the JIT differs from the interpreter's",
+                  what, k);
+  free_all(no, o);
+  ft_fn_free(fn);
+}
+
 /* got is JAX's want up to float32 evaluation differences (XLA's and this
  * project's math libraries, summation order): same shape, every element
  * within 2e-5 + 2e-4 |want|. */
@@ -133,6 +150,7 @@ START_TEST(matches_jax) {
     close_to("forward", k, out[k], w);
     ft_array_free(w);
   }
+  jit_matches("forward", j, n_in, in, out);
   free_all(n_out, out);
   roundtrip(name, j, n_in, in);
 
@@ -148,6 +166,7 @@ START_TEST(matches_jax) {
     close_to("jvp", k, out[n_out + k], w);
     ft_array_free(w);
   }
+  jit_matches("jvp", jv, 2 * n_in, jin, out);
   free_all(2 * n_out, out);
   roundtrip("jvp", jv, 2 * n_in, jin);
 
@@ -163,6 +182,7 @@ START_TEST(matches_jax) {
     close_to(k ? "aux" : "grad", k, out[k], w);
     ft_array_free(w);
   }
+  jit_matches("grad", g, n_in, in, out);
   free_all(ng, out);
   roundtrip("grad", g, n_in, in);
 
@@ -292,12 +312,105 @@ START_TEST(hoisted_names_are_unique) {
 }
 END_TEST
 
+/* has_aux through every entry point (issue 28): `ftc transform` with
+ * grad(f, has_aux=True) and value_and_grad (interpreter), the same under
+ * jit (ft_jit: bitwise the interpreter's files), and `ftc grad --has-aux`
+ * (its printed summary): the aux outputs keep JAX's shapes and values. */
+static ft_array *read_out(const char *dir, int k) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/out%d.npy", dir, k);
+  ft_array *a = ft_npy_read(C, path);
+  ck_assert_msg(a != NULL, "%s: %s", path, ft_ctx_error(C));
+  return a;
+}
+
+static void ftc(const char *args) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s %s >/dev/null", FTC, args);
+  ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
+}
+
+START_TEST(has_aux_every_entry_point) {
+  if (!cases[_i].has_aux) return;
+  const char *name = cases[_i].name;
+  char tmpl[] = "/tmp/ft_has_aux_XXXXXX", args[1600], d_int[700], d_jit[700], d_vg[700];
+  ck_assert_ptr_nonnull(mkdtemp(tmpl));
+  snprintf(d_int, sizeof d_int, "%s/interp", tmpl);
+  snprintf(d_jit, sizeof d_jit, "%s/jit", tmpl);
+  snprintf(d_vg, sizeof d_vg, "%s/vg", tmpl);
+  const char *exprs[3] = {"grad(f, has_aux=True)", "jit(grad(f, has_aux=True))",
+                          "value_and_grad(f, has_aux=True)"};
+  const char *dirs[3] = {d_int, d_jit, d_vg};
+  for (int r = 0; r < 3; r++) {
+    snprintf(args, sizeof args, "transform %s/%s.jaxpr '%s' --run --in %s/%s.in0.npy --out-dir %s --quiet", SHARED,
+             name, exprs[r], SHARED, name, dirs[r]);
+    ftc(args);
+  }
+  int n_out = cases[_i].n_out;
+  for (int k = 0; k < n_out; k++) {
+    ft_array *w = npy(SHARED, name, "grad", k), *a = read_out(d_int, k), *b = read_out(d_jit, k);
+    close_to(k ? "ftc transform aux" : "ftc transform grad", k, a, w);
+    ck_assert_msg(ft_array_equal_bits(a, b), "output %d: jit(grad) differs from grad's bits", k);
+    /* value_and_grad: (value, aux..., grad) */
+    ft_array *v = read_out(d_vg, k ? k : n_out);
+    ck_assert_msg(ft_array_equal_bits(a, v), "value_and_grad output %d is not grad's", k ? k : n_out);
+    ft_array_free(v), ft_array_free(w), ft_array_free(a), ft_array_free(b);
+  }
+  for (int k = 0; k < n_out; k++) {
+    ft_array *w = npy(SHARED, name, "out", k), *v = read_out(d_vg, k);
+    close_to("ftc transform value_and_grad", k, v, w);
+    ft_array_free(v), ft_array_free(w);
+  }
+  /* ftc grad --has-aux: the summary of each output, "outK: f32[dims] = [v, ...]" */
+  char cmd[1600];
+  snprintf(cmd, sizeof cmd, "%s grad %s/%s.jaxpr --has-aux --run --in %s/%s.in0.npy --quiet", FTC, SHARED, name,
+           SHARED, name);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  char *line = NULL;
+  size_t cap = 0;
+  int seen = 0;
+  while (getline(&line, &cap, p) > 0) {
+    int k;
+    if (sscanf(line, "out%d:", &k) != 1 || k < 0 || k >= n_out) continue;
+    ft_array *w = npy(SHARED, name, "grad", k);
+    ft_aval wa = ft_array_aval(w);
+    char want[256];
+    int o = snprintf(want, sizeof want, "out%d: f32[", k);
+    for (int d = 0; d < wa.rank; d++) o += snprintf(want + o, sizeof want - (size_t)o, "%s%lld", d ? "," : "", (long long)wa.dims[d]);
+    snprintf(want + o, sizeof want - (size_t)o, "]");
+    ck_assert_msg(!strncmp(line, want, strlen(want)), "ftc grad --has-aux: '%.60s', JAX's shape is '%s'", line, want);
+    const char *q = strchr(line, '[');
+    q = q ? strchr(q + 1, '[') : NULL;
+    ck_assert_ptr_nonnull(q);
+    const float *wv = ft_array_data(w);
+    size_t n = ft_array_nbytes(w) / sizeof(float);
+    for (size_t i = 0; i < n && i < 64 && q && *q != ']'; i++) {
+      char *end;
+      float g = strtof(q + 1, &end);
+      ck_assert_msg(end != q + 1, "ftc grad --has-aux: no number at '%.20s'", q + 1);
+      ck_assert_msg(fabsf(g - wv[i]) <= 2e-5f + 2e-4f * fabsf(wv[i]), "ftc grad --has-aux out%d[%zu]: %.9g, JAX %.9g",
+                    k, i, (double)g, (double)wv[i]);
+      q = strchr(end, ',');
+    }
+    ft_array_free(w);
+    seen++;
+  }
+  free(line);
+  ck_assert_int_eq(pclose(p), 0);
+  ck_assert_int_eq(seen, n_out);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("shared_sub");
   TCase *t = tcase_create("all");
   tcase_add_checked_fixture(t, setup, teardown);
   tcase_set_timeout(t, 600);
   tcase_add_loop_test(t, matches_jax, 0, (int)(sizeof cases / sizeof *cases));
+  tcase_add_loop_test(t, has_aux_every_entry_point, 0, (int)(sizeof cases / sizeof *cases));
   tcase_add_test(t, second_order_through_shared_jits);
   tcase_add_test(t, golden_and_jvp_roundtrip);
   tcase_add_test(t, hoisted_names_are_unique);
