@@ -199,10 +199,15 @@ int ft_aot_codegen_entry(void *module, const ft_program *p, const ft_aot_entry *
 
 /* ------------------------------------------------------------- emission */
 /* Runs `cc -shared -o so obj -lm` (the only process the library starts, and
- * only for FT_EMIT_SO), with `-L DIR -lfrankentrace_rt -Wl,-rpath,DIR` when
- * FT_AOT_LIBDIR names the directory of libfrankentrace_rt; without it the
+ * only for FT_EMIT_SO), with `-L DIR -l:libfrankentrace_rt.so.SOVERSION
+ * -Wl,-rpath,DIR` when FT_AOT_LIBDIR names the directory of
+ * libfrankentrace_rt. The library is named by its SONAME, not by the
+ * development symlink `libfrankentrace_rt.so`: a runtime-only install has no
+ * such link, and a build tree makes it only after the library is linked, so
+ * a build step emitting an .so could race it. Without FT_AOT_LIBDIR the
  * library's ft_aot_* references stay undefined until the program that uses
  * it links -lfrankentrace_rt. */
+#define RT_SONAME_ARG "-l:libfrankentrace_rt.so." FT_SOVERSION  /* FT_SOVERSION: meson.build */
 static ft_status link_so(ft_ctx *ctx, const char *obj, const char *so, const char *shown) {
   const char *cc = getenv("CC");
   if (!cc || !*cc) cc = "cc";
@@ -213,7 +218,7 @@ static ft_status link_so(ft_ctx *ctx, const char *obj, const char *so, const cha
   if (dir && *dir) {
     snprintf(ldir, sizeof ldir, "-L%s", dir);
     snprintf(rpath, sizeof rpath, "-Wl,-rpath,%s", dir);
-    argv[n++] = ldir, argv[n++] = "-lfrankentrace_rt", argv[n++] = rpath;
+    argv[n++] = ldir, argv[n++] = RT_SONAME_ARG, argv[n++] = rpath;
   }
   argv[n++] = "-lm";
   argv[n] = NULL;
