@@ -47,8 +47,9 @@ int ftc_usage(const char *cmd, const char *fmt, ...) {
 
 /* getopt_long's two spellings of a long option's value: "--argnums=0,1"
  * becomes "--argnums" "0,1" here, once, so every command's parser sees only
- * the separate form. A "--" ends the options: what follows is left alone.
- * Returns a new argv (malloc'd, NULL-terminated) or NULL when out of memory. */
+ * the separate form. After a "--" nothing is split (the commands take no
+ * "--" themselves). Returns a new argv (malloc'd, NULL-terminated) or NULL
+ * when out of memory. */
 static char **split_long_options(int *argc, char **argv) {
   char **out = malloc(sizeof *out * (2 * (size_t)*argc + 1));
   if (!out) return NULL;
@@ -173,13 +174,12 @@ static void usage(FILE *out) {
                "                         lets 'ftledger reexec' re-run it\n");
 }
 
-int main(int argc, char **argv) {
-  tool_blas_single_threaded(argv);
-  if (!(argv = split_long_options(&argc, argv))) { fprintf(stderr, "ftc: out of memory\n"); return 1; }
+/* The command line after split_long_options; returns the exit status. */
+static int run(int argc, char **argv) {
   int st = global_options(&argc, argv);
   if (st) return st;
   if (argc < 2) { usage(stderr); return close_ledger(2); }
-  if (!strcmp(argv[1], "help") && argc == 3) {  /* ftc help CMD: that command's --help */
+  if (!strcmp(argv[1], "help") && argc >= 3) {  /* ftc help CMD: that command's --help */
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
       if (!strcmp(argv[2], cmds[i].name)) return close_ledger(cmds[i].fn(2, (char *[]){argv[2], "--help", NULL}));
     fprintf(stderr, "ftc help: unknown command '%s' (try 'ftc help')\n", argv[2]);
@@ -194,4 +194,16 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], cmds[i].name)) return close_ledger(cmds[i].fn(argc - 1, argv + 1));
   fprintf(stderr, "ftc: unknown command '%s' (try 'ftc --help')\n", argv[1]);
   return close_ledger(2);
+}
+
+int main(int argc, char **argv) {
+  tool_blas_single_threaded(argv);
+  char **args = split_long_options(&argc, argv);
+  if (!args) {
+    fprintf(stderr, "ftc: out of memory\n");
+    return 1;
+  }
+  int rc = run(argc, args);
+  free(args);
+  return rc;
 }

@@ -195,10 +195,10 @@ for lib in "$RTLIB" "$tmp/libaot_all.so" "$tmp/driver"; do
     pass=$((pass + 1))
   fi
 done
-if readelf -d "$tmp/libaot_all.so" | grep -q 'NEEDED.*\[libfrankentrace_rt\.so\]'; then
+if readelf -d "$tmp/libaot_all.so" | grep -q 'NEEDED.*\[libfrankentrace_rt\.so\.0\]'; then  # the SONAME, with the ABI major
   pass=$((pass + 1))
 else
-  echo "FAIL: libaot_all.so does not record libfrankentrace_rt"; fail=$((fail + 1))
+  echo "FAIL: libaot_all.so does not record libfrankentrace_rt.so.0"; fail=$((fail + 1))
 fi
 
 # The runtime library exports the AOT entry points and only ft_* symbols.
