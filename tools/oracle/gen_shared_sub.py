@@ -249,6 +249,40 @@ def _():
                                         lambda v: v + jnp.asarray(_C), x)
 
 
+@case("nn_softmax_onehot")
+def _(rng):
+    def f(x):
+        lab = jax.nn.one_hot(jnp.arange(4) % 3, 5)
+        p = jax.nn.log_softmax(x, axis=-1)
+        q = jax.nn.softmax(x[:2] * 2.0, axis=0)
+        r = jax.nn.logsumexp(x[1:], axis=1)
+        return -jnp.sum(lab * p) + jnp.sum(q * q) + jnp.sum(r), q
+    return f, (randn(rng, 4, 5),)
+
+
+@case("where_in_scan")
+def _(rng):
+    def f(x):
+        def body(c, s):
+            c = jnp.where(c > s, c * 0.5, s - c)
+            return c, jnp.where(s > 0, c, -c)
+        c, ys = jax.lax.scan(body, x[0], x[1:])
+        w = jnp.where(x > 0.1, x, 0.0)
+        return jnp.sum(c) + jnp.sum(ys ** 2) + jnp.sum(w), ys
+    return f, (randn(rng, 5, 3),)
+
+
+@case("linspace_two_shapes")
+def _(rng):
+    def f(x):
+        xp = jnp.linspace(-2.0, 2.0, 6)
+        y = jnp.sin(xp * x) * 2.0
+        z = jnp.linspace(0.0, 1.0, 4) * x[:4]
+        w = jnp.linspace(x[0], x[1], 3)
+        return jnp.sum(y * x) + jnp.sum(z ** 2) + jnp.sum(jnp.cos(w))
+    return f, (randn(rng, 6),)
+
+
 def save(name, what, arrays):
     for k, a in enumerate(arrays):
         np.save(os.path.join(OUT, f"{name}.{what}{k}.npy"), np.asarray(a))
