@@ -44,8 +44,9 @@ static const char *one_file(const char *cmd, int argc, char **argv) {
 
 int ftc_cmd_print(int argc, char **argv) {
   if (ftc_wants_help(argc, argv)) {
-    printf("usage: ftc print FILE\n\nParses a jaxpr (as JAX prints it, JAX 0.4.35 to 0.10), verifies it and\n"
-           "prints it in canonical form: exactly what JAX 0.10.2 prints for it.\n");
+    printf("usage: ftc print FILE\n\nParses a jaxpr (as JAX prints it, JAX 0.4.35 to 0.12), verifies it and\n"
+           "prints it in canonical form: exactly what JAX 0.12.0.1 prints for it\n"
+           "(printing an older JAX's dialect, such as 0.10's, is not offered).\n");
     return 0;
   }
   const char *file = one_file("print", argc, argv);

@@ -8,7 +8,7 @@
  *   2. transformed by the selector's high bits (none, jvp, vjp, vmap of 2,
  *      grad, linearize's tangent program, inline, optimize),
  *   3. printed and parsed back: the hash must not change, the reprint must
- *      be the print (canonical), and on small inputs of zeros the
+ *      be the print (canonical), and on small inputs (a fixed pattern) the
  *      interpreter must give bitwise the same outputs for both (loops are
  *      bounded by the context's limits, big programs are not run).
  * Every failure to build a mutation or a transform must come with a
@@ -21,8 +21,8 @@
 
 static ft_ctx *ctx;
 
-/* Every value a run would make, sub-jaxprs included, is small (so zeros
- * inputs cannot exhaust memory). */
+/* Every value a run would make, sub-jaxprs included, is small (so a run
+ * cannot exhaust memory). */
 static bool small(const ft_jaxpr *j, int depth) {
   if (depth > 8) return false;
   for (int i = 0; i < j->n_in; i++)
@@ -78,7 +78,21 @@ static void run_both(const ft_jaxpr *a, const ft_jaxpr *b) {
     ft_aval av;
     ft_jaxpr_input_aval(a, i, &av);
     ok = (in[i] = ft_array_new(ctx, av.dtype, av.rank, av.dims)) != NULL;
-    if (ok) memset(ft_array_data(in[i]), 0, ft_array_nbytes(in[i]));
+    if (!ok) break;
+    /* small values, not all equal: floats 0.25..1.75, ints 0..2, bools alternating */
+    memset(ft_array_data(in[i]), 0, ft_array_nbytes(in[i]));
+    size_t n = (size_t)ft_aval_size(&av);
+    for (size_t e = 0; e < n; e++) {
+      size_t r = e + (size_t)i;
+      double v = av.dtype == FT_BOOL            ? (double)(e & 1)
+                 : ft_dtype_is_float(av.dtype) ? 0.25 + 0.25 * (double)(r % 7)
+                                               : (double)(r % 3);
+      if (av.dtype == FT_F32) ((float *)ft_array_data(in[i]))[e] = (float)v;
+      else if (av.dtype == FT_F64) ((double *)ft_array_data(in[i]))[e] = v;
+      else if (av.dtype == FT_I32) ((int32_t *)ft_array_data(in[i]))[e] = (int32_t)v;
+      else if (av.dtype == FT_I64) ((int64_t *)ft_array_data(in[i]))[e] = (int64_t)v;
+      else if (av.dtype == FT_BOOL) ((uint8_t *)ft_array_data(in[i]))[e] = (uint8_t)v;
+    }
   }
   if (ok && ft_eval(ctx, a, ni, in, no, oa) == FT_OK) {
     FUZZ_CHECK(ft_eval(ctx, b, ni, in, no, ob) == FT_OK, "the re-parsed program does not run: %s",

@@ -5,7 +5,7 @@ different shapes, one jaxpr called with different operands, inline and
 hoisted definitions mixed), with JAX's forward, jvp and grad results, for
 tests/transforms/test_shared_sub.c (issues 16 and 28).
 
-Usage: .venv-oracle-0.12.0.1/bin/python tools/oracle/gen_shared_sub.py
+Usage: .venv-oracle/bin/python tools/oracle/gen_shared_sub.py
 
 Per case (float32):
   <case>.jaxpr        str(jax.make_jaxpr(f)(*args)) + "\\n"
@@ -16,7 +16,8 @@ Per case (float32):
                       gradient, then the aux outputs when f has more than
                       one output
 and MANIFEST.json with the jax version and, per case, the number of inputs,
-outputs and grad outputs.
+outputs and grad outputs. PRINT_CASES (print_only in the manifest) write
+only <case>.jaxpr: programs whose sub-jaxprs have constvars.
 """
 
 from __future__ import annotations
@@ -133,6 +134,155 @@ def _(rng):
     return f, (randn(rng, 5),)
 
 
+# Printouts only (no arrays): sub-jaxprs with constvars, i.e. functions that
+# close over arrays (a hoisted or inline jit, a custom_jvp/custom_vjp, cond
+# branches, a scan body, a while loop, nested jits). Their constants live in
+# the ClosedJaxpr, not in the text, so these are print checks: `ftc print`
+# must reproduce JAX's text byte for byte (test_shared_sub.c).
+PRINT_CASES = []
+
+
+def print_case(name):
+    def deco(builder):
+        PRINT_CASES.append((name, builder))
+        return builder
+    return deco
+
+
+_C = np.arange(3, dtype=np.float32)
+_D = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+@print_case("consts_jit_hoisted")
+def _():
+    @jax.jit
+    def g(y):
+        return y * jnp.asarray(_C) + 1.0
+    return lambda x: g(x) + g(x * 2)
+
+
+@print_case("consts_jit_inline")
+def _():
+    @jax.jit
+    def g(y):
+        return y * jnp.asarray(_C) + 1.0
+    return lambda x: g(x)
+
+
+@print_case("consts_jit_nested")
+def _():
+    @jax.jit
+    def g(y):
+        @jax.jit
+        def k(z):
+            return z - jnp.asarray(_D)[0]
+        return k(y) * jnp.asarray(_C)
+    return lambda x: g(x) + g(x + 1.0)
+
+
+@print_case("consts_jit_in_scan")
+def _():
+    @jax.jit
+    def g(y):
+        return jnp.sin(y) * jnp.asarray(_C)
+
+    def body(carry, s):
+        return g(carry) + s, carry
+    return lambda x: jax.lax.scan(body, x, jnp.ones((4, 3), jnp.float32))
+
+
+@print_case("consts_two_jits")
+def _():
+    @jax.jit
+    def g(y):
+        return y * jnp.asarray(_C)
+
+    @jax.jit
+    def g2(y):
+        return y @ jnp.asarray(_D).T
+    return lambda x: (g(x), g2(x), g(x * 3))
+
+
+@print_case("consts_custom_jvp")
+def _():
+    @jax.custom_jvp
+    def h(x):
+        return jnp.sin(x) * jnp.asarray(_C)
+
+    @h.defjvp
+    def hj(p, t):
+        return h(p[0]), t[0] * jnp.asarray(_C)
+    return lambda x: h(x).sum()
+
+
+@print_case("consts_custom_vjp_grad")
+def _():
+    @jax.custom_vjp
+    def h(x):
+        return jnp.sin(x) * jnp.asarray(_C)
+
+    def hf(x):
+        return h(x), jnp.cos(x)
+
+    def hb(r, g):
+        return (g * r * jnp.asarray(_C),)
+    h.defvjp(hf, hb)
+    return lambda x: (h(x).sum(), jax.grad(lambda y: h(y).sum())(x))
+
+
+@print_case("consts_cond_branches")
+def _():
+    return lambda x: jax.lax.cond(x[0] > 0, lambda y: y * jnp.asarray(_C), lambda y: y - jnp.asarray(_C), x)
+
+
+@print_case("consts_jit_cond")
+def _():
+    @jax.jit
+    def g(y):
+        return jax.lax.cond(y[0] > 0, lambda z: z * jnp.asarray(_C), lambda z: z, y)
+    return lambda x: g(x) + g(-x)
+
+
+@print_case("consts_while")
+def _():
+    return lambda x: jax.lax.while_loop(lambda v: v[0] < jnp.asarray(_C)[2] * 5,
+                                        lambda v: v + jnp.asarray(_C), x)
+
+
+@case("nn_softmax_onehot")
+def _(rng):
+    def f(x):
+        lab = jax.nn.one_hot(jnp.arange(4) % 3, 5)
+        p = jax.nn.log_softmax(x, axis=-1)
+        q = jax.nn.softmax(x[:2] * 2.0, axis=0)
+        r = jax.nn.logsumexp(x[1:], axis=1)
+        return -jnp.sum(lab * p) + jnp.sum(q * q) + jnp.sum(r), q
+    return f, (randn(rng, 4, 5),)
+
+
+@case("where_in_scan")
+def _(rng):
+    def f(x):
+        def body(c, s):
+            c = jnp.where(c > s, c * 0.5, s - c)
+            return c, jnp.where(s > 0, c, -c)
+        c, ys = jax.lax.scan(body, x[0], x[1:])
+        w = jnp.where(x > 0.1, x, 0.0)
+        return jnp.sum(c) + jnp.sum(ys ** 2) + jnp.sum(w), ys
+    return f, (randn(rng, 5, 3),)
+
+
+@case("linspace_two_shapes")
+def _(rng):
+    def f(x):
+        xp = jnp.linspace(-2.0, 2.0, 6)
+        y = jnp.sin(xp * x) * 2.0
+        z = jnp.linspace(0.0, 1.0, 4) * x[:4]
+        w = jnp.linspace(x[0], x[1], 3)
+        return jnp.sum(y * x) + jnp.sum(z ** 2) + jnp.sum(jnp.cos(w))
+    return f, (randn(rng, 6),)
+
+
 def save(name, what, arrays):
     for k, a in enumerate(arrays):
         np.save(os.path.join(OUT, f"{name}.{what}{k}.npy"), np.asarray(a))
@@ -162,6 +312,12 @@ def main():
             grads = (jax.grad(f)(*args),)
         save(name, "grad", grads)
         manifest["cases"][name] = {"n_in": len(args), "n_out": len(outs), "has_aux": has_aux}
+    manifest["print_only"] = []
+    for name, builder in PRINT_CASES:
+        f = builder()
+        with open(os.path.join(OUT, name + ".jaxpr"), "w") as fh:
+            fh.write(str(jax.make_jaxpr(f)(jnp.ones(3, jnp.float32))) + "\n")
+        manifest["print_only"].append(name)
     with open(os.path.join(OUT, "MANIFEST.json"), "w") as fh:
         json.dump(manifest, fh, indent=1, sort_keys=True)
         fh.write("\n")
