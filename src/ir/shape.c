@@ -1122,13 +1122,46 @@ static ft_status rule_scatter(R *r) {
 }
 
 /* reduce_window_*: dilate the operand and the window, pad, stride. */
+static ft_status window_shape(R *r, const ft_aval *a, ft_aval *out);
+
 static ft_status rule_reduce_window(R *r) {
-  const ft_aval *a = &r->in[0];
+  ft_status st = check_dtype(r, 0, r->p == FT_P_REDUCE_WINDOW_SUM ? K_NUM : K_ANY, "operand");
+  ft_aval o;
+  if (st || (st = window_shape(r, &r->in[0], &o))) return st;
+  return put(r, o);
+}
+
+/* select_and_gather_add tangents operand (one aval; the result is the
+ * reduce_window of operand) and select_and_scatter_add source operand
+ * (source of that reduce_window's shape; the result is operand's). */
+static ft_status rule_select_and(R *r) {
+  const ft_aval *src = &r->in[0], *a = &r->in[1];
+  ft_status st = check_dtype(r, 1, K_FLOAT, "operand");
+  if (st) return st;
+  const ft_pval *sp = param(r, "select_prim");
+  if (!sp || sp->tag != FT_PV_SYM) return fail(r, FT_ERR_TYPE, "select_prim must be ge or le");
+  ft_aval o;
+  if ((st = window_shape(r, a, &o))) return st;
+  if (r->p == FT_P_SELECT_AND_GATHER_ADD) {
+    if (!ft_aval_eq(src, a) && !(src->dtype == a->dtype && ft_shape_eq(src, a)))
+      return fail(r, FT_ERR_TYPE, "tangents %s and operand %s must have one shape and dtype", S(r, src),
+                  S(r, a));
+    return put(r, o);
+  }
+  if (src->dtype != a->dtype || !ft_shape_eq(src, &o))
+    return fail(r, FT_ERR_SHAPE, "source %s must have the window result's shape and dtype %s", S(r, src),
+                S(r, &o));
+  ft_aval res = *a;
+  res.weak_type = false;
+  return put(r, res);
+}
+
+/* The result of reduce_window's windows over a (the window params of r). */
+static ft_status window_shape(R *r, const ft_aval *a, ft_aval *out) {
   int64_t wd[MAX_INTS], ws[MAX_INTS], bd[MAX_INTS], wdl[MAX_INTS];
   int nwd, nws, nbd, nwdl;
   ft_status st;
-  if ((st = check_dtype(r, 0, r->p == FT_P_REDUCE_WINDOW_SUM ? K_NUM : K_ANY, "operand")) ||
-      (st = get_ints(r, "window_dimensions", true, wd, &nwd)) ||
+  if ((st = get_ints(r, "window_dimensions", true, wd, &nwd)) ||
       (st = get_ints(r, "window_strides", true, ws, &nws)) ||
       (st = get_ints(r, "base_dilation", false, bd, &nbd)) ||
       (st = get_ints(r, "window_dilation", false, wdl, &nwdl)))
@@ -1154,7 +1187,8 @@ static ft_status rule_reduce_window(R *r) {
                   T(r, nwd, wd), S(r, a), i);
     o.dims[i] = (padded - win) / ws[i] + 1;
   }
-  return put(r, o);
+  *out = o;
+  return FT_OK;
 }
 
 static ft_status rule_conv(R *r) {
@@ -1637,6 +1671,7 @@ static ft_status dispatch(R *r) {
     return FT_OK;
   case FT_P_PLATFORM_INDEX: return rule_platform_index(r);
   case FT_P_EMPTY: return rule_empty(r);
+  case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD: return rule_select_and(r);
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
     return rule_reduce_window(r);
   case FT_P_CONV_GENERAL_DILATED: return rule_conv(r);

@@ -240,6 +240,13 @@ ft_status ft_platform_index_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *
                                  ft_array *const *out, void *scratch);
 ft_status ft_empty_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
                         void *scratch);
+/* interp_window.c: select_and_gather_add, select_and_scatter_add (scratch:
+ * ft_select_and_scratch, one window's offsets) */
+ft_status ft_select_and_gather_add_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                        ft_array *const *out, void *scratch);
+ft_status ft_select_and_scatter_add_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                         ft_array *const *out, void *scratch);
+size_t ft_select_and_scratch(const ft_eqn *e);
 /* The rule body above for e's primitive (NULL: none), and its scratch bytes. */
 ft_rule_into_fn ft_rule_into_for(ft_prim p);
 size_t ft_rule_scratch(const ft_eqn *e);

@@ -27,6 +27,7 @@ bool bt_uses_lane_loop(ft_prim p) {
   case FT_P_GATHER: case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL:
   case FT_P_SCATTER_MIN: case FT_P_SCATTER_MAX: case FT_P_CONV_GENERAL_DILATED: case FT_P_FFT:
   case FT_P_SCATTER_SUB: case FT_P_STACK: case FT_P_UNSTACK: case FT_P_TILE:
+  case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
     return true;
   default: return false;
   }

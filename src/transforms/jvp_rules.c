@@ -473,6 +473,12 @@ bool jvp_rule(jvp_call *c) {
   case FT_P_POLYNOMIAL: return polynomial(c);
   case FT_P_STACK: case FT_P_UNSTACK: case FT_P_TILE: return layout(c); /* linear */
   case FT_P_OPTIMIZATION_BARRIER: return opt_barrier(c);
+  case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
+    /* linear in the first operand; the choice is piecewise constant in the
+     * operand, whose tangent does not contribute (JAX's rules) */
+    if (!c->dx[0]) return true;
+    c->dy[0] = tx_emit(c->t, e->prim, c->params, 2, (ft_var *[]){c->dx[0], c->x[1]});
+    return !c->t->failed;
   default: break;
   }
   if (ft_prim_get(e->prim)->family == FT_FAM_LAYOUT) return layout(c);

@@ -29,7 +29,7 @@ const char *ft_transpose_rule_status(ft_prim p) {
     return NULL;
   case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
   case FT_P_SCATTER_SUB: case FT_P_POLYNOMIAL: case FT_P_STACK: case FT_P_UNSTACK: case FT_P_TILE:
-  case FT_P_OPTIMIZATION_BARRIER:
+  case FT_P_OPTIMIZATION_BARRIER: case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
     return NULL;
   case FT_P_WHILE: return TR_WHILE;
   case FT_P_GATHER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER: /* ad_index.c */
@@ -678,6 +678,37 @@ static bool opt_barrier(tr_call *c) {
   return !c->t->failed;
 }
 
+/* select_and_gather_add and select_and_scatter_add transpose to each other
+ * (linear in their first operand; JAX's rules, which also require unit
+ * dilations: a dilated gather has no scatter to transpose to). */
+static bool select_and(tr_call *c) {
+  tx *t = c->t;
+  bool gather = c->e->prim == FT_P_SELECT_AND_GATHER_ADD;
+  if (c->lin[1]) return not_linear(c, "the operand is linear (only the first operand is)");
+  ft_prim to = gather ? FT_P_SELECT_AND_SCATTER_ADD : FT_P_SELECT_AND_GATHER_ADD;
+  ft_pval *ps = tx_params(t, to);
+  if (!ps) return false;
+  int rank = in_aval(c, 1)->rank;
+  int64_t ones[FT_MAX_RANK];
+  for (int i = 0; i < rank; i++) ones[i] = 1;
+  if (gather) {
+    int64_t d[FT_MAX_RANK];
+    for (int k = 0; k < 2; k++) {
+      const char *nm = k ? "window_dilation" : "base_dilation";
+      int n = pget_ints(FT_P_SELECT_AND_GATHER_ADD, c->params, nm, d, FT_MAX_RANK);
+      for (int i = 0; i < n; i++)
+        if (d[i] != 1) return not_linear(c, "with a base or window dilation other than 1 (JAX refuses it too)");
+    }
+  } else {
+    pset(to, ps, "base_dilation", ft_pv_ints(t->a, rank, ones));
+    pset(to, ps, "window_dilation", ft_pv_ints(t->a, rank, ones));
+  }
+  const char *keep[] = {"padding", "select_prim", "window_dimensions", "window_strides"};
+  for (int k = 0; k < 4; k++) pset(to, ps, keep[k], *pget(c->e->prim, c->params, keep[k]));
+  c->ct_x[0] = tx_emit(t, to, ps, 2, (ft_var *[]){c->ct[0], c->x[1]});
+  return !t->failed;
+}
+
 bool transpose_rule(tr_state *s, tr_call *c) {
   const ft_eqn *e = c->e;
   switch (e->prim) {
@@ -690,6 +721,7 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_UNSTACK: return unstack(c);
   case FT_P_TILE: return tile(c);
   case FT_P_OPTIMIZATION_BARRIER: return opt_barrier(c);
+  case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD: return select_and(c);
   case FT_P_CONVERT_ELEMENT_TYPE:
     c->ct_x[0] = tx_convert(c->t, c->ct[0], in_aval(c, 0)->dtype);
     return !c->t->failed;

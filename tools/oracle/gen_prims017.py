@@ -3,7 +3,8 @@
 primitives (issue 17 §1): stack, unstack, tile, polynomial, clz,
 population_count, mulhi, reduce_xor, optimization_barrier,
 sharding_constraint, layout_constraint, reshard, platform_index (through
-jnp.diagonal), empty, scatter-sub.
+jnp.diagonal), empty, scatter-sub, and select_and_gather_add /
+select_and_scatter_add (through the jvp and grad of max/min pooling).
 
 The cases are registered with gen_conformance.py's machinery (same
 captures, same MANIFEST.json entries) but only these are run, and their
@@ -128,13 +129,32 @@ def register_prims017():
             idx = np.array([2, 0], np.int32)
             return (lambda a, u: a.at[idx].subtract(u)), [a, u]
 
+        # max/min pooling: JAX's jvp prints select_and_gather_add, its grad
+        # select_and_scatter_add (transposed); strided, padded, overlapping
+        @mine(f"{pre}prim_maxpool_{d}", "select_and_gather_add", VEC)
+        def b(rng, dty=dty):
+            x = G.randn(rng, 5, 6, dtype=dty)
+            return (lambda x: jnp.sum(lax.reduce_window(x, -jnp.inf, lax.max, (2, 3), (2, 2),
+                                                        ((1, 0), (0, 1))) ** 2)), [x]
+
+        @mine(f"{pre}prim_minpool_{d}", "select_and_scatter_add", VEC)
+        def b(rng, dty=dty):
+            x = G.randn(rng, 6, 4, dtype=dty)
+            return (lambda x: jnp.sum(jnp.sin(lax.reduce_window(x, jnp.inf, lax.min, (3, 2), (1, 1),
+                                                                "VALID")))), [x]
+
+        @mine(f"{pre}prim_maxpool_dilated_{d}", "select_and_gather_add", ("jvp", "vmap"))
+        def b(rng, dty=dty):  # dilations: forward mode only (JAX cannot transpose it)
+            x = G.randn(rng, 7, 5, dtype=dty)
+            return (lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (1, 2), "SAME",
+                                                base_dilation=(1, 2), window_dilation=(2, 1))), [x]
+
         @mine(f"{pre}prim_empty_{d}", "empty")
         def b(rng, dty=dty):
             a = G.randn(rng, 3, dtype=dty)
             return (lambda a: (lax.empty((2, 3), np.dtype(dty)), lax.empty((3,), jnp.int32), a)), [a]
 
-    # layout_constraint (an explicit Layout: f32 only; JAX refuses its
-    # transforms under make_jaxpr? no: it is linear)
+    # layout_constraint with an explicit Layout (f32 only)
     from jax.experimental.layout import Layout, with_layout_constraint
 
     @mine("prim_layout_constraint_f32", "layout_constraint", VOUT)
