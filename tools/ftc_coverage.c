@@ -34,10 +34,64 @@ static bool explicit_reason(const char *why) {
   return !strncmp(why, "unsupported: ", 13) || !strcmp(why, "not linear") || !strncmp(why, "n/a: ", 5);
 }
 
+/* The state of JAX primitive `name` here: "not parsed" when the table
+ * lacks it; else the passes with a rule, then each other pass with its
+ * explicit reason ("not linear" included). Written to buf. */
+static const char *jax_state(const char *name, char *buf, size_t cap) {
+  ft_prim p = ft_prim_lookup(name, strlen(name));
+  if (p == FT_NUM_PRIMS) {
+    snprintf(buf, cap, "not parsed (no entry in src/ir/prims.def)");
+    return buf;
+  }
+  size_t n = 0;
+  int missing = 0;
+  buf[0] = '\0';
+  for (int c = 0; c < NCOL; c++)
+    if (!columns[c].status(p)) n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", n ? " " : "", columns[c].name);
+    else missing++;
+  if (!missing) {
+    snprintf(buf, cap, "every pass (eval jvp transpose batch egraph lower)");
+    return buf;
+  }
+  for (int c = 0; c < NCOL; c++) {
+    const char *why = columns[c].status(p);
+    if (why && n < cap) n += (size_t)snprintf(buf + n, cap - n, "; %s: %s", columns[c].name, why);
+  }
+  return buf;
+}
+
+/* ftc coverage --jax FILE: every primitive JAX registers (the committed
+ * list of tools/oracle/gen_jax_primitives.py: "name module" lines) with
+ * its state here, then the counts. */
+static int coverage_jax(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return ftc_fail("coverage", "cannot read the JAX primitive list '%s'", path);
+  char line[512], buf[2048];
+  int all = 0, some = 0, none = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#' || line[0] == '\n') continue;
+    char name[256], mod[256] = "";
+    if (sscanf(line, "%255s %255s", name, mod) < 1) continue;
+    const char *st = jax_state(name, buf, sizeof buf);
+    printf("%-32s %s\n", name, st);
+    if (!strncmp(st, "not parsed", 10)) none++;
+    else if (!strncmp(st, "every pass", 10)) all++;
+    else some++;
+  }
+  fclose(f);
+  printf("\n%d JAX primitives: %d with every rule, %d with some passes refused (reasons above), "
+         "%d not parsed\n", all + some + none, all, some, none);
+  return 0;
+}
+
 int ftc_cmd_coverage(int argc, char **argv) {
   if (ftc_wants_help(argc, argv)) {
-    printf("usage: ftc coverage [--strict] [--reasons]\n\n"
-           "Prints the primitive x rule matrix: for each primitive in the table and\n"
+    printf("usage: ftc coverage [--strict] [--reasons]\n"
+           "       ftc coverage --jax [FILE]\n\n"
+           "--jax lists every primitive JAX 0.12 registers (FILE, by default\n"
+           "%s) with its state here: the passes with a\n"
+           "rule and the reason of each other one, or 'not parsed'.\n\n", FTC_JAX_PRIMS);
+    printf("Without --jax: prints the primitive x rule matrix: for each primitive in the table and\n"
            "each pass (%s", columns[0].name);
     for (int c = 1; c < NCOL; c++) printf(", %s", columns[c].name);
     printf("), 'yes' for a rule, '-' for an explicit\n"
@@ -46,6 +100,10 @@ int ftc_cmd_coverage(int argc, char **argv) {
     return 0;
   }
   bool strict = false, reasons = false;
+  if (argc >= 2 && !strcmp(argv[1], "--jax")) {
+    if (argc > 3) return ftc_fail("coverage", "--jax takes at most one file");
+    return coverage_jax(argc == 3 ? argv[2] : FTC_JAX_PRIMS);
+  }
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--strict")) strict = true;
     else if (!strcmp(argv[i], "--reasons")) reasons = true;

@@ -261,6 +261,9 @@ ft_pval ft_pv_ints(ft_arena *a, int n, const int64_t *v);
 ft_pval ft_pv_tuple(ft_arena *a, int n);
 /* Reads a tuple of ints; returns false if v is not one. Writes at most max. */
 bool ft_pv_get_ints(const ft_pval *v, int64_t *out, int max, int *n_out);
+/* platform_index's choice on this CPU for its platforms param: the index of
+ * the branch naming 'cpu', else of the default (None); -1 if neither (prims.c). */
+int ft_platform_index(const ft_pval *platforms);
 bool ft_pval_eq(const ft_pval *a, const ft_pval *b);
 
 /* ============================================================ flattree.c */

@@ -280,9 +280,26 @@ static bool to_sym(const ft_param_spec *spec, ft_pval *v) {
   return false;
 }
 
+/* A dtype param: a name (float32), or the type object JAX prints when a
+ * program passed one (lax.empty(shape, jnp.float32) prints
+ * dtype=<class 'jax.numpy.float32'>), whose spelling is kept for printing. */
 static bool to_dtype(ft_pval *v, bool or_none) {
   if (or_none && v->tag == FT_PV_NONE) return true;
   ft_dtype dt;
+  if (v->tag == FT_PV_OPAQUE && v->s && !strncmp(v->s, "<class '", 8)) {
+    size_t n = strlen(v->s);
+    const char *dot = strrchr(v->s, '.');
+    char name[32];
+    if (n < 11 || strcmp(v->s + n - 2, "'>") || !dot || (size_t)(v->s + n - 2 - dot - 1) >= sizeof name)
+      return false;
+    memcpy(name, dot + 1, (size_t)(v->s + n - 2 - dot - 1));
+    name[v->s + n - 2 - dot - 1] = '\0';
+    if (ft_dtype_from_name(name, &dt) != FT_OK) return false;
+    const char *spelled = v->s;
+    *v = ft_pv_dtype(dt);
+    v->s = spelled;
+    return true;
+  }
   if (v->tag != FT_PV_STR || ft_dtype_from_name(v->s, &dt) != FT_OK) return false;
   *v = ft_pv_dtype(dt);
   return true;

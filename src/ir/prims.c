@@ -134,3 +134,26 @@ int ft_prim_param_index(ft_prim p, const char *name) {
     if (!strcmp(pi->params[i].name, name)) return i;
   return -1;
 }
+
+/* The branch platform_index picks on this machine (JAX's lowering for the
+ * cpu platform): the first item, a tuple of quoted platform names, that
+ * names 'cpu'; else the default (an item that is None); -1 when neither
+ * exists or platforms is not such a tuple. */
+int ft_platform_index(const ft_pval *platforms) {
+  if (!platforms || platforms->tag != FT_PV_TUPLE) return -1;
+  int dflt = -1;
+  for (int i = 0; i < platforms->n; i++) {
+    const ft_pval *it = &platforms->u.items[i];
+    if (it->tag == FT_PV_NONE) {
+      if (dflt < 0) dflt = i;
+      continue;
+    }
+    if (it->tag != FT_PV_TUPLE) return -1;
+    for (int k = 0; k < it->n; k++) {
+      const ft_pval *nm = &it->u.items[k];
+      if ((nm->tag != FT_PV_OPAQUE && nm->tag != FT_PV_STR) || !nm->s) return -1;
+      if (!strcmp(nm->s, "'cpu'") || !strcmp(nm->s, "\"cpu\"") || !strcmp(nm->s, "cpu")) return i;
+    }
+  }
+  return dflt;
+}

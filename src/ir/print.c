@@ -69,6 +69,10 @@ static const struct {
     /* JAX 0.12's scan prints ft_in/ft_out (see scan_tree) instead */
     {FT_P_SCAN, "num_carry", HIDE}, {FT_P_SCAN, "num_consts", HIDE},
     {FT_P_REDUCE_MAX, "out_sharding", HIDE_ABSENT}, {FT_P_REDUCE_MIN, "out_sharding", HIDE_ABSENT},
+    /* JAX 0.12: cond's branches_platforms is only bound by platform_dependent;
+     * polynomial's unroll only when given; reshard's pp rule prints no params */
+    {FT_P_COND, "branches_platforms", HIDE_NONE}, {FT_P_POLYNOMIAL, "unroll", HIDE_NONE},
+    {FT_P_RESHARD, "concrete_mesh", HIDE}, {FT_P_RESHARD, "dst_sharding", HIDE},
 };
 
 enum { MAX_PARAMS = 24 };
@@ -188,7 +192,7 @@ static void str_pval(ft_buf *b, const ft_pval *v) {
     else ft_buf_printf(b, "%lld", (long long)v->u.i);
     break;
   case FT_PV_FLOAT: ft_py_float_repr(b, v->u.f, true); break;
-  case FT_PV_DTYPE: ft_buf_puts(b, ft_dtype_long_name(v->u.dt)); break;
+  case FT_PV_DTYPE: ft_buf_puts(b, v->s ? v->s : ft_dtype_long_name(v->u.dt)); break; /* s: a <class '...'> spelling */
   case FT_PV_SYM: case FT_PV_STR: case FT_PV_OPAQUE: ft_buf_puts(b, v->s ? v->s : ""); break;
   case FT_PV_TUPLE:
     ft_buf_puts(b, v->list ? "[" : "(");
@@ -567,8 +571,11 @@ static void find_shared(pctx *pc, const ft_jaxpr *top) {
     for (int i = 0; i < j->n_eqn; i++) {
       const ft_eqn *e = &j->eqns[i];
       /* JAX names a hoisted jaxpr after its equation's `name` param, of
-       * whatever primitive (core._pp_subjaxprs). */
-      int k = ft_prim_param_index(e->prim, "name");
+       * whatever primitive (core._pp_subjaxprs). custom_jvp_call and
+       * custom_vjp_call have none in JAX (their pp rules make up the printed
+       * name), so theirs are hoisted as `jaxpr`. */
+      bool custom = e->prim == FT_P_CUSTOM_JVP_CALL || e->prim == FT_P_CUSTOM_VJP_CALL;
+      int k = custom ? -1 : ft_prim_param_index(e->prim, "name");
       const char *name = NULL;
       if (k >= 0 && e->params[k].tag == FT_PV_STR && e->params[k].s)
         name = strip_name(pc->pp.arena, e->params[k].s);

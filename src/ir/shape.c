@@ -208,7 +208,10 @@ static int unary_mask(ft_prim p) {
   case FT_P_ERF: case FT_P_ERFC: case FT_P_ERF_INV: case FT_P_REDUCE_PRECISION:
     return K_FLOAT;
   case FT_P_NOT: return K_BOOL_INT;
-  case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: return K_ALL;
+  case FT_P_CLZ: case FT_P_POPULATION_COUNT: return K_INT;
+  case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: case FT_P_SHARDING_CONSTRAINT:
+  case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
+    return K_ALL;
   default: return K_INEXACT; /* exp log tanh logistic sin ... sqrt rsqrt */
   }
 }
@@ -268,9 +271,10 @@ static int binary_mask(ft_prim p) {
   case FT_P_ATAN2: case FT_P_NEXTAFTER: return K_FLOAT;
   case FT_P_AND: case FT_P_OR: case FT_P_XOR: return K_BOOL_INT;
   case FT_P_SHIFT_LEFT: case FT_P_SHIFT_RIGHT_LOGICAL: case FT_P_SHIFT_RIGHT_ARITHMETIC:
+  case FT_P_MULHI:
     return K_INT;
   case FT_P_ADD_ANY: return K_ALL;
-  case FT_P_EQ: case FT_P_NE: return K_ANY;
+  case FT_P_EQ: case FT_P_NE: case FT_P_EQ_TO: return K_ANY;
   default: return K_ORDERED; /* lt le gt ge */
   }
 }
@@ -706,7 +710,7 @@ static ft_status rule_reduce(R *r) {
   const ft_aval *a = &r->in[0];
   bool arg = r->p == FT_P_ARGMAX || r->p == FT_P_ARGMIN;
   int mask = r->p == FT_P_REDUCE_SUM || r->p == FT_P_REDUCE_PROD ? K_NUM
-           : r->p == FT_P_REDUCE_AND || r->p == FT_P_REDUCE_OR ? K_BOOL_INT
+           : r->p == FT_P_REDUCE_AND || r->p == FT_P_REDUCE_OR || r->p == FT_P_REDUCE_XOR ? K_BOOL_INT
            : arg ? K_ORDERED : K_ANY;
   if ((st = check_dtype(r, 0, mask, "operand"))) return st;
   if ((st = get_ints(r, "axes", true, ax, &n)) || (st = check_axes(r, "axes", n, ax, a->rank, a)))
@@ -1118,13 +1122,46 @@ static ft_status rule_scatter(R *r) {
 }
 
 /* reduce_window_*: dilate the operand and the window, pad, stride. */
+static ft_status window_shape(R *r, const ft_aval *a, ft_aval *out);
+
 static ft_status rule_reduce_window(R *r) {
-  const ft_aval *a = &r->in[0];
+  ft_status st = check_dtype(r, 0, r->p == FT_P_REDUCE_WINDOW_SUM ? K_NUM : K_ANY, "operand");
+  ft_aval o;
+  if (st || (st = window_shape(r, &r->in[0], &o))) return st;
+  return put(r, o);
+}
+
+/* select_and_gather_add tangents operand (one aval; the result is the
+ * reduce_window of operand) and select_and_scatter_add source operand
+ * (source of that reduce_window's shape; the result is operand's). */
+static ft_status rule_select_and(R *r) {
+  const ft_aval *src = &r->in[0], *a = &r->in[1];
+  ft_status st = check_dtype(r, 1, K_FLOAT, "operand");
+  if (st) return st;
+  const ft_pval *sp = param(r, "select_prim");
+  if (!sp || sp->tag != FT_PV_SYM) return fail(r, FT_ERR_TYPE, "select_prim must be ge or le");
+  ft_aval o;
+  if ((st = window_shape(r, a, &o))) return st;
+  if (r->p == FT_P_SELECT_AND_GATHER_ADD) {
+    if (!ft_aval_eq(src, a) && !(src->dtype == a->dtype && ft_shape_eq(src, a)))
+      return fail(r, FT_ERR_TYPE, "tangents %s and operand %s must have one shape and dtype", S(r, src),
+                  S(r, a));
+    return put(r, o);
+  }
+  if (src->dtype != a->dtype || !ft_shape_eq(src, &o))
+    return fail(r, FT_ERR_SHAPE, "source %s must have the window result's shape and dtype %s", S(r, src),
+                S(r, &o));
+  ft_aval res = *a;
+  res.weak_type = false;
+  return put(r, res);
+}
+
+/* The result of reduce_window's windows over a (the window params of r). */
+static ft_status window_shape(R *r, const ft_aval *a, ft_aval *out) {
   int64_t wd[MAX_INTS], ws[MAX_INTS], bd[MAX_INTS], wdl[MAX_INTS];
   int nwd, nws, nbd, nwdl;
   ft_status st;
-  if ((st = check_dtype(r, 0, r->p == FT_P_REDUCE_WINDOW_SUM ? K_NUM : K_ANY, "operand")) ||
-      (st = get_ints(r, "window_dimensions", true, wd, &nwd)) ||
+  if ((st = get_ints(r, "window_dimensions", true, wd, &nwd)) ||
       (st = get_ints(r, "window_strides", true, ws, &nws)) ||
       (st = get_ints(r, "base_dilation", false, bd, &nbd)) ||
       (st = get_ints(r, "window_dilation", false, wdl, &nwdl)))
@@ -1150,7 +1187,8 @@ static ft_status rule_reduce_window(R *r) {
                   T(r, nwd, wd), S(r, a), i);
     o.dims[i] = (padded - win) / ws[i] + 1;
   }
-  return put(r, o);
+  *out = o;
+  return FT_OK;
 }
 
 static ft_status rule_conv(R *r) {
@@ -1482,6 +1520,109 @@ static ft_status rule_custom_lin(R *r) {
   return FT_OK;
 }
 
+/* ------------------------------------------------ JAX 0.12 additions */
+
+/* polynomial x c0 ... cN: one dtype (numeric), shapes broadcasting as a
+ * binary op's (lax._polynomial_dtype_rule, broadcasting_shape_rule). */
+static ft_status rule_polynomial(R *r) {
+  ft_status st = check_count(r, 2);
+  if (st) return st;
+  if (r->n_in > 64) return fail(r, FT_ERR_UNSUPPORTED, "%d coefficients (at most 63)", r->n_in - 1);
+  const ft_aval *ops[64];
+  for (int i = 0; i < r->n_in; i++) {
+    if ((st = check_dtype(r, i, K_NUM, "operand"))) return st;
+    if (r->in[i].dtype != r->in[0].dtype)
+      return fail(r, FT_ERR_TYPE, "operand dtypes %s and %s do not match (%s, %s)",
+                  ft_dtype_name(r->in[0].dtype), ft_dtype_name(r->in[i].dtype), S(r, &r->in[0]),
+                  S(r, &r->in[i]));
+    ops[i] = &r->in[i];
+  }
+  const ft_pval *u = param(r, "unroll");
+  if (u && u->tag != FT_PV_NONE && (u->tag != FT_PV_INT || u->u.i < 0))
+    return fail(r, FT_ERR_TYPE, "unroll must be None or a nonnegative int");
+  ft_aval o;
+  if ((st = nary_shape(r, r->n_in, ops, &o))) return st;
+  o.dtype = r->in[0].dtype;
+  o.weak_type = all_weak(r, 0, r->n_in);
+  return put(r, o);
+}
+
+/* stack[axis]: operands of one shape and dtype, a new axis of their count. */
+static ft_status rule_stack(R *r) {
+  ft_status st = check_count(r, 1);
+  if (st) return st;
+  int64_t axis;
+  if ((st = need_int(r, "axis", &axis))) return st;
+  const ft_aval *a = &r->in[0];
+  if (axis < 0 || axis > a->rank || a->rank + 1 > FT_MAX_RANK)
+    return fail(r, FT_ERR_SHAPE, "axis %lld out of range for operand %s", (long long)axis, S(r, a));
+  for (int i = 1; i < r->n_in; i++)
+    if (!ft_aval_eq(&r->in[i], a))
+      return fail(r, FT_ERR_TYPE, "operands must have one shape and dtype, got %s and %s", S(r, a),
+                  S(r, &r->in[i]));
+  ft_aval o = *a;
+  o.rank = a->rank + 1;
+  for (int d = 0; d < o.rank; d++)
+    o.dims[d] = d < axis ? a->dims[d] : d == axis ? r->n_in : a->dims[d - 1];
+  o.weak_type = all_weak(r, 0, r->n_in);
+  return put(r, o);
+}
+
+/* unstack[axis]: one result per index of the axis, the axis removed. */
+static ft_status rule_unstack(R *r) {
+  int64_t axis;
+  ft_status st = need_int(r, "axis", &axis);
+  if (st) return st;
+  const ft_aval *a = &r->in[0];
+  if (a->rank == 0) return fail(r, FT_ERR_SHAPE, "unstack requires rank > 0, got %s", S(r, a));
+  if (axis < 0 || axis >= a->rank)
+    return fail(r, FT_ERR_SHAPE, "axis %lld out of range for operand %s", (long long)axis, S(r, a));
+  ft_aval o = *a;
+  o.rank = a->rank - 1;
+  for (int d = 0; d < o.rank; d++) o.dims[d] = a->dims[d < axis ? d : d + 1];
+  for (int64_t k = 0; k < a->dims[axis]; k++)
+    if ((st = put(r, o))) return st;
+  return FT_OK;
+}
+
+/* tile[reps]: one rep per axis, each axis multiplied by its rep. */
+static ft_status rule_tile(R *r) {
+  int64_t reps[MAX_INTS];
+  int n;
+  ft_status st = get_ints(r, "reps", true, reps, &n);
+  if (st) return st;
+  const ft_aval *a = &r->in[0];
+  if (n != a->rank)
+    return fail(r, FT_ERR_SHAPE, "reps %s must have one entry per axis of %s", T(r, n, reps), S(r, a));
+  ft_aval o = *a;
+  for (int d = 0; d < n; d++) {
+    if (reps[d] < 0 || (reps[d] > 0 && a->dims[d] > FT_MAX_ELEMS / reps[d]))
+      return fail(r, FT_ERR_SHAPE, "reps %s: bad entry for %s", T(r, n, reps), S(r, a));
+    o.dims[d] = a->dims[d] * reps[d];
+  }
+  return put(r, o);
+}
+
+/* platform_index: an int32 scalar; platforms is a tuple whose items are
+ * tuples of platform names or None (ft_platform_index checks it). */
+static ft_status rule_platform_index(R *r) {
+  const ft_pval *pl = param(r, "platforms");
+  if (ft_platform_index(pl) < 0)
+    return fail(r, FT_ERR_UNSUPPORTED, "platforms names no branch for cpu and has no default "
+                "(JAX: 'the platform cpu is not among the platforms required for lowering')");
+  return put(r, ft_aval_make(FT_I32, 0, NULL));
+}
+
+static ft_status rule_empty(R *r) {
+  ft_dtype dt;
+  int64_t dims[MAX_INTS];
+  int n;
+  ft_status st = need_dtype(r, "dtype", &dt);
+  if (st || (st = get_ints(r, "shape", true, dims, &n)) || (st = check_dims_nonneg(r, "shape", n, dims)))
+    return st;
+  return put(r, ft_aval_make(dt, n, dims));
+}
+
 /* ---------------------------------------------------------------- entry */
 
 static ft_status dispatch(R *r) {
@@ -1517,7 +1658,20 @@ static ft_status dispatch(R *r) {
   case FT_P_TOP_K: return rule_top_k(r);
   case FT_P_GATHER: return rule_gather(r);
   case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN:
-  case FT_P_SCATTER_MAX: return rule_scatter(r);
+  case FT_P_SCATTER_MAX: case FT_P_SCATTER_SUB: return rule_scatter(r);
+  case FT_P_POLYNOMIAL: return rule_polynomial(r);
+  case FT_P_STACK: return rule_stack(r);
+  case FT_P_UNSTACK: return rule_unstack(r);
+  case FT_P_TILE: return rule_tile(r);
+  case FT_P_OPTIMIZATION_BARRIER:
+    for (int i = 0; i < r->n_in; i++) {
+      ft_status st = put(r, r->in[i]);
+      if (st) return st;
+    }
+    return FT_OK;
+  case FT_P_PLATFORM_INDEX: return rule_platform_index(r);
+  case FT_P_EMPTY: return rule_empty(r);
+  case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD: return rule_select_and(r);
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
     return rule_reduce_window(r);
   case FT_P_CONV_GENERAL_DILATED: return rule_conv(r);

@@ -213,6 +213,7 @@ static LLVMValueRef unary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef x) {
     }
     case FT_P_ABS: return intr(G, "fabs", dt, x);
     case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: return x;
+    case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: return x;
     case FT_P_INTEGER_POW: return fipow(G, dt, x, ft_param_int(e, "y", 0));
     default: break;
     }
@@ -235,6 +236,19 @@ static LLVMValueRef unary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef x) {
       if (isbool) return zext_i8(G, LLVMBuildICmp(B, LLVMIntEQ, x, ci(t, 0), ""));
       return LLVMBuildNot(B, x, "");
     case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: return x;
+    case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: return x;
+    case FT_P_POPULATION_COUNT: {
+      char n[32];
+      snprintf(n, sizeof n, "llvm.ctpop.i%d", bits(dt));
+      return call(G, n, t, 1, x, NULL);
+    }
+    case FT_P_CLZ: { /* the zeros above the highest set bit: popcount of ~(x smeared right) */
+      char n[32];
+      snprintf(n, sizeof n, "llvm.ctpop.i%d", bits(dt));
+      LLVMValueRef s = x;
+      for (int sh = 1; sh < bits(dt); sh <<= 1) s = LLVMBuildOr(B, s, LLVMBuildLShr(B, s, ci(t, sh), ""), "");
+      return call(G, n, t, 1, LLVMBuildNot(B, s, ""), NULL);
+    }
     case FT_P_INTEGER_POW: return iipow(G, t, x, ft_param_int(e, "y", 0));
     default: break;
     }
@@ -311,6 +325,14 @@ static LLVMValueRef binary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef a, 
   case FT_P_AND: r = LLVMBuildAnd(B, a, b, ""); break;
   case FT_P_OR: r = LLVMBuildOr(B, a, b, ""); break;
   case FT_P_XOR: r = LLVMBuildXor(B, a, b, ""); break;
+  case FT_P_MULHI: { /* the high half of the double-width product */
+    LLVMTypeRef t = ty(G, dt), w2 = LLVMIntTypeInContext(G->c, (unsigned)(2 * bits(dt)));
+    LLVMValueRef xa = iss(dt) ? LLVMBuildSExt(B, a, w2, "") : LLVMBuildZExt(B, a, w2, "");
+    LLVMValueRef xb = iss(dt) ? LLVMBuildSExt(B, b, w2, "") : LLVMBuildZExt(B, b, w2, "");
+    LLVMValueRef p = LLVMBuildMul(B, xa, xb, "");
+    r = LLVMBuildTrunc(B, LLVMBuildLShr(B, p, LLVMConstInt(w2, (unsigned long long)bits(dt), 0), ""), t, "");
+    break;
+  }
   case FT_P_SHIFT_LEFT: case FT_P_SHIFT_RIGHT_LOGICAL: case FT_P_SHIFT_RIGHT_ARITHMETIC:
     r = int_shift(G, e->prim, dt, a, b);
     break;
@@ -319,8 +341,26 @@ static LLVMValueRef binary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef a, 
   return dt == FT_BOOL ? bool_norm(G, r) : r;
 }
 
+/* The IEEE total order key of a float's bits (interp_elementwise.c's
+ * total_order_key): the magnitude bits flipped when the sign is set. */
+static LLVMValueRef total_key(cg *G, ft_dtype dt, LLVMValueRef x) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef it = LLVMIntTypeInContext(G->c, (unsigned)bits(dt));
+  LLVMValueRef k = LLVMBuildBitCast(B, x, it, "");
+  LLVMValueRef s = LLVMBuildAShr(B, k, LLVMConstInt(it, (unsigned long long)bits(dt) - 1, 0), "");
+  return LLVMBuildXor(B, k, LLVMBuildLShr(B, s, LLVMConstInt(it, 1, 0), ""), "");
+}
+
 static LLVMValueRef compare(cg *G, ft_prim p, ft_dtype dt, LLVMValueRef a, LLVMValueRef b) {
   LLVMBuilderRef B = G->b;
+  if (p == FT_P_EQ_TO || p == FT_P_LE_TO || p == FT_P_LT_TO) {
+    bool s = isf(dt) || iss(dt);
+    if (isf(dt)) a = total_key(G, dt, a), b = total_key(G, dt, b);
+    LLVMIntPredicate ip = p == FT_P_EQ_TO ? LLVMIntEQ
+                        : p == FT_P_LE_TO ? (s ? LLVMIntSLE : LLVMIntULE)
+                                          : (s ? LLVMIntSLT : LLVMIntULT);
+    return zext_i8(G, LLVMBuildICmp(B, ip, a, b, ""));
+  }
   if (isf(dt)) {
     LLVMRealPredicate rp;
     switch (p) {
@@ -725,7 +765,8 @@ static LLVMValueRef cpx_elem(cg *G, const ft_knode *n, LLVMValueRef *a) {
   case FT_P_NEG:
     return cpack(G, od, via_f64(G, part_dt(od), LLVMBuildFNeg(B, cre(G, a[0]), "")),
                  via_f64(G, part_dt(od), LLVMBuildFNeg(B, cim(G, a[0]), "")));
-  case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT:
+  case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: case FT_P_SHARDING_CONSTRAINT:
+  case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
     return cpack(G, od, via_f64(G, part_dt(od), cre(G, a[0])), via_f64(G, part_dt(od), cim(G, a[0])));
   case FT_P_SQUARE: return cpx_mul(G, od, a[0], a[0]);
   case FT_P_ABS:
@@ -1253,6 +1294,7 @@ static LLVMValueRef fold_op(cg *G, ft_prim pr, ft_dtype dt, LLVMValueRef acc, LL
   case FT_P_REDUCE_MAX: return imaxmin(G, dt, x, acc, true);
   case FT_P_REDUCE_MIN: return imaxmin(G, dt, x, acc, false);
   case FT_P_REDUCE_AND: return LLVMBuildAnd(B, acc, x, "");
+  case FT_P_REDUCE_XOR: return LLVMBuildXor(B, acc, x, "");
   default: return LLVMBuildOr(B, acc, x, "");
   }
 }

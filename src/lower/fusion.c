@@ -165,6 +165,7 @@ static bool cpx_native(const ft_eqn *e, ft_dtype id, ft_dtype od, const char **w
   case FT_P_CONJ: if (co && (ci ? od == id : id == part_of(od))) return true; break;
   case FT_P_COMPLEX: if (co && same && id == part_of(od) && e->n_in == 2) return true; break;
   case FT_P_NEG: case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: case FT_P_SQUARE:
+  case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
     if (ci && od == id) return true;
     break;
   case FT_P_ABS: if (ci && od == part_of(id)) return true; break;
@@ -226,6 +227,8 @@ bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
     case FT_P_IS_FINITE: if (!ft_dtype_is_float(id)) goto bad; return true;
     case FT_P_NOT: if (fl) goto bad; return true;
     case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: return true;
+    case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: return true;
+    case FT_P_CLZ: case FT_P_POPULATION_COUNT: if (fl || isbool) goto bad; return true;
     case FT_P_NEG: case FT_P_SIGN: case FT_P_ABS: case FT_P_SQUARE: case FT_P_ONE_MINUS_SQUARE:
       if (isbool) goto bad;
       return true;
@@ -255,6 +258,7 @@ bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
     case FT_P_POW: case FT_P_ATAN2: case FT_P_NEXTAFTER: if (!fl) goto bad; return true;
     case FT_P_AND: case FT_P_OR: case FT_P_XOR: if (fl) goto bad; return true;
     case FT_P_SHIFT_LEFT: case FT_P_SHIFT_RIGHT_LOGICAL: case FT_P_SHIFT_RIGHT_ARITHMETIC:
+    case FT_P_MULHI:
       if (fl || isbool) goto bad;
       return true;
     default: goto bad;
@@ -694,7 +698,7 @@ static bool reduce_native(const ft_eqn *e, const char **why) {
    * argmax/argmin exactly, sums and products rounded to the dtype at each
    * step of the canonical order, as ft_sum_f32(..., rdt) */
   bool half = (dt == FT_F16 || dt == FT_BF16) && e->prim != FT_P_REDUCE_AND &&
-              e->prim != FT_P_REDUCE_OR;
+              e->prim != FT_P_REDUCE_OR && e->prim != FT_P_REDUCE_XOR;
   if (!(dt_native(dt) || half) || !(dt_native(od) || (half && od == dt))) {
     *why = "a reduction of a dtype the kernels do not fold (complex), which the interpreter "
            "refuses too";
@@ -703,7 +707,7 @@ static bool reduce_native(const ft_eqn *e, const char **why) {
   switch (e->prim) {
   case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD: if (dt == FT_BOOL) goto bad; return true;
   case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN: return true;
-  case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: if (fl) goto bad; return true;
+  case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_REDUCE_XOR: if (fl) goto bad; return true;
   case FT_P_ARGMAX: case FT_P_ARGMIN: {
     int64_t axes[FT_MAX_RANK];
     const ft_aval *A = &e->in[0]->aval;

@@ -108,9 +108,11 @@ static bool reshape_perm(const ft_eqn *e, const ft_aval *a, int64_t *perm) {
   return true;
 }
 
-/* The rule bodies write every result; only sort and top_k have several. */
+/* The rule bodies write every result; sort, top_k, unstack and
+ * optimization_barrier have several. */
 bool ft_routine_all_outputs(const ft_eqn *e) {
-  return e->prim == FT_P_SORT || e->prim == FT_P_TOP_K;
+  return e->prim == FT_P_SORT || e->prim == FT_P_TOP_K || e->prim == FT_P_UNSTACK ||
+         e->prim == FT_P_OPTIMIZATION_BARRIER;
 }
 
 /* cumsum/cumprod/cummax/cummin on the dtypes of the native folds below. */
@@ -129,6 +131,8 @@ static bool cum_native(const ft_eqn *e) {
 bool ft_routine_native(const ft_eqn *e, const char **why) {
   if (e->n_out < 1) return false;
   if (e->prim == FT_P_EMPTY2) return e->n_out == 1;
+  if (e->n_in == 0 && (e->prim == FT_P_PLATFORM_INDEX || e->prim == FT_P_EMPTY))
+    return rule_accepts(e, why); /* the rule bodies of interp_misc.c */
   const ft_aval *o = &e->out[0]->aval, *a = e->n_in ? &e->in[0]->aval : NULL;
   if (!a) return false;
   switch (e->prim) {

@@ -71,6 +71,11 @@ static ft_interp_rule rule_for(ft_prim p) {
     if (p == FT_P_REAL || p == FT_P_IMAG || p == FT_P_CONJ || p == FT_P_COMPLEX)
       return ft_interp_complex_parts;
     if (p == FT_P_GATHER) return ft_interp_gather;
+    if (p == FT_P_POLYNOMIAL || p == FT_P_STACK || p == FT_P_UNSTACK || p == FT_P_TILE ||
+        p == FT_P_OPTIMIZATION_BARRIER || p == FT_P_PLATFORM_INDEX || p == FT_P_EMPTY ||
+        p == FT_P_SELECT_AND_GATHER_ADD || p == FT_P_SELECT_AND_SCATTER_ADD)
+      return ft_interp_via_into; /* JAX 0.12 additions: interp_misc.c */
+    if (p == FT_P_SCATTER_SUB) return ft_interp_scatter;
     if (p == FT_P_SCATTER || p == FT_P_SCATTER_ADD || p == FT_P_SCATTER_MUL ||
         p == FT_P_SCATTER_MIN || p == FT_P_SCATTER_MAX)
       return ft_interp_scatter;

@@ -177,6 +177,9 @@ DEF_IPOW(double, f64, NO_ROUND)
     case FT_P_ERFC: *r = FTM(erfc, SFX)(x); break;                             \
     case FT_P_ERF_INV: *r = FTM(erf_inv, SFX)(x); break;                       \
     case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; break;  \
+    case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: \
+      *r = x;                                                                  \
+      break;                                                                   \
     default: return false;                                                     \
     }                                                                          \
     return true;                                                               \
@@ -184,9 +187,23 @@ DEF_IPOW(double, f64, NO_ROUND)
 DEF_UNARY_FLOAT(float, f32)
 DEF_UNARY_FLOAT(double, f64)
 
-static bool unary_int(ft_prim p, int64_t x, int64_t y, bool sgn, bool isbool, int64_t *r) {
-  uint64_t u = (uint64_t)x;
+static bool unary_int(ft_prim p, int64_t x, int64_t y, int bits, bool sgn, bool isbool,
+                      int64_t *r) {
+  uint64_t u = (uint64_t)x, m = bits >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << bits) - 1;
   switch (p) {
+  case FT_P_CLZ: { /* leading zeros of the bits of the dtype's width */
+    int n = 0;
+    for (uint64_t b = UINT64_C(1) << (bits - 1); b && !(u & m & b); b >>= 1) n++;
+    *r = n;
+    return !isbool;
+  }
+  case FT_P_POPULATION_COUNT: {
+    int n = 0;
+    for (uint64_t v = u & m; v; v &= v - 1) n++;
+    *r = n;
+    return !isbool;
+  }
+  case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: *r = x; return true;
   case FT_P_NEG: *r = (int64_t)(0 - u); return !isbool;
   case FT_P_SIGN: *r = sgn ? (x > 0) - (x < 0) : x != 0; return !isbool;
   case FT_P_ABS: *r = sgn && x < 0 ? (int64_t)(0 - u) : x; return !isbool;
@@ -211,6 +228,7 @@ static bool unary_cpx(ft_prim p, double complex x, ft_dtype dt, double complex *
   switch (p) {
   case FT_P_NEG: *r = -x; return true;
   case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; return true;
+  case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: *r = x; return true;
   case FT_P_ONE_MINUS_SQUARE: { /* (1 + z)(1 - z), each step rounded to the part type */
     double a = creal(x), b = cimag(x);
     if (c64) {
@@ -375,7 +393,7 @@ ft_status ft_interp_unary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_
     bool sgn = ft_dtype_is_signed(dt), isbool = dt == FT_BOOL;
     for (int64_t i = 0; i < n; i++) {
       int64_t r;
-      if (!unary_int(e->prim, ft_get_i64(a, i), y, sgn, isbool, &r)) goto unsup;
+      if (!unary_int(e->prim, ft_get_i64(a, i), y, ft_dtype_bits(dt), sgn, isbool, &r)) goto unsup;
       ft_set_i64(o, i, r);
     }
     break;
@@ -455,6 +473,18 @@ static bool binary_int(ft_prim p, int64_t a, int64_t b, int bits, bool sgn, bool
   case FT_P_AND: *r = a & b; return true;
   case FT_P_OR: *r = a | b; return true;
   case FT_P_XOR: *r = a ^ b; return true;
+  case FT_P_MULHI: { /* the high half of the double-width product (XLA's mulhi) */
+    if (isbool) return false;
+    if (bits == 64) {
+      if (sgn) *r = (int64_t)(((__int128)a * (__int128)b) >> 64);
+      else *r = (int64_t)(uint64_t)(((unsigned __int128)ua * (unsigned __int128)ub) >> 64);
+    } else if (sgn) {
+      *r = (ft_int_wrap(a, bits, true) * ft_int_wrap(b, bits, true)) >> bits;
+    } else {
+      *r = (int64_t)(((ua & mask) * (ub & mask)) >> bits);
+    }
+    return true;
+  }
   case FT_P_SHIFT_LEFT:
     if (isbool) return false;
     *r = (ub & mask) >= (uint64_t)bits ? 0 : (int64_t)(ua << (ub & mask));
@@ -589,6 +619,16 @@ fail:
 }
 
 /* -------------------------------------------------------------- comparisons */
+/* The IEEE total order (-NaN < -inf < ... < -0 < +0 < ... < inf < +NaN) as
+ * a signed integer: the magnitude bits, negated for a set sign bit. Every
+ * float dtype widens to double exactly, keeping sign, order and (shifted)
+ * NaN payloads, so one key serves them all. */
+static int64_t total_order_key(double x) {
+  int64_t k;
+  memcpy(&k, &x, sizeof k);
+  return k < 0 ? (int64_t)((uint64_t)k ^ (uint64_t)INT64_MAX) : k;
+}
+
 static bool cmp_result(ft_prim p, int c, bool unordered) {
   /* c: -1, 0, 1 for a < b, a == b, a > b; unordered: a NaN was involved */
   if (unordered) return p == FT_P_NE;
@@ -599,6 +639,9 @@ static bool cmp_result(ft_prim p, int c, bool unordered) {
   case FT_P_LE: return c <= 0;
   case FT_P_GT: return c > 0;
   case FT_P_GE: return c >= 0;
+  case FT_P_EQ_TO: return c == 0;
+  case FT_P_LE_TO: return c <= 0;
+  case FT_P_LT_TO: return c < 0;
   default: return false;
   }
 }
@@ -612,12 +655,23 @@ ft_status ft_interp_compare(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
   operands ops;
   if ((st = check_operands(ctx, e, in, 2, n, s, &ops))) goto fail;
   const ft_array *a = ops.ops[0], *b = ops.ops[1];
+  bool total = e->prim == FT_P_EQ_TO || e->prim == FT_P_LE_TO || e->prim == FT_P_LT_TO;
+  if (total && wkind_of(dt) == WK_CPX) {
+    free_operands(&ops);
+    st = unsupported(ctx, e, dt);
+    goto fail;
+  }
   for (int64_t i = 0; i < n; i++) {
     int c = 0;
     bool un = false;
     switch (wkind_of(dt)) {
     case WK_F32: case WK_F64: {
       double x = ft_get_f64(a, i * s[0]), y = ft_get_f64(b, i * s[1]);
+      if (total) { /* XLA's TOTALORDER: sign-magnitude keys of the (widened) bits */
+        int64_t kx = total_order_key(x), ky = total_order_key(y);
+        c = kx < ky ? -1 : kx > ky;
+        break;
+      }
       un = x != x || y != y;
       c = x < y ? -1 : x > y;
       break;

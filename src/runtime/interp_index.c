@@ -255,6 +255,7 @@ static ft_status combine(ft_ctx *ctx, ft_prim p, ft_array *o, int64_t oi, const 
     ft_get_c128(o, oi, &ar, &ai);
     ft_get_c128(u, ui, &br, &bi);
     if (p == FT_P_SCATTER_ADD) ft_set_c128(o, oi, ar + br, ai + bi);
+    else if (p == FT_P_SCATTER_SUB) ft_set_c128(o, oi, ar - br, ai - bi);
     else if (p == FT_P_SCATTER_MUL) ft_set_c128(o, oi, ar * br - ai * bi, ar * bi + ai * br);
     else return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "complex operands have no order");
     return FT_OK;
@@ -263,6 +264,7 @@ static ft_status combine(ft_ctx *ctx, ft_prim p, ft_array *o, int64_t oi, const 
     double a = ft_get_f64(o, oi), b = ft_get_f64(u, ui), r;
     switch (p) {
     case FT_P_SCATTER_ADD: r = a + b; break;
+    case FT_P_SCATTER_SUB: r = a - b; break;
     case FT_P_SCATTER_MUL: r = a * b; break;
     case FT_P_SCATTER_MIN: r = fmaxmin(a, b, false); break;
     default: r = fmaxmin(a, b, true); break;
@@ -274,6 +276,10 @@ static ft_status combine(ft_ctx *ctx, ft_prim p, ft_array *o, int64_t oi, const 
   uint64_t a = (uint64_t)ft_get_i64(o, oi), b = (uint64_t)ft_get_i64(u, ui), r;
   switch (p) {
   case FT_P_SCATTER_ADD: r = dt == FT_BOOL ? (a | b) : a + b; break;
+  case FT_P_SCATTER_SUB:
+    if (dt == FT_BOOL) return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "scatter-sub of booleans");
+    r = a - b;
+    break;
   case FT_P_SCATTER_MUL: r = dt == FT_BOOL ? (a & b) : a * b; break;
   case FT_P_SCATTER_MIN: r = (sgn ? (int64_t)b < (int64_t)a : b < a) ? b : a; break;
   default: r = (sgn ? (int64_t)b > (int64_t)a : b > a) ? b : a; break;

@@ -159,7 +159,7 @@ static ft_status reduce_int(const ft_eqn *e, const ft_array *a, ft_array *o, con
     case FT_P_REDUCE_MAX: acc = (uint64_t)lo; break;
     case FT_P_REDUCE_MIN: acc = (uint64_t)hi; break;
     case FT_P_REDUCE_AND: acc = dt == FT_BOOL ? 1 : ~UINT64_C(0); break;
-    case FT_P_REDUCE_OR: acc = 0; break;
+    case FT_P_REDUCE_OR: case FT_P_REDUCE_XOR: acc = 0; break;
     default: return FT_ERR_UNSUPPORTED;
     }
     for (int64_t k = 0; k < p->K; k++) {
@@ -174,6 +174,7 @@ static ft_status reduce_int(const ft_eqn *e, const ft_array *a, ft_array *o, con
         if (sgn ? (int64_t)v < (int64_t)acc : v < acc) acc = v;
         break;
       case FT_P_REDUCE_AND: acc &= v; break;
+      case FT_P_REDUCE_XOR: acc ^= v; break;
       default: acc |= v; break;
       }
     }

@@ -14,8 +14,17 @@ ft_rule_into_fn ft_rule_into_for(ft_prim p) {
   switch (p) {
   case FT_P_GATHER: return ft_gather_into;
   case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN:
-  case FT_P_SCATTER_MAX:
+  case FT_P_SCATTER_MAX: case FT_P_SCATTER_SUB:
     return ft_scatter_into;
+  case FT_P_POLYNOMIAL: return ft_polynomial_into;
+  case FT_P_STACK: return ft_stack_into;
+  case FT_P_UNSTACK: return ft_unstack_into;
+  case FT_P_TILE: return ft_tile_into;
+  case FT_P_OPTIMIZATION_BARRIER: return ft_opt_barrier_into;
+  case FT_P_PLATFORM_INDEX: return ft_platform_index_into;
+  case FT_P_EMPTY: return ft_empty_into;
+  case FT_P_SELECT_AND_GATHER_ADD: return ft_select_and_gather_add_into;
+  case FT_P_SELECT_AND_SCATTER_ADD: return ft_select_and_scatter_add_into;
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
     return ft_reduce_window_into;
   case FT_P_CONV_GENERAL_DILATED: return ft_conv_into;
@@ -26,6 +35,7 @@ ft_rule_into_fn ft_rule_into_for(ft_prim p) {
   case FT_P_REDUCE_PRECISION: return ft_reduce_precision_into;
   case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD: case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN:
   case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_ARGMAX: case FT_P_ARGMIN:
+  case FT_P_REDUCE_XOR:
     return ft_reduce_into;
   case FT_P_DOT_GENERAL: return ft_dot_into;
   default: return NULL;
@@ -43,8 +53,10 @@ size_t ft_rule_scratch(const ft_eqn *e) {
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
     return ft_reduce_window_scratch(e);
   case FT_P_TOP_K: return ft_top_k_scratch(e);
+  case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD: return ft_select_and_scratch(e);
   case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD: case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN:
   case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_ARGMAX: case FT_P_ARGMIN:
+  case FT_P_REDUCE_XOR:
     return ft_reduce_scratch(e);
   case FT_P_DOT_GENERAL: return ft_dot_scratch(e);
   default: return 0;

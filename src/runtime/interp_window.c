@@ -62,7 +62,8 @@ static double fmaxmin(double a, double b, bool is_max) {
 /* An int-tuple param with a default of 1 per entry when it is None or (). */
 static ft_status ints_or_ones(ft_ctx *ctx, const ft_eqn *e, const char *name, int n, int64_t *out) {
   int64_t buf[FT_MAX_RANK * 2];
-  int k = ft_param_ints(e, name, buf, FT_MAX_RANK * 2);
+  /* (select_and_scatter_add has no dilation params: ones) */
+  int k = ft_prim_param_index(e->prim, name) < 0 ? 0 : ft_param_ints(e, name, buf, FT_MAX_RANK * 2);
   if (k <= 0) {
     for (int i = 0; i < n; i++) out[i] = 1;
     return FT_OK;
@@ -211,6 +212,85 @@ ft_status ft_reduce_window_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *i
   for (int64_t i = 0; i < n; i++, next_index(o->aval.rank, o->aval.dims, idx)) {
     int64_t m = window_elems(&w, &x->aval, xst, idx, offs);
     window_reduce(e->prim, x, offs, m, o, i);
+  }
+  return FT_OK;
+}
+
+/* ------------------------------- select_and_gather_add, select_and_scatter_add */
+
+/* The position (an index into offs) that select_prim picks among the m
+ * window elements of x, as XLA's sequential reduction does it: a candidate
+ * replaces the choice unless select(choice, candidate) holds (ge: the first
+ * maximum, le: the first minimum; a NaN choice is always replaced). With
+ * from_init the choice starts as the init value (-inf for ge, +inf for le:
+ * select_and_gather_add's reduce_window), else as the first element
+ * (select_and_scatter_add's SelectAndScatter). -1: none chosen. */
+static int64_t window_select(const ft_array *x, const int64_t *offs, int64_t m, bool ge, bool from_init) {
+  int64_t pick = -1;
+  double cur = ge ? -INFINITY : INFINITY;
+  for (int64_t k = 0; k < m; k++) {
+    double v = ft_get_f64(x, offs[k]);
+    bool keep = (pick >= 0 || from_init) && (ge ? cur >= v : cur <= v);
+    if (!keep) pick = k, cur = v;
+  }
+  return pick;
+}
+
+static bool select_ge(const ft_eqn *e) {
+  const ft_pval *v = ft_eqn_param(e, "select_prim");
+  return v->s && !strcmp(v->s, "ge");
+}
+
+size_t ft_select_and_scratch(const ft_eqn *e) {
+  window w;
+  if (window_of(NULL, e, e->in[1]->aval.rank, &w)) return 0;
+  int64_t wn = prod(w.rank, w.wd);
+  return sizeof(int64_t) * (size_t)(wn > 0 ? wn : 1);
+}
+
+static ft_status select_and_check(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, window *w) {
+  ft_status st = window_of(ctx, e, in[1]->aval.rank, w);
+  if (st) return st;
+  if (!ft_dtype_is_float(in[1]->aval.dtype) || in[0]->aval.dtype != in[1]->aval.dtype)
+    return ft_set_error(ctx, FT_ERR_TYPE, "%s: operands must be of one float dtype",
+                        ft_prim_get(e->prim)->name);
+  return FT_OK;
+}
+
+ft_status ft_select_and_gather_add_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                        ft_array *const *out, void *scratch) {
+  window w;
+  ft_status st = select_and_check(ctx, e, in, &w);
+  if (st || !out) return st;
+  const ft_array *t = in[0], *x = in[1];
+  ft_array *o = out[0];
+  int64_t xst[FT_MAX_RANK], idx[FT_MAX_RANK] = {0}, n = ft_array_size(o), *offs = scratch;
+  c_strides(&x->aval, xst);
+  bool ge = select_ge(e);
+  for (int64_t i = 0; i < n; i++, next_index(o->aval.rank, o->aval.dims, idx)) {
+    int64_t m = window_elems(&w, &x->aval, xst, idx, offs);
+    int64_t k = window_select(x, offs, m, ge, true);
+    ft_set_f64(o, i, k < 0 ? 0.0 : ft_get_f64(t, offs[k]));
+  }
+  return FT_OK;
+}
+
+ft_status ft_select_and_scatter_add_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                         ft_array *const *out, void *scratch) {
+  window w;
+  ft_status st = select_and_check(ctx, e, in, &w);
+  if (st || !out) return st;
+  const ft_array *src = in[0], *x = in[1];
+  ft_array *o = out[0];
+  ft_dtype dt = o->aval.dtype;
+  int64_t xst[FT_MAX_RANK], idx[FT_MAX_RANK] = {0}, n = ft_array_size(src), *offs = scratch;
+  c_strides(&x->aval, xst);
+  memset(o->data, 0, (size_t)ft_array_size(o) * ft_dtype_size(dt));
+  bool ge = select_ge(e);
+  for (int64_t i = 0; i < n; i++, next_index(src->aval.rank, src->aval.dims, idx)) {
+    int64_t m = window_elems(&w, &x->aval, xst, idx, offs);
+    int64_t k = window_select(x, offs, m, ge, false);
+    if (k >= 0) ft_set_f64(o, offs[k], rnd(dt, ft_get_f64(o, offs[k]) + ft_get_f64(src, i)));
   }
   return FT_OK;
 }

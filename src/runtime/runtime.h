@@ -225,6 +225,29 @@ ft_status ft_reduce_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_a
                          void *scratch);
 ft_status ft_dot_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
                       void *scratch);
+/* interp_misc.c: JAX 0.12's polynomial, stack, unstack, tile,
+ * optimization_barrier, platform_index and empty */
+ft_status ft_polynomial_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                             ft_array *const *out, void *scratch);
+ft_status ft_stack_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                        void *scratch);
+ft_status ft_unstack_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                          void *scratch);
+ft_status ft_tile_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                       void *scratch);
+ft_status ft_opt_barrier_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                              ft_array *const *out, void *scratch);
+ft_status ft_platform_index_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                 ft_array *const *out, void *scratch);
+ft_status ft_empty_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                        void *scratch);
+/* interp_window.c: select_and_gather_add, select_and_scatter_add (scratch:
+ * ft_select_and_scratch, one window's offsets) */
+ft_status ft_select_and_gather_add_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                        ft_array *const *out, void *scratch);
+ft_status ft_select_and_scatter_add_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                         ft_array *const *out, void *scratch);
+size_t ft_select_and_scratch(const ft_eqn *e);
 /* The rule body above for e's primitive (NULL: none), and its scratch bytes. */
 ft_rule_into_fn ft_rule_into_for(ft_prim p);
 size_t ft_rule_scratch(const ft_eqn *e);

@@ -280,10 +280,11 @@ static bool jvp_gather(jvp_call *c) {
   return !t->failed;
 }
 
-/* scatter-add is linear in operand and updates (JAX's _scatter_addsub_jvp). */
+/* scatter-add and scatter-sub are linear in operand and updates (JAX's
+ * _scatter_addsub_jvp). */
 static bool jvp_scatter_add(jvp_call *c) {
   ft_var *in[3] = {inst(c, 0), c->x[1], inst(c, 2)};
-  c->dy[0] = tx_emit(c->t, FT_P_SCATTER_ADD, c->params, 3, in);
+  c->dy[0] = tx_emit(c->t, c->e->prim, c->params, 3, in);
   return !c->t->failed;
 }
 
@@ -420,6 +421,7 @@ bool ad_index_prim(ft_prim p) {
   switch (p) {
   case FT_P_GATHER: case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL:
   case FT_P_SCATTER_MIN: case FT_P_SCATTER_MAX: case FT_P_TOP_K: case FT_P_CUMMAX: case FT_P_CUMMIN:
+  case FT_P_SCATTER_SUB:
     return true;
   default: return false;
   }
@@ -428,7 +430,7 @@ bool ad_index_prim(ft_prim p) {
 bool jvp_index(jvp_call *c) {
   switch (c->e->prim) {
   case FT_P_GATHER: return jvp_gather(c);
-  case FT_P_SCATTER_ADD: return jvp_scatter_add(c);
+  case FT_P_SCATTER_ADD: case FT_P_SCATTER_SUB: return jvp_scatter_add(c);
   case FT_P_SCATTER: return jvp_scatter(c);
   case FT_P_SCATTER_MUL: return jvp_scatter_mul(c);
   case FT_P_SCATTER_MIN: case FT_P_SCATTER_MAX: return jvp_scatter_extremal(c);
@@ -474,9 +476,10 @@ static bool tr_scatter_add(tr_call *c) {
     idx_dn d;
     int64_t ss[FT_MAX_RANK];
     const ft_aval *xa = &c->e->in[0]->aval, *ua = &c->e->in[2]->aval;
-    if (!dn_read(t, FT_P_SCATTER_ADD, c->params, &d) || !slice_sizes_of(t, &d, xa->rank, ua, ss)) return false;
-    idx_opts o = opts_of(FT_P_SCATTER_ADD, c->params);
+    if (!dn_read(t, c->e->prim, c->params, &d) || !slice_sizes_of(t, &d, xa->rank, ua, ss)) return false;
+    idx_opts o = opts_of(c->e->prim, c->params);
     c->ct_x[2] = gather0(t, c->ct[0], c->x[1], &d, ss, &o);
+    if (c->e->prim == FT_P_SCATTER_SUB) c->ct_x[2] = tx_neg(t, c->ct_x[2]); /* scatter-sub */
   }
   return !t->failed;
 }
@@ -520,7 +523,7 @@ static bool tr_scatter(tr_call *c) {
 bool transpose_index(tr_call *c) {
   switch (c->e->prim) {
   case FT_P_GATHER: return tr_gather(c);
-  case FT_P_SCATTER_ADD: return tr_scatter_add(c);
+  case FT_P_SCATTER_ADD: case FT_P_SCATTER_SUB: return tr_scatter_add(c);
   case FT_P_SCATTER_MUL: return tr_scatter_mul(c);
   case FT_P_SCATTER: return tr_scatter(c);
   default: return tr_fail(c, "not linear");

@@ -26,6 +26,8 @@ bool bt_uses_lane_loop(ft_prim p) {
   switch (p) {
   case FT_P_GATHER: case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL:
   case FT_P_SCATTER_MIN: case FT_P_SCATTER_MAX: case FT_P_CONV_GENERAL_DILATED: case FT_P_FFT:
+  case FT_P_SCATTER_SUB: case FT_P_STACK: case FT_P_UNSTACK: case FT_P_TILE:
+  case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
     return true;
   default: return false;
   }
@@ -76,8 +78,10 @@ static bool rule_broadcasting(bt_call *c) {
     c->yb[0] = d;
     return emit1(c, c->x) != NULL;
   }
-  ft_var *in[8];
+  ft_var *in[64];
   int nd = 0;
+  if (c->n_in > 64) return tx_fail(c->t, FT_ERR_UNSUPPORTED, "vmap: %s with %d operands",
+                                   ft_prim_get(c->e->prim)->name, c->n_in), false;
   for (int i = 0; i < c->n_in; i++) {
     in[i] = c->x[i];
     if (in[i]->aval.rank > 0 || c->xb[i] >= 0)
@@ -539,9 +543,14 @@ bool bt_rule(bt_call *c) {
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: return rule_unary(c); /* elementwise */
   case FT_P_COMPLEX: return rule_broadcasting(c);
   case FT_P_TOP_K: return rule_top_k(c);
+  case FT_P_POLYNOMIAL: return rule_broadcasting(c); /* JAX: defbroadcasting */
+  case FT_P_OPTIMIZATION_BARRIER: /* each value keeps its batch dim (JAX's batcher) */
+    for (int i = 0; i < c->n_in; i++) c->yb[i] = c->xb[i];
+    return tx_emitn(c->t, c->e->prim, c->params, c->n_in, c->x, c->n_out, c->y);
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
     return rule_reduce_window(c);
-  case FT_P_IOTA: case FT_P_EMPTY2: /* no operands: never mapped */
+  case FT_P_IOTA: case FT_P_EMPTY2: case FT_P_EMPTY: case FT_P_PLATFORM_INDEX:
+    /* no operands: never mapped */
   default:
     tx_fail(c->t, FT_ERR_INTERNAL, "vmap: no batching rule for %s", ft_prim_get(p)->name);
     return false;

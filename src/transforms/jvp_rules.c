@@ -112,6 +112,10 @@ static bool unary(jvp_call *c) {
     break;
   }
   case FT_P_COPY: case FT_P_COPY_P: case FT_P_REDUCE_PRECISION: r = same_op(c, 1, &dx); break;
+  case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
+    r = same_op(c, 1, &dx); /* JAX: the constraint applied to the tangent */
+    break;
+  case FT_P_CLZ: case FT_P_POPULATION_COUNT: return true; /* integer results */
   default: return tx_fail(t, FT_ERR_INTERNAL, "jvp: no unary rule"), false;
   }
   (void)av;
@@ -182,6 +186,7 @@ static bool binary(jvp_call *c) {
     break;
   }
   case FT_P_NEXTAFTER: return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of nextafter: %s", JVP_NO_RULE_NEXTAFTER), false;
+  case FT_P_MULHI: return true; /* integer results */
   default: return tx_fail(t, FT_ERR_INTERNAL, "jvp: no binary rule"), false;
   }
   c->dy[0] = tx_bcast_to(t, r, &y->aval);
@@ -395,6 +400,44 @@ static bool conv(jvp_call *c) {
   return !t->failed;
 }
 
+/* polynomial (JAX's _polynomial_jvp): dx * p'(x), where p' has the
+ * coefficients k*c_k, plus the polynomial of the coefficient tangents. */
+static bool polynomial(jvp_call *c) {
+  tx *t = c->t;
+  int n = c->e->n_in; /* x, c0 ... cN */
+  ft_var *in[64], *r = NULL;
+  if (n > 64) return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of polynomial with %d operands", n), false;
+  if (c->dx[0] && n > 2) {
+    in[0] = c->x[0];
+    for (int k = 1; k < n - 1; k++) in[k] = tx_mul(t, tx_lit(t, c->x[k + 1]->aval.dtype, (double)k), c->x[k + 1]);
+    ft_var *d = tx_emit(t, FT_P_POLYNOMIAL, c->params, n - 1, in);
+    r = tx_mul(t, tx_bcast_to(t, c->dx[0], &c->y[0]->aval), tx_bcast_to(t, d, &c->y[0]->aval));
+  }
+  bool any = false;
+  for (int k = 1; k < n; k++) any |= c->dx[k] != NULL;
+  if (any) {
+    in[0] = c->x[0];
+    for (int k = 1; k < n; k++) in[k] = inst(c, k);
+    r = tx_acc(t, r, tx_bcast_to(t, tx_emit(t, FT_P_POLYNOMIAL, c->params, n, in), &c->y[0]->aval));
+  }
+  c->dy[0] = r;
+  return !t->failed;
+}
+
+/* optimization_barrier: a second barrier over the nonzero tangents (JAX). */
+static bool opt_barrier(jvp_call *c) {
+  tx *t = c->t;
+  int n = c->e->n_in, m = 0;
+  ft_var *in[64], *out[64];
+  if (n > 64) return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of optimization_barrier with %d operands", n), false;
+  for (int i = 0; i < n; i++)
+    if (c->dx[i]) in[m++] = c->dx[i];
+  if (!m) return true;
+  if (!tx_emitn(t, FT_P_OPTIMIZATION_BARRIER, c->params, m, in, m, out)) return false;
+  for (int i = 0, k = 0; i < n; i++) c->dy[i] = c->dx[i] ? out[k++] : NULL;
+  return true;
+}
+
 bool jvp_rule(jvp_call *c) {
   const ft_eqn *e = c->e;
   const char *why = ft_jvp_rule_status(e->prim);
@@ -425,8 +468,17 @@ bool jvp_rule(jvp_call *c) {
   case FT_P_SORT: return sort(c);
   case FT_P_CONV_GENERAL_DILATED: return conv(c);
   case FT_P_IOTA: case FT_P_EMPTY2: case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_ARGMAX:
-  case FT_P_ARGMIN:
+  case FT_P_ARGMIN: case FT_P_REDUCE_XOR: case FT_P_PLATFORM_INDEX: case FT_P_EMPTY:
     return true;
+  case FT_P_POLYNOMIAL: return polynomial(c);
+  case FT_P_STACK: case FT_P_UNSTACK: case FT_P_TILE: return layout(c); /* linear */
+  case FT_P_OPTIMIZATION_BARRIER: return opt_barrier(c);
+  case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
+    /* linear in the first operand; the choice is piecewise constant in the
+     * operand, whose tangent does not contribute (JAX's rules) */
+    if (!c->dx[0]) return true;
+    c->dy[0] = tx_emit(c->t, e->prim, c->params, 2, (ft_var *[]){c->dx[0], c->x[1]});
+    return !c->t->failed;
   default: break;
   }
   if (ft_prim_get(e->prim)->family == FT_FAM_LAYOUT) return layout(c);

@@ -27,6 +27,10 @@ const char *ft_transpose_rule_status(ft_prim p) {
   case FT_P_CUSTOM_VJP_CALL: case FT_P_CUSTOM_LIN:
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: /* ad_complex.c */
     return NULL;
+  case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
+  case FT_P_SCATTER_SUB: case FT_P_POLYNOMIAL: case FT_P_STACK: case FT_P_UNSTACK: case FT_P_TILE:
+  case FT_P_OPTIMIZATION_BARRIER: case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
+    return NULL;
   case FT_P_WHILE: return TR_WHILE;
   case FT_P_GATHER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER: /* ad_index.c */
     return NULL;
@@ -67,7 +71,8 @@ static bool elementwise(tr_call *c) {
     if (c->lin[1]) return not_linear(c, "the divisor is linear");
     c->ct_x[0] = tx_unbcast(t, tx_div(t, ct, c->x[1]), in_aval(c, 0));
     return !t->failed;
-  case FT_P_COPY: case FT_P_COPY_P: case FT_P_REDUCE_PRECISION:
+  case FT_P_COPY: case FT_P_COPY_P: case FT_P_REDUCE_PRECISION: case FT_P_SHARDING_CONSTRAINT:
+  case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
     c->ct_x[0] = tx_emit(t, c->e->prim, c->params, 1, &ct);
     break;
   default: return not_linear(c, TR_NOT_LINEAR);
@@ -590,12 +595,133 @@ static bool tr_scan(tr_state *s, tr_call *c) {
   return ok && !t->failed;
 }
 
+/* polynomial is linear in its coefficients (x is not): c_k's cotangent is
+ * ct * x^k summed back to c_k's shape (JAX's _polynomial_transpose). */
+static bool polynomial(tr_call *c) {
+  tx *t = c->t;
+  if (c->lin[0]) return not_linear(c, "x is linear (polynomial is linear only in its coefficients)");
+  ft_var *xk = c->ct[0];
+  for (int k = 1; k < c->e->n_in; k++) {
+    if (c->lin[k]) c->ct_x[k] = tx_unbcast(t, xk, in_aval(c, k));
+    if (k + 1 < c->e->n_in) xk = tx_mul(t, xk, tx_bcast_to(t, c->x[0], &xk->aval));
+  }
+  return !t->failed;
+}
+
+/* stack: each operand's cotangent is its slice of the output's (unstack). */
+static bool stack(tr_call *c) {
+  int n = c->e->n_in;
+  ft_var *out[64];
+  if (n > 64) return not_linear(c, "more than 64 operands");
+  ft_pval *ps = tx_params(c->t, FT_P_UNSTACK);
+  if (!ps) return false;
+  pset(FT_P_UNSTACK, ps, "axis", *pget(FT_P_STACK, c->params, "axis"));
+  if (!tx_emitn(c->t, FT_P_UNSTACK, ps, 1, c->ct, n, out)) return false;
+  for (int i = 0; i < n; i++)
+    if (c->lin[i]) c->ct_x[i] = out[i];
+  return !c->t->failed;
+}
+
+/* unstack: the cotangents (zeros where none) stacked back (JAX's rule). */
+static bool unstack(tr_call *c) {
+  int n = c->e->n_out;
+  ft_var *in[64];
+  if (n > 64) return not_linear(c, "more than 64 outputs");
+  if (n == 0) {
+    c->ct_x[0] = zeros_in(c, 0);
+    return !c->t->failed;
+  }
+  for (int k = 0; k < n; k++) in[k] = c->ct[k] ? c->ct[k] : tx_zeros(c->t, &c->e->out[k]->aval);
+  ft_pval *ps = tx_params(c->t, FT_P_STACK);
+  if (!ps) return false;
+  pset(FT_P_STACK, ps, "axis", *pget(FT_P_UNSTACK, c->params, "axis"));
+  c->ct_x[0] = tx_emit(c->t, FT_P_STACK, ps, n, in);
+  return !c->t->failed;
+}
+
+/* tile: the copies summed, one axis at a time: (.., r*d, ..) reshaped to
+ * (.., r, d, ..) and reduced over r (keeps the rank within rank + 1). */
+static bool tile(tr_call *c) {
+  tx *t = c->t;
+  const ft_aval *xa = in_aval(c, 0);
+  int64_t reps[FT_MAX_RANK];
+  if (xa->rank >= FT_MAX_RANK) return not_linear(c, "an operand of the largest rank");
+  if (pget_ints(FT_P_TILE, c->params, "reps", reps, FT_MAX_RANK) != xa->rank)
+    return not_linear(c, "reps does not match the operand's rank");
+  ft_var *g = c->ct[0];
+  for (int d = 0; d < xa->rank; d++) {
+    if (reps[d] == 1) continue;
+    int64_t dims[FT_MAX_RANK];
+    for (int i = 0, k = 0; i < g->aval.rank; i++) {
+      if (i == d) dims[k++] = reps[d], dims[k++] = xa->dims[d];
+      else dims[k++] = g->aval.dims[i];
+    }
+    int64_t ax = d;
+    g = tx_reduce_sum(t, tx_reshape(t, g, g->aval.rank + 1, dims), 1, &ax);
+    if (!g) return false;
+  }
+  c->ct_x[0] = g;
+  return !t->failed;
+}
+
+/* optimization_barrier: a barrier over the nonzero cotangents (JAX). */
+static bool opt_barrier(tr_call *c) {
+  int n = c->e->n_out, m = 0;
+  ft_var *in[64], *out[64];
+  if (n > 64) return not_linear(c, "more than 64 operands");
+  for (int k = 0; k < n; k++)
+    if (c->ct[k] && c->lin[k]) in[m++] = c->ct[k];
+  if (!m) return true;
+  if (!tx_emitn(c->t, FT_P_OPTIMIZATION_BARRIER, NULL, m, in, m, out)) return false;
+  for (int k = 0, q = 0; k < n; k++)
+    if (c->ct[k] && c->lin[k]) c->ct_x[k] = out[q++];
+  return !c->t->failed;
+}
+
+/* select_and_gather_add and select_and_scatter_add transpose to each other
+ * (linear in their first operand; JAX's rules, which also require unit
+ * dilations: a dilated gather has no scatter to transpose to). */
+static bool select_and(tr_call *c) {
+  tx *t = c->t;
+  bool gather = c->e->prim == FT_P_SELECT_AND_GATHER_ADD;
+  if (c->lin[1]) return not_linear(c, "the operand is linear (only the first operand is)");
+  ft_prim to = gather ? FT_P_SELECT_AND_SCATTER_ADD : FT_P_SELECT_AND_GATHER_ADD;
+  ft_pval *ps = tx_params(t, to);
+  if (!ps) return false;
+  int rank = in_aval(c, 1)->rank;
+  int64_t ones[FT_MAX_RANK];
+  for (int i = 0; i < rank; i++) ones[i] = 1;
+  if (gather) {
+    int64_t d[FT_MAX_RANK];
+    for (int k = 0; k < 2; k++) {
+      const char *nm = k ? "window_dilation" : "base_dilation";
+      int n = pget_ints(FT_P_SELECT_AND_GATHER_ADD, c->params, nm, d, FT_MAX_RANK);
+      for (int i = 0; i < n; i++)
+        if (d[i] != 1) return not_linear(c, "with a base or window dilation other than 1 (JAX refuses it too)");
+    }
+  } else {
+    pset(to, ps, "base_dilation", ft_pv_ints(t->a, rank, ones));
+    pset(to, ps, "window_dilation", ft_pv_ints(t->a, rank, ones));
+  }
+  const char *keep[] = {"padding", "select_prim", "window_dimensions", "window_strides"};
+  for (int k = 0; k < 4; k++) pset(to, ps, keep[k], *pget(c->e->prim, c->params, keep[k]));
+  c->ct_x[0] = tx_emit(t, to, ps, 2, (ft_var *[]){c->ct[0], c->x[1]});
+  return !t->failed;
+}
+
 bool transpose_rule(tr_state *s, tr_call *c) {
   const ft_eqn *e = c->e;
   switch (e->prim) {
   case FT_P_NEG: case FT_P_ADD: case FT_P_ADD_ANY: case FT_P_SUB: case FT_P_MUL: case FT_P_DIV:
-  case FT_P_COPY: case FT_P_COPY_P: case FT_P_REDUCE_PRECISION:
+  case FT_P_COPY: case FT_P_COPY_P: case FT_P_REDUCE_PRECISION: case FT_P_SHARDING_CONSTRAINT:
+  case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
     return elementwise(c);
+  case FT_P_POLYNOMIAL: return polynomial(c);
+  case FT_P_STACK: return stack(c);
+  case FT_P_UNSTACK: return unstack(c);
+  case FT_P_TILE: return tile(c);
+  case FT_P_OPTIMIZATION_BARRIER: return opt_barrier(c);
+  case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD: return select_and(c);
   case FT_P_CONVERT_ELEMENT_TYPE:
     c->ct_x[0] = tx_convert(c->t, c->ct[0], in_aval(c, 0)->dtype);
     return !c->t->failed;
@@ -622,7 +748,9 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_SORT: return sort(c);
   case FT_P_REDUCE_WINDOW_SUM: return tr_reduce_window_sum(c); /* ad_window.c */
   case FT_P_CONV_GENERAL_DILATED: return tr_conv(c);
-  case FT_P_GATHER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER: return transpose_index(c);
+  case FT_P_GATHER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER:
+  case FT_P_SCATTER_SUB:
+    return transpose_index(c);
   case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return tr_call_rule(s, c);
   case FT_P_CUSTOM_LIN: return tr_custom_lin(s, c); /* custom.c: calls bwd */
   case FT_P_COND: return tr_cond(s, c);

@@ -42,12 +42,16 @@ static const char *const EXACT_PRIMS[] = {
     "sort", "top_k", "gather", "scatter", "scatter-min", "scatter-max", "reduce_window_max",
     "reduce_window_min", "cond", "while", "scan", "jit", "pjit", "custom_jvp_call",
     "custom_vjp_call", "custom_vjp_call_jaxpr",
+    /* JAX 0.12 (issue 17 §1): data movement, identities, integer ops */
+    "stack", "unstack", "tile", "optimization_barrier", "sharding_constraint",
+    "layout_constraint", "reshard", "clz", "population_count", "mulhi", "eq_to", "le_to",
+    "lt_to", "reduce_xor", "platform_index", "empty",
 };
 
 /* Reductions: their result depends on the order of the terms. */
 static const char *const REDUCE_PRIMS[] = {
     "reduce_sum", "reduce_prod", "cumsum", "cumprod", "dot_general", "reduce_window_sum",
-    "conv_general_dilated", "fft", "scatter-add", "scatter-mul",
+    "conv_general_dilated", "fft", "scatter-add", "scatter-mul", "scatter-sub",
 };
 
 /* Float arithmetic that XLA may fuse (FMA) or rewrite (x/c -> x*(1/c)). */

@@ -11,15 +11,7 @@
                  "zeros; FrankenTrace has no DAZ (docs/determinism.md §1, §4) and orders " \
                  "subnormals by value. The data movement cannot be matched by flushing inputs"
 
-#define POLYNOMIAL "parse: JAX 0.12 prints jnp.polyval and the derivative of erf as its new " \
-                   "variadic primitive polynomial (lax.polynomial: Horner's rule with " \
-                   "broadcasting coefficients, its own JVP and transpose), which the primitive " \
-                   "table does not have yet (issue 17); the program is refused with 'unknown " \
-                   "primitive', never run wrongly"
-
 const conf_known conf_known_failures[] = {
     {"*prim_sort_*_0", "eval:*", SORT_DAZ},
-    {"*prog_polyfit_f*", "*parse", POLYNOMIAL},
-    {"*tf_scalar_erf_x_f*", "*parse", POLYNOMIAL},
 };
 const int conf_n_known_failures = (int)(sizeof conf_known_failures / sizeof conf_known_failures[0]);

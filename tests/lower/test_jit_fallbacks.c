@@ -473,12 +473,6 @@ static int plan_dir(const char *dir, int *files, char *first, size_t n) {
     ck_assert(text != NULL);
     ft_jaxpr *j = ft_parse(C, text, len, path);
     free(text);
-    /* JAX 0.12's polynomial primitive is not in the table yet (issue 17;
-     * tests/conformance/conf_known.c lists these cases): refused, not planned */
-    if (!j && strstr(ft_ctx_error(C), "unknown primitive 'polynomial'")) {
-      ft_ctx_clear_error(C);
-      continue;
-    }
     ck_assert_msg(j != NULL, "%s: %s", path, ft_ctx_error(C));
     ft_jaxpr *opt = ft_optimize(C, j, FT_OPT_EXACT, NULL);
     ck_assert_msg(opt != NULL, "%s: %s", path, ft_ctx_error(C));

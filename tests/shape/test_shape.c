@@ -151,6 +151,23 @@ static const scase valid[] = {
    "dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 1, 2, 3), rhs_spec=(0, 1, 2, 3), "
    "out_spec=(0, 1, 2, 3)) window_strides=(2, 2) padding=((1, 1), (1, 1)) lhs_dilation=(1, 1) "
    "rhs_dilation=(1, 1) feature_group_count=1 batch_group_count=1", {"f32[1,3,3,3]"}},
+  /* JAX 0.12 additions (issue 17 §1) */
+  {FT_P_CLZ, {"u8[3]"}, "", {"u8[3]"}},
+  {FT_P_POPULATION_COUNT, {"i64[]"}, "", {"i64[]"}},
+  {FT_P_MULHI, {"u32[2]", "u32[2]"}, "", {"u32[2]"}},
+  {FT_P_LT_TO, {"f32[2]", "f32[]"}, "", {"bool[2]"}},
+  {FT_P_REDUCE_XOR, {"bool[2,3]"}, "axes=(1,)", {"bool[2]"}},
+  {FT_P_SHARDING_CONSTRAINT, {"c64[2]"}, "", {"c64[2]"}},
+  {FT_P_POLYNOMIAL, {"f32[2,3]", "f32[1,3]", "f32[]"}, "", {"f32[2,3]"}},
+  {FT_P_POLYNOMIAL, {"f32[1,3]", "f32[2,1]"}, "unroll=3", {"f32[2,3]"}},
+  {FT_P_STACK, {"f32[2,3]", "f32[2,3]", "f32[2,3]"}, "axis=2", {"f32[2,3,3]"}},
+  {FT_P_STACK, {"i32[]"}, "axis=0", {"i32[1]"}},
+  {FT_P_UNSTACK, {"f32[2,3]"}, "axis=1", {"f32[2]", "f32[2]", "f32[2]"}},
+  {FT_P_TILE, {"f32[2,3]"}, "reps=(2, 0)", {"f32[4,0]"}},
+  {FT_P_OPTIMIZATION_BARRIER, {"f32[2]", "i32[]"}, "", {"f32[2]", "i32[]"}},
+  {FT_P_PLATFORM_INDEX, {NULL}, "platforms=((cuda, rocm), (cpu,), None)", {"i32[]"}},
+  {FT_P_PLATFORM_INDEX, {NULL}, "platforms=((mosaic,), None)", {"i32[]"}},
+  {FT_P_EMPTY, {NULL}, "dtype=int8 shape=(2, 0) out_sharding=None", {"i8[2,0]"}},
 };
 
 static const mcase misuse[] = {
@@ -237,6 +254,20 @@ static const mcase misuse[] = {
    "out_spec=(0, 1, 2, 3)) window_strides=(1, 1) padding=((0, 0), (0, 0)) lhs_dilation=(1, 1) "
    "rhs_dilation=(1, 1) feature_group_count=1 batch_group_count=1", FT_ERR_SHAPE,
    "feature sizes of lhs f32[1,3,5,5] and rhs f32[3,2,2,2]"},
+  /* JAX 0.12 additions (issue 17 §1) */
+  {FT_P_CLZ, {"f32[2]"}, "", FT_ERR_TYPE, "clz: operand dtype f32 is not accepted"},
+  {FT_P_MULHI, {"bool[2]", "bool[2]"}, "", FT_ERR_TYPE, "mulhi: operand dtype bool is not accepted"},
+  {FT_P_REDUCE_XOR, {"f32[2]"}, "axes=(0,)", FT_ERR_TYPE, "reduce_xor: operand dtype f32"},
+  {FT_P_POLYNOMIAL, {"f32[2]", "f64[2]"}, "", FT_ERR_TYPE, "polynomial: operand dtypes f32 and f64 do not match"},
+  {FT_P_POLYNOMIAL, {"f32[2]", "f32[3]"}, "", FT_ERR_SHAPE, "polynomial: operand shapes f32[2] and f32[3] do not match"},
+  {FT_P_POLYNOMIAL, {"f32[2]"}, "", FT_ERR_TYPE, "polynomial: expects at least 2 operands, got 1"},
+  {FT_P_STACK, {"f32[2]", "f32[3]"}, "axis=0", FT_ERR_TYPE, "stack: operands must have one shape and dtype, got f32[2] and f32[3]"},
+  {FT_P_STACK, {"f32[2]"}, "axis=2", FT_ERR_SHAPE, "stack: axis 2 out of range for operand f32[2]"},
+  {FT_P_UNSTACK, {"f32[]"}, "axis=0", FT_ERR_SHAPE, "unstack requires rank > 0"},
+  {FT_P_TILE, {"f32[2,3]"}, "reps=(2,)", FT_ERR_SHAPE, "tile: reps (2,) must have one entry per axis of f32[2,3]"},
+  {FT_P_PLATFORM_INDEX, {NULL}, "platforms=((cuda,), (tpu,))", FT_ERR_UNSUPPORTED,
+   "platform_index: platforms names no branch for cpu and has no default"},
+  {FT_P_EMPTY, {NULL}, "dtype=float32 shape=(-1,)", FT_ERR_SHAPE, "empty: shape (-1,) has a negative size"},
 };
 
 static ft_ctx *C;

@@ -1154,9 +1154,11 @@ convert_element_type bitcast_convert_type broadcast_in_dim reshape transpose squ
 expand_dims rev slice dynamic_slice dynamic_update_slice concatenate pad split reduce_max
 reduce_min reduce_and reduce_or argmax argmin cummax cummin iota sort top_k gather scatter
 scatter-min scatter-max reduce_window_max reduce_window_min cond while scan jit pjit
-custom_jvp_call custom_vjp_call custom_vjp_call_jaxpr""".split())
+custom_jvp_call custom_vjp_call custom_vjp_call_jaxpr stack unstack tile optimization_barrier
+sharding_constraint layout_constraint reshard clz population_count mulhi eq_to le_to lt_to
+reduce_xor platform_index empty""".split())
 REDUCE_T = set("""reduce_sum reduce_prod cumsum cumprod dot_general reduce_window_sum
-conv_general_dilated fft scatter-add scatter-mul""".split())
+conv_general_dilated fft scatter-add scatter-mul scatter-sub""".split())
 ULP_T = set("""exp exp2 log log1p expm1 tanh logistic sin cos tan asin acos atan sinh cosh asinh
 acosh atanh rsqrt cbrt erf erfc erf_inv pow atan2 cumlogsumexp""".split())
 ARITH = set("add add_any sub mul div integer_pow square max min".split())

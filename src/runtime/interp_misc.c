@@ -1,0 +1,234 @@
+/* src/runtime/interp_misc.c: the rule bodies of JAX 0.12's polynomial,
+ * stack, unstack, tile, optimization_barrier, platform_index and empty
+ * (issue 17 §1). Each is an ft_rule_into_fn (runtime.h): called with
+ * out == NULL it only checks the operands against the equation, so the
+ * JIT runs the same body as a routine step and never meets an operand the
+ * interpreter would refuse. */
+#include <complex.h>
+#include <string.h>
+
+#include "runtime.h"
+
+static ft_status bad(ft_ctx *ctx, const ft_eqn *e, const char *what) {
+  return ft_set_error(ctx, FT_ERR_SHAPE, "%s: %s", ft_prim_get(e->prim)->name, what);
+}
+
+static size_t nbytes(const ft_aval *a) { return (size_t)ft_aval_size(a) * ft_dtype_size(a->dtype); }
+
+/* ---------------------------------------------------------- polynomial */
+
+/* Rounds v to a float dtype, as a binary op's result is (f16/bf16 through
+ * f32, as ft_set_f64 stores them). */
+static double round_to(ft_dtype dt, double v) {
+  switch (dt) {
+  case FT_F32: return (float)v;
+  case FT_F16: return ft_f16_to_f32(ft_f64_to_f16((float)v));
+  case FT_BF16: return ft_bf16_to_f32(ft_f64_to_bf16((float)v));
+  default: return v;
+  }
+}
+
+/* One Horner step acc*x + c in dtype dt, each operation rounded as the
+ * interpreter's mul and add round theirs (complex64 in single precision). */
+static void horner_step(ft_dtype dt, double *acc, double *acc_im, double x, double x_im, double c,
+                        double c_im) {
+  if (dt == FT_C64) {
+    float a = (float)*acc, b = (float)*acc_im, p = (float)x, q = (float)x_im;
+    float re = a * p - b * q, im = a * q + b * p;
+    *acc = (float)(re + (float)c), *acc_im = (float)(im + (float)c_im);
+  } else if (dt == FT_C128) {
+    double re = *acc * x - *acc_im * x_im, im = *acc * x_im + *acc_im * x;
+    *acc = re + c, *acc_im = im + c_im;
+  } else {
+    *acc = round_to(dt, round_to(dt, *acc * x) + c);
+  }
+}
+
+/* For each operand, its element strides along the result's axes (0 where
+ * it broadcasts: rank 0, or a size-1 axis). */
+static bool bcast_strides(const ft_aval *o, const ft_aval *a, int64_t *st) {
+  if (a->rank == 0) {
+    memset(st, 0, sizeof(int64_t) * FT_MAX_RANK);
+    return true;
+  }
+  if (a->rank != o->rank) return false;
+  int64_t s = 1;
+  for (int d = a->rank - 1; d >= 0; d--) {
+    if (a->dims[d] != o->dims[d] && a->dims[d] != 1) return false;
+    st[d] = a->dims[d] == 1 ? 0 : s;
+    s *= a->dims[d];
+  }
+  return true;
+}
+
+ft_status ft_polynomial_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                             ft_array *const *out, void *scratch) {
+  (void)scratch;
+  enum { MAXOP = 64 };
+  int n = e->n_in;
+  const ft_aval *oa = &e->out[0]->aval;
+  ft_dtype dt = oa->dtype;
+  int64_t st[MAXOP][FT_MAX_RANK];
+  if (n < 2 || n > MAXOP) return bad(ctx, e, "expects x and 1 to 63 coefficients");
+  for (int k = 0; k < n; k++) {
+    if (in[k]->aval.dtype != dt) return ft_set_error(ctx, FT_ERR_TYPE, "polynomial: operand dtypes differ");
+    if (!bcast_strides(oa, &in[k]->aval, st[k])) return bad(ctx, e, "operand shapes do not broadcast");
+  }
+  if (dt == FT_BOOL) return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "polynomial of booleans");
+  if (!out) return FT_OK;
+  const ft_pval *u = ft_eqn_param(e, "unroll");
+  int64_t thresh = u && u->tag == FT_PV_INT ? u->u.i : 8;
+  int nc = n - 1;
+  bool from_zero = nc > thresh; /* JAX's scan lowering starts from zeros */
+  bool cpx = ft_dtype_is_complex(dt), flt = ft_dtype_is_float(dt);
+  int64_t size = ft_aval_size(oa), idx[FT_MAX_RANK] = {0}, off[MAXOP] = {0};
+  for (int64_t i = 0; i < size; i++) {
+    if (cpx || flt) {
+      double x, xi = 0, acc = 0, ai = 0;
+      if (cpx) ft_get_c128(in[0], off[0], &x, &xi);
+      else x = ft_get_f64(in[0], off[0]);
+      for (int k = nc; k >= 1; k--) {
+        double c, ci = 0;
+        if (cpx) ft_get_c128(in[k], off[k], &c, &ci);
+        else c = ft_get_f64(in[k], off[k]);
+        if (k == nc && !from_zero) acc = c, ai = ci;
+        else horner_step(dt, &acc, &ai, x, xi, c, ci);
+      }
+      if (cpx) ft_set_c128(out[0], i, acc, ai);
+      else ft_set_f64(out[0], i, acc);
+    } else { /* integers: wrapping arithmetic, truncated when stored */
+      uint64_t x = (uint64_t)ft_get_i64(in[0], off[0]), acc = 0;
+      for (int k = nc; k >= 1; k--) {
+        uint64_t c = (uint64_t)ft_get_i64(in[k], off[k]);
+        acc = k == nc && !from_zero ? c : acc * x + c;
+      }
+      ft_set_i64(out[0], i, (int64_t)acc);
+    }
+    for (int d = oa->rank - 1; d >= 0; d--) { /* next index; operand offsets follow */
+      idx[d]++;
+      for (int k = 0; k < n; k++) off[k] += st[k][d];
+      if (idx[d] < oa->dims[d]) break;
+      for (int k = 0; k < n; k++) off[k] -= st[k][d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+  return FT_OK;
+}
+
+/* ----------------------------------------------------- stack, unstack */
+
+/* The axis param, checked against the rank r of the stacked array. */
+static bool axis_of(const ft_eqn *e, int r, int64_t *axis) {
+  *axis = ft_param_int(e, "axis", -1);
+  return *axis >= 0 && *axis < r;
+}
+
+/* Bytes of one operand slice below the axis, and the count above it. */
+static void split_at(const ft_aval *stacked, int64_t axis, size_t *inner, int64_t *outer) {
+  *outer = 1;
+  for (int d = 0; d < axis; d++) *outer *= stacked->dims[d];
+  int64_t in = 1;
+  for (int d = (int)axis + 1; d < stacked->rank; d++) in *= stacked->dims[d];
+  *inner = (size_t)in * ft_dtype_size(stacked->dtype);
+}
+
+ft_status ft_stack_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                        void *scratch) {
+  (void)scratch;
+  const ft_aval *oa = &e->out[0]->aval;
+  int64_t axis, outer;
+  size_t inner;
+  if (!axis_of(e, oa->rank, &axis) || oa->dims[axis] != e->n_in) return bad(ctx, e, "bad axis");
+  for (int k = 0; k < e->n_in; k++)
+    if (nbytes(&in[k]->aval) * (size_t)e->n_in != nbytes(oa) || in[k]->aval.dtype != oa->dtype)
+      return bad(ctx, e, "operand shapes differ from the result's slices");
+  if (!out) return FT_OK;
+  split_at(oa, axis, &inner, &outer);
+  char *dst = out[0]->data;
+  for (int64_t o = 0; o < outer; o++)
+    for (int k = 0; k < e->n_in; k++, dst += inner)
+      memcpy(dst, (const char *)in[k]->data + (size_t)o * inner, inner);
+  return FT_OK;
+}
+
+ft_status ft_unstack_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                          void *scratch) {
+  (void)scratch;
+  const ft_aval *a = &in[0]->aval;
+  int64_t axis, outer;
+  size_t inner;
+  if (!axis_of(e, a->rank, &axis) || a->dims[axis] != e->n_out) return bad(ctx, e, "bad axis");
+  for (int k = 0; k < e->n_out; k++)
+    if (nbytes(&e->out[k]->aval) * (size_t)e->n_out != nbytes(a)) return bad(ctx, e, "bad result shape");
+  if (!out) return FT_OK;
+  split_at(a, axis, &inner, &outer);
+  const char *src = in[0]->data;
+  for (int64_t o = 0; o < outer; o++)
+    for (int k = 0; k < e->n_out; k++, src += inner)
+      memcpy((char *)out[k]->data + (size_t)o * inner, src, inner);
+  return FT_OK;
+}
+
+/* ------------------------------------------------------------------ tile */
+
+ft_status ft_tile_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                       void *scratch) {
+  (void)scratch;
+  const ft_aval *a = &in[0]->aval, *oa = &e->out[0]->aval;
+  int64_t reps[FT_MAX_RANK];
+  if (ft_param_ints(e, "reps", reps, FT_MAX_RANK) != a->rank || oa->rank != a->rank ||
+      a->dtype != oa->dtype)
+    return bad(ctx, e, "reps does not match the operand");
+  for (int d = 0; d < a->rank; d++)
+    if (oa->dims[d] != a->dims[d] * reps[d]) return bad(ctx, e, "result shape is not operand * reps");
+  if (!out) return FT_OK;
+  size_t es = ft_dtype_size(a->dtype);
+  int64_t size = ft_aval_size(oa), idx[FT_MAX_RANK] = {0}, src = 0, st[FT_MAX_RANK];
+  for (int64_t d = a->rank - 1, s = 1; d >= 0; d--) st[d] = s, s *= a->dims[d];
+  for (int64_t i = 0; i < size; i++) {
+    memcpy((char *)out[0]->data + (size_t)i * es, (const char *)in[0]->data + (size_t)src * es, es);
+    for (int d = oa->rank - 1; d >= 0; d--) { /* the source index wraps at the operand's size */
+      idx[d]++;
+      src += st[d];
+      if (idx[d] % a->dims[d] == 0) src -= st[d] * a->dims[d];
+      if (idx[d] < oa->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return FT_OK;
+}
+
+/* --------------------------------- optimization_barrier, platform_index, empty */
+
+ft_status ft_opt_barrier_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                              ft_array *const *out, void *scratch) {
+  (void)scratch;
+  if (e->n_in != e->n_out) return bad(ctx, e, "operand and result counts differ");
+  for (int k = 0; k < e->n_in; k++)
+    if (!ft_aval_eq(&in[k]->aval, &e->out[k]->aval) &&
+        !(in[k]->aval.dtype == e->out[k]->aval.dtype && ft_shape_eq(&in[k]->aval, &e->out[k]->aval)))
+      return bad(ctx, e, "a result's type differs from its operand's");
+  if (!out) return FT_OK;
+  for (int k = 0; k < e->n_in; k++) memcpy(out[k]->data, in[k]->data, nbytes(&in[k]->aval));
+  return FT_OK;
+}
+
+ft_status ft_platform_index_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                 ft_array *const *out, void *scratch) {
+  (void)in, (void)scratch;
+  int i = ft_platform_index(ft_eqn_param(e, "platforms"));
+  if (i < 0)
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "platform_index: no branch for the platform cpu "
+                        "and no default");
+  if (e->out[0]->aval.dtype != FT_I32 || e->out[0]->aval.rank != 0)
+    return bad(ctx, e, "the result must be an int32 scalar");
+  if (out) ft_set_i64(out[0], 0, i);
+  return FT_OK;
+}
+
+ft_status ft_empty_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                        void *scratch) {
+  (void)ctx, (void)e, (void)in, (void)scratch;
+  if (out) memset(out[0]->data, 0, nbytes(&out[0]->aval));
+  return FT_OK;
+}
