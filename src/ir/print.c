@@ -1,4 +1,4 @@
-/* src/ir/print.c: ft_jaxpr_print — a jaxpr exactly as JAX 0.10.2 prints it.
+/* src/ir/print.c: ft_jaxpr_print — a jaxpr exactly as JAX 0.12 prints it.
  *
  * This mirrors jax/_src/core.py (pp_toplevel_jaxpr, pp_jaxpr_skeleton,
  * _pp_eqn, pp_vars, pp_kv_pairs) and the per-primitive pp rules that hide
