@@ -229,6 +229,27 @@ static ft_status split(ft_ctx *ctx, const ft_eqn *e, const ft_array *a, ft_array
   return FT_OK;
 }
 
+/* unstack: split into size-1 blocks, seen with the axis put back. */
+static ft_status unstack(ft_ctx *ctx, const ft_eqn *e, const ft_array *a, ft_array **out) {
+  int64_t axis = ft_param_int(e, "axis", -1);
+  if (axis < 0 || axis >= a->aval.rank || e->n_out != a->aval.dims[axis]) return bad_param(ctx, "axis");
+  ft_array *v = malloc(sizeof *v * (size_t)(e->n_out + 1));
+  ft_array **pv = malloc(sizeof *pv * (size_t)(e->n_out + 1));
+  if (!v || !pv) {
+    free(v), free(pv);
+    return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  }
+  for (int k = 0; k < e->n_out; k++) {
+    v[k] = *out[k];
+    v[k].aval = a->aval;
+    v[k].aval.dims[axis] = 1;
+    pv[k] = &v[k];
+  }
+  concat_blocks((ft_array *)a, pv, e->n_out, (int)axis, true);
+  free(v), free(pv);
+  return FT_OK;
+}
+
 /* Reads padding_config ((lo, hi, interior), ...). */
 static bool pad_config(const ft_eqn *e, int rank, int64_t cfg[][3]) {
   const ft_pval *v = ft_eqn_param(e, "padding_config");
@@ -295,6 +316,7 @@ ft_status ft_interp_layout(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
   case FT_P_CONCATENATE: st = concatenate(ctx, e, in, o); break;
   case FT_P_PAD: st = pad(ctx, e, in, o); break;
   case FT_P_SPLIT: st = split(ctx, e, a, out); break;
+  case FT_P_UNSTACK: st = unstack(ctx, e, a, out); break;
   default: st = ft_set_error(ctx, FT_ERR_INTERNAL, "not a layout primitive");
   }
   if (st)

@@ -23,7 +23,7 @@ const char *ft_transpose_rule_status(ft_prim p) {
   case FT_P_SLICE: case FT_P_PAD: case FT_P_CONCATENATE: case FT_P_DYNAMIC_SLICE:
   case FT_P_DYNAMIC_UPDATE_SLICE: case FT_P_SELECT_N: case FT_P_DOT_GENERAL: case FT_P_CUMSUM:
   case FT_P_FFT: case FT_P_COPY: case FT_P_COPY_P: case FT_P_REDUCE_PRECISION: case FT_P_SPLIT:
-  case FT_P_SORT: case FT_P_COND: case FT_P_SCAN: case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL:
+  case FT_P_UNSTACK: case FT_P_SORT: case FT_P_COND: case FT_P_SCAN: case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL:
   case FT_P_CUSTOM_VJP_CALL: case FT_P_CUSTOM_LIN:
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: /* ad_complex.c */
     return NULL;
@@ -218,6 +218,27 @@ static bool split(tr_call *c) {
   ft_pval *ps = tx_params(c->t, FT_P_CONCATENATE);
   if (!ps) return false;
   pset(FT_P_CONCATENATE, ps, "dimension", *pget(FT_P_SPLIT, c->params, "axis"));
+  c->ct_x[0] = tx_emit(c->t, FT_P_CONCATENATE, ps, n, in);
+  return !c->t->failed;
+}
+
+/* unstack's transpose: the cotangents stacked back along the axis. */
+static bool unstack(tr_call *c) {
+  int n = c->e->n_out;
+  const ft_aval *a = &c->e->in[0]->aval;
+  int64_t axis = pget_int(FT_P_UNSTACK, c->params, "axis", 0);
+  ft_var **in = ft_arena_alloc(c->t->a, sizeof(ft_var *) * (size_t)(n + 1));
+  if (!in) return tx_nomem(c->t), false;
+  int64_t dims[FT_MAX_RANK];
+  memcpy(dims, a->dims, sizeof(int64_t) * (size_t)a->rank);
+  dims[axis] = 1;
+  for (int k = 0; k < n; k++) {
+    ft_var *ct = c->ct[k] ? c->ct[k] : tx_zeros(c->t, &c->e->out[k]->aval);
+    in[k] = ct ? tx_reshape(c->t, ct, a->rank, dims) : NULL;
+  }
+  ft_pval *ps = tx_params(c->t, FT_P_CONCATENATE);
+  if (!ps) return false;
+  pset(FT_P_CONCATENATE, ps, "dimension", ft_pv_int(axis));
   c->ct_x[0] = tx_emit(c->t, FT_P_CONCATENATE, ps, n, in);
   return !c->t->failed;
 }
@@ -612,6 +633,7 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_PAD: return pad(c);
   case FT_P_CONCATENATE: return concatenate(c);
   case FT_P_SPLIT: return split(c);
+  case FT_P_UNSTACK: return unstack(c);
   case FT_P_DYNAMIC_SLICE: return dynamic_slice(c);
   case FT_P_DYNAMIC_UPDATE_SLICE: return dynamic_update_slice(c);
   case FT_P_SELECT_N: return select_n(c);
