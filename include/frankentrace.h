@@ -76,6 +76,16 @@ typedef enum ft_dtype {
   FT_F16, FT_BF16, FT_F32, FT_F64,
   FT_C64, FT_C128,
   FT_FLOAT0,           /* JAX's tangent type of integer values: no data */
+  /* PRNG key types (JAX's extended dtypes, printed key<tag>): one element is
+   * one key, stored as its impl's u32 words (key<fry>[4] is u32[4,2] in
+   * memory). Only threefry2x32 (fry) is built; the others parse, print and
+   * move through layout operations, and random_* refuse them (docs/random.md). */
+  FT_KEY_FRY,          /* threefry2x32: 2 words */
+  FT_KEY_FRY4,         /* threefry4x32: 4 words */
+  FT_KEY_PHX2,         /* philox2x32: 1 word */
+  FT_KEY_PHX4,         /* philox4x32: 2 words */
+  FT_KEY_RBG,          /* rbg: 4 words */
+  FT_KEY_URBG,         /* unsafe_rbg: 4 words */
   FT_NUM_DTYPES
 } ft_dtype;
 
@@ -239,6 +249,12 @@ FT_API void ft_array_free(ft_array *a);
 FT_API void *ft_array_data(const ft_array *a);
 /* The dtype and shape (weak_type false). */
 FT_API ft_aval ft_array_aval(const ft_array *a);
+/* PRNG keys at the boundary (docs/random.md): a key array key<fry>[s] holds
+ * the same bytes as its key data u32[s,2] (jax.random.key_data). This turns
+ * a u32 array whose last axis is the key type's word count into that key
+ * array, in place (e.g. an .npy of key data read for a key<fry> input);
+ * FT_ERR_TYPE otherwise. ft_npy_write writes key arrays as their key data. */
+FT_API ft_status ft_array_wrap_keys(ft_ctx *ctx, ft_array *a, ft_dtype key_dtype);
 FT_API size_t ft_array_nbytes(const ft_array *a);
 /* True when a and b have the same dtype, the same shape and the same bytes
  * (so NaN payloads and the sign of zero count). */
@@ -493,6 +509,38 @@ FT_API ft_val *ft_dot_general(ft_val *a, ft_val *b, const ft_dot_dims *dims, ft_
 
 /* ---- other primitives */
 FT_API ft_val *ft_iota(ft_tracer *t, ft_dtype dt, int rank, const int64_t *shape, int dimension);
+
+/* ---- jax.random (docs/random.md): keys are values of dtype key<fry> (an
+ * input of that aval, or ft_random_key); each sampler emits what jax.random
+ * emits, so it draws JAX's bits for the same key (floats through erf_inv
+ * and log: within the bounds docs/random.md states). */
+/* jax.random.key(seed): seed of any integer dtype and shape. */
+FT_API ft_val *ft_random_key(ft_val *seed);
+/* random_wrap[impl=fry] (u32[...,2] -> key<fry>[...], jax.random.wrap_key_data)
+ * and random_unwrap (jax.random.key_data). */
+FT_API ft_val *ft_random_wrap(ft_val *data);
+FT_API ft_val *ft_random_unwrap(ft_val *key);
+/* jax.random.split(key, shape): keys of shape key.shape + shape. */
+FT_API ft_val *ft_random_split(ft_val *key, int rank, const int64_t *shape);
+/* jax.random.fold_in(key, data): data of an integer dtype (as uint32). */
+FT_API ft_val *ft_random_fold_in(ft_val *key, ft_val *data);
+/* jax.random.bits(key, shape, uint<bit_width>): bit_width 8, 16, 32, 64. */
+FT_API ft_val *ft_random_bits(ft_val *key, int bit_width, int rank, const int64_t *shape);
+/* jax.random.uniform(key, shape, dt, minval, maxval): dt f32 or f64. */
+FT_API ft_val *ft_random_uniform(ft_val *key, ft_dtype dt, int rank, const int64_t *shape,
+                                 double minval, double maxval);
+/* jax.random.normal(key, shape, dt). */
+FT_API ft_val *ft_random_normal(ft_val *key, ft_dtype dt, int rank, const int64_t *shape);
+/* jax.random.bernoulli(key, p, shape): bool. */
+FT_API ft_val *ft_random_bernoulli(ft_val *key, double p, int rank, const int64_t *shape);
+/* jax.random.categorical(key, logits, axis): i32 indices, logits' shape
+ * without axis. */
+FT_API ft_val *ft_random_categorical(ft_val *key, ft_val *logits, int axis);
+/* jax.random.permutation(key, n): a permutation of 0..n-1 (i32). */
+FT_API ft_val *ft_random_permutation(ft_val *key, int64_t n);
+/* Dropout (Flax's): zero each element of x with probability rate, scale
+ * the others by 1 / (1 - rate); rate in [0, 1). */
+FT_API ft_val *ft_dropout(ft_val *key, ft_val *x, double rate);
 /* Sorts x along dimension (lax.sort of one operand). */
 FT_API ft_val *ft_sort(ft_val *x, int dimension, bool is_stable);
 /* Sorts n operands of one shape by the first num_keys (lexicographically);

@@ -208,11 +208,16 @@ int ftc_cmd_run(int argc, char **argv) {
   n_out = ft_jaxpr_num_outputs(j);
   out = calloc((size_t)n_out + 1, sizeof *out);
   if (!in || !out) { ftc_fail("run", "out of memory"); goto done; }
-  for (int i = 0; i < n_ins; i++)
-    if (!(in[i] = ft_npy_read(ctx, ins[i]))) {
-      ftc_fail("run", "%s", ft_ctx_error(ctx));
+  for (int i = 0; i < n_ins; i++) {
+    ft_aval want;
+    if (!(in[i] = ft_npy_read(ctx, ins[i])) ||
+        (ft_jaxpr_input_aval(j, i - (n_ins - ft_jaxpr_num_inputs(j)), &want) == FT_OK &&
+         ft_dtype_is_key(want.dtype) &&
+         ft_array_wrap_keys(ctx, in[i], want.dtype))) { /* key inputs: their key data */
+      ftc_fail("run", "%s: %s", ins[i], ft_ctx_error(ctx));
       goto done;
     }
+  }
   if (strcmp(engine, "interp") && strcmp(engine, "jit")) {
     rc = ftc_usage("run", "--engine must be interp or jit, got '%s'", engine);
     goto done;

@@ -15,6 +15,9 @@ static const struct {
     [FT_BF16] = {"bf16", "bfloat16", 16},  [FT_F32] = {"f32", "float32", 32},
     [FT_F64] = {"f64", "float64", 64},     [FT_C64] = {"c64", "complex64", 64},
     [FT_C128] = {"c128", "complex128", 128}, [FT_FLOAT0] = {"float0", "float0", 0},
+    [FT_KEY_FRY] = {"key<fry>", "key<fry>", 64},     [FT_KEY_FRY4] = {"key<fry4>", "key<fry4>", 128},
+    [FT_KEY_PHX2] = {"key<phx2>", "key<phx2>", 32},  [FT_KEY_PHX4] = {"key<phx4>", "key<phx4>", 64},
+    [FT_KEY_RBG] = {"key<rbg>", "key<rbg>", 128},    [FT_KEY_URBG] = {"key<urbg>", "key<urbg>", 128},
 };
 
 const char *ft_dtype_name(ft_dtype dt) {
@@ -45,6 +48,26 @@ bool ft_dtype_is_inexact(ft_dtype dt) { return ft_dtype_is_float(dt) || ft_dtype
 bool ft_dtype_is_signed(ft_dtype dt) { return dt >= FT_I8 && dt <= FT_I64; }
 bool ft_dtype_is_unsigned(ft_dtype dt) { return dt >= FT_U8 && dt <= FT_U64; }
 bool ft_dtype_is_int(ft_dtype dt) { return ft_dtype_is_signed(dt) || ft_dtype_is_unsigned(dt); }
+bool ft_dtype_is_key(ft_dtype dt) { return dt >= FT_KEY_FRY && dt <= FT_KEY_URBG; }
+int ft_key_words(ft_dtype dt) { return ft_dtype_is_key(dt) ? dtypes[dt].bits / 32 : 0; }
+
+/* The impl tag of a key dtype ("fry" for key<fry>), as random_seed's and
+ * random_wrap's impl param spells it; NULL for other dtypes. */
+const char *ft_key_tag(ft_dtype dt) {
+  static const char *const tags[] = {"fry", "fry4", "phx2", "phx4", "rbg", "urbg"};
+  return ft_dtype_is_key(dt) ? tags[dt - FT_KEY_FRY] : NULL;
+}
+
+ft_status ft_key_from_tag(const char *tag, size_t n, ft_dtype *out) {
+  for (ft_dtype d = FT_KEY_FRY; d <= FT_KEY_URBG; d++) {
+    const char *t = ft_key_tag(d);
+    if (strlen(t) == n && !strncmp(t, tag, n)) {
+      *out = d;
+      return FT_OK;
+    }
+  }
+  return FT_ERR_INVALID_ARG;
+}
 
 bool ft_aval_size_ok(const ft_aval *a) {
   int64_t n = 1;

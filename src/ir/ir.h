@@ -127,6 +127,10 @@ bool ft_dtype_is_inexact(ft_dtype dt);  /* float or complex */
 bool ft_dtype_is_int(ft_dtype dt);      /* signed or unsigned integer */
 bool ft_dtype_is_signed(ft_dtype dt);   /* i8..i64 */
 bool ft_dtype_is_unsigned(ft_dtype dt); /* u8..u64 */
+bool ft_dtype_is_key(ft_dtype dt);      /* key<fry> ... key<urbg> (PRNG keys) */
+int ft_key_words(ft_dtype dt);          /* u32 words per key; 0 if not a key */
+const char *ft_key_tag(ft_dtype dt);    /* "fry" for key<fry>; NULL if not a key */
+ft_status ft_key_from_tag(const char *tag, size_t n, ft_dtype *out);
 /* Bit width of one element (bool: 8; float0: 0). */
 int ft_dtype_bits(ft_dtype dt);
 

@@ -258,6 +258,16 @@ static ft_dtype parse_dtype(ft_parser *p) {
   memcpy(buf, p->src + start, n);
   buf[n] = 0;
   ft_dtype dt;
+  if (!strcmp(buf, "key") && peek_at(p, start + n) == '<') { /* a PRNG key type: key<fry> */
+    size_t t0 = start + n + 1, t = t0;
+    while (peek_at(p, t) && peek_at(p, t) != '>' && peek_at(p, t) != '[' && t - t0 < 16) t++;
+    if (peek_at(p, t) != '>') ft_parse_fail(p, start, "expected a PRNG key type such as key<fry>");
+    if (ft_key_from_tag(p->src + t0, t - t0, &dt) != FT_OK)
+      ft_parse_fail(p, t0, "unknown PRNG key implementation '%.*s' (known: fry, fry4, phx2, phx4, "
+                    "rbg, urbg)", (int)(t - t0), p->src + t0);
+    p->pos = t + 1;
+    return dt;
+  }
   if (ft_dtype_from_name(buf, &dt) != FT_OK) ft_parse_fail(p, start, "unknown dtype '%s'", buf);
   p->pos += n;
   return dt;
@@ -283,7 +293,7 @@ static ft_aval parse_aval(ft_parser *p) {
   a.dtype = parse_dtype(p);
   if (ft_parse_peek(p) != '[') {
     char c = ft_parse_peek(p);
-    if (c == '<' || c == '{') ft_parse_fail(p, p->pos, "unsupported type annotation (memory spaces and key types are not supported)");
+    if (c == '<' || c == '{') ft_parse_fail(p, p->pos, "unsupported type annotation (memory spaces are not supported)");
     ft_parse_fail(p, p->pos, "expected '[' and the shape after the dtype");
   }
   p->pos++;

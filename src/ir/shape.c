@@ -15,7 +15,7 @@
 
 /* dtype classes, as sets (JAX's _bool, _int, _float, _complex, ...) */
 enum {
-  K_BOOL = 1, K_SINT = 2, K_UINT = 4, K_FLOAT = 8, K_COMPLEX = 16, K_FLOAT0 = 32,
+  K_BOOL = 1, K_SINT = 2, K_UINT = 4, K_FLOAT = 8, K_COMPLEX = 16, K_FLOAT0 = 32, K_KEY = 64,
   K_INT = K_SINT | K_UINT,
   K_INEXACT = K_FLOAT | K_COMPLEX,
   K_NUM = K_INT | K_INEXACT,
@@ -32,6 +32,7 @@ static int dtype_class(ft_dtype dt) {
   if (ft_dtype_is_float(dt)) return K_FLOAT;
   if (ft_dtype_is_complex(dt)) return K_COMPLEX;
   if (dt == FT_FLOAT0) return K_FLOAT0;
+  if (ft_dtype_is_key(dt)) return K_KEY;
   return 0;
 }
 
@@ -211,7 +212,7 @@ static int unary_mask(ft_prim p) {
   case FT_P_CLZ: case FT_P_POPULATION_COUNT: return K_INT;
   case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: case FT_P_SHARDING_CONSTRAINT:
   case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
-    return K_ALL;
+    return K_ALL | K_KEY;
   default: return K_INEXACT; /* exp log tanh logistic sin ... sqrt rsqrt */
   }
 }
@@ -394,8 +395,11 @@ static ft_status rule_convert(R *r) {
   ft_dtype nd;
   ft_status st = need_dtype(r, "new_dtype", &nd);
   if (st) return st;
-  if (nd == FT_FLOAT0 || r->in[0].dtype == FT_FLOAT0)
-    return fail(r, FT_ERR_TYPE, "cannot convert %s to %s", S(r, &r->in[0]), ft_dtype_name(nd));
+  if (nd == FT_FLOAT0 || r->in[0].dtype == FT_FLOAT0 || ft_dtype_is_key(nd) ||
+      ft_dtype_is_key(r->in[0].dtype))
+    return fail(r, FT_ERR_TYPE, "cannot convert %s to %s%s", S(r, &r->in[0]), ft_dtype_name(nd),
+                ft_dtype_is_key(nd) || ft_dtype_is_key(r->in[0].dtype)
+                    ? " (keys convert through random_wrap/random_unwrap)" : "");
   ft_aval o = r->in[0];
   o.dtype = nd;
   o.weak_type = false;
@@ -880,6 +884,118 @@ static ft_status rule_empty2(R *r) {
   ft_status st = need_dtype(r, "dtype", &dt);
   if (st) return st;
   return put(r, ft_aval_make(dt, 0, NULL));
+}
+
+/* ----------------------------------------------------------------- PRNG */
+/* The key dtype an impl param names (random_seed, random_wrap). */
+static ft_status need_impl(R *r, ft_dtype *dt) {
+  const ft_pval *pv = param(r, "impl");
+  if (!pv || pv->tag != FT_PV_SYM || ft_key_from_tag(pv->s, strlen(pv->s), dt) != FT_OK)
+    return fail(r, FT_ERR_TYPE, "param impl must name a PRNG implementation (fry, rbg, ...)");
+  return FT_OK;
+}
+
+static ft_status need_key(R *r, int i) {
+  if (ft_dtype_is_key(r->in[i].dtype)) return FT_OK;
+  return fail(r, FT_ERR_TYPE, "operand %d must be a PRNG key array (key<fry>[...]), got %s", i,
+              S(r, &r->in[i]));
+}
+
+/* keys.shape + shape, checked against the rank limit. */
+static ft_status keys_then(R *r, ft_dtype dt, const int64_t *shape, int ns) {
+  const ft_aval *k = &r->in[0];
+  if (k->rank + ns > FT_MAX_RANK)
+    return fail(r, FT_ERR_SHAPE, "keys %s with shape %s exceed rank %d", S(r, k), T(r, ns, shape),
+                FT_MAX_RANK);
+  ft_aval o = ft_aval_make(dt, k->rank, k->dims);
+  for (int i = 0; i < ns; i++) {
+    if (shape[i] < 0) return fail(r, FT_ERR_SHAPE, "shape %s has a negative size", T(r, ns, shape));
+    o.dims[o.rank++] = shape[i];
+  }
+  return put(r, o);
+}
+
+static ft_status rule_random(R *r) {
+  ft_status st;
+  int64_t shape[MAX_INTS], bw;
+  int ns;
+  ft_dtype dt;
+  const ft_aval *a = &r->in[0];
+  switch (r->p) {
+  case FT_P_RANDOM_SEED:
+    if ((st = need_impl(r, &dt))) return st;
+    if (!ft_dtype_is_int(a->dtype))
+      return fail(r, FT_ERR_TYPE, "seeds must be integers, got %s", S(r, a));
+    return put(r, ft_aval_make(dt, a->rank, a->dims));
+  case FT_P_RANDOM_BITS:
+    if ((st = need_key(r, 0)) || (st = need_int(r, "bit_width", &bw)) ||
+        (st = get_ints(r, "shape", true, shape, &ns)))
+      return st;
+    switch (bw) {
+    case 8: dt = FT_U8; break;
+    case 16: dt = FT_U16; break;
+    case 32: dt = FT_U32; break;
+    case 64: dt = FT_U64; break;
+    default: return fail(r, FT_ERR_TYPE, "bit_width must be 8, 16, 32 or 64, got %lld", (long long)bw);
+    }
+    return keys_then(r, dt, shape, ns);
+  case FT_P_RANDOM_SPLIT:
+    if ((st = need_key(r, 0)) || (st = get_ints(r, "shape", true, shape, &ns))) return st;
+    return keys_then(r, a->dtype, shape, ns);
+  case FT_P_RANDOM_FOLD_IN: {
+    if ((st = need_key(r, 0))) return st;
+    if (!ft_dtype_is_int(r->in[1].dtype))
+      return fail(r, FT_ERR_TYPE, "messages must be integers, got %s", S(r, &r->in[1]));
+    const ft_aval *ops[2] = {a, &r->in[1]};
+    ft_aval o;
+    if ((st = nary_shape(r, 2, ops, &o))) return st;
+    o.dtype = a->dtype;
+    o.weak_type = false;
+    return put(r, o);
+  }
+  case FT_P_RANDOM_WRAP: {
+    if ((st = need_impl(r, &dt))) return st;
+    int w = ft_key_words(dt);
+    if (a->dtype != FT_U32 || a->rank < 1 || a->dims[a->rank - 1] != w)
+      return fail(r, FT_ERR_TYPE, "key data for %s must be u32[...,%d], got %s", ft_dtype_name(dt),
+                  w, S(r, a));
+    return put(r, ft_aval_make(dt, a->rank - 1, a->dims));
+  }
+  case FT_P_RANDOM_UNWRAP: {
+    if ((st = need_key(r, 0))) return st;
+    if (a->rank + 1 > FT_MAX_RANK)
+      return fail(r, FT_ERR_SHAPE, "key data of %s would exceed rank %d", S(r, a), FT_MAX_RANK);
+    ft_aval o = ft_aval_make(FT_U32, a->rank, a->dims);
+    o.dims[o.rank++] = ft_key_words(a->dtype);
+    return put(r, o);
+  }
+  case FT_P_RANDOM_CLONE:
+    if ((st = need_key(r, 0))) return st;
+    return put(r, *a);
+  case FT_P_THREEFRY2X32: {
+    for (int i = 0; i < 4; i++)
+      if (r->in[i].dtype != FT_U32)
+        return fail(r, FT_ERR_TYPE, "operands must be u32, got %s (operand %d)", S(r, &r->in[i]), i);
+    const ft_aval *ops[4] = {&r->in[0], &r->in[1], &r->in[2], &r->in[3]};
+    ft_aval o;
+    if ((st = nary_shape(r, 4, ops, &o))) return st;
+    o.weak_type = false;
+    if ((st = put(r, o))) return st;
+    return put(r, o);
+  }
+  default: { /* rng_bit_generator: (new state, bits) */
+    if ((st = need_dtype(r, "dtype", &dt)) || (st = get_ints(r, "shape", true, shape, &ns))) return st;
+    if (!ft_dtype_is_unsigned(dt))
+      return fail(r, FT_ERR_TYPE, "dtype must be an unsigned integer type, got %s", ft_dtype_name(dt));
+    if (a->dtype != FT_U32 && a->dtype != FT_U64)
+      return fail(r, FT_ERR_TYPE, "the state must be u32 or u64, got %s", S(r, a));
+    if ((st = put(r, ft_aval_make(a->dtype, a->rank, a->dims)))) return st;
+    ft_aval o = ft_aval_make(dt, 0, NULL);
+    for (int i = 0; i < ns && i < FT_MAX_RANK; i++) o.dims[o.rank++] = shape[i];
+    if (ns > FT_MAX_RANK) return fail(r, FT_ERR_SHAPE, "shape %s exceeds rank %d", T(r, ns, shape), FT_MAX_RANK);
+    return put(r, o);
+  }
+  }
 }
 
 static ft_status rule_sort(R *r) {
@@ -1680,6 +1796,10 @@ static ft_status dispatch(R *r) {
   case FT_P_SCAN: return rule_scan(r);
   case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return rule_call(r);
   case FT_P_CUSTOM_LIN: return rule_custom_lin(r);
+  case FT_P_RANDOM_SEED: case FT_P_RANDOM_BITS: case FT_P_RANDOM_SPLIT: case FT_P_RANDOM_FOLD_IN:
+  case FT_P_RANDOM_WRAP: case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE: case FT_P_THREEFRY2X32:
+  case FT_P_RNG_BIT_GENERATOR:
+    return rule_random(r);
   default:
     return fail(r, FT_ERR_UNSUPPORTED, "no shape rule (internal: add one to shape.c)");
   }

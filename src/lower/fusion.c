@@ -1509,6 +1509,14 @@ static bool place_reduce_cpx(planner *P, const ft_eqn *e, int idx) {
   return true;
 }
 
+static bool touches_key(const ft_eqn *e) {
+  for (int k = 0; k < e->n_in; k++)
+    if (ft_dtype_is_key(e->in[k]->aval.dtype)) return true;
+  for (int k = 0; k < e->n_out; k++)
+    if (ft_dtype_is_key(e->out[k]->aval.dtype)) return true;
+  return false;
+}
+
 static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   if (P->opts->no_compile) return place_fallback(P, e, idx);
   bool live = false; /* every primitive is pure: an equation nobody reads is skipped */
@@ -1518,6 +1526,12 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   if (fam == FT_FAM_CONTROL) {
     if (place_control(P, e, idx)) return true;
     if (P->oom) return false;
+  }
+  if (fam != FT_FAM_CONTROL && ft_rule_into_for(e->prim) != ft_random_into && touches_key(e)) {
+    /* PRNG keys (key<fry>) move between random_* routine steps as buffers:
+     * the kernels have no key type, the interpreter's rules move any bytes */
+    P->why[idx] = "operations on PRNG key arrays run as interpreter steps";
+    return place_fallback(P, e, idx);
   }
   if ((fam == FT_FAM_LAYOUT || fam == FT_FAM_CUMULATIVE || fam == FT_FAM_OTHER ||
        e->prim == FT_P_REDUCE_PRECISION) && ft_routine_native(e, &P->why[idx])) {

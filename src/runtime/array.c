@@ -332,3 +332,18 @@ void ft_set_c128(ft_array *a, int64_t i, double re, double im) {
     ft_set_f64(a, i, re);
   }
 }
+
+ft_status ft_array_wrap_keys(ft_ctx *ctx, ft_array *a, ft_dtype key_dtype) {
+  if (!a) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "wrap keys: NULL array");
+  int w = ft_key_words(key_dtype);
+  char s[128];
+  if (!w) return ft_set_error(ctx, FT_ERR_TYPE, "wrap keys: %s is not a key type", ft_dtype_name(key_dtype));
+  if (a->aval.dtype != FT_U32 || a->aval.rank < 1 || a->aval.dims[a->aval.rank - 1] != w)
+    return ft_set_error(ctx, FT_ERR_TYPE, "wrap keys: key data for %s must be u32[...,%d], got %s",
+                        ft_dtype_name(key_dtype), w, ft_aval_str(&a->aval, s, sizeof s));
+  a->aval.rank--;
+  a->aval.dims[a->aval.rank] = 0;
+  a->aval.dtype = key_dtype;
+  a->aval.weak_type = false;
+  return FT_OK;
+}

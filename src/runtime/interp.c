@@ -83,6 +83,7 @@ static ft_interp_rule rule_for(ft_prim p) {
       return ft_interp_reduce_window;
     if (p == FT_P_CONV_GENERAL_DILATED) return ft_interp_conv;
     if (p == FT_P_TOP_K) return ft_interp_top_k;
+    if (ft_rule_into_for(p) == ft_random_into) return ft_interp_via_into;
     return NULL;
   }
   return NULL;
@@ -92,6 +93,8 @@ static ft_interp_rule rule_for(ft_prim p) {
  * the explicit reason it has none. Derived from rule_for, so it cannot drift. */
 const char *ft_eval_rule_status(ft_prim p) {
   if (rule_for(p)) return NULL;
+  if (p == FT_P_RNG_BIT_GENERATOR)
+    return "unsupported: XLA's RngBitGenerator algorithms are not built (docs/random.md)";
   return "unsupported: no interpreter rule for this primitive yet";
 }
 

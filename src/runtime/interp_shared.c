@@ -38,6 +38,9 @@ ft_rule_into_fn ft_rule_into_for(ft_prim p) {
   case FT_P_REDUCE_XOR:
     return ft_reduce_into;
   case FT_P_DOT_GENERAL: return ft_dot_into;
+  case FT_P_RANDOM_SEED: case FT_P_RANDOM_BITS: case FT_P_RANDOM_SPLIT: case FT_P_RANDOM_FOLD_IN:
+  case FT_P_RANDOM_WRAP: case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE: case FT_P_THREEFRY2X32:
+    return ft_random_into; /* (rng_bit_generator has no body: docs/random.md) */
   default: return NULL;
   }
 }

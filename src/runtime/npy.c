@@ -286,6 +286,18 @@ ft_array *ft_npy_read(ft_ctx *ctx, const char *path) {
 ft_status ft_npy_write_mem(ft_ctx *ctx, const ft_array *a, void **out, size_t *out_len) {
   if (!a || !out || !out_len) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "npy: NULL argument");
   const char *descr = NULL;
+  ft_aval keydata; /* a key array is written as its key data, u32[...,words] */
+  if (ft_dtype_is_key(a->aval.dtype)) {
+    if (a->aval.rank >= FT_MAX_RANK)
+      return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "npy: the key data of a rank-%d key array "
+                          "exceeds rank %d", a->aval.rank, FT_MAX_RANK);
+    keydata = a->aval;
+    keydata.dims[keydata.rank++] = ft_key_words(a->aval.dtype);
+    keydata.dtype = FT_U32;
+    ft_array v = *a;
+    v.aval = keydata;
+    return ft_npy_write_mem(ctx, &v, out, out_len);
+  }
   for (size_t i = 0; i < FT_COUNTOF(descrs); i++)
     if (descrs[i].dt == a->aval.dtype) {
       descr = descrs[i].descr;

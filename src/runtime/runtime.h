@@ -248,6 +248,15 @@ ft_status ft_select_and_gather_add_into(ft_ctx *ctx, const ft_eqn *e, ft_array *
 ft_status ft_select_and_scatter_add_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                                          ft_array *const *out, void *scratch);
 size_t ft_select_and_scratch(const ft_eqn *e);
+/* interp_random.c: random_seed/bits/split/fold_in/wrap/unwrap/clone and
+ * threefry2x32 on threefry keys (docs/random.md); rng_bit_generator and the
+ * other key impls are refused with a message. */
+ft_status ft_random_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                         void *scratch);
+/* The Threefry-2x32-20 hash of (x0, x1) under key (k0, k1). */
+void ft_threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1, uint32_t out[2]);
+/* random_bits of width bw (8, 16, 32, 64) from one threefry key: n elements. */
+void ft_threefry_bits(uint32_t k0, uint32_t k1, int bw, int64_t n, void *out);
 /* The rule body above for e's primitive (NULL: none), and its scratch bytes. */
 ft_rule_into_fn ft_rule_into_for(ft_prim p);
 size_t ft_rule_scratch(const ft_eqn *e);

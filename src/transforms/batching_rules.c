@@ -26,8 +26,9 @@ bool bt_uses_lane_loop(ft_prim p) {
   switch (p) {
   case FT_P_GATHER: case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL:
   case FT_P_SCATTER_MIN: case FT_P_SCATTER_MAX: case FT_P_CONV_GENERAL_DILATED: case FT_P_FFT:
-  case FT_P_SCATTER_SUB: case FT_P_STACK: case FT_P_UNSTACK: case FT_P_TILE:
+  case FT_P_SCATTER_SUB: case FT_P_STACK: case FT_P_TILE:
   case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
+  case FT_P_THREEFRY2X32: case FT_P_RNG_BIT_GENERATOR:
     return true;
   default: return false;
   }
@@ -456,6 +457,14 @@ static bool rule_split(bt_call *c) {
   return tx_emitn(c->t, c->e->prim, c->params, 1, c->x, c->n_out, c->y);
 }
 
+static bool rule_unstack(bt_call *c) {
+  int d = c->xb[0];
+  int64_t a = up(pget_int(c->e->prim, c->params, "axis", 0), d);
+  pset(c->e->prim, c->params, "axis", ft_pv_int(a));
+  for (int k = 0; k < c->n_out; k++) c->yb[k] = a > d ? d : d - 1;
+  return tx_emitn(c->t, c->e->prim, c->params, 1, c->x, c->n_out, c->y);
+}
+
 /* --------------------------------------------------------------- other */
 
 static bool rule_sort(bt_call *c) {
@@ -539,6 +548,7 @@ bool bt_rule(bt_call *c) {
   case FT_P_CONCATENATE: return rule_concatenate(c);
   case FT_P_PAD: return rule_pad(c);
   case FT_P_SPLIT: return rule_split(c);
+  case FT_P_UNSTACK: return rule_unstack(c);
   case FT_P_SORT: return rule_sort(c);
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: return rule_unary(c); /* elementwise */
   case FT_P_COMPLEX: return rule_broadcasting(c);
@@ -549,6 +559,13 @@ bool bt_rule(bt_call *c) {
     return tx_emitn(c->t, c->e->prim, c->params, c->n_in, c->x, c->n_out, c->y);
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
     return rule_reduce_window(c);
+  /* PRNG: the random_* primitives work per key (or seed), and the results
+   * lead with the keys' axes, so batch axes go to the front; each lane then
+   * draws exactly the unbatched draw from its own key (JAX's batched keys) */
+  case FT_P_RANDOM_SEED: case FT_P_RANDOM_BITS: case FT_P_RANDOM_SPLIT: case FT_P_RANDOM_WRAP:
+  case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE:
+    return rule_front_unary(c);
+  case FT_P_RANDOM_FOLD_IN: return rule_broadcasting(c);
   case FT_P_IOTA: case FT_P_EMPTY2: case FT_P_EMPTY: case FT_P_PLATFORM_INDEX:
     /* no operands: never mapped */
   default:

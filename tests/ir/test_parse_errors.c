@@ -100,7 +100,8 @@ static const bad_case bad[] = {
      FT_ERR_PARSE, "undefined variable 'e'", "2:73"},
     {HDR "    b:f32[3] = jit[name=f jaxpr={ lambda ; c:f32[3]. let d:f32[3] = neg a in (d,) }] a" END,
      FT_ERR_PARSE, "undefined variable 'a'", "2:73"}, /* sub-jaxprs are closed */
-    {"{ lambda ; a:key<fry>[]. let  in (a,) }", FT_ERR_PARSE, "unknown dtype 'key'", "1:14"},
+    {"{ lambda ; a:key<foo>[]. let  in (a,) }", FT_ERR_PARSE, "unknown PRNG key implementation 'foo'", "1:18"},
+    {"{ lambda ; a:key<fry[]. let  in (a,) }", FT_ERR_PARSE, "expected a PRNG key type such as key<fry>", "1:14"},
     {"{ lambda ; a:f32<host>[3]. let  in (a,) }", FT_ERR_PARSE, "unsupported type annotation", "1:17"},
     {"{ lambda ; a:f32[3@x]. let  in (a,) }", FT_ERR_PARSE, "sharding annotations in types are not supported", "1:19"},
 };
