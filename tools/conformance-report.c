@@ -4,7 +4,7 @@
  *
  *   conformance-report [-o docs/conformance.md] [FIXTURES_DIR]
  *
- * FIXTURES_DIR defaults to ./fixtures (golden/, conformance/). Exit status
+ * FIXTURES_DIR defaults to ./fixtures (golden/, conformance/, loops/). Exit status
  * 0 when every case passes or is a known failure, 1 otherwise, 2 on a usage
  * or I/O error. */
 #include <stdio.h>
@@ -22,11 +22,12 @@ int main(int argc, char **argv) {
       return 2;
     } else fx = argv[i];
   }
-  char g[4096], c[4096], lax[4096];
+  char g[4096], c[4096], l[4096], lax[4096];
   snprintf(g, sizeof g, "%s/golden", fx);
   snprintf(c, sizeof c, "%s/conformance", fx);
+  snprintf(l, sizeof l, "%s/loops", fx);
   snprintf(lax, sizeof lax, "%s/conformance/LAX_PRIMITIVES.json", fx);
-  conf_opts o = {.golden_dir = g, .conf_dir = c};
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .loops_dir = l};
   conf_stats st;
   if (conf_run(&o, &st)) return 2;
   FILE *f = out_path ? fopen(out_path, "w") : stdout;

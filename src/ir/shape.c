@@ -1595,17 +1595,18 @@ static ft_status check_rules(R *r, const ft_jaxpr *call, int nc) {
   return st;
 }
 
-/* jit, custom_jvp_call, custom_vjp_call: the operands are the sub-jaxpr's
+/* jit, remat2, custom_jvp_call, custom_vjp_call: the operands are the sub-jaxpr's
  * inputs (consts first, when num_consts is given), its outputs the results. */
 static ft_status rule_call(R *r) {
   const ft_jaxpr *j;
-  ft_status st = need_jaxpr(r, r->p == FT_P_JIT ? "jaxpr" : "call_jaxpr", &j);
+  const char *key = r->p == FT_P_JIT || r->p == FT_P_REMAT2 ? "jaxpr" : "call_jaxpr";
+  ft_status st = need_jaxpr(r, key, &j);
   if (st) return st;
   const ft_pval *nc = param(r, "num_consts");
   if (nc && (nc->tag != FT_PV_INT || nc->u.i < 0 || nc->u.i > r->n_in))
     return fail(r, FT_ERR_TYPE, "num_consts does not fit %d operands", r->n_in);
-  if ((st = check_sig(r, r->p == FT_P_JIT ? "jaxpr" : "call_jaxpr", j, r->n_in, r->in, 0))) return st;
-  if (r->p != FT_P_JIT && (st = check_rules(r, j, nc ? (int)nc->u.i : 0))) return st;
+  if ((st = check_sig(r, key, j, r->n_in, r->in, 0))) return st;
+  if (r->p != FT_P_JIT && r->p != FT_P_REMAT2 && (st = check_rules(r, j, nc ? (int)nc->u.i : 0))) return st;
   return put_outs(r, j);
 }
 
@@ -1794,7 +1795,7 @@ static ft_status dispatch(R *r) {
   case FT_P_COND: return rule_cond(r);
   case FT_P_WHILE: return rule_while(r);
   case FT_P_SCAN: return rule_scan(r);
-  case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return rule_call(r);
+  case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_REMAT2: return rule_call(r);
   case FT_P_CUSTOM_LIN: return rule_custom_lin(r);
   case FT_P_RANDOM_SEED: case FT_P_RANDOM_BITS: case FT_P_RANDOM_SPLIT: case FT_P_RANDOM_FOLD_IN:
   case FT_P_RANDOM_WRAP: case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE: case FT_P_THREEFRY2X32:

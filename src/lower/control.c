@@ -210,7 +210,7 @@ ft_control *ft_control_new(ft_ctx *ctx, const ft_eqn *e, const ft_plan_options *
     c->ny = e->n_out - c->ncarry;
     if (c->ncarry < 0 || c->ncarry > e->n_out) goto unfit;
     break;
-  case FT_P_JIT: js[n++] = param_jaxpr(e, "jaxpr"); break;
+  case FT_P_JIT: case FT_P_REMAT2: js[n++] = param_jaxpr(e, "jaxpr"); break;
   case FT_P_CUSTOM_LIN: /* never run forward: the interpreter step reports it */
     *why = "custom_lin is only meaningful under transposition";
     goto unfit;

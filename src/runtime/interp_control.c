@@ -209,7 +209,7 @@ ft_status ft_interp_control(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
   case FT_P_COND: return cond_eval(ctx, e, in, out);
   case FT_P_WHILE: return while_eval(ctx, e, in, out);
   case FT_P_SCAN: return scan_eval(ctx, e, in, out);
-  case FT_P_JIT: return call(ctx, param_jaxpr(e, "jaxpr"), e->n_in, in, out);
+  case FT_P_JIT: case FT_P_REMAT2: return call(ctx, param_jaxpr(e, "jaxpr"), e->n_in, in, out);
   case FT_P_CUSTOM_JVP_CALL:
   case FT_P_CUSTOM_VJP_CALL: return call(ctx, param_jaxpr(e, "call_jaxpr"), e->n_in, in, out);
   case FT_P_CUSTOM_LIN: /* as JAX's custom_lin impl: forward mode cannot run a bwd rule */

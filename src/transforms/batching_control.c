@@ -407,7 +407,7 @@ bool bt_control(bt_call *c) {
   case FT_P_COND: return batch_cond(c);
   case FT_P_WHILE: return batch_while(c);
   case FT_P_SCAN: return batch_scan(c);
-  case FT_P_JIT: return batch_call(c, "jaxpr");
+  case FT_P_JIT: case FT_P_REMAT2: return batch_call(c, "jaxpr");
   case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return batch_call(c, "call_jaxpr");
   default:
     tx_fail(c->t, FT_ERR_INTERNAL, "vmap: %s is not control flow", ft_prim_get(c->e->prim)->name);

@@ -69,7 +69,7 @@ static ft_pval *params_dup(dce *d, const ft_eqn *e) {
 }
 
 static const ft_eqn *dce_jit(dce *d, const ft_eqn *e, const bool *need) {
-  ft_jaxpr *inner = pget_jaxpr(FT_P_JIT, e->params, "jaxpr");
+  ft_jaxpr *inner = pget_jaxpr(e->prim, e->params, "jaxpr");
   bool *ui = calloc((size_t)e->n_in + 1, 1);
   if (!ui) return NULL;
   ft_jaxpr *nj = dce_copy(d->ctx, d->a, inner, need, ui);
@@ -77,7 +77,7 @@ static const ft_eqn *dce_jit(dce *d, const ft_eqn *e, const bool *need) {
   if (nj && jaxpr_drop_inputs(nj, ui)) {
     ft_pval *ps = params_dup(d, e);
     if (ps) {
-      pset(FT_P_JIT, ps, "jaxpr", ft_pv_jaxpr(nj));
+      pset(e->prim, ps, "jaxpr", ft_pv_jaxpr(nj));
       r = eqn_new(d, e, ui, need, ps);
     }
   }
@@ -176,7 +176,7 @@ bool dce_jaxpr(ft_ctx *ctx, ft_jaxpr *j, const bool *used, bool prune_outs, bool
     }
     if (!any) continue;
     const ft_eqn *k = e;
-    if (e->prim == FT_P_JIT) k = dce_jit(&d, e, need);
+    if (e->prim == FT_P_JIT || e->prim == FT_P_REMAT2) k = dce_jit(&d, e, need);
     else if (e->prim == FT_P_COND) k = dce_cond(&d, e, need);
     else if (e->prim == FT_P_SCAN) k = dce_scan(&d, e, need);
     (void)all;

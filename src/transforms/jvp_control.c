@@ -266,7 +266,7 @@ static bool jvp_scan(jvp_state *s, jvp_call *c) {
 static bool jvp_jit(jvp_state *s, jvp_call *c) {
   tx *t = c->t;
   const ft_eqn *e = c->e;
-  const ft_jaxpr *inner = pget_jaxpr(FT_P_JIT, e->params, "jaxpr");
+  const ft_jaxpr *inner = pget_jaxpr(e->prim, e->params, "jaxpr");
   scratch sc = {0};
   bool *nz = sc_alloc(&sc, (size_t)e->n_in + 1), *onz = sc_alloc(&sc, (size_t)e->n_out + 1);
   ft_var **in = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * e->n_in + 2));
@@ -285,14 +285,17 @@ static bool jvp_jit(jvp_state *s, jvp_call *c) {
     ft_pval *ps = params_with(t, c);
     if (!ps) ok = false;
     else {
-      pset(FT_P_JIT, ps, "jaxpr", ft_pv_jaxpr(j)); /* the name stays, as in JAX */
-      /* Per-input/output params (donation, shardings) no longer fit. */
-      const ft_prim_info *pi = ft_prim_get(FT_P_JIT);
-      for (int i = 0; i < pi->n_params; i++)
-        if (strcmp(pi->params[i].name, "jaxpr") && strcmp(pi->params[i].name, "name") &&
-            pi->params[i].dflt && !strcmp(pi->params[i].dflt, "None"))
-          ps[i] = ft_pv_none();
-      ok = emit_outs(t, FT_P_JIT, ps, ni, in, no, out);
+      pset(e->prim, ps, "jaxpr", ft_pv_jaxpr(j)); /* the name stays, as in JAX */
+      if (e->prim == FT_P_REMAT2) { /* policy and prevent_cse stay, as in JAX's remat_jvp */
+        pset(FT_P_REMAT2, ps, "differentiated", ft_pv_bool(true));
+      } else { /* Per-input/output params (donation, shardings) no longer fit. */
+        const ft_prim_info *pi = ft_prim_get(FT_P_JIT);
+        for (int i = 0; i < pi->n_params; i++)
+          if (strcmp(pi->params[i].name, "jaxpr") && strcmp(pi->params[i].name, "name") &&
+              pi->params[i].dflt && !strcmp(pi->params[i].dflt, "None"))
+            ps[i] = ft_pv_none();
+      }
+      ok = emit_outs(t, e->prim, ps, ni, in, no, out);
     }
   }
   if (ok) {
@@ -327,7 +330,7 @@ bool jvp_control(jvp_state *s, jvp_call *c) {
   case FT_P_COND: return jvp_cond(s, c);
   case FT_P_WHILE: return jvp_while(s, c);
   case FT_P_SCAN: return jvp_scan(s, c);
-  case FT_P_JIT: return jvp_jit(s, c);
+  case FT_P_JIT: case FT_P_REMAT2: return jvp_jit(s, c);
   case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return jvp_custom_call(s, c); /* custom.c */
   case FT_P_CUSTOM_LIN: return jvp_custom_lin(c);
   default:

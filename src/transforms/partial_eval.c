@@ -447,6 +447,174 @@ static bool pe_while(pe *p, const ft_eqn *e, const bool *uin) {
   return ok;
 }
 
+/* --------------------------------------------------------------- remat2 */
+
+typedef enum { POL_NOTHING, POL_EVERYTHING, POL_DOTS, POL_DOTS_NO_BATCH } remat_policy;
+
+/* The policies understood, by the function name JAX prints
+ * (`<function dots_saveable at 0x...>`); None saves nothing. */
+static bool remat_policy_of(pe *p, const ft_eqn *e, remat_policy *pol) {
+  const ft_pval *v = pget(FT_P_REMAT2, e->params, "policy");
+  *pol = POL_NOTHING;
+  if (!v || v->tag == FT_PV_NONE) return true;
+  const char *s = (v->tag == FT_PV_STR || v->tag == FT_PV_OPAQUE) && v->s ? v->s : "";
+  const char *q = !strncmp(s, "<function ", 10) ? s + 10 : s;
+  const char *at = q != s ? strstr(q, " at ") : NULL;
+  size_t n = at ? (size_t)(at - q) : strcspn(q, q != s ? ">" : " ");
+  static const struct { const char *name; remat_policy pol; } known[] = {
+      {"nothing_saveable", POL_NOTHING}, {"everything_saveable", POL_EVERYTHING},
+      {"dots_saveable", POL_DOTS}, {"checkpoint_dots", POL_DOTS},
+      {"dots_with_no_batch_dims_saveable", POL_DOTS_NO_BATCH},
+      {"checkpoint_dots_with_no_batch_dims", POL_DOTS_NO_BATCH}};
+  for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+    if (strlen(known[k].name) == n && !strncmp(q, known[k].name, n)) return *pol = known[k].pol, true;
+  tx_fail(&p->K, FT_ERR_UNSUPPORTED, "reverse mode through remat2 (jax.checkpoint): the policy '%.*s' "
+          "is not supported (supported: None, everything_saveable, nothing_saveable, dots_saveable, "
+          "dots_with_no_batch_dims_saveable)", (int)n, q);
+  return false;
+}
+
+/* Whether the policy saves the value defined by equation d. */
+static bool remat_saveable(remat_policy pol, const ft_eqn *d) {
+  if (pol == POL_EVERYTHING) return true;
+  if (pol == POL_NOTHING || !d || d->prim != FT_P_DOT_GENERAL) return false;
+  if (pol == POL_DOTS) return true;
+  const ft_pval *dn = pget(FT_P_DOT_GENERAL, d->params, "dimension_numbers");
+  /* ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)) */
+  if (!dn || dn->tag != FT_PV_TUPLE || dn->n != 2) return false;
+  const ft_pval *b = &dn->u.items[1];
+  return b->tag == FT_PV_TUPLE && b->n == 2 && b->u.items[0].n == 0;
+}
+
+/* jax.checkpoint in reverse mode (JAX's remat_partial_eval): the body is
+ * split; the known side is a remat2 computing the known outputs and the
+ * residuals the policy saves; the unknown side is a remat2
+ * (differentiated=True) that recomputes every other residual from the
+ * known operands, then applies the linear part. Transposed, that
+ * recomputation runs in the backward pass. Residuals that are operands of
+ * the body are passed as they are. */
+static bool pe_remat(pe *p, const ft_eqn *e, const bool *uin) {
+  remat_policy pol;
+  if (!remat_policy_of(p, e, &pol)) return false;
+  ft_jaxpr *inner = pget_jaxpr(FT_P_REMAT2, e->params, "jaxpr");
+  pe_out po;
+  if (!pe_jaxpr(p->ctx, p->a, inner, uin, NULL, &po)) return p->K.failed = true, false;
+  const ft_jaxpr *K = po.known, *U = po.unknown;
+  int R = po.n_res, nk_out = K->n_out - R, n = e->n_in;
+  uint32_t nid = ft_arena_num_var_ids(p->a) + 1;
+  vflags saved, need, kin;
+  bool ok = vflags_init(&saved, nid) && vflags_init(&need, nid) && vflags_init(&kin, nid);
+  int nko = 0; /* values K's equations define */
+  for (int q = 0; q < K->n_eqn; q++) nko += K->eqns[q].n_out;
+  size_t half = (size_t)(n + R + nko + K->n_out + U->n_out + 4);
+  ft_var **vb = malloc(sizeof(ft_var *) * 2 * half), **sv = malloc(sizeof(ft_var *) * (size_t)(nko + 1));
+  const ft_eqn **def = calloc((size_t)nid, sizeof *def);
+  if (!ok || !vb || !sv || !def) ok = (tx_nomem(&p->K), false);
+  for (int i = 0; ok && i < K->n_in; i++) vflags_set(&kin, K->invars[i], 1);
+  for (int q = 0; ok && q < K->n_eqn; q++)
+    for (int o = 0; o < K->eqns[q].n_out; o++) def[K->eqns[q].out[o]->id] = &K->eqns[q];
+  /* Residuals that are not body operands are needed; walking back, a
+   * needed value is saved when the policy names its equation (JAX applies
+   * the policy to every known value, not only to residuals), else its
+   * equation is recomputed and its operands become needed. An equation
+   * that defines a saved value is never recomputed (it would define the
+   * value twice), so its other needed values are saved too. */
+  for (int r = 0; ok && r < R; r++) {
+    ft_var *v = K->outvars[nk_out + r];
+    if (v->kind == FT_VAR && !vflags_get(&kin, v)) vflags_set(&need, v, 1);
+  }
+  bool *keep = ok ? calloc((size_t)K->n_eqn + 1, 1) : NULL;
+  if (ok && !keep) ok = (tx_nomem(&p->K), false);
+  for (int q = K->n_eqn - 1; ok && q >= 0; q--) {
+    const ft_eqn *d = &K->eqns[q];
+    bool live = false, has_saved = remat_saveable(pol, d);
+    for (int o = 0; o < d->n_out; o++) {
+      live = live || vflags_get(&need, d->out[o]);
+      has_saved = has_saved || vflags_get(&saved, d->out[o]);
+    }
+    if (!live) continue;
+    if (has_saved) {
+      for (int o = 0; o < d->n_out; o++)
+        if (vflags_get(&need, d->out[o])) vflags_set(&saved, d->out[o], 1);
+      continue;
+    }
+    keep[q] = true;
+    for (int i = 0; i < d->n_in; i++)
+      if (d->in[i]->kind == FT_VAR && !vflags_get(&kin, d->in[i])) vflags_set(&need, d->in[i], 1);
+  }
+  int ns = 0;
+  ft_var **kouts = vb + half;
+  for (int q = 0; ok && q < K->n_eqn; q++) /* saved values, in definition order */
+    for (int o = 0; o < K->eqns[q].n_out; o++)
+      if (vflags_get(&saved, K->eqns[q].out[o])) sv[ns++] = K->eqns[q].out[o];
+  ft_jaxpr *kj = NULL, *uj = NULL;
+  if (ok) { /* known body: [known ops] -> [known outs, saved] */
+    int m = 0;
+    for (int k = 0; k < nk_out; k++) kouts[m++] = K->outvars[k];
+    for (int i = 0; i < ns; i++) kouts[m++] = sv[i];
+    kj = reframe(p, K, K->n_in, K->invars, m, kouts);
+    ok = kj != NULL;
+  }
+  if (ok) { /* unknown body: [saved, known ops, residual-less unknown ops] -> unknown outs */
+    uj = ft_jaxpr_new(p->a);
+    tx ut;
+    if (!uj) ok = (tx_nomem(&p->K), false);
+    else {
+      tx_init(&ut, p->ctx, uj, "linearize");
+      for (int q = 0; q < K->n_eqn; q++)
+        if (keep[q]) tx_push_shared(&ut, &K->eqns[q]);
+      for (int q = 0; q < U->n_eqn; q++) tx_push_shared(&ut, &U->eqns[q]);
+      int m = 0;
+      ft_var **ui = kouts;
+      for (int i = 0; i < ns; i++) ui[m++] = sv[i];
+      for (int i = 0; i < K->n_in; i++) ui[m++] = K->invars[i];
+      for (int i = R; i < U->n_in; i++) ui[m++] = U->invars[i];
+      ok = !ut.failed && ft_jaxpr_set_vars(uj, 0, NULL, m, ui, U->n_out, U->outvars);
+      if (!ok && !ut.failed) tx_nomem(&p->K);
+      if (ut.failed) p->K.failed = true;
+    }
+  }
+  if (ok) { /* the known equation */
+    ft_var **kin_v = vb, **kout = vb + half;
+    int a = 0, o = 0;
+    for (int i = 0; i < n; i++)
+      if (!uin[i]) kin_v[a++] = e->in[i];
+    for (int k = 0; k < e->n_out; k++)
+      if (!po.out_unknown[k]) kout[o++] = e->out[k];
+    for (int i = 0; ok && i < ns; i++)
+      if (!(kout[o++] = sv[i] = fresh(p, &sv[i]->aval))) ok = false;
+    ft_pval *kp = ok ? params_copy(p->a, FT_P_REMAT2, e->params) : NULL;
+    if (ok && !kp) ok = (tx_nomem(&p->K), false);
+    if (ok) {
+      pset(FT_P_REMAT2, kp, "jaxpr", ft_pv_jaxpr(kj));
+      ok = tx_push(&p->K, FT_P_REMAT2, kp, a, kin_v, o, kout);
+    }
+  }
+  if (ok) { /* the unknown equation: [saved, known operands, unknown operands] */
+    ft_var **uinv = vb, **uout = vb + half;
+    int m = 0, d = 0;
+    for (int i = 0; i < ns; i++) uinv[m++] = sv[i];
+    for (int i = 0; i < n; i++)
+      if (!uin[i]) uinv[m++] = e->in[i];
+    for (int i = 0; i < n; i++)
+      if (uin[i]) uinv[m++] = e->in[i];
+    for (int k = 0; k < e->n_out; k++)
+      if (po.out_unknown[k]) uout[d++] = e->out[k];
+    ft_pval *up = params_copy(p->a, FT_P_REMAT2, e->params);
+    if (!up) ok = (tx_nomem(&p->K), false);
+    if (ok) {
+      pset(FT_P_REMAT2, up, "jaxpr", ft_pv_jaxpr(uj));
+      pset(FT_P_REMAT2, up, "differentiated", ft_pv_bool(true));
+      ok = tx_push(&p->U, FT_P_REMAT2, up, m, uinv, d, uout);
+    }
+    for (int i = 0; ok && i < m; i++) ok = add_res(p, uinv[i]);
+    for (int k = 0; ok && k < e->n_out; k++) ok = set_unk(p, e->out[k], po.out_unknown[k]);
+  }
+  vflags_free(&saved), vflags_free(&need), vflags_free(&kin);
+  free(vb), free(sv), free(def), free(keep);
+  return ok;
+}
+
 /* --------------------------------------------------------------- driver */
 
 static bool pe_eqn(pe *p, const ft_eqn *e) {
@@ -463,6 +631,7 @@ static bool pe_eqn(pe *p, const ft_eqn *e) {
   case FT_P_COND: ok = pe_cond(p, e, uin); break;
   case FT_P_SCAN: ok = pe_scan(p, e, uin); break;
   case FT_P_WHILE: ok = pe_while(p, e, uin); break;
+  case FT_P_REMAT2: ok = pe_remat(p, e, uin); break;
   default: ok = all_unknown(p, e);
   }
   free(uin);

@@ -11,9 +11,11 @@
 #include "transforms.h"
 
 #define TR_NOT_LINEAR "not linear"
+/* JAX's own words (_while_transpose_error in jax/_src/lax/control_flow/loops.py) */
 #define TR_WHILE                                                                              \
-  "unsupported: reverse-mode differentiation does not work for while loops with a "          \
-  "data-dependent trip count (JAX refuses it too); use scan, or fori_loop with static bounds"
+  "unsupported: Reverse-mode differentiation does not work for lax.while_loop or "           \
+  "lax.fori_loop with dynamic start/stop values. Try using lax.scan, or using fori_loop "    \
+  "with static start/stop."
 
 const char *ft_transpose_rule_status(ft_prim p) {
   switch (p) {
@@ -24,7 +26,7 @@ const char *ft_transpose_rule_status(ft_prim p) {
   case FT_P_DYNAMIC_UPDATE_SLICE: case FT_P_SELECT_N: case FT_P_DOT_GENERAL: case FT_P_CUMSUM:
   case FT_P_FFT: case FT_P_COPY: case FT_P_COPY_P: case FT_P_REDUCE_PRECISION: case FT_P_SPLIT:
   case FT_P_SORT: case FT_P_COND: case FT_P_SCAN: case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL:
-  case FT_P_CUSTOM_VJP_CALL: case FT_P_CUSTOM_LIN:
+  case FT_P_CUSTOM_VJP_CALL: case FT_P_CUSTOM_LIN: case FT_P_REMAT2:
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: /* ad_complex.c */
     return NULL;
   case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
@@ -415,7 +417,8 @@ static ft_pval call_name(const ft_pval *name) {
 static bool tr_call_rule(tr_state *s, tr_call *c) {
   tx *t = c->t;
   const ft_eqn *e = c->e;
-  const ft_jaxpr *inner = pget_jaxpr(e->prim, e->params, e->prim == FT_P_JIT ? "jaxpr" : "call_jaxpr");
+  bool jit = e->prim == FT_P_JIT || e->prim == FT_P_REMAT2;
+  const ft_jaxpr *inner = pget_jaxpr(e->prim, e->params, jit ? "jaxpr" : "call_jaxpr");
   bool *nz = calloc((size_t)(e->n_out + e->n_in) + 1, 1), *onz = nz + e->n_out;
   ft_var **in = malloc(sizeof(ft_var *) * (size_t)(2 * (e->n_in + e->n_out) + 2));
   bool ok = nz && in;
@@ -429,12 +432,20 @@ static bool tr_call_rule(tr_state *s, tr_call *c) {
     for (int k = 0; k < e->n_out; k++)
       if (c->ct[k]) in[ni++] = c->ct[k];
     for (int i = 0; i < e->n_in; i++) no += c->lin[i] && onz[i];
-    ft_pval *ps = tx_params(t, FT_P_JIT);
+    /* remat2 stays remat2 (its non-linear equations, the recomputed
+     * residuals, run inside the transposed body: in the backward pass) */
+    ft_prim op = e->prim == FT_P_REMAT2 ? FT_P_REMAT2 : FT_P_JIT;
+    ft_pval *ps = tx_params(t, op);
     ft_var **out = in + ni;
-    if (ps) {
-      pset(FT_P_JIT, ps, "jaxpr", ft_pv_jaxpr(tj));
+    if (ps && op == FT_P_REMAT2) {
+      memcpy(ps, c->params, sizeof(ft_pval) * (size_t)ft_prim_get(op)->n_params);
+      pset(op, ps, "differentiated", ft_pv_bool(true));
+    } else if (ps) {
       pset(FT_P_JIT, ps, "name", call_name(pget(e->prim, c->params, "name")));
-      if (tx_emitn(t, FT_P_JIT, ps, ni, in, no, out)) {
+    }
+    if (ps) {
+      pset(op, ps, "jaxpr", ft_pv_jaxpr(tj));
+      if (tx_emitn(t, op, ps, ni, in, no, out)) {
         int m = 0;
         for (int i = 0; i < e->n_in; i++)
           if (c->lin[i] && onz[i]) c->ct_x[i] = out[m++];
@@ -505,7 +516,7 @@ static bool tr_cond(tr_state *s, tr_call *c) {
 }
 
 /* scan: consts split into non-linear (res) and linear (their cotangents are
- * carried and accumulated); carries must all be linear; xs split into
+ * carried and accumulated); carries are all transposed as linear; xs split into
  * non-linear (res) and linear (their cotangents are the new ys). The
  * transposed body runs in the other direction:
  *   [res consts, ct_lin_consts acc, ct_carry, res xs, ct_ys]
@@ -517,21 +528,29 @@ static bool tr_scan(tr_state *s, tr_call *c) {
   int ncar = (int)pget_int(FT_P_SCAN, c->params, "num_carry", 0);
   const ft_jaxpr *body = pget_jaxpr(FT_P_SCAN, e->params, "jaxpr");
   int n = e->n_in, nx = n - ncon - ncar, ny = e->n_out - ncar;
-  for (int k = 0; k < ncar; k++)
-    if (!c->lin[ncon + k]) return not_linear(c, "a carry is not linear");
+  /* Every carry is transposed as linear (JAX's _scan_transpose does the
+   * same): a carry of the tangent scan whose initial value does not depend
+   * on the linear inputs is a constant, typically the zeros the JVP
+   * instantiated for an input that is not differentiated; the body is
+   * linear in it all the same (if it is not, the body's transpose fails on
+   * the non-linear equation), and its cotangent is dropped. */
+  bool *lin = malloc((size_t)n + 1);
+  if (!lin) return tx_nomem(t), false;
+  memcpy(lin, c->lin, (size_t)n);
+  for (int k = 0; k < ncar; k++) lin[ncon + k] = true;
   int nrc = 0, nlc = 0, nrx = 0, nlx = 0, nyc = 0;
-  for (int i = 0; i < ncon; i++) c->lin[i] ? nlc++ : nrc++;
-  for (int i = 0; i < nx; i++) c->lin[ncon + ncar + i] ? nlx++ : nrx++;
+  for (int i = 0; i < ncon; i++) lin[i] ? nlc++ : nrc++;
+  for (int i = 0; i < nx; i++) lin[ncon + ncar + i] ? nlx++ : nrx++;
   for (int k = 0; k < ny; k++) nyc += c->ct[ncar + k] != NULL;
   /* The body as a linear function of [lin consts, carry, lin xs] with
    * non-linear [res consts, res xs]; transpose it into a sub-jaxpr. */
   bool *ctnz = calloc((size_t)body->n_out + 1, 1);
   ft_var **v = malloc(sizeof(ft_var *) * (size_t)(4 * (n + e->n_out) + 8));
   bool ok = ctnz && v;
-  if (!ok) return tx_nomem(t), free(ctnz), free(v), false;
+  if (!ok) return tx_nomem(t), free(ctnz), free(v), free(lin), false;
   for (int k = 0; k < ncar; k++) ctnz[k] = true;
   for (int k = 0; k < ny; k++) ctnz[ncar + k] = c->ct[ncar + k] != NULL;
-  ft_jaxpr *tb = transpose_jaxpr(s, t->a, body, c->lin, ctnz, true, NULL);
+  ft_jaxpr *tb = transpose_jaxpr(s, t->a, body, lin, ctnz, true, NULL);
   /* tb: [res consts, res xs (as body inputs, in order), ct_carry, ct_ys nz]
    *   -> [ct lin consts, ct carry, ct lin xs] */
   ft_jaxpr *nbj = NULL;
@@ -546,7 +565,7 @@ static bool tr_scan(tr_state *s, tr_call *c) {
       int m = 0;
       for (int i = 0; i < nrc; i++) ni[m++] = tb->invars[i];
       for (int i = 0; ok && i < ncon; i++)
-        if (c->lin[i]) ok = (ni[m++] = ft_var_new(t->a, in_aval(c, i))) != NULL;
+        if (lin[i]) ok = (ni[m++] = ft_var_new(t->a, in_aval(c, i))) != NULL;
       for (int k = 0; k < ncar; k++) ni[m++] = tb->invars[nrc + nrx + k];
       for (int i = 0; i < nrx; i++) ni[m++] = tb->invars[nrc + i];
       for (int k = 0; k < nyc; k++) ni[m++] = tb->invars[nrc + nrx + ncar + k];
@@ -565,12 +584,12 @@ static bool tr_scan(tr_state *s, tr_call *c) {
     ft_var **in = v, **out = v + n + e->n_out + 4;
     int m = 0;
     for (int i = 0; i < ncon; i++)
-      if (!c->lin[i]) in[m++] = c->x[i];
+      if (!lin[i]) in[m++] = c->x[i];
     for (int i = 0; i < ncon; i++)
-      if (c->lin[i]) in[m++] = zeros_in(c, i);
+      if (lin[i]) in[m++] = zeros_in(c, i);
     for (int k = 0; k < ncar; k++) in[m++] = c->ct[k] ? c->ct[k] : tx_zeros(t, &e->out[k]->aval);
     for (int i = 0; i < nx; i++)
-      if (!c->lin[ncon + ncar + i]) in[m++] = c->x[ncon + ncar + i];
+      if (!lin[ncon + ncar + i]) in[m++] = c->x[ncon + ncar + i];
     for (int k = 0; k < ny; k++)
       if (c->ct[ncar + k]) in[m++] = c->ct[ncar + k];
     ft_pval *ps = tx_params(t, FT_P_SCAN);
@@ -585,13 +604,14 @@ static bool tr_scan(tr_state *s, tr_call *c) {
     if (ok) {
       int q = 0;
       for (int i = 0; i < ncon; i++)
-        if (c->lin[i]) c->ct_x[i] = out[q++];
-      for (int k = 0; k < ncar; k++) c->ct_x[ncon + k] = out[q++];
+        if (lin[i]) c->ct_x[i] = out[q++];
+      for (int k = 0; k < ncar; k++, q++)
+        if (c->lin[ncon + k]) c->ct_x[ncon + k] = out[q];
       for (int i = 0; i < nx; i++)
-        if (c->lin[ncon + ncar + i]) c->ct_x[ncon + ncar + i] = out[q++];
+        if (lin[ncon + ncar + i]) c->ct_x[ncon + ncar + i] = out[q++];
     }
   }
-  free(ctnz), free(v);
+  free(ctnz), free(v), free(lin);
   return ok && !t->failed;
 }
 
@@ -751,7 +771,8 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_GATHER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER:
   case FT_P_SCATTER_SUB:
     return transpose_index(c);
-  case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return tr_call_rule(s, c);
+  case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_REMAT2:
+    return tr_call_rule(s, c);
   case FT_P_CUSTOM_LIN: return tr_custom_lin(s, c); /* custom.c: calls bwd */
   case FT_P_COND: return tr_cond(s, c);
   case FT_P_SCAN: return tr_scan(s, c);

@@ -132,6 +132,7 @@ typedef struct conf_known conf_known;
 typedef struct conf_opts {
   const char *golden_dir;       /* NULL: skip the golden set */
   const char *conf_dir;         /* NULL: skip the conformance set */
+  const char *loops_dir;        /* NULL: skip the loop set (fixtures/loops) */
   const char *only;             /* NULL or a case name prefix */
   bool verbose;                 /* print every failing check to stderr */
   bool interp_only;             /* run the interpreter only (FT_CONF_INTERP_ONLY) */

@@ -597,6 +597,7 @@ int conf_run(const conf_opts *o, conf_stats *st) {
   int r = 0;
   if (o->golden_dir && run_dir(&rc, o->golden_dir, true)) r = -1;
   if (o->conf_dir && run_dir(&rc, o->conf_dir, false)) r = -1;
+  if (o->loops_dir && run_dir(&rc, o->loops_dir, false)) r = -1;
   ft_ctx_free(rc.ctx);
   return r;
 }

@@ -1,6 +1,6 @@
 /* tests/conformance/test_conformance.c: the CI side of the conformance
- * harness. Runs every case of fixtures/golden and fixtures/conformance
- * (conf_run.c) and fails on any failure that the known-failure list does not
+ * harness. Runs every case of fixtures/golden, fixtures/conformance and
+ * fixtures/loops (conf_run.c) and fails on any failure that the known-failure list does not
  * name, or when fewer than 800 cases ran. Every program runs in every engine
  * (the interpreter and the JIT; FT_CONF_INTERP_ONLY=1 runs the interpreter
  * only, FT_CONF_ONLY=PREFIX only the cases whose name starts with PREFIX).
@@ -26,10 +26,12 @@ static const conf_known SANITIZER_SKIP[] = {
 START_TEST(conformance_vs_jax) {
   const char *root = getenv("FT_FIXTURES");
   ck_assert_msg(root != NULL, "FT_FIXTURES is not set");
-  char g[4096], c[4096];
+  char g[4096], c[4096], l[4096];
   snprintf(g, sizeof g, "%s/golden", root);
   snprintf(c, sizeof c, "%s/conformance", root);
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .only = getenv("FT_CONF_ONLY"), .verbose = true};
+  snprintf(l, sizeof l, "%s/loops", root);
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .loops_dir = l, .only = getenv("FT_CONF_ONLY"),
+                 .verbose = true};
   o.interp_only = getenv("FT_CONF_INTERP_ONLY") != NULL;
 #ifdef CONF_SANITIZED
   /* The JIT column costs ~45 s of CPU under ASan (LLVM compiles every
