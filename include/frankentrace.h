@@ -410,6 +410,8 @@ FT_API ft_val *ft_abs(ft_val *x);
 FT_API ft_val *ft_erf(ft_val *x);
 FT_API ft_val *ft_erfc(ft_val *x);
 FT_API ft_val *ft_erf_inv(ft_val *x);
+FT_API ft_val *ft_lgamma(ft_val *x);
+FT_API ft_val *ft_digamma(ft_val *x);
 FT_API ft_val *ft_integer_pow(ft_val *x, int y);
 FT_API ft_val *ft_not(ft_val *x);
 FT_API ft_val *ft_copy(ft_val *x);
@@ -438,6 +440,10 @@ FT_API ft_val *ft_pow(ft_val *a, ft_val *b);
 FT_API ft_val *ft_max(ft_val *a, ft_val *b);
 FT_API ft_val *ft_min(ft_val *a, ft_val *b);
 FT_API ft_val *ft_atan2(ft_val *a, ft_val *b);
+/* polygamma(m, x): m a non-negative integer value (else NaN); zeta(x, q):
+ * the Hurwitz zeta function, sum over k >= 0 of (q + k)^-x. */
+FT_API ft_val *ft_polygamma(ft_val *m, ft_val *x);
+FT_API ft_val *ft_zeta(ft_val *x, ft_val *q);
 FT_API ft_val *ft_nextafter(ft_val *a, ft_val *b);
 FT_API ft_val *ft_and(ft_val *a, ft_val *b);
 FT_API ft_val *ft_or(ft_val *a, ft_val *b);

@@ -107,6 +107,84 @@ static quad q_sqrt(quad x) { return sqrtq(x); }
 static quad q_pow(quad x, quad y) { return powq(x, y); }
 static quad q_atan2(quad y, quad x) { return atan2q(y, x); }
 
+/* digamma in quad: the recurrence up to t >= 40, then 12 terms of the
+ * asymptotic series (next term below 2^-120); x < 0 by reflection with the
+ * exact reduction r = x - round(x). */
+static quad q_digamma_pos(quad t)
+{
+    static const quad b[] = {1.0Q / 6, -1.0Q / 30, 1.0Q / 42, -1.0Q / 30, 5.0Q / 66,
+        -691.0Q / 2730, 7.0Q / 6, -3617.0Q / 510, 43867.0Q / 798, -174611.0Q / 330,
+        854513.0Q / 138, -236364091.0Q / 2730};
+    quad acc = 0;
+    while (t < 40) {
+        acc += 1 / t;
+        t += 1;
+    }
+    quad s = logq(t) - 1 / (2 * t), p = 1;
+    for (int k = 1; k <= 12; k++) {
+        p /= t * t;
+        s -= b[k - 1] / (2 * k) * p;
+    }
+    return s - acc;
+}
+
+static quad q_digamma(quad x)
+{
+    if (isnanq(x) || x == -HUGE_VALQ)
+        return nanq("");
+    if (x == HUGE_VALQ)
+        return x;
+    if (x == 0)
+        return -HUGE_VALQ;
+    if (x > 0)
+        return q_digamma_pos(x);
+    quad r = x - roundq(x);
+    if (r == 0)
+        return nanq("");
+    return q_digamma_pos(1 - x) - M_PIq * cosq(M_PIq * r) / sinq(M_PIq * r);
+}
+
+/* Hurwitz zeta in quad: direct sum until q + k >= 60 (at least 30 terms),
+ * then Euler-Maclaurin with 14 Bernoulli terms. */
+static quad q_zeta(quad x, quad q)
+{
+    static const quad b[] = {1.0Q / 6, -1.0Q / 30, 1.0Q / 42, -1.0Q / 30, 5.0Q / 66,
+        -691.0Q / 2730, 7.0Q / 6, -3617.0Q / 510, 43867.0Q / 798, -174611.0Q / 330,
+        854513.0Q / 138, -236364091.0Q / 2730, 8553103.0Q / 6, -23749461029.0Q / 870};
+    if (isnanq(x) || isnanq(q) || x < 1)
+        return nanq("");
+    if (x == 1)
+        return HUGE_VALQ;
+    if (q <= 0 && q == floorq(q))
+        return HUGE_VALQ;
+    if (q < -0x1p12Q || isinfq(q) || isinfq(x))
+        return nanq(""); /* outside what the library defines (docs/math.md) */
+    quad s = 0;
+    int k = 0;
+    for (; k < 30 || q + k < 60; k++)
+        s += powq(q + k, -x);
+    quad w = q + k, bw = powq(w, -x);
+    s += w * bw / (x - 1) - bw / 2;
+    quad fact = 1, poch = x, wp = bw / w; /* poch = x (x+1) ... (x+2j-2); wp = w^(-x-2j+1) */
+    for (int j = 1; j <= 14; j++) {
+        fact *= (2 * j - 1) * (2 * j);
+        s += b[j - 1] / fact * poch * wp;
+        poch *= (x + 2 * j - 1) * (x + 2 * j);
+        wp /= w * w;
+    }
+    return s;
+}
+
+static quad q_polygamma(quad m, quad x)
+{
+    if (isnanq(m) || m < 0 || m != floorq(m) || isinfq(m))
+        return nanq("");
+    if (m == 0)
+        return q_digamma(x);
+    quad r = expq(lgammaq(m + 1)) * q_zeta(m + 1, x);
+    return fmodq(m, 2) == 1 ? r : -r;
+}
+
 /* ---- error measure ------------------------------------------------------ */
 
 typedef struct {
@@ -213,7 +291,7 @@ static void run_unary(const unary *u, long n, FILE *out)
                 double x = draw(set, i, is32, u->lo, u->hi);
                 /* lgamma: ulp error is unbounded at its zeros on x < 0;
                  * those are measured separately below. */
-                if (u->q == q_lgamma && set > 0 && x < 0)
+                if ((u->q == q_lgamma || u->q == q_digamma) && set > 0 && x < 0)
                     x = -x;
                 quad ref = u->q(is32 ? (quad)(float)x : (quad)x);
                 double got = is32 ? (double)u->f((float)x) : u->d(x);
@@ -247,6 +325,14 @@ static void run_binary(const char *name, qfun2 q, ffun2 f, dfun2 d, long n, FILE
                 } else if (set == 1) {
                     x = is32 ? (double)rand_bits32() : rand_bits64();
                     y = is32 ? (double)rand_bits32() : rand_bits64();
+                } else if (q == q_zeta || q == q_polygamma) {
+                    /* zeta: x in [1, 20] (integer in set 3), q in (0, 20] (set 2)
+                     * or (-8, 0) (set 3); polygamma: m in 0..6 integer,
+                     * x in (0, 20] or (-8, 0) */
+                    double u = rng_unit(), v = rng_unit();
+                    x = q == q_zeta ? (set == 2 ? 1 + 19 * u : (double)(2 + (int)(10 * u)))
+                                    : (double)(int)(7 * u);
+                    y = set == 2 ? 20 * v : -8 * v;
                 } else if (set == 2) {
                     /* pow: x in (0, 4], y in [-40, 40]; atan2: [-10, 10]^2 */
                     x = q == q_pow ? 4 * rng_unit() : 20 * rng_unit() - 10;
@@ -278,6 +364,33 @@ static void run_binary(const char *name, qfun2 q, ffun2 f, dfun2 d, long n, FILE
     fprintf(stderr, "%-9s f32 %.3f %.3f (x=%a y=%a) | f64 %.3f %.3f (x=%a y=%a)\n", name,
             st[1][1].max_ulp, f32r, st[1][3].worst_x, st[1][3].worst_y, st[0][1].max_ulp, f64r,
             st[0][3].worst_x, st[0][3].worst_y);
+}
+
+/* digamma near its zeros (one at 1.4616, one in each (-n-1, -n)): the
+ * error in units of eps * max(1, |digamma(x)|), on x in [-50, 3]. */
+static void run_digamma_near_zeros(long n, FILE *out)
+{
+    double worst[2] = {0, 0};
+    for (int is32 = 0; is32 < 2; is32++) {
+        rng_state = 0xfedcbaULL + (uint64_t)is32;
+        for (long i = 0; i < n; i++) {
+            double x = 3 - 53 * rng_unit();
+            if (is32)
+                x = (float)x;
+            quad ref = q_digamma(x);
+            double got = is32 ? (double)ft_vm_digamma_f32((float)x) : ft_vm_digamma_f64(x);
+            if (isnanq(ref) || isnan(got))
+                continue;
+            quad unit = is32 ? 0x1p-23Q : 0x1p-52Q;
+            quad scale = fabsq(ref) > 1 ? fabsq(ref) : 1;
+            double e = (double)(fabsq((quad)got - ref) / (unit * scale));
+            if (e > worst[is32])
+                worst[is32] = e;
+        }
+    }
+    fprintf(out, "\ndigamma on x in [-50, 3]: max |error| / (eps * max(1, |digamma(x)|)) = "
+            "%.2f (f32), %.2f (f64). Its rows above use |x|; relative error is unbounded next "
+            "to its zeros (1.4616... and one in each (-n-1, -n)), as for XLA's.\n", worst[1], worst[0]);
 }
 
 /* lgamma for x < 0: absolute error in units of 2^-52 (f64) / 2^-23 (f32),
@@ -337,6 +450,7 @@ int main(int argc, char **argv)
 #undef VM_BINARY
     };
     (void)q_lgamma_pos;
+    (void)q_digamma;
     fprintf(out,
         "# The shared math library: accuracy and bit equality\n\n"
         "Generated by `tools/vmath-accuracy` (do not edit by hand). Command:\n\n"
@@ -375,6 +489,12 @@ int main(int argc, char **argv)
         run_binary("pow", q_pow, ft_vm_pow_f32, ft_vm_pow_f64, n, out);
     if (!getenv("VMATH_ONLY") || !strcmp(getenv("VMATH_ONLY"), "atan2"))
         run_binary("atan2", q_atan2, ft_vm_atan2_f32, ft_vm_atan2_f64, n, out);
+    if (!getenv("VMATH_ONLY") || !strcmp(getenv("VMATH_ONLY"), "digamma"))
+        run_digamma_near_zeros(n, out);
+    if (!getenv("VMATH_ONLY") || !strcmp(getenv("VMATH_ONLY"), "zeta"))
+        run_binary("zeta", q_zeta, ft_vm_zeta_f32, ft_vm_zeta_f64, n, out);
+    if (!getenv("VMATH_ONLY") || !strcmp(getenv("VMATH_ONLY"), "polygamma"))
+        run_binary("polygamma", q_polygamma, ft_vm_polygamma_f32, ft_vm_polygamma_f64, n, out);
     if (!getenv("VMATH_ONLY") || !strcmp(getenv("VMATH_ONLY"), "lgamma"))
         run_lgamma_neg(n, out);
     if (jit_report) {

@@ -206,6 +206,8 @@ static LLVMValueRef unary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef x) {
     case FT_P_ERF: return vm(G, "erf", dt, x, NULL);
     case FT_P_ERFC: return vm(G, "erfc", dt, x, NULL);
     case FT_P_ERF_INV: return vm(G, "erf_inv", dt, x, NULL);
+    case FT_P_LGAMMA: return vm(G, "lgamma", dt, x, NULL);
+    case FT_P_DIGAMMA: return vm(G, "digamma", dt, x, NULL);
     case FT_P_SQUARE: return LLVMBuildFMul(B, x, x, "");
     case FT_P_ONE_MINUS_SQUARE: {
       LLVMValueRef one = LLVMConstReal(LLVMTypeOf(x), 1.0);
@@ -303,6 +305,8 @@ static LLVMValueRef binary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef a, 
     case FT_P_REM: return call(G, dt == FT_F64 ? "fmod" : "fmodf", ty(G, dt), 2, a, b);
     case FT_P_POW: return vm(G, "pow", dt, a, b);
     case FT_P_ATAN2: return vm(G, "atan2", dt, a, b);
+    case FT_P_POLYGAMMA: return vm(G, "polygamma", dt, a, b);
+    case FT_P_ZETA: return vm(G, "zeta", dt, a, b);
     case FT_P_MAX: return fmaxmin(G, dt, a, b, true);
     case FT_P_MIN: return fmaxmin(G, dt, a, b, false);
     case FT_P_NEXTAFTER: {
@@ -810,6 +814,14 @@ static LLVMValueRef elem(cg *G, const ft_knode *n, LLVMValueRef *v, const ft_kno
   LLVMValueRef a[16];
   for (int k = 0; k < n->n_in; k++) a[k] = v[n->in[k]];
   (void)nodes;
+  if (e->prim == FT_P_POW && n->n_in == 2 && !ft_dtype_is_float(e->in[1]->aval.dtype) &&
+      !iscpx(e->in[1]->aval.dtype) && !iscpx(n->dt)) {
+    /* an integer exponent: converted to the base's dtype, as JAX lowers it (the
+     * interpreter's pow_int_exponent); f16/bf16 rounded to the format and widened */
+    ft_dtype bd = e->in[1]->aval.dtype;
+    if (ishalf(n->dt)) a[1] = half_widen(G, n->dt, half_narrow(G, n->dt, convert(G, bd, FT_F32, a[1])));
+    else a[1] = convert(G, bd, n->dt, a[1]);
+  }
   if (cpx_node(n)) return cpx_elem(G, n, a);
   if (ishalf(n->dt) || ishalf(id)) {
     LLVMValueRef h = half_elem(G, n, a);

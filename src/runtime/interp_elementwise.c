@@ -9,6 +9,7 @@
 #include <string.h>
 #include <tgmath.h>
 
+#include "lower/vmath/vm_complex.h"
 #include "math_adapter.h"
 #include "runtime.h"
 
@@ -176,6 +177,8 @@ DEF_IPOW(double, f64, NO_ROUND)
     case FT_P_ERF: *r = FTM(erf, SFX)(x); break;                               \
     case FT_P_ERFC: *r = FTM(erfc, SFX)(x); break;                             \
     case FT_P_ERF_INV: *r = FTM(erf_inv, SFX)(x); break;                       \
+    case FT_P_LGAMMA: *r = FTM(lgamma, SFX)(x); break;                         \
+    case FT_P_DIGAMMA: *r = FTM(digamma, SFX)(x); break;                       \
     case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; break;  \
     case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: \
       *r = x;                                                                  \
@@ -223,8 +226,34 @@ static bool unary_int(ft_prim p, int64_t x, int64_t y, int bits, bool sgn, bool 
   }
 }
 
+/* The shared library's complex transcendental for p, or NULL. */
+typedef void (*cpx_fn)(double, double, double *, double *);
+static cpx_fn cpx_transcendental(ft_prim p) {
+  switch (p) {
+  case FT_P_EXP: return ft_vm_cexp_f64;
+  case FT_P_LOG: return ft_vm_clog_f64;
+  case FT_P_SQRT: return ft_vm_csqrt_f64;
+  case FT_P_SIN: return ft_vm_csin_f64;
+  case FT_P_COS: return ft_vm_ccos_f64;
+  case FT_P_TAN: return ft_vm_ctan_f64;
+  case FT_P_SINH: return ft_vm_csinh_f64;
+  case FT_P_COSH: return ft_vm_ccosh_f64;
+  case FT_P_TANH: return ft_vm_ctanh_f64;
+  case FT_P_LOG1P: return ft_vm_clog1p_f64;
+  case FT_P_EXPM1: return ft_vm_cexpm1_f64;
+  default: return NULL;
+  }
+}
+
 static bool unary_cpx(ft_prim p, double complex x, ft_dtype dt, double complex *r) {
   bool c64 = dt == FT_C64;
+  cpx_fn f = cpx_transcendental(p);
+  if (f) { /* in double; a c64 result is rounded part by part by ft_set_c128 */
+    double re, im;
+    f(creal(x), cimag(x), &re, &im);
+    *r = CMPLX(re, im);
+    return true;
+  }
   switch (p) {
   case FT_P_NEG: *r = -x; return true;
   case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; return true;
@@ -438,6 +467,8 @@ fail:
     case FT_P_MAX: *r = xmax_##SFX(a, b); break;                               \
     case FT_P_MIN: *r = xmin_##SFX(a, b); break;                               \
     case FT_P_ATAN2: *r = FTM(atan2, SFX)(a, b); break;                        \
+    case FT_P_POLYGAMMA: *r = FTM(polygamma, SFX)(a, b); break;                \
+    case FT_P_ZETA: *r = FTM(zeta, SFX)(a, b); break;                          \
     case FT_P_NEXTAFTER: *r = (a != a || b != b) ? a + b : nextafter(a, b); break; \
     default: return false;                                                     \
     }                                                                          \
@@ -517,6 +548,7 @@ static bool binary_cpx(ft_prim p, ft_dtype dt, double ar, double ai, double br, 
       *rr = crealf(q), *ri = cimagf(q);
       return true;
     }
+    case FT_P_POW: ft_vm_cpow_f64(a, b, c, d, rr, ri); return true;
     default: return false;
     }
   }
@@ -529,6 +561,7 @@ static bool binary_cpx(ft_prim p, ft_dtype dt, double ar, double ai, double br, 
     *rr = creal(q), *ri = cimag(q);
     return true;
   }
+  case FT_P_POW: ft_vm_cpow_f64(ar, ai, br, bi, rr, ri); return true;
   default: return false;
   }
 }
@@ -555,6 +588,15 @@ static void nextafter_half(const ft_array *a, const ft_array *b, ft_array *o, co
   }
 }
 
+/* pow's integer exponent as JAX lowers it: converted to the base's dtype (one
+ * rounding from the integer; f16/bf16 from the f32 value, exact below 2^24). */
+static double pow_int_exponent(const ft_array *b, int64_t i, ft_dtype dt) {
+  bool u = ft_dtype_is_unsigned(b->aval.dtype);
+  if (dt == FT_F64) return u ? (double)ft_get_u64(b, i) : (double)ft_get_i64(b, i);
+  float f = u ? (float)ft_get_u64(b, i) : (float)ft_get_i64(b, i);
+  return ft_round_to(dt, f);
+}
+
 ft_status ft_interp_binary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
   ft_status st = ft_interp_alloc_outs(ctx, e, out);
   if (st) return st;
@@ -569,19 +611,22 @@ ft_status ft_interp_binary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
     free_operands(&ops);
     return FT_OK;
   }
+  bool int_exp = e->prim == FT_P_POW && !ft_dtype_is_float(b->aval.dtype) &&
+                 !ft_dtype_is_complex(b->aval.dtype);
   switch (wkind_of(dt)) {
   case WK_F32:
     for (int64_t i = 0; i < n; i++) {
       float r;
-      if (!binary_f32(e->prim, (float)ft_get_f64(a, i * s[0]), (float)ft_get_f64(b, i * s[1]), &r))
-        goto unsup;
+      float y = int_exp ? (float)pow_int_exponent(b, i * s[1], dt) : (float)ft_get_f64(b, i * s[1]);
+      if (!binary_f32(e->prim, (float)ft_get_f64(a, i * s[0]), y, &r)) goto unsup;
       ft_set_f64(o, i, r);
     }
     break;
   case WK_F64:
     for (int64_t i = 0; i < n; i++) {
       double r;
-      if (!binary_f64(e->prim, ft_get_f64(a, i * s[0]), ft_get_f64(b, i * s[1]), &r)) goto unsup;
+      double y = int_exp ? pow_int_exponent(b, i * s[1], dt) : ft_get_f64(b, i * s[1]);
+      if (!binary_f64(e->prim, ft_get_f64(a, i * s[0]), y, &r)) goto unsup;
       ft_set_f64(o, i, r);
     }
     break;

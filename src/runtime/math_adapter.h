@@ -81,6 +81,16 @@ static inline float ftm_pow_f32(float x, float y) { return powf(x, y); }
 static inline double ftm_pow_f64(double x, double y) { return pow(x, y); }
 static inline float ftm_atan2_f32(float y, float x) { return atan2f(y, x); }
 static inline double ftm_atan2_f64(double y, double x) { return atan2(y, x); }
+/* No libm has these: the library's own (they are in every build). */
+#include "lower/vmath/vmath.h"
+#define ftm_lgamma_f32 ft_vm_lgamma_f32
+#define ftm_lgamma_f64 ft_vm_lgamma_f64
+#define ftm_digamma_f32 ft_vm_digamma_f32
+#define ftm_digamma_f64 ft_vm_digamma_f64
+#define ftm_polygamma_f32 ft_vm_polygamma_f32
+#define ftm_polygamma_f64 ft_vm_polygamma_f64
+#define ftm_zeta_f32 ft_vm_zeta_f32
+#define ftm_zeta_f64 ft_vm_zeta_f64
 #define FTM(name, sfx) ftm_##name##_##sfx
 #endif
 

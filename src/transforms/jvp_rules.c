@@ -13,6 +13,10 @@
 #include "transforms.h"
 
 #define JVP_NO_RULE_NEXTAFTER "unsupported: nextafter has no derivative (JAX defines no JVP rule)"
+#define JVP_NO_RULE_ZETA \
+  "unsupported: JAX defines no JVP rule for zeta (\"Differentiation rule for 'zeta' not implemented\")"
+#define JVP_NO_RULE_POLYGAMMA_M \
+  "unsupported: JAX refuses it (\"polygamma gradient with respect to m is not supported\")"
 #define JVP_NO_RULE_BITCAST \
   "unsupported: reinterpreting bits as a float has no derivative (JAX defines no JVP rule)"
 
@@ -20,6 +24,7 @@ const char *ft_jvp_rule_status(ft_prim p) {
   switch (p) {
   case FT_P_NEXTAFTER: return JVP_NO_RULE_NEXTAFTER;
   case FT_P_BITCAST_CONVERT_TYPE: return JVP_NO_RULE_BITCAST;
+  case FT_P_ZETA: return JVP_NO_RULE_ZETA;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
   default: return NULL;
   }
@@ -87,6 +92,19 @@ static bool unary(jvp_call *c) {
   case FT_P_SQUARE: r = scale(c, dx, tx_mul(t, x, lit(c, 2.0))); break;
   case FT_P_ONE_MINUS_SQUARE: r = scale(c, dx, tx_mul(t, lit(c, -2.0), x)); break; /* JAX: g * (-2 * x) */
   case FT_P_ABS: {
+    if (ft_dtype_is_complex(av->dtype)) {
+      /* JAX: real(g * conj(x) / where(|x| == 0, 1, |x|)), the |x| as complex */
+      ft_pval *ps = tx_params(t, FT_P_CONJ);
+      if (!ps) return false;
+      pset(FT_P_CONJ, ps, "input_dtype", ft_pv_dtype(av->dtype));
+      ft_var *cj = tx_emit(t, FT_P_CONJ, ps, 1, &x);
+      ft_var *d = tx_convert(t, y, av->dtype);
+      ft_var *in[2] = {d, tx_lit(t, av->dtype, 0.0)};
+      ft_var *z = tx_emit(t, FT_P_EQ, NULL, 2, in);
+      ft_var *h = tx_div(t, cj, tx_select(t, z, d, tx_full(t, av, 1.0)));
+      r = dx ? tx_unop(t, FT_P_REAL, tx_mul(t, dx, h)) : NULL;
+      break;
+    }
     /* JAX: select(x >= 0, g, -g), so d|x|/dx at 0 is 1. */
     ft_var *in[2] = {x, lit(c, 0.0)};
     ft_var *ge = tx_emit(t, FT_P_GE, NULL, 2, in);
@@ -104,6 +122,8 @@ static bool unary(jvp_call *c) {
   case FT_P_ERF_INV:
     r = scale(c, dx, tx_mul(t, lit(c, sqrt(M_PI) / 2.0), tx_unop(t, FT_P_EXP, tx_mul(t, y, y))));
     break;
+  case FT_P_LGAMMA: r = scale(c, dx, tx_unop(t, FT_P_DIGAMMA, x)); break;
+  case FT_P_DIGAMMA: r = scale(c, dx, tx_binop(t, FT_P_POLYGAMMA, one, x)); break;
   case FT_P_INTEGER_POW: {
     int64_t n = pget_int(FT_P_INTEGER_POW, c->params, "y", 1);
     if (n == 0) return true;
@@ -166,7 +186,20 @@ static bool binary(jvp_call *c) {
     r = tx_acc(t, tx_bcast_to(t, da, &y->aval), r);
     break;
   case FT_P_POW:
-    if (da) r = scale(c, da, tx_mul(t, b, tx_binop(t, FT_P_POW, a, tx_sub(t, b, lit(c, 1.0)))));
+    if (ft_dtype_is_int(b->aval.dtype)) db = NULL; /* an integer exponent has no tangent */
+    if (da && ft_dtype_is_int(b->aval.dtype)) {
+      /* JAX's integer exponent: jac = select(y == 0, 0, y' * pow(x, y - 1)) with y as the
+       * base's dtype and y' = y with zeros replaced by ones (so 0 * inf never appears). */
+      ft_var *yf = tx_convert(t, b, a->aval.dtype);
+      ft_var *in[2] = {yf, lit(c, 0.0)};
+      ft_var *z = tx_emit(t, FT_P_EQ, NULL, 2, in);
+      ft_var *z2 = tx_emit(t, FT_P_EQ, NULL, 2, in);
+      ft_var *y1 = tx_select(t, z2, yf, tx_full(t, &yf->aval, 1.0));
+      ft_var *m = tx_mul(t, y1, tx_binop(t, FT_P_POW, a, tx_sub(t, yf, tx_full(t, &yf->aval, 1.0))));
+      r = scale(c, da, tx_select(t, z, m, tx_full(t, &m->aval, 0.0)));
+    } else if (da) {
+      r = scale(c, da, tx_mul(t, b, tx_binop(t, FT_P_POW, a, tx_sub(t, b, lit(c, 1.0)))));
+    }
     if (db) {
       /* JAX: log of x with zeros replaced by ones, so d(0^y)/dy = 0. */
       ft_var *la;
@@ -187,6 +220,12 @@ static bool binary(jvp_call *c) {
   }
   case FT_P_NEXTAFTER: return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of nextafter: %s", JVP_NO_RULE_NEXTAFTER), false;
   case FT_P_MULHI: return true; /* integer results */
+  case FT_P_ZETA: return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of zeta: %s", JVP_NO_RULE_ZETA), false;
+  case FT_P_POLYGAMMA:
+    if (da) return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of polygamma in m: %s", JVP_NO_RULE_POLYGAMMA_M), false;
+    /* JAX: g * polygamma(m + 1, x) */
+    r = scale(c, db, tx_binop(t, FT_P_POLYGAMMA, tx_add(t, a, lit(c, 1.0)), b));
+    break;
   default: return tx_fail(t, FT_ERR_INTERNAL, "jvp: no binary rule"), false;
   }
   c->dy[0] = tx_bcast_to(t, r, &y->aval);

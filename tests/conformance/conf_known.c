@@ -19,7 +19,13 @@
   "eps*S from JAX's result (bound 12): XLA evaluates its backward scan in another order; " \
   "our own gradient (grad:ours:*) and the f64 case pass"
 
+#define ZETA_XLA_NAN "eval: XLA's zeta returns NaN where the value is +inf: q^-x overflows at a " \
+                     "subnormal q, and at a large negative integer q (f16 -65504); FrankenTrace " \
+                     "gives +inf (docs/math.md lists the special values)"
+
 const conf_known conf_known_failures[] = {
+    {"*prim_zeta_f*", "eval:*", ZETA_XLA_NAN},
+
     {"*prim_sort_*_0", "eval:*", SORT_DAZ},
     {"*loop_bool_flag_carry_f*", "*:parse", LOOP_PRINTOUT},
     {"*loop_cumprod_buffer_f*", "*:parse", LOOP_PRINTOUT},

@@ -864,6 +864,65 @@ def register_control():
         return f, [randn(rng, 3)]
 
 
+def register_special():
+    """Special functions (lgamma, digamma, polygamma, zeta), pow with an
+    integer exponent, complex transcendentals and the jvp of complex abs
+    (issue 17 section 1)."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    for un, fn in {"lgamma": lax.lgamma, "digamma": lax.digamma}.items():
+        for dtn in FLOATS + FLOATS64:
+            for sk in ("sv" if dtn == "f32" else "v"):
+                def b(rng, fn=fn, dtn=dtn, sk=sk):
+                    return fn, [fl_input(rng, dt(dtn), SHAPES[sk], -10, 20)]
+                case(f"{pname(dtn)}prim_{un}_{dtn}_{sk}", "prim", un)(b)
+
+    # polygamma(m, x), m integer-valued (and a few that are not: NaN);
+    # zeta(x, q). q/x above -2: XLA sums only nine terms before its
+    # Euler-Maclaurin tail, which is wrong far below 0 (docs/math.md).
+    for dtn in ("f32", "f64", "f16"):
+        def b(rng, dtn=dtn):
+            x = fl_input(rng, dt(dtn), (24,), -2, 20)
+            m = np.asarray([0, 1, 2, 3, 4, 1, 1, 2] * 3, np.float64)
+            m[5], m[13] = -1.0, 0.5
+            return lax.polygamma, [m.astype(dt(dtn)), x]
+        case(f"{pname(dtn)}prim_polygamma_{dtn}", "prim", "polygamma")(b)
+
+        def b(rng, dtn=dtn):
+            q = fl_input(rng, dt(dtn), (24,), -2, 20)
+            x = np.round(rng.uniform(1, 12, size=24), 1)
+            x[:4] = [1.0, 0.5, 2.0, 3.0]
+            return lax.zeta, [x.astype(dt(dtn)), q]
+        case(f"{pname(dtn)}prim_zeta_{dtn}", "prim", "zeta")(b)
+
+    # pow(float x, integer y)
+    for dtn, itn in (("f32", "i32"), ("f16", "i32"), ("bf16", "i32"), ("f64", "i64"),
+                     ("f64", "i32"), ("f32", "u32")):
+        def b(rng, dtn=dtn, itn=itn):
+            x = fl_input(rng, dt(dtn), (24,), -3, 3)
+            y = np.asarray(rng.integers(-6, 7, size=24), np.int64)
+            y[:5] = [0, -1, 1, 40, -40] if not itn.startswith("u") else [0, 1, 2, 40, 100]
+            y = np.roll(y, 7)
+            if itn.startswith("u"):
+                y = np.abs(y)
+            return lax.pow, [x, y.astype(dt(itn))]
+        case(f"{pname(dtn)}prim_pow_int_{dtn}_{itn}", "prim", "pow")(b)
+
+    scal = {
+        "lgamma_x": lambda x: lax.lgamma(x) * x,
+        "digamma_x": lambda x: lax.digamma(x) + x * x,
+        "polygamma1": lambda x: lax.polygamma(jnp.ones_like(x), x) * x,
+        "pow_int3": lambda x: lax.pow(x, np.int32(3)) + x,
+        "pow_intm2": lambda x: lax.pow(x + 1.0, np.int32(-2)),
+    }
+    for fn_name, fn in scal.items():
+        for dtn in ("f32", "f64"):
+            @case(f"{pname(dtn)}tf_scalar_{fn_name}_{dtn}", "transform", fn_name, SCALAR_T)
+            def _(rng, fn=fn, dtn=dtn):
+                return fn, [np.asarray(rng.uniform(0.6, 3.0), dt(dtn))]
+
+
 def register_programs():
     import jax
     import jax.numpy as jnp
@@ -1104,6 +1163,7 @@ def run_pass(which, out_dir, only):
     register_transforms()
     register_control()
     register_programs()
+    register_special()
     cases, errors = {}, {}
     for name, family, group, builder, transforms in CASES:
         if name.startswith("x64_") != (which == "x64"):
@@ -1160,7 +1220,8 @@ reduce_xor platform_index empty""".split())
 REDUCE_T = set("""reduce_sum reduce_prod cumsum cumprod dot_general reduce_window_sum
 conv_general_dilated fft scatter-add scatter-mul scatter-sub""".split())
 ULP_T = set("""exp exp2 log log1p expm1 tanh logistic sin cos tan asin acos atan sinh cosh asinh
-acosh atanh rsqrt cbrt erf erfc erf_inv pow atan2 cumlogsumexp""".split())
+acosh atanh rsqrt cbrt erf erfc erf_inv pow atan2 cumlogsumexp lgamma digamma polygamma
+zeta""".split())
 ARITH = set("add add_any sub mul div integer_pow square max min".split())
 
 
@@ -1236,6 +1297,7 @@ def main():
         return
     if args.list:
         register_prims(), register_transforms(), register_control(), register_programs()
+        register_special()
         for c in CASES:
             print(c[0], c[1], c[2], ",".join(c[4]))
         return

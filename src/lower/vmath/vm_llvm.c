@@ -90,6 +90,15 @@ int ft_vm_link_into(LLVMModuleRef dst, char **err)
         if (!f)
             continue;
         LLVMSetLinkage(f, LLVMInternalLinkage);
+        /* zeta and polygamma (loops of pow calls, a 170-step factorial)
+         * stay calls: inlined into every use they made a kernel's O2
+         * compile take minutes. The bits are the same either way. */
+        const char *nm = LLVMGetValueName(f);
+        if (strstr(nm, "zeta") || strstr(nm, "polygamma")) {
+            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                    LLVMCreateEnumAttribute(ctx, noinl, 0));
+            continue;
+        }
         LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, noinl);
         LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ctx, inl, 0));
     }

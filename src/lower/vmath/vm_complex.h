@@ -1,0 +1,21 @@
+/* Complex transcendentals of the shared math library (vm_complex.c): each
+ * takes the parts of z (and of w for pow) and writes the parts of the
+ * result; complex64 callers pass the float parts widened and round each
+ * result part to float once. Every NaN part is the canonical quiet NaN. */
+#ifndef FT_VM_COMPLEX_H
+#define FT_VM_COMPLEX_H
+
+void ft_vm_cexp_f64(double a, double b, double *re, double *im);
+void ft_vm_clog_f64(double a, double b, double *re, double *im);
+void ft_vm_csqrt_f64(double a, double b, double *re, double *im);
+void ft_vm_csin_f64(double a, double b, double *re, double *im);
+void ft_vm_ccos_f64(double a, double b, double *re, double *im);
+void ft_vm_ctan_f64(double a, double b, double *re, double *im);
+void ft_vm_csinh_f64(double a, double b, double *re, double *im);
+void ft_vm_ccosh_f64(double a, double b, double *re, double *im);
+void ft_vm_ctanh_f64(double a, double b, double *re, double *im);
+void ft_vm_clog1p_f64(double a, double b, double *re, double *im);
+void ft_vm_cexpm1_f64(double a, double b, double *re, double *im);
+void ft_vm_cpow_f64(double a, double b, double c, double d, double *re, double *im);
+
+#endif

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""fixtures/complex_math/cases.json: JAX 0.12's complex64/complex128 results
+of the elementwise transcendentals (exp, log, sqrt, sin, cos, tan, sinh,
+cosh, tanh, log1p, expm1, pow) and the jvp of abs on complex input, for
+tests/runtime/test_complex_math.c. Values are stored as float.hex strings
+of the parts. Deterministic (fixed seed).
+
+  .venv-oracle/bin/python tools/oracle/gen_complex_math.py
+"""
+import json
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "fixtures", "complex_math", "cases.json")
+FNS = ["exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "log1p", "expm1"]
+
+
+def parts(a):
+    a = np.asarray(a).reshape(-1)
+    return [[float(v.real).hex(), float(v.imag).hex()] for v in a.astype(np.complex128)]
+
+
+def main():
+    rng = np.random.default_rng(17)
+    n = 24
+    z = rng.uniform(-3, 3, n) + 1j * rng.uniform(-3, 3, n)
+    z[:6] = [1 + 2j, -1 + 0.5j, 0.5 - 0.25j, -2 - 1j, 1e-3 + 2e-3j, 10 + 1j]
+    w = rng.uniform(-2, 2, n) + 1j * rng.uniform(-1, 1, n)
+    cases = []
+    for dtn, ct in (("c64", np.complex64), ("c128", np.complex128)):
+        x = jnp.asarray(z.astype(ct))
+        for f in FNS:
+            cases.append({"prim": f, "dtype": dtn, "x": parts(x),
+                          "y": parts(getattr(lax, f)(x))})
+        y = jnp.asarray(w.astype(ct))
+        cases.append({"prim": "pow", "dtype": dtn, "x": parts(x), "w": parts(y),
+                      "y": parts(lax.pow(x, y))})
+        t = jnp.asarray((np.roll(z, 3) * 0.5).astype(ct))
+        _, dy = jax.jvp(jnp.abs, (x,), (t,))
+        cases.append({"prim": "abs_jvp", "dtype": dtn, "x": parts(x), "t": parts(t),
+                      "y": [[float(v).hex(), "0x0.0p+0"] for v in np.asarray(dy, np.float64)]})
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    with open(OUT, "w") as fh:
+        json.dump({"jax_version": jax.__version__, "cases": cases}, fh, indent=0, sort_keys=True)
+        fh.write("\n")
+
+
+if __name__ == "__main__":
+    main()
