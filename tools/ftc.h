@@ -16,6 +16,10 @@ int ftc_fail(const char *cmd, const char *fmt, ...);
  * option, if any, is attached to it (one context at a time; free it with
  * ft_ctx_free before making another). NULL (after a message) on failure. */
 ft_ctx *ftc_ctx_new(void);
+/* The JIT options the global options give (--allow-fallback). Static. */
+const ft_jit_options *ftc_jit_options(void);
+/* Prints each guard fired on ctx (hardened mode) as "ftc <cmd>: guard ...". */
+void ftc_report_guards(const char *cmd, const ft_ctx *ctx);
 /* Reads a whole file ("-" = stdin) into a malloc'd NUL-terminated buffer; NULL on error. */
 char *ftc_read_file(const char *path, size_t *len_out);
 #endif

@@ -53,7 +53,15 @@ static bool parse_args(int argc, char **argv, opts *o) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
     if (!strcmp(a, "--json")) o->json = true;
-    else if (!strcmp(a, "--seq") && more) o->seq = atoll(argv[++i]);
+    else if (!strcmp(a, "--seq") && more) {
+      char *end = NULL;
+      const char *v = argv[++i];
+      o->seq = strtoll(v, &end, 10);
+      if (!*v || *end || o->seq < 1) {
+        fprintf(stderr, "ftledger: --seq takes a record number (1, 2, ...), not '%s'\n", v);
+        return false;
+      }
+    }
     else if (!strcmp(a, "--kind") && more) o->kind = argv[++i];
     else if (!strcmp(a, "--html") && more) o->html = argv[++i];
     else if (!strcmp(a, "--dot") && more) o->dot = argv[++i];
@@ -224,6 +232,12 @@ static int cmd_show(const opts *o, ft_ctx *ctx) {
         else printf("    %-4s %s %.16s... (%lld B)\n", io ? "out" : "in", JS(x, "name"),
                     JS(x, "hash"), JI(x, "size"));
       }
+    }
+    if (!strcmp(JS(rec, "kind"), "guard")) {
+      json_t *gp = json_object_get(rec, "params");
+      printf("    guard %s fired in %s, equation %lld (%s), output %lld: %s\n", JS(rec, "op"),
+             JS(gp, "engine"), JI(gp, "eqn"), JS(gp, "prim"), JI(gp, "output"), JS(gp, "decision"));
+      printf("    %s\n", JS(gp, "message"));
     }
     json_t *fired = json_object_get(rec, "fired");
     if (json_array_size(fired)) {
