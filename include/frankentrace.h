@@ -109,6 +109,11 @@ typedef enum ft_mode {
 typedef struct ft_ctx_options {
   ft_mode mode;
   int num_threads;     /* 0: FT_NUM_THREADS from the environment, else the core count */
+  /* Hardened mode only (ignored in strict mode): */
+  bool guard_fail;      /* a guard that fires fails the call (FT_ERR_RUNTIME) instead of
+                           keeping the defined result and reporting it */
+  bool guard_each_step; /* also check every equation (interpreter) or plan step (JIT) for
+                           NaN/Inf appearing in its results (slow: a debugging aid) */
 } ft_ctx_options;
 
 typedef struct ft_ctx ft_ctx;
@@ -153,6 +158,54 @@ FT_API void ft_ctx_set_loop_limits(ft_ctx *ctx, const ft_loop_limits *limits);
  * signal handler (an atomic store). */
 FT_API void ft_ctx_cancel(ft_ctx *ctx);
 FT_API void ft_ctx_clear_cancel(ft_ctx *ctx);
+
+/* Hardened mode's run-time guards (DESIGN.md §9, docs/architecture.md
+ * "Modes"). Strict mode (the default) fails closed on anything unknown
+ * when a program is parsed, transformed, optimized or compiled, and adds
+ * no run-time check. FT_MODE_HARDENED keeps every strict check and also
+ * guards ft_eval and ft_call (ft_call_into) at run time:
+ *  - NONFINITE: NaN or Inf in an output (with guard_each_step: in the
+ *    results of an equation, or JIT plan step, whose inputs had none);
+ *  - INDEX: a gather/scatter index out of bounds where the equation said
+ *    mode=PROMISE_IN_BOUNDS (the defined result is kept: gather clamps,
+ *    scatter drops the update window);
+ *  - LOOP: a while/scan stopped by its budget (ft_loop_limits; hardened
+ *    loops without one stop at FT_HARDENED_MAX_ITERATIONS);
+ *  - CALL: the call boundary: each input's and (ft_call_into) output's
+ *    dtype, shape, byte count and 64-byte alignment, outputs not aliasing
+ *    inputs.
+ * NONFINITE and INDEX keep the defined result and the call succeeds,
+ * unless ft_ctx_options.guard_fail; LOOP and CALL always fail the call.
+ * Every firing is kept on the context (the first FT_MAX_GUARDS) and
+ * written to an attached ledger as a `guard` record. Guards never change
+ * a result's bits: hardened results equal strict results. */
+#define FT_HARDENED_MAX_ITERATIONS (INT64_C(1) << 31)
+#define FT_MAX_GUARDS 64
+typedef enum ft_guard_kind {
+  FT_GUARD_NONFINITE = 0, FT_GUARD_INDEX, FT_GUARD_LOOP, FT_GUARD_CALL, FT_GUARD_NUM_KINDS
+} ft_guard_kind;
+typedef enum ft_guard_decision {
+  FT_GUARD_CONTINUED = 0, /* the defined result was kept and the call went on */
+  FT_GUARD_FAILED         /* the call failed */
+} ft_guard_decision;
+typedef struct ft_guard_event {
+  ft_guard_kind kind;
+  ft_guard_decision decision;
+  const char *engine;   /* "interp" or "jit" (static storage) */
+  int eqn;              /* the equation: its index in the program the engine ran
+                           (the JIT's: ft_fn_plan); -1: none (the call's outputs) */
+  const char *prim;     /* its primitive ("" when none; static storage) */
+  int output;           /* the output or result index; -1: none */
+  char message[256];    /* what fired, where, and the decision, in words */
+} ft_guard_event;
+/* Guards fired on ctx since it was made or last cleared (at most FT_MAX_GUARDS
+ * are kept; later ones still reach the ledger). */
+FT_API int ft_ctx_num_guards(const ft_ctx *ctx);
+/* Copies guard i (0-based, oldest first); FT_ERR_INVALID_ARG when out of range. */
+FT_API ft_status ft_ctx_get_guard(const ft_ctx *ctx, int i, ft_guard_event *out);
+FT_API void ft_ctx_clear_guards(ft_ctx *ctx);
+/* "nonfinite", "index", "loop", "call"; NULL when out of range. Static. */
+FT_API const char *ft_guard_kind_name(ft_guard_kind kind);
 
 /* Frees memory the library returned to the caller with malloc (strings). */
 FT_API void ft_free(void *p);
@@ -1012,6 +1065,9 @@ typedef struct ft_jit_options {
   bool no_fusion;         /* one kernel per equation (debugging) */
   bool interpret_all;     /* every equation a fallback step (debugging) */
   bool no_optimize;       /* skip the exact-tier e-graph rewrite (on by default) */
+  bool allow_fallback;    /* accept fallback steps (equations the compiler does not
+                             compile, run by the interpreter's rule); without it ft_jit
+                             fails closed naming the first (FT_ERR_UNSUPPORTED) */
 } ft_jit_options;
 
 /* What one ft_jit did (ft_fn_stats). Times in milliseconds. */

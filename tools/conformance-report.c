@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "ft.h"
 
 int main(int argc, char **argv) {
   const char *out_path = NULL, *fx = "fixtures";
@@ -30,7 +31,11 @@ int main(int argc, char **argv) {
   conf_opts o = {.golden_dir = g, .conf_dir = c, .loops_dir = l};
   conf_stats st;
   if (conf_run(&o, &st)) return 2;
-  FILE *f = out_path ? fopen(out_path, "w") : stdout;
+  /* -o FILE: the report is built in memory and written whole (a temporary
+   * file renamed into place), never left half-written. */
+  char *mem = NULL;
+  size_t mem_len = 0;
+  FILE *f = out_path ? open_memstream(&mem, &mem_len) : stdout;
   if (!f) {
     perror(out_path);
     conf_stats_free(&st);
@@ -38,6 +43,15 @@ int main(int argc, char **argv) {
   }
   int r = conf_write_report(&st, lax, f);
   if (f != stdout && fclose(f)) r = -1;
+  if (out_path && !r) {
+    ft_ctx *ctx = ft_ctx_new(NULL);
+    if (!ctx || ft_file_write(ctx, "conformance-report", out_path, mem, mem_len) != FT_OK) {
+      fprintf(stderr, "%s\n", ctx ? ft_ctx_error(ctx) : "conformance-report: out of memory");
+      r = -1;
+    }
+    ft_ctx_free(ctx);
+  }
+  free(mem);
   fprintf(stderr, "conformance-report: %d cases, %d pass, %d fail, %d known failures%s%s\n",
           st.cases, st.pass, st.fail, st.known, out_path ? "; wrote " : "", out_path ? out_path : "");
   int status = r ? 2 : st.fail ? 1 : 0;

@@ -94,9 +94,22 @@ char *ftc_read_file(const char *path, size_t *len_out) {
 
 static ft_ledger *ledger;   /* --ledger DIR, open for the whole run */
 static ft_ctx *ledger_ctx;  /* the context it was opened with (owns its errors) */
+static ft_ctx_options ctx_opts;    /* --mode, --guard-fail, --guard-each-step */
+static ft_jit_options jit_opts;    /* --allow-fallback */
+
+const ft_jit_options *ftc_jit_options(void) { return &jit_opts; }
+
+void ftc_report_guards(const char *cmd, const ft_ctx *ctx) {
+  for (int i = 0; i < ft_ctx_num_guards(ctx); i++) {
+    ft_guard_event g;
+    if (ft_ctx_get_guard(ctx, i, &g)) break;
+    fprintf(stderr, "ftc %s: guard %s (%s) in %s: %s\n", cmd, ft_guard_kind_name(g.kind),
+            g.decision == FT_GUARD_CONTINUED ? "continued" : "failed", g.engine, g.message);
+  }
+}
 
 ft_ctx *ftc_ctx_new(void) {
-  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_ctx *ctx = ft_ctx_new(&ctx_opts);
   if (!ctx) {
     fprintf(stderr, "ftc: out of memory\n");
     return NULL;
@@ -117,8 +130,22 @@ static int global_options(int *argc, char **argv) {
   int n = 1;
   for (int i = 1; i < *argc; i++) {
     bool is_dir = !strcmp(argv[i], "--ledger"), is_calls = !strcmp(argv[i], "--ledger-calls");
-    if (!is_dir && !is_calls) {
+    bool is_mode = !strcmp(argv[i], "--mode");
+    if (!strcmp(argv[i], "--guard-fail")) { ctx_opts.guard_fail = true; continue; }
+    if (!strcmp(argv[i], "--guard-each-step")) { ctx_opts.guard_each_step = true; continue; }
+    if (!strcmp(argv[i], "--allow-fallback")) { jit_opts.allow_fallback = true; continue; }
+    if (!is_dir && !is_calls && !is_mode) {
       argv[n++] = argv[i];
+      continue;
+    }
+    if (is_mode) {
+      const char *m = i + 1 < *argc ? argv[++i] : "";
+      if (!strcmp(m, "strict")) ctx_opts.mode = FT_MODE_STRICT;
+      else if (!strcmp(m, "hardened")) ctx_opts.mode = FT_MODE_HARDENED;
+      else {
+        fprintf(stderr, "ftc: --mode takes strict or hardened, not '%s'\n", m);
+        return 2;
+      }
       continue;
     }
     if (i + 1 >= *argc) {
@@ -138,8 +165,12 @@ static int global_options(int *argc, char **argv) {
     fprintf(stderr, "ftc: --ledger-calls takes none, hashes or bytes, not '%s'\n", calls);
     return 2;
   }
+  if ((ctx_opts.guard_fail || ctx_opts.guard_each_step) && ctx_opts.mode != FT_MODE_HARDENED) {
+    fprintf(stderr, "ftc: --guard-fail and --guard-each-step need --mode hardened\n");
+    return 2;
+  }
   if (!dir) return 0;
-  if (!(ledger_ctx = ft_ctx_new(NULL)) || !(ledger = ft_ledger_open(ledger_ctx, dir, &o))) {
+  if (!(ledger_ctx = ft_ctx_new(&ctx_opts)) || !(ledger = ft_ledger_open(ledger_ctx, dir, &o))) {
     fprintf(stderr, "ftc: --ledger %s: %s\n", dir, ledger_ctx ? ft_ctx_error(ledger_ctx) : "out of memory");
     ft_ctx_free(ledger_ctx);
     return 1;
@@ -171,7 +202,17 @@ static void usage(FILE *out) {
                "                         (created if absent; check it with ftledger)\n"
                "  --ledger-calls LEVEL   none, hashes or bytes (the default): how much of\n"
                "                         each run of a program the ledger keeps; bytes\n"
-               "                         lets 'ftledger reexec' re-run it\n");
+               "                         lets 'ftledger reexec' re-run it\n"
+               "  --mode MODE            strict (the default: fail closed on anything\n"
+               "                         unknown) or hardened (also guard at run time:\n"
+               "                         NaN/Inf in outputs, promised index bounds, loop\n"
+               "                         budgets, the call boundary; each firing is\n"
+               "                         printed and written to the ledger)\n"
+               "  --guard-fail           hardened: a guard that fires fails the run\n"
+               "  --guard-each-step      hardened: also check each equation / JIT step\n"
+               "                         for NaN/Inf appearing in its results\n"
+               "  --allow-fallback       let the JIT run equations it does not compile\n"
+               "                         through the interpreter (refused by default)\n");
 }
 
 /* The command line after split_long_options; returns the exit status. */

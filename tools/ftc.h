@@ -24,6 +24,10 @@ ft_ctx *ftc_ctx_new(void);
  * jaxpr's constants first, then its inputs) and prints each output's aval and
  * first values; returns the exit status. */
 int ftc_run_and_print(ft_ctx *ctx, const char *cmd, const ft_jaxpr *j, int n_ins, const char *const *ins);
+/* The JIT options the global options give (--allow-fallback). Static. */
+const ft_jit_options *ftc_jit_options(void);
+/* Prints each guard fired on ctx (hardened mode) as "ftc <cmd>: guard ...". */
+void ftc_report_guards(const char *cmd, const ft_ctx *ctx);
 /* Reads a whole file ("-" = stdin) into a malloc'd NUL-terminated buffer; NULL on error. */
 char *ftc_read_file(const char *path, size_t *len_out);
 #endif

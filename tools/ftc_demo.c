@@ -66,7 +66,7 @@ static int demo_usage(void) {
  * output equals the interpreter's (want[]) bit for bit. 0, or 1 on failure. */
 static int jit_check(ft_ctx *ctx, const ft_jaxpr *gj, ft_array **in, ft_array **want) {
   ft_array *got[4] = {0};
-  ft_fn *fn = ft_jit(ctx, gj, NULL);
+  ft_fn *fn = ft_jit(ctx, gj, ftc_jit_options());
   if (!fn || ft_call(fn, 6, in, 4, got) != FT_OK) {
     ft_fn_free(fn);
     return 1;
@@ -166,6 +166,7 @@ int ftc_cmd_demo(int argc, char **argv) {
 fail:
   ftc_fail("demo", "%s", ft_ctx_error(ctx));
 done:
+  ftc_report_guards("demo", ctx);
   for (int i = 0; i < 6; i++) ft_array_free(in[i]);
   ft_array_free(out[0]);
   ft_free(text);

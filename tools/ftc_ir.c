@@ -234,11 +234,12 @@ int ftc_cmd_run(int argc, char **argv) {
     }
     free(json);
   } else {
-    ft_fn *fn = strcmp(engine, "jit") ? NULL : ft_jit(ctx, j, NULL);
+    ft_fn *fn = strcmp(engine, "jit") ? NULL : ft_jit(ctx, j, ftc_jit_options());
     rst = !strcmp(engine, "jit") && !fn ? ft_ctx_status(ctx)
           : fn ? ft_call(fn, n_ins, in, n_out, out) : ft_eval(ctx, j, n_ins, in, n_out, out);
     ft_fn_free(fn);
   }
+  ftc_report_guards("run", ctx);
   if (rst != FT_OK) {
     ftc_fail("run", "%s", ft_ctx_error(ctx));
     goto done;

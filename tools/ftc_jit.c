@@ -29,7 +29,7 @@ static int compile_usage(void) {
 int ftc_cmd_compile(int argc, char **argv) {
   if (ftc_wants_help(argc, argv)) return compile_usage();
   const char *file = NULL, *emit = NULL, *out = NULL, *name = NULL;
-  ft_jit_options o = {0};
+  ft_jit_options o = *ftc_jit_options();
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--emit") || !strcmp(a, "-o") || !strcmp(a, "--name") || !strcmp(a, "-O")) {
@@ -38,7 +38,9 @@ int ftc_cmd_compile(int argc, char **argv) {
       if (!strcmp(a, "--emit")) emit = v;
       else if (!strcmp(a, "-o")) out = v;
       else if (!strcmp(a, "--name")) name = v;
-      else o.opt_level = atoi(v);
+      else if (strlen(v) != 1 || v[0] < '1' || v[0] > '3')
+        return ftc_fail("compile", "-O takes 1, 2 or 3, not '%s'", v);
+      else o.opt_level = v[0] - '0';
     } else if (!strcmp(a, "--no-fusion")) {
       o.no_fusion = true;
     } else if (a[0] == '-' && a[1]) {

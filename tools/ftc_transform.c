@@ -177,10 +177,11 @@ static int run(ft_ctx *ctx, const ft_jaxpr *r, bool jit, ft_array **in, int n_in
   if (!out) return ftc_fail("transform", "out of memory");
   ft_status st;
   if (jit) {
-    st = (fn = ft_jit(ctx, r, NULL)) ? ft_call(fn, n_in, in, n_out, out) : ft_ctx_status(ctx);
+    st = (fn = ft_jit(ctx, r, ftc_jit_options())) ? ft_call(fn, n_in, in, n_out, out) : ft_ctx_status(ctx);
   } else {
     st = ft_eval(ctx, r, n_in, in, n_out, out);
   }
+  ftc_report_guards("transform", ctx);
   if (st != FT_OK) {
     ftc_fail("transform", "%s", ft_ctx_error(ctx));
     goto done;

@@ -75,8 +75,8 @@ static bool parse_args(int argc, char **argv, opts *o) {
       char *end;
       errno = 0;
       o->seq = strtoll(val, &end, 10);
-      if (end == val || *end || errno || o->seq < 0) {
-        fprintf(stderr, "ftledger %s: --seq needs a record number, not '%s'\n", cmd, val);
+      if (end == val || *end || errno || o->seq < 1) {
+        fprintf(stderr, "ftledger %s: --seq takes a record number (1, 2, ...), not '%s'\n", cmd, val);
         return false;
       }
     } else if (!strcmp(a, "--kind")) o->kind = val;
@@ -254,6 +254,12 @@ static int cmd_show(const opts *o, ft_ctx *ctx) {
         else printf("    %-4s %s %.16s... (%lld B)\n", io ? "out" : "in", JS(x, "name"),
                     JS(x, "hash"), JI(x, "size"));
       }
+    }
+    if (!strcmp(JS(rec, "kind"), "guard")) {
+      json_t *gp = json_object_get(rec, "params");
+      printf("    guard %s fired in %s, equation %lld (%s), output %lld: %s\n", JS(rec, "op"),
+             JS(gp, "engine"), JI(gp, "eqn"), JS(gp, "prim"), JI(gp, "output"), JS(gp, "decision"));
+      printf("    %s\n", JS(gp, "message"));
     }
     json_t *fired = json_object_get(rec, "fired");
     if (json_array_size(fired)) {

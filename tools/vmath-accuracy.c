@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ft.h"
 #include "lower/vmath/vmath.h"
 
 typedef __float128 quad;
@@ -436,7 +437,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    FILE *out = path ? fopen(path, "w") : stdout;
+    /* -o FILE: built in memory, written whole through ft_file_write */
+    char *mem = NULL;
+    size_t mem_len = 0;
+    FILE *out = path ? open_memstream(&mem, &mem_len) : stdout;
     if (!out) {
         perror(path);
         return 1;
@@ -517,7 +521,14 @@ int main(int argc, char **argv)
             fputs(line, out);
         fclose(jr);
     }
-    if (path)
+    if (path) {
         fclose(out);
+        ft_ctx *ctx = ft_ctx_new(NULL);
+        ft_status st = ctx ? ft_file_write(ctx, "vmath-accuracy", path, mem, mem_len) : FT_ERR_NOMEM;
+        if (st != FT_OK) fprintf(stderr, "%s\n", ctx ? ft_ctx_error(ctx) : "vmath-accuracy: out of memory");
+        ft_ctx_free(ctx);
+        free(mem);
+        if (st != FT_OK) return 1;
+    }
     return 0;
 }

@@ -226,7 +226,7 @@ static uint32_t emit_class(builder *B, uint32_t root) {
       continue;
     }
     size_t b = base[--nb];
-    uint32_t idx = put_node(B, c, vals + b);
+    uint32_t idx = put_node(B, c, vals ? vals + b : NULL); /* no kids pushed yet: vals is NULL (NULL + 0 is undefined) */
     if (B->oom) break;
     B->at[c] = idx;
     nv = b;

@@ -844,7 +844,9 @@ ft_egraph_rules *ft_egraph_rules_parse(ft_egraph *eg, const char *text, const ch
   }
   pfree(&P);
   if (P.failed) {
-    if (!eg->status) ft_egraph_fail(eg, FT_EGRAPH_EPARSE, "rule parse error");
+    /* every syntax error reports itself (perr): a failure without a status
+     * is an allocation that failed */
+    if (!eg->status) ft_egraph_fail(eg, FT_EGRAPH_ENOMEM, "out of memory parsing the rules");
     ft_egraph_rules_free(rs);
     return NULL;
   }

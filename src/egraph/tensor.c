@@ -180,7 +180,7 @@ int ft_tparams_encode(ft_tclient *tc, ft_prim p, const ft_pval *ps, uint8_t *out
   wbuf b = {.w = words, .n = 0, .cap = FT_COUNTOF(words)};
   ft_arena *tmp = ft_arena_new();
   ft_pval *dflt = tmp ? ft_params_default(tmp, p) : NULL;
-  if (!dflt) return ft_arena_free(tmp), -1;
+  if (!dflt) return tc->oom = true, ft_arena_free(tmp), -1; /* not "too large for a key" */
   for (int i = 0; i < pi->n_params; i++) {
     if (ft_pval_eq(&ps[i], &dflt[i])) continue;
     wput(&b, i);
@@ -272,7 +272,7 @@ ft_pval *ft_tparams_decode(ft_tclient *tc, ft_arena *a, ft_prim p, const uint8_t
   }
   const ft_prim_info *pi = ft_prim_get(p);
   ft_pval *ps = ft_params_default(a, p);
-  if (!ps) return NULL;
+  if (!ps) return tc->oom = true, NULL;
   while (r.pos < r.n && !r.bad) {
     int64_t i = wget(&r);
     if (i < 0 || i >= pi->n_params) return NULL;
@@ -414,13 +414,17 @@ static bool is_tuple_prim(ft_prim p) {
 static bool eval_splat(ft_tclient *tc, ft_prim p, const ft_pval *ps, int n, const ft_aval *in,
                        uint8_t (*ibits)[16], const ft_aval *out, uint8_t obits[16]) {
   ft_jaxpr *J = ft_jaxpr_new(NULL);
-  if (!J) return false;
+  if (!J) return tc->oom = true, false;
   bool ok = false;
   ft_var *iv[16], *ov = ft_var_new(J->arena, out);
   ft_array *args[16] = {0}, *res = NULL;
+  bool nomem = !ov;
   if (n > 16 || !ov) goto done;
   for (int k = 0; k < n; k++) {
-    if (!(iv[k] = ft_var_new(J->arena, &in[k]))) goto done;
+    if (!(iv[k] = ft_var_new(J->arena, &in[k]))) {
+      nomem = true;
+      goto done;
+    }
     if (!(args[k] = ft_array_alloc(tc->ctx, &in[k]))) goto done;
     size_t es = ft_dtype_size(in[k].dtype);
     for (int64_t i = 0; i < ft_array_size(args[k]); i++)
@@ -428,8 +432,10 @@ static bool eval_splat(ft_tclient *tc, ft_prim p, const ft_pval *ps, int n, cons
   }
   ft_jb b;
   ft_jb_init(&b, J);
-  if (!ft_jb_add(&b, p, n, iv, 1, &ov, ps) || !ft_jaxpr_set_vars(J, 0, NULL, n, iv, 1, &ov))
+  if (!ft_jb_add(&b, p, n, iv, 1, &ov, ps) || !ft_jaxpr_set_vars(J, 0, NULL, n, iv, 1, &ov)) {
+    nomem = true; /* they fail only when an allocation does */
     goto done;
+  }
   if (ft_interp_jaxpr(tc->ctx, J, n, args, &res) != FT_OK || !res) goto done;
   memset(obits, 0, 16);
   if (ft_array_size(res) >= 1) {
@@ -437,6 +443,9 @@ static bool eval_splat(ft_tclient *tc, ft_prim p, const ft_pval *ps, int n, cons
     ok = true;
   }
 done:
+  /* Out of memory is not "this does not fold": the optimization fails
+   * (a fold skipped for want of memory would change the result). */
+  if (!ok && (nomem || ft_ctx_status(tc->ctx) == FT_ERR_NOMEM)) tc->oom = true;
   ft_ctx_clear_error(tc->ctx);
   for (int k = 0; k < n && k < 16; k++) ft_array_free(args[k]);
   ft_array_free(res);
@@ -561,9 +570,13 @@ static void an_make(void *ud, ft_egraph *eg, ft_enode n, void *out) {
   }
   enum { MAXO = 1024 };
   ft_aval *outs = malloc(sizeof *outs * MAXO);
-  if (!outs) return;
+  if (!outs) {
+    tc->oom = true; /* a node without its analysis would change what rules see */
+    return;
+  }
   int got = 0;
   ft_status st = ft_infer(tc->ctx, p, ps, (int)v.nkids, in, &got, outs, MAXO);
+  if (st == FT_ERR_NOMEM) tc->oom = true;
   ft_ctx_clear_error(tc->ctx);
   if (st == FT_OK && got >= 0) make_value(tc, p, ps, (int)v.nkids, kd, outs, got, d);
   free(outs);
@@ -573,9 +586,15 @@ static void an_make(void *ud, ft_egraph *eg, ft_enode n, void *out) {
 static void make_value(ft_tclient *tc, ft_prim p, const ft_pval *ps, int nk, const ft_tdata **kd,
                        const ft_aval *outs, int got, ft_tdata *d) {
   if (is_tuple_prim(p)) {
-    if (!grow((void **)&tc->tuples, &tc->cap_tuples, tc->ntuples + 1, sizeof *tc->tuples)) return;
+    if (!grow((void **)&tc->tuples, &tc->cap_tuples, tc->ntuples + 1, sizeof *tc->tuples)) {
+      tc->oom = true;
+      return;
+    }
     ft_aval *av = ft_arena_alloc(tc->scratch, sizeof *av * (size_t)(got ? got : 1));
-    if (!av) return;
+    if (!av) {
+      tc->oom = true;
+      return;
+    }
     memcpy(av, outs, sizeof *av * (size_t)got);
     tc->tuples[tc->ntuples] = (ft_ttuple){got, av};
     d->kind = TD_TUPLE;
@@ -701,6 +720,7 @@ static bool add_eqn(level *L, const ft_eqn *e) {
   for (int i = 0; i < e->n_in && ok; i++) ok = (k[i] = atom_id(L, e->in[i])) != FT_EGRAPH_NONE;
   uint8_t blob[FT_EGRAPH_MAX_PARAMS];
   int nb = ok ? ft_tparams_encode(tc, e->prim, e->params, blob, sizeof blob) : -1;
+  if (tc->oom) ok = false;
   if (ok && nb < 0 && !S->failed) { /* too large for a key: keep it whole, unshared */
     ft_pval *cp = params_clone(S->A, e->prim, e->params);
     if (!cp || !grow((void **)&S->big, &S->capbig, S->nbig + 1, sizeof *S->big)) ok = false;
@@ -970,9 +990,11 @@ static bool rebuild(level *L, const ft_egraph_term *t, const ft_jaxpr *src, ft_j
   free(tup);
   if (!ok && !S->failed) {
     char msg[1200];
-    snprintf(msg, sizeof msg, "internal error: rebuilding the extracted program failed: %s",
-             ft_ctx_error(S->pctx));
-    session_fail(S, FT_ERR_INTERNAL, msg);
+    bool oom = ft_ctx_status(S->pctx) == FT_ERR_NOMEM || !ft_ctx_error(S->pctx)[0];
+    snprintf(msg, sizeof msg, "%s: %s", oom ? "rebuilding the extracted program" :
+             "internal error: rebuilding the extracted program failed", ft_ctx_error(S->pctx)[0] ?
+             ft_ctx_error(S->pctx) : "out of memory");
+    session_fail(S, oom ? FT_ERR_NOMEM : FT_ERR_INTERNAL, msg);
   }
   ft_ctx_clear_error(S->pctx);
   return ok;
@@ -1106,7 +1128,7 @@ static ft_jaxpr *opt_jaxpr(ft_tsession *S, const ft_jaxpr *src, ft_jaxpr *dst) {
   if (!(L.rs = load_rules(S, eg))) {
     char msg[1200];
     snprintf(msg, sizeof msg, "rules: %s", ft_egraph_error(eg));
-    session_fail(S, FT_ERR_INVALID_ARG, msg);
+    session_fail(S, ft_egraph_status_of(eg) == FT_EGRAPH_ENOMEM ? FT_ERR_NOMEM : FT_ERR_INVALID_ARG, msg);
     goto out;
   }
   if (!add_jaxpr(&L, src)) {
@@ -1128,6 +1150,10 @@ static ft_jaxpr *opt_jaxpr(ft_tsession *S, const ft_jaxpr *src, ft_jaxpr *dst) {
     session_fail(S, ft_egraph_status_of(eg) == FT_EGRAPH_ENOMEM ? FT_ERR_NOMEM : FT_ERR_INTERNAL, msg);
     goto out;
   }
+  if (L.tc.oom) {
+    session_fail(S, FT_ERR_NOMEM, "out of memory folding constants");
+    goto out;
+  }
   for (size_t r = 0; r < rep.nrules; r++) {
     int64_t n = 0;
     for (size_t i = 0; i < rep.niters; i++) n += (int64_t)rep.iters[i].applied[r];
@@ -1143,10 +1169,14 @@ static ft_jaxpr *opt_jaxpr(ft_tsession *S, const ft_jaxpr *src, ft_jaxpr *dst) {
   if (!t) {
     char msg[1200];
     snprintf(msg, sizeof msg, "extraction failed: %s", ft_egraph_error(eg));
-    session_fail(S, FT_ERR_INTERNAL, msg);
+    session_fail(S, ft_egraph_status_of(eg) == FT_EGRAPH_ENOMEM || L.tc.oom ? FT_ERR_NOMEM : FT_ERR_INTERNAL, msg);
     goto out;
   }
   if (!rebuild(&L, t, src, dst)) goto out;
+  if (L.tc.oom) {
+    session_fail(S, FT_ERR_NOMEM, "out of memory folding constants");
+    goto out;
+  }
   count_fired(S, "constant-fold", (int64_t)L.tc.n_folds);
   count_fired(S, "cse", (int64_t)S->n_cse);
   S->n_cse = 0;
@@ -1235,7 +1265,8 @@ static void fill_report(ft_tsession *S, const ft_jaxpr *in, const ft_jaxpr *out,
 ft_jaxpr *ft_tensor_optimize(ft_ctx *ctx, const ft_jaxpr *j, const ft_topt_opts *o,
                              ft_opt_report *rep) {
   if (!j || !o || (o->tier != FT_OPT_EXACT && o->tier != FT_OPT_ALGEBRAIC)) {
-    ft_set_error(ctx, FT_ERR_INVALID_ARG, "optimize: %s", j ? "unknown tier" : "NULL jaxpr");
+    ft_set_error(ctx, FT_ERR_INVALID_ARG, j ? "optimize: unknown tier %d" : "optimize: NULL jaxpr",
+                 o ? (int)o->tier : -1);
     return NULL;
   }
   ft_tsession S = {0};
@@ -1252,7 +1283,9 @@ ft_jaxpr *ft_tensor_optimize(ft_ctx *ctx, const ft_jaxpr *j, const ft_topt_opts 
   S.A = r->arena;
   if (!opt_jaxpr(&S, j, r)) goto fail;
   if (ft_jaxpr_verify(S.pctx, r) != FT_OK) {
-    ft_set_error(ctx, FT_ERR_INTERNAL, "optimize: internal error: the result does not verify: %s",
+    bool oom = ft_ctx_status(S.pctx) == FT_ERR_NOMEM;
+    ft_set_error(ctx, oom ? FT_ERR_NOMEM : FT_ERR_INTERNAL, "optimize: %s: %s",
+                 oom ? "verifying the result" : "internal error: the result does not verify",
                  ft_ctx_error(S.pctx));
     goto fail;
   }

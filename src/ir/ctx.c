@@ -31,6 +31,11 @@ ft_ctx *ft_ctx_new(const ft_ctx_options *opts) {
     free(ctx);
     return NULL;
   }
+  if (pthread_mutex_init(&ctx->guard_lock, NULL)) {
+    pthread_mutex_destroy(&ctx->err_lock);
+    free(ctx);
+    return NULL;
+  }
   return ctx;
 }
 
@@ -39,6 +44,7 @@ void ft_ctx_free(ft_ctx *ctx) {
   /* The ledger is the caller's to close; detaching keeps it from pointing here. */
   if (ctx->ledger) ft_ctx_attach_ledger(ctx, NULL);
   pthread_mutex_destroy(&ctx->err_lock);
+  pthread_mutex_destroy(&ctx->guard_lock);
   free(ctx);
 }
 
@@ -149,8 +155,21 @@ void ft_loop_begin(ft_loop_guard *g, const ft_ctx *ctx, const char *prim) {
   *g = (ft_loop_guard){.ctx = ctx, .prim = prim};
   if (!ctx) return;
   g->max_iters = atomic_load(&ctx->loop_max_iters);
+  if (!g->max_iters && ft_hardened(ctx)) g->max_iters = FT_HARDENED_MAX_ITERATIONS;
   g->max_seconds = atomic_load(&ctx->loop_max_seconds);
   if (g->max_seconds > 0) g->start = now_s();
+}
+
+/* A loop stopped by its budget: in hardened mode, a guard record too. The
+ * call fails with FT_ERR_LIMIT either way (a ledger that cannot record the
+ * guard fails it with the ledger's error instead). */
+static ft_status loop_guard(const ft_loop_guard *g, ft_ctx *ctx) {
+  if (!ft_hardened(ctx)) return FT_ERR_LIMIT;
+  char msg[sizeof ctx->err];
+  memcpy(msg, ft_ctx_error(ctx), sizeof msg);
+  ft_status st = ft_guard_fire(ctx, FT_GUARD_LOOP, false, NULL, -2, g->prim, -1,
+                               "loop budget: %s; the call fails", msg);
+  return st ? st : FT_ERR_LIMIT;
 }
 
 /* The clock is read every 64th iteration: a loop of cheap iterations pays
@@ -160,17 +179,88 @@ ft_status ft_loop_step(ft_loop_guard *g, ft_ctx *ctx) {
   if (atomic_load(&g->ctx->cancelled))
     return ft_set_error(ctx, FT_ERR_CANCELLED, "%s: cancelled after %lld iterations", g->prim,
                         (long long)g->iters);
-  if (g->max_iters && g->iters >= g->max_iters)
-    return ft_set_error(ctx, FT_ERR_LIMIT, "%s: stopped at the loop limit of %lld iterations",
-                        g->prim, (long long)g->max_iters);
+  if (g->max_iters && g->iters >= g->max_iters) {
+    ft_set_error(ctx, FT_ERR_LIMIT, "%s: stopped at the loop limit of %lld iterations", g->prim,
+                 (long long)g->max_iters);
+    return loop_guard(g, ctx);
+  }
   if (g->max_seconds > 0 && (g->iters & 63) == 0) {
     double t = now_s() - g->start;
-    if (t > g->max_seconds)
-      return ft_set_error(ctx, FT_ERR_LIMIT, "%s: stopped at the loop time limit of %g s "
-                          "(after %lld iterations)", g->prim, g->max_seconds, (long long)g->iters);
+    if (t > g->max_seconds) {
+      ft_set_error(ctx, FT_ERR_LIMIT, "%s: stopped at the loop time limit of %g s "
+                   "(after %lld iterations)", g->prim, g->max_seconds, (long long)g->iters);
+      return loop_guard(g, ctx);
+    }
   }
   g->iters++;
   return FT_OK;
 }
 
 void ft_free(void *p) { free(p); }
+
+/* ------------------------------------------------------------ guards */
+_Thread_local ft_guard_where ft_guard_tl;
+
+static const char *const guard_kind_names[FT_GUARD_NUM_KINDS] = {"nonfinite", "index", "loop", "call"};
+
+const char *ft_guard_kind_name(ft_guard_kind kind) {
+  return (unsigned)kind < FT_GUARD_NUM_KINDS ? guard_kind_names[kind] : NULL;
+}
+
+/* An executor thread's context reports to the caller's (limits_from). */
+static ft_ctx *guard_root(ft_ctx *ctx) {
+  return ctx->limits_from ? (ft_ctx *)ctx->limits_from : ctx;
+}
+
+ft_status ft_guard_fire(ft_ctx *ctx, ft_guard_kind kind, bool can_continue, const ft_jaxpr *j,
+                        int eqn, const char *prim, int output, const char *fmt, ...) {
+  if (!ctx) return can_continue ? FT_OK : FT_ERR_RUNTIME;
+  ft_ctx *root = guard_root(ctx);
+  ft_guard_event g = {.kind = kind, .engine = ft_guard_tl.engine ? ft_guard_tl.engine : "interp",
+                      .eqn = eqn < -1 ? ft_guard_tl.eqn : eqn, .prim = prim ? prim : "",
+                      .output = output};
+  bool refuse = can_continue && root->opts.guard_fail;
+  g.decision = can_continue && !refuse ? FT_GUARD_CONTINUED : FT_GUARD_FAILED;
+  char what[sizeof g.message - 32];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  snprintf(g.message, sizeof g.message, "%s%s", what,
+           !can_continue ? "" : refuse ? "; the call fails (guard_fail)" : "; the result is kept");
+  pthread_mutex_lock(&root->guard_lock);
+  if (root->n_guards < FT_MAX_GUARDS) root->guards[root->n_guards++] = g;
+  pthread_mutex_unlock(&root->guard_lock);
+  ft_ctx_event ev = {.kind = FT_CTX_EV_GUARD, .jaxpr = j, .guard = &g};
+  ft_status st = ft_ctx_notify(root, &ev);
+  if (st) {
+    if (root != ctx) ft_set_error(ctx, st, "%s", ft_ctx_error(root));
+    return st;
+  }
+  if (refuse) return ft_set_error(ctx, FT_ERR_RUNTIME, "hardened: %s", g.message);
+  return FT_OK;
+}
+
+int ft_ctx_num_guards(const ft_ctx *ctx) {
+  if (!ctx) return 0;
+  pthread_mutex_lock((pthread_mutex_t *)&ctx->guard_lock);
+  int n = ctx->n_guards;
+  pthread_mutex_unlock((pthread_mutex_t *)&ctx->guard_lock);
+  return n;
+}
+
+ft_status ft_ctx_get_guard(const ft_ctx *ctx, int i, ft_guard_event *out) {
+  if (!ctx || !out) return FT_ERR_INVALID_ARG;
+  pthread_mutex_lock((pthread_mutex_t *)&ctx->guard_lock);
+  bool ok = i >= 0 && i < ctx->n_guards;
+  if (ok) *out = ctx->guards[i];
+  pthread_mutex_unlock((pthread_mutex_t *)&ctx->guard_lock);
+  return ok ? FT_OK : FT_ERR_INVALID_ARG;
+}
+
+void ft_ctx_clear_guards(ft_ctx *ctx) {
+  if (!ctx) return;
+  pthread_mutex_lock(&ctx->guard_lock);
+  ctx->n_guards = 0;
+  pthread_mutex_unlock(&ctx->guard_lock);
+}

@@ -60,8 +60,10 @@ struct ft_ledger;
  * text/len the plan text and cache key, params the options as JSON.
  * FT_CTX_EV_EVAL also reports ft_call/ft_call_into with op "jit" (jaxpr: the
  * program the function runs); op NULL means the interpreter ("interp"). */
+/* FT_CTX_EV_GUARD: a hardened-mode guard fired (guard; jaxpr: the program
+ * that ran, or NULL). */
 typedef enum ft_ctx_event_kind {
-  FT_CTX_EV_PARSE, FT_CTX_EV_TRACE, FT_CTX_EV_EVAL, FT_CTX_EV_COMPILE
+  FT_CTX_EV_PARSE, FT_CTX_EV_TRACE, FT_CTX_EV_EVAL, FT_CTX_EV_COMPILE, FT_CTX_EV_GUARD
 } ft_ctx_event_kind;
 typedef struct ft_ctx_event {
   ft_ctx_event_kind kind;
@@ -73,6 +75,7 @@ typedef struct ft_ctx_event {
   ft_array *const *out;
   const char *op;            /* eval: the engine ("jit"); NULL: "interp" */
   const char *params;        /* compile: a JSON object as text */
+  const ft_guard_event *guard; /* guard: what fired */
 } ft_ctx_event;
 
 struct ft_ctx {
@@ -90,7 +93,36 @@ struct ft_ctx {
   /* The observer (NULL: none). A status other than FT_OK fails the call that
    * reported (its result is freed), with the observer's message on ctx. */
   ft_status (*on_event)(ft_ctx *ctx, const ft_ctx_event *ev);
+  pthread_mutex_t guard_lock;  /* guards the guard list (hardened mode) */
+  int n_guards;
+  ft_guard_event guards[FT_MAX_GUARDS];
 };
+
+/* Hardened mode's guards (ctx.c). Where a guard fires: the engine and the
+ * equation being run, per thread. The interpreter's ft_eval and the JIT's
+ * steps set it at their outermost level (depth 0); nested evaluation
+ * (control-flow bodies, fallback steps) keeps the outer equation. */
+typedef struct ft_guard_where {
+  const char *engine;
+  int eqn;
+  int depth;
+} ft_guard_where;
+extern _Thread_local ft_guard_where ft_guard_tl;
+static inline bool ft_hardened(const ft_ctx *ctx) {
+  return ctx && ctx->opts.mode == FT_MODE_HARDENED;
+}
+/* A guard fired on ctx (or, for an executor thread's context, on the
+ * caller's): kept on the context, reported to the observer (the ledger's
+ * guard record). can_continue: a defined result exists; the decision is
+ * then CONTINUED unless opts.guard_fail. eqn < -1 takes the thread's
+ * current equation. Returns FT_OK when the call goes on; otherwise the
+ * call's status (FT_ERR_RUNTIME with "hardened: <message>" set on ctx for
+ * a guard that refused; the observer's failure, if it failed). A guard
+ * that records a failure already reported (can_continue false: a loop
+ * budget, a call-boundary check) returns FT_OK and leaves ctx's message. */
+ft_status ft_guard_fire(ft_ctx *ctx, ft_guard_kind kind, bool can_continue, const ft_jaxpr *j,
+                        int eqn, const char *prim, int output, const char *fmt, ...)
+    __attribute__((format(printf, 8, 9)));
 
 /* Reports ev to ctx's observer, if any. */
 static inline ft_status ft_ctx_notify(ft_ctx *ctx, const ft_ctx_event *ev) {

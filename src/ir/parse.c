@@ -744,7 +744,8 @@ static ft_pval *parse_params(ft_parser *p, ft_prim prim, size_t at, ft_var *cons
       /* custom_vjp_call_jaxpr (JAX < 0.7) called its jaxpr fun_jaxpr */
       if (k < 0 && prim == FT_P_CUSTOM_VJP_CALL && kn == 9 && !memcmp(p->src + kpos, "fun_jaxpr", 9))
         k = ft_prim_param_index(prim, "call_jaxpr");
-      if (k < 0 && (!p->ctx || p->ctx->opts.mode == FT_MODE_STRICT))
+      /* Both modes refuse: dropping a param could change the result. */
+      if (k < 0)
         ft_parse_fail(p, kpos, "unknown param '%.*s' of %s", (int)(kn > 60 ? 60 : kn), p->src + kpos, pi->name);
       if (k >= 0 && set[k]) ft_parse_fail(p, kpos, "duplicate param '%s' of %s", pi->params[k].name, pi->name);
       ft_param_spec any = {.name = "?", .kind = FT_PK_ANY};

@@ -568,7 +568,7 @@ static ft_status rule_slice(R *r) {
     if (s[i] < 0 || s[i] > l[i] || l[i] > a->dims[i])
       return fail(r, FT_ERR_SHAPE, "start_indices %s and limit_indices %s out of bounds for %s "
                   "(need 0 <= start <= limit <= size)", T(r, ns, s), T(r, nl, l), S(r, a));
-    o.dims[i] = (l[i] - s[i] + stride - 1) / stride;
+    o.dims[i] = l[i] == s[i] ? 0 : (l[i] - s[i] - 1) / stride + 1; /* no overflow for huge strides */
   }
   return put(r, o);
 }
@@ -1240,6 +1240,19 @@ static ft_status rule_scatter(R *r) {
 
 /* reduce_window_*: dilate the operand and the window, pad, stride. */
 static ft_status window_shape(R *r, const ft_aval *a, ft_aval *out);
+/* 1 + f * (n - 1), a length of n dilated by f (0 for n == 0), and
+ * d + lo + hi, a padded length: false when either overflows int64 (the
+ * params are user input, so a huge dilation or padding is a shape error,
+ * not undefined behaviour). */
+static bool dilated_len(int64_t n, int64_t f, int64_t *out) {
+  int64_t m;
+  if (n == 0) return *out = 0, true;
+  return !__builtin_mul_overflow(f, n - 1, &m) && !__builtin_add_overflow(m, 1, out);
+}
+static bool padded_len(int64_t d, int64_t lo, int64_t hi, int64_t *out) {
+  int64_t t;
+  return !__builtin_add_overflow(d, lo, &t) && !__builtin_add_overflow(t, hi, out);
+}
 
 static ft_status rule_reduce_window(R *r) {
   ft_status st = check_dtype(r, 0, r->p == FT_P_REDUCE_WINDOW_SUM ? K_NUM : K_ANY, "operand");
@@ -1297,8 +1310,11 @@ static ft_status window_shape(R *r, const ft_aval *a, ft_aval *out) {
     int64_t b = nbd ? bd[i] : 1, w = nwdl ? wdl[i] : 1;
     if (wd[i] < 1 || ws[i] < 1 || b < 1 || w < 1)
       return fail(r, FT_ERR_SHAPE, "window sizes, strides and dilations must be >= 1 (axis %d)", i);
-    int64_t d = a->dims[i] == 0 ? 0 : 1 + b * (a->dims[i] - 1);
-    int64_t padded = d + lh[0] + lh[1], win = 1 + w * (wd[i] - 1);
+    int64_t d, padded, win;
+    if (!dilated_len(a->dims[i], b, &d) || !padded_len(d, lh[0], lh[1], &padded) ||
+        !dilated_len(wd[i], w, &win))
+      return fail(r, FT_ERR_SHAPE, "window, dilations or padding of axis %d overflow int64 (operand "
+                  "%s, window %s)", i, S(r, a), T(r, nwd, wd));
     if (padded < win)
       return fail(r, FT_ERR_SHAPE, "window %s does not fit operand %s after padding (axis %d)",
                   T(r, nwd, wd), S(r, a), i);
@@ -1363,10 +1379,13 @@ static ft_status rule_conv(R *r) {
     int n2 = 0;
     if (pad && (!ft_pv_get_ints(&pad->u.items[i], lh, 2, &n2) || n2 != 2))
       return fail(r, FT_ERR_TYPE, "padding entry %d must be (lo, hi)", i);
-    int64_t d = a->dims[ls[2 + i]], w = k->dims[rs[2 + i]];
-    int64_t dl = d == 0 ? 0 : 1 + (nld ? ld[i] : 1) * (d - 1);
-    int64_t wl = w == 0 ? 0 : 1 + (nrd ? rd[i] : 1) * (w - 1);
-    int64_t padded = dl + lh[0] + lh[1];
+    int64_t d = a->dims[ls[2 + i]], w = k->dims[rs[2 + i]], dl, wl, padded;
+    int64_t fl = nld ? ld[i] : 1, fr = nrd ? rd[i] : 1;
+    if (fl < 1 || fr < 1)
+      return fail(r, FT_ERR_SHAPE, "lhs_dilation and rhs_dilation must be >= 1 (spatial dimension %d)", i);
+    if (!dilated_len(d, fl, &dl) || !dilated_len(w, fr, &wl) || !padded_len(dl, lh[0], lh[1], &padded))
+      return fail(r, FT_ERR_SHAPE, "dilations or padding of spatial dimension %d overflow int64 "
+                  "(lhs %s, rhs %s)", i, S(r, a), S(r, k));
     if (st_[i] < 1) return fail(r, FT_ERR_SHAPE, "window_strides %s must be positive", T(r, nst, st_));
     o.dims[os[2 + i]] = padded < wl ? 0 : (padded - wl) / st_[i] + 1;
   }
@@ -1599,7 +1618,7 @@ static ft_status check_rules(R *r, const ft_jaxpr *call, int nc) {
 /* jit, remat2, custom_jvp_call, custom_vjp_call: the operands are the sub-jaxpr's
  * inputs (consts first, when num_consts is given), its outputs the results. */
 static ft_status rule_call(R *r) {
-  const ft_jaxpr *j;
+  const ft_jaxpr *j = NULL;
   const char *key = r->p == FT_P_JIT || r->p == FT_P_REMAT2 ? "jaxpr" : "call_jaxpr";
   ft_status st = need_jaxpr(r, key, &j);
   if (st) return st;

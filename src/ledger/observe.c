@@ -266,10 +266,33 @@ static ft_status on_compile(ft_ctx *ctx, const ft_ctx_event *ev) {
   return st;
 }
 
+/* A hardened-mode guard that fired: op is its kind ("nonfinite", "index",
+ * "loop", "call"); params say where (engine, equation, primitive, output,
+ * the program's hash when known) and the decision, and the message. */
+static ft_status on_guard(ft_ctx *ctx, const ft_ctx_event *ev) {
+  const ft_guard_event *g = ev->guard;
+  json_t *p = json_pack("{s:s, s:i, s:s, s:i, s:s, s:s}", "engine", g->engine, "eqn", g->eqn,
+                        "prim", g->prim, "output", g->output, "decision",
+                        g->decision == FT_GUARD_CONTINUED ? "continued" : "failed", "message",
+                        g->message);
+  if (p && ev->jaxpr) {
+    char h[33];
+    ft_jaxpr_hash_hex(ev->jaxpr, h);
+    json_object_set_new(p, "program", json_string(h));
+  }
+  if (!p) return ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory building a guard record");
+  ft_ledger_event e = {.kind = FT_LEDGER_GUARD, .op = ft_guard_kind_name(g->kind), .params = p};
+  ft_status st = ft_ledger_record(ctx, &e);
+  json_decref(p);
+  return st;
+}
+
 /* Under the ledger's lock: the program-hash cache is shared too, and a
  * call's record is appended whole before another thread's. */
 ft_status ft_ledger_observe(ft_ctx *ctx, const ft_ctx_event *ev) {
-  if (!ft_ledger_active(ctx) || !ev || !ev->jaxpr) return FT_OK;
+  if (!ft_ledger_active(ctx) || !ev || (!ev->jaxpr && ev->kind != FT_CTX_EV_GUARD) ||
+      (ev->kind == FT_CTX_EV_GUARD && !ev->guard))
+    return FT_OK;
   ft_ledger *lg = ctx->ledger;
   ft_status st = FT_OK;
   pthread_mutex_lock(&lg->lock);
@@ -278,6 +301,7 @@ ft_status ft_ledger_observe(ft_ctx *ctx, const ft_ctx_event *ev) {
   case FT_CTX_EV_TRACE: st = on_trace(ctx, ev); break;
   case FT_CTX_EV_EVAL: st = on_eval(ctx, ev); break;
   case FT_CTX_EV_COMPILE: st = on_compile(ctx, ev); break;
+  case FT_CTX_EV_GUARD: st = on_guard(ctx, ev); break;
   }
   pthread_mutex_unlock(&lg->lock);
   return st;

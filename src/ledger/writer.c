@@ -173,8 +173,9 @@ static ft_status fill_options(ft_ctx *ctx, const ft_ledger_options *in, ft_ledge
       o->block_size < 16 || o->block_size > (1 << 20) || o->block_size % 16 ||
       (unsigned)o->fsync > FT_LEDGER_FSYNC_NEVER || (unsigned)o->calls > FT_LEDGER_CALLS_BYTES)
     return ft_set_error(ctx, FT_ERR_INVALID_ARG,
-                        "ledger: bad options (k 1..64, m 1..16, block 16..1048576 and a "
-                        "multiple of 16)");
+                        "ledger: bad options: parity_k %d (1..64), parity_m %d (1..16), "
+                        "block_size %d (16..1048576, a multiple of 16), fsync %d, calls %d",
+                        o->parity_k, o->parity_m, o->block_size, (int)o->fsync, (int)o->calls);
   return FT_OK;
 }
 

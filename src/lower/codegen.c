@@ -1126,7 +1126,7 @@ static bool emit_loop_kernel(cg *G, const ft_kernel *k) {
     if (k->nodes[i].kind == FT_KN_LOAD && k->nodes[i].acc.buf >= 0) ok = kbuf_slot(&K, k->nodes[i].acc.buf) >= 0;
   for (int i = 0; ok && i < k->n_stores; i++) ok = kbuf_slot(&K, k->stores[i].buf) >= 0;
   LLVMValueRef body = ok ? new_body(G, k, K.bufs, K.nb) : NULL;
-  ok = ok && emit_loop_body_fn(G, &K, body);
+  ok = ok && body && emit_loop_body_fn(G, &K, body); /* body NULL: out of memory */
   kctx_free(&K);
   return ok;
 }

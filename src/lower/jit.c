@@ -899,6 +899,14 @@ ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
   if (!fn->prog) goto fail;
   fn->stats.plan_ms = now_ms() - t0;
   ft_program *p = fn->prog;
+  /* Fail closed on what the compiler does not compile, unless asked. */
+  char fb[640];
+  if (p->n_fallback && !o.allow_fallback && !o.interpret_all && ft_program_first_fallback(p, fb, sizeof fb)) {
+    ft_set_error(ctx, FT_ERR_UNSUPPORTED, "jit: %d equation(s) would run as interpreter fallback "
+                 "steps, the first %s (allow them with ft_jit_options.allow_fallback, or ftc "
+                 "--allow-fallback)", p->n_fallback, fb);
+    goto fail;
+  }
   if (p->n_kernels > 0) {
     if (get_code(fn, j, &o, &po)) goto fail;
     bind_kernels(p, fn->code);
@@ -928,6 +936,30 @@ fail:
   return NULL;
 }
 
+/* Hardened mode: the call boundary, the run (step by step on the calling
+ * thread with guard_each_step: the same kernels and routines, so the same
+ * bits), NaN/Inf in the outputs. */
+static ft_status call_hardened(ft_fn *fn, ft_array *const *in, ft_array *const *out) {
+  ft_ctx *ctx = fn->ctx;
+  const ft_program *p = fn->prog;
+  ft_guard_where saved = ft_guard_tl;
+  ft_guard_tl = (ft_guard_where){.engine = "jit", .eqn = -1, .depth = 0};
+  ft_status st = ft_guard_boundary(ctx, p->j, p->n_args, in, p->n_out, out);
+  if (!st && ctx->opts.guard_each_step) {
+    void **kbufs = calloc((size_t)p->n_bufs + 1, sizeof *kbufs);
+    void *arena = aligned_alloc(64, (p->arena_bytes + 63) / 64 * 64 + 64);
+    st = kbufs && arena ? ft_program_run_checked(ctx, p, in, out, kbufs, arena)
+                        : ft_set_error(ctx, FT_ERR_NOMEM, "call: out of memory");
+    free(kbufs), free(arena);
+  } else if (!st) {
+    st = ft_prog_exec_run(fn->pe, ctx, in, out, NULL);
+  }
+  ft_guard_tl = (ft_guard_where){.engine = "jit", .eqn = -1, .depth = 0};
+  if (!st) st = ft_guard_results(ctx, p->j, -1, "", p->n_out, out);
+  ft_guard_tl = saved;
+  return st;
+}
+
 ft_status ft_call_into(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_array *const *out) {
   if (!fn) return FT_ERR_INVALID_ARG;
   ft_program *p = fn->prog;
@@ -935,7 +967,8 @@ ft_status ft_call_into(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_a
     return ft_set_error(fn->ctx, FT_ERR_INVALID_ARG,
                         "call: expected %d inputs and %d outputs, got %d and %d", p->n_args,
                         p->n_out, n_in, n_out);
-  ft_status st = ft_prog_exec_run(fn->pe, fn->ctx, in, out, NULL);
+  ft_status st = ft_hardened(fn->ctx) ? call_hardened(fn, in, out)
+                                      : ft_prog_exec_run(fn->pe, fn->ctx, in, out, NULL);
   /* The ledger's call/jit record, as ft_eval's call/interp (same layout). */
   if (st == FT_OK && fn->ctx->on_event) {
     ft_ctx_event ev = {.kind = FT_CTX_EV_EVAL, .jaxpr = p->j, .n_in = n_in, .in = in,

@@ -249,6 +249,15 @@ ft_status ft_routine_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
  * the calling thread. */
 ft_status ft_program_run(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
                          ft_array *const *out, void **kbufs, void *arena);
+/* The same, and after each step, hardened mode's per-step guard: NaN/Inf
+ * in a result of a step whose inputs held none (ft_call_into with
+ * guard_each_step runs the whole call this way). */
+ft_status ft_program_run_checked(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+                                 ft_array *const *out, void **kbufs, void *arena);
+/* The first fallback step of p, looking into control steps' sub-programs:
+ * the message "equation N (prim): why" (nested: "equation N (while),
+ * body: equation M (prim): why") in buf. False when p has none. */
+bool ft_program_first_fallback(const ft_program *p, char *buf, size_t n);
 /* Runs step s (buffers already bound in kbufs). */
 ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s,
                               void *const *kbufs);

@@ -4,6 +4,7 @@
  * parallel schedule over the same steps: each step reads and writes only the
  * buffers its in/out lists name, and kernels take [lo, hi) ranges of their
  * outermost loop whose boundaries may be cut from the shape alone. */
+#include <stdio.h>
 #include <string.h>
 
 #include "lower/lower.h"
@@ -81,8 +82,43 @@ done:
   return st;
 }
 
+static ft_status run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs);
+
+bool ft_program_first_fallback(const ft_program *p, char *buf, size_t n) {
+  for (int i = 0; i < p->n_steps; i++) {
+    const ft_step *s = &p->steps[i];
+    const char *prim = s->eqn >= 0 && s->eqn < p->j->n_eqn ? ft_prim_get(p->j->eqns[s->eqn].prim)->name
+                                                           : "?";
+    if (s->kind == FT_STEP_FALLBACK) {
+      snprintf(buf, n, "equation %d (%s): %s", s->eqn, prim,
+               p->why && p->why[s->eqn] ? p->why[s->eqn] : "not compiled");
+      return true;
+    }
+    if (s->kind != FT_STEP_CONTROL) continue;
+    for (int k = 0; k < ft_control_num_subs(s->ctl); k++) {
+      char inner[512];
+      if (ft_program_first_fallback(ft_control_sub(s->ctl, k), inner, sizeof inner)) {
+        snprintf(buf, n, "equation %d (%s), sub-jaxpr %d: %s", s->eqn, prim, k, inner);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/* Names the step's equation as where a guard fires, at the outermost
+ * level (a control step's sub-programs keep their step's equation). */
 ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s,
                               void *const *kbufs) {
+  ft_guard_where saved = ft_guard_tl;
+  if (ft_guard_tl.depth == 0) ft_guard_tl.engine = "jit", ft_guard_tl.eqn = s->eqn;
+  ft_guard_tl.depth++;
+  ft_status st = run_step(ctx, p, s, kbufs);
+  ft_guard_tl = saved;
+  return st;
+}
+
+static ft_status run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs) {
   switch (s->kind) {
   case FT_STEP_KERNEL:
     if (s->extent > 0) s->fn(kbufs, 0, s->extent);
@@ -121,8 +157,46 @@ static bool check_arg(ft_ctx *ctx, const char *what, int i, const ft_aval *want,
   return false;
 }
 
+/* Whether buffer b holds NaN/Inf (literals, -1, never do). */
+static bool buf_nonfinite(const ft_program *p, int b, void *const *kbufs) {
+  return b >= 0 && ft_nonfinite_count(&p->bufs[b].aval, kbufs[b], NULL) > 0;
+}
+
+/* The per-step guard after step s: its results (a routine's scratch
+ * buffers aside), when none of its inputs held NaN/Inf. */
+static ft_status guard_step(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs) {
+  for (int k = 0; k < s->n_in; k++)
+    if (buf_nonfinite(p, s->in[k], kbufs)) return FT_OK;
+  const ft_eqn *e = s->eqn >= 0 && s->eqn < p->j->n_eqn ? &p->j->eqns[s->eqn] : NULL;
+  int n = s->n_out;
+  if (s->kind == FT_STEP_ROUTINE && e && e->n_out < n) n = e->n_out;
+  const char *prim = e ? ft_prim_get(e->prim)->name : "";
+  for (int k = 0; k < n; k++) {
+    int b = s->out[k];
+    if (b < 0) continue;
+    ft_array view = {.aval = p->bufs[b].aval, .nbytes = p->bufs[b].nbytes, .data = kbufs[b]};
+    ft_array *v = &view;
+    ft_status st = ft_guard_results(ctx, p->j, s->eqn, prim, 1, &v);
+    if (st) return st;
+  }
+  return FT_OK;
+}
+
+static ft_status program_run(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+                             ft_array *const *out, void **kbufs, void *arena, bool check);
+
 ft_status ft_program_run(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
                          ft_array *const *out, void **kbufs, void *arena) {
+  return program_run(ctx, p, in, out, kbufs, arena, false);
+}
+
+ft_status ft_program_run_checked(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+                                 ft_array *const *out, void **kbufs, void *arena) {
+  return program_run(ctx, p, in, out, kbufs, arena, true);
+}
+
+static ft_status program_run(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+                             ft_array *const *out, void **kbufs, void *arena, bool check) {
   const ft_jaxpr *j = p->j;
   int nc = j->const_data ? 0 : j->n_const;
   for (int k = 0; k < p->n_args; k++) {
@@ -145,6 +219,7 @@ ft_status ft_program_run(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
   }
   for (int i = 0; i < p->n_steps; i++) {
     ft_status st = ft_program_run_step(ctx, p, &p->steps[i], kbufs);
+    if (!st && check) st = guard_step(ctx, p, &p->steps[i], kbufs);
     if (st) return st;
   }
   for (int k = 0; k < p->n_out; k++) {

@@ -26,7 +26,8 @@ static ft_status shape_bytes(ft_ctx *ctx, ft_dtype dt, int rank, const int64_t *
   if (zero) n = 0;
   for (int i = 0; i < rank && n; i++) {
     if ((uint64_t)dims[i] > (UINT64_C(1) << 62) / n)
-      return ft_set_error(ctx, FT_ERR_INVALID_ARG, "array: the shape is too large");
+      return ft_set_error(ctx, FT_ERR_INVALID_ARG, "array: the shape is too large (dimension %d, "
+                          "%lld, overflows the byte count)", i, (long long)dims[i]);
     n *= (uint64_t)dims[i];
   }
   if (n > (UINT64_C(1) << 47))

@@ -1,6 +1,7 @@
 /* src/runtime/interp.c: the reference interpreter (DESIGN.md §7): the value
  * environment, literals, the per-equation dispatch by family, and ft_eval.
  * Slow and simple on purpose: every compiled result is checked against it. */
+#include <math.h>
 #include <string.h>
 
 #include "runtime.h"
@@ -193,8 +194,44 @@ done:
   return st;
 }
 
+/* Hardened mode, guard_each_step: NaN/Inf in a result of equation idx
+ * whose inputs (values and literals) held none: where it appeared. */
+static ft_status guard_step(ft_ctx *ctx, const ft_jaxpr *j, env *E, const ft_eqn *e, int idx) {
+  for (int k = 0; k < e->n_in; k++) {
+    const ft_var *v = e->in[k];
+    if (v->kind == FT_LIT) {
+      if (ft_dtype_is_inexact(v->aval.dtype) && (!isfinite(v->lit.f) ||
+          (ft_dtype_is_complex(v->aval.dtype) && !isfinite(v->lit_im))))
+        return FT_OK;
+    } else if (v->id < E->n && E->val[v->id] &&
+               ft_nonfinite_count(&E->val[v->id]->aval, E->val[v->id]->data, NULL)) {
+      return FT_OK;
+    }
+  }
+  ft_array *outs[16] = {0};
+  for (int k = 0; k < e->n_out; k += 16) {
+    int n = e->n_out - k < 16 ? e->n_out - k : 16;
+    for (int q = 0; q < n; q++) {
+      const ft_var *v = e->out[k + q];
+      outs[q] = v->kind == FT_VAR && v->id < E->n ? E->val[v->id] : NULL;
+    }
+    ft_status st = ft_guard_results(ctx, j, idx, ft_prim_get(e->prim)->name, n, outs);
+    if (st) return st;
+  }
+  return FT_OK;
+}
+
+static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *args,
+                        ft_array **outs, bool top);
+
 ft_status ft_interp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *args,
                           ft_array **outs) {
+  return interp(ctx, j, n_args, args, outs, false);
+}
+
+/* top: ft_eval's own program, whose equations name where a guard fired. */
+static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *args,
+                        ft_array **outs, bool top) {
   int n_const_args = j->const_data ? 0 : j->n_const;
   if (n_args != n_const_args + j->n_in)
     return ft_set_error(ctx, FT_ERR_INVALID_ARG,
@@ -236,7 +273,12 @@ ft_status ft_interp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *
     }
     env_set(&E, j->invars[k], a, false);
   }
-  for (int i = 0; i < j->n_eqn && st == FT_OK; i++) st = eval_eqn(ctx, &E, &j->eqns[i], i);
+  bool steps = top && ft_hardened(ctx) && ctx->opts.guard_each_step;
+  for (int i = 0; i < j->n_eqn && st == FT_OK; i++) {
+    if (top) ft_guard_tl.eqn = i;
+    st = eval_eqn(ctx, &E, &j->eqns[i], i);
+    if (st == FT_OK && steps) st = guard_step(ctx, j, &E, &j->eqns[i], i);
+  }
   for (int k = 0; k < j->n_out && st == FT_OK; k++) {
     const ft_var *v = j->outvars[k];
     if (v->kind == FT_LIT) {
@@ -267,7 +309,22 @@ ft_status ft_eval(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
                         j->n_out, n_out);
   for (int k = 0; k < n_in; k++)
     if (!in[k]) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "eval: input %d is NULL", k);
-  ft_status st = ft_interp_jaxpr(ctx, j, n_in, in, out);
+  ft_status st;
+  if (!ft_hardened(ctx)) {
+    st = ft_interp_jaxpr(ctx, j, n_in, in, out);
+  } else {
+    /* Hardened: the call boundary, the run with guards named by equation,
+     * NaN/Inf in the outputs. */
+    ft_guard_where saved = ft_guard_tl;
+    ft_guard_tl = (ft_guard_where){.engine = "interp", .eqn = -1, .depth = 1};
+    for (int k = 0; k < n_out; k++) out[k] = NULL;
+    st = ft_guard_boundary(ctx, j, n_in, in, 0, NULL);
+    if (st == FT_OK) st = interp(ctx, j, n_in, in, out, true);
+    ft_guard_tl.eqn = -1;
+    if (st == FT_OK && (st = ft_guard_results(ctx, j, -1, "", n_out, out)) != FT_OK)
+      for (int k = 0; k < n_out; k++) ft_array_free(out[k]), out[k] = NULL;
+    ft_guard_tl = saved;
+  }
   /* The ledger's call record (when one is attached and logs calls). */
   ft_ctx_event ev = {.kind = FT_CTX_EV_EVAL, .jaxpr = j, .n_in = n_in, .in = in, .n_out = n_out, .out = out};
   if (st == FT_OK && (st = ft_ctx_notify(ctx, &ev)) != FT_OK)

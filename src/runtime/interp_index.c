@@ -27,6 +27,28 @@
 
 typedef enum gs_mode { GS_CLIP = 0, GS_FILL = 1, GS_PROMISE = 2, GS_ONE_HOT = 3, GS_BAD = -1 } gs_mode;
 
+/* Hardened mode: indices that broke mode=PROMISE_IN_BOUNDS's promise. The
+ * result stays the one this file defines (gather clamps, scatter drops);
+ * one guard per execution of the equation names the first. */
+typedef struct promise_oob {
+  bool guard;
+  int64_t count, first, axis, hi;
+} promise_oob;
+
+static void promise_note(promise_oob *po, int64_t s, int64_t ax, int64_t hi) {
+  if (!po->count++) po->first = s, po->axis = ax, po->hi = hi;
+}
+
+static ft_status promise_guard(ft_ctx *ctx, const ft_eqn *e, const promise_oob *po,
+                               const char *decision) {
+  if (!po->count) return FT_OK;
+  return ft_guard_fire(ctx, FT_GUARD_INDEX, true, NULL, -2, ft_prim_get(e->prim)->name, 0,
+                       "%s with mode=PROMISE_IN_BOUNDS: %lld index(es) out of bounds, the first "
+                       "%lld on operand axis %lld (valid: 0..%lld); %s",
+                       ft_prim_get(e->prim)->name, (long long)po->count, (long long)po->first,
+                       (long long)po->axis, (long long)po->hi, decision);
+}
+
 /* JAX prints `mode=GatherScatterMode.CLIP`; older printouts used integers. */
 static gs_mode decode_mode(const ft_pval *v) {
   if (v->tag == FT_PV_NONE) return GS_FILL; /* GatherScatterMode.from_any(None) */
@@ -173,6 +195,7 @@ ft_status ft_gather_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_a
   const ft_pval *fv = ft_eqn_param(e, "fill_value");
   size_t es = ft_dtype_size(aa->dtype);
   int64_t n = ft_array_size(o);
+  promise_oob po = {.guard = mode == GS_PROMISE && ft_hardened(ctx)};
   for (int64_t i = 0; i < n; i++, next_index(oa->rank, oa->dims, idx)) {
     int64_t g = 0, G[FT_MAX_RANK], start[FT_MAX_RANK] = {0};
     for (int b = 0; b < nb; b++) G[b] = idx[batch_out[b]], g += G[b] * bst[b];
@@ -180,6 +203,7 @@ ft_status ft_gather_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_a
     for (int k = 0; k < d.nsim; k++) {
       int64_t ax = d.sim[k], hi = aa->dims[ax] - ss[ax], s = start_at(ix, g, k);
       if (mode == GS_FILL && (s < 0 || s > hi)) oob = true;
+      if (po.guard && (s < 0 || s > hi)) promise_note(&po, s, ax, hi);
       start[ax] = clamp64(s, 0, hi);
     }
     for (int b = 0; b < d.nobd; b++) start[d.obd[b]] = G[d.ibd[b]];
@@ -192,7 +216,7 @@ ft_status ft_gather_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_a
     for (int w = 0; w < nwin; w++) off += idx[d.off[w]] * ast[win_axis[w]];
     memcpy((char *)o->data + (size_t)i * es, (const char *)a->data + (size_t)off * es, es);
   }
-  return FT_OK;
+  return promise_guard(ctx, e, &po, "clamped into the operand, as CLIP does");
 }
 
 /* ----------------------------------------------------------------- scatter */
@@ -365,6 +389,7 @@ ft_status ft_scatter_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_
     for (int i = ns - 1; i >= 0; i--) bst[i] = s, s *= ix->aval.dims[i];
   }
   int64_t n = ft_array_size(u);
+  promise_oob po = {.guard = mode == GS_PROMISE && ft_hardened(ctx)};
   for (int64_t i = 0; i < n && st == FT_OK; i++, next_index(ua->rank, ua->dims, idx)) {
     int64_t g = 0, G[FT_MAX_RANK], start[FT_MAX_RANK] = {0};
     for (int b = 0; b < ns; b++) G[b] = idx[scat_u[b]], g += G[b] * bst[b];
@@ -374,7 +399,11 @@ ft_status ft_scatter_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_
     }
     for (int b = 0; b < d.nobd; b++) start[d.obd[b]] = G[d.sbd[b]];
     bool oob = false;
-    for (int ax = 0; ax < aa->rank; ax++) oob |= start[ax] < 0 || start[ax] > aa->dims[ax] - wsz[ax];
+    for (int ax = 0; ax < aa->rank; ax++) {
+      bool out_ax = start[ax] < 0 || start[ax] > aa->dims[ax] - wsz[ax];
+      if (out_ax && po.guard) promise_note(&po, start[ax], ax, aa->dims[ax] - wsz[ax]);
+      oob |= out_ax;
+    }
     if (oob) continue;
     int64_t off = 0;
     for (int ax = 0; ax < aa->rank; ax++) off += start[ax] * ast[ax];
@@ -382,5 +411,6 @@ ft_status ft_scatter_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_
     st = combine(ctx, e->prim, out[0], off, u, i, use_ap ? &ap : NULL);
   }
   if (use_ap) ft_array_free(ap.cur), ft_array_free(ap.upd);
+  if (st == FT_OK) st = promise_guard(ctx, e, &po, "the update window was dropped, as FILL_OR_DROP does");
   return st;
 }

@@ -71,6 +71,25 @@ ft_status ft_interp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *
                           ft_array **outs);
 /* The number of arguments ft_interp_jaxpr expects for j. */
 int ft_interp_num_args(const ft_jaxpr *j);
+
+/* ============================================================== guard.c */
+/* Hardened mode's checks, shared by both engines. */
+/* NaN/Inf elements of the inexact array (aval a at data): how many, and
+ * the flat index of the first (-1: none) in *first (may be NULL). 0 for
+ * other dtypes. Complex elements count once per NaN/Inf component. */
+int64_t ft_nonfinite_count(const ft_aval *a, const void *data, int64_t *first);
+/* Fires a NONFINITE guard for each of out[0..n) holding NaN/Inf: eqn < 0
+ * for a call's outputs, else the equation or step (prim) whose results
+ * they are. FT_OK when the call goes on (ft_guard_fire). */
+ft_status ft_guard_results(ft_ctx *ctx, const ft_jaxpr *j, int eqn, const char *prim, int n,
+                           ft_array *const *out);
+/* The call boundary of j: each of in[0..n_args) (constants first when j
+ * carries none) and, when out is not NULL, out[0..n_out) has the
+ * program's aval, a matching byte count and 64-byte aligned data; no
+ * output overlaps an input or another output. A fault is a CALL guard and
+ * the call's error (FT_ERR_TYPE, FT_ERR_SHAPE or FT_ERR_INVALID_ARG). */
+ft_status ft_guard_boundary(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *in,
+                            int n_out, ft_array *const *out);
 /* Coverage: NULL when ft_eval has a rule for p, else why not. */
 const char *ft_eval_rule_status(ft_prim p);
 

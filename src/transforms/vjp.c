@@ -148,6 +148,7 @@ FT_API ft_status ft_linearize(ft_ctx *ctx, const ft_jaxpr *j, ft_jaxpr **primal,
   bool *diff = malloc((size_t)j->n_in + 1);
   lin L;
   bool ok = diff != NULL;
+  if (!ok) ft_set_error(ctx, FT_ERR_NOMEM, "linearize: out of memory");
   for (int i = 0; ok && i < j->n_in; i++) diff[i] = true;
   ok = ok && linearize_into(ctx, r->arena, j, diff, &L);
   free(diff);

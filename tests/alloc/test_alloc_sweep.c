@@ -149,6 +149,12 @@ typedef struct fixtures {
   size_t npy_len;
   ft_array *npy_array;
   char tmp_path[256];
+  ft_jaxpr *small;          /* sin(x) * x + 1 on f32[5] */
+  ft_array *small_in;
+  ft_fn *small_fn, *grad_fn;
+  ft_ctx *lctx;             /* a context with the ledger attached */
+  ft_ledger *ledger;
+  char ledger_dir[256];
 } fixtures;
 
 static fixtures F;
@@ -289,10 +295,96 @@ static blob sc_npy_write_file(void) {
   return b;
 }
 
+/* jvp and linearize of the MLP loss: the other transforms (grad and vmap
+ * are above). */
+static blob sc_jvp(void) { return jaxpr_result(ft_jvp(F.ctx, F.mlp)); }
+static blob sc_linearize(void) {
+  ft_jaxpr *primal = NULL, *tangent = NULL;
+  int n_res = 0;
+  ft_status st = ft_linearize(F.ctx, F.mlp, &primal, &tangent, &n_res);
+  disarm();
+  blob b = {0};
+  if (st == FT_OK) {
+    b = (blob){malloc(32), 32};
+    ft_jaxpr_hash(primal, (uint8_t *)b.data);
+    ft_jaxpr_hash(tangent, (uint8_t *)b.data + 16);
+  } else if (primal || tangent) {
+    fprintf(stderr, "ft_linearize failed but set an output\n");
+    abort();
+  }
+  ft_jaxpr_free(primal), ft_jaxpr_free(tangent);
+  return b;
+}
+/* The exact-tier e-graph rewrite of the MLP's gradient. */
+static blob sc_optimize(void) { return jaxpr_result(ft_optimize(F.ctx, F.mlp_grad, FT_OPT_EXACT, NULL)); }
+
+/* ft_jit of a small program (its planning, code generation bookkeeping,
+ * executor and buffer plan; LLVM's own allocations are not counted), with
+ * no cache, and one call: the result's bytes. */
+static blob fn_result(ft_fn *fn, ft_array *const *in, int n_in, int n_out) {
+  ft_array *out[4] = {0};
+  ft_status st = fn ? ft_call(fn, n_in, in, n_out, out) : ft_ctx_status(F.ctx);
+  disarm();
+  blob b = {0};
+  if (st == FT_OK) {
+    size_t total = 0;
+    for (int i = 0; i < n_out; i++) total += ft_array_nbytes(out[i]);
+    b.data = malloc(total ? total : 1);
+    for (int i = 0; i < n_out; i++) {
+      memcpy((char *)b.data + b.len, ft_array_data(out[i]), ft_array_nbytes(out[i]));
+      b.len += ft_array_nbytes(out[i]);
+    }
+  } else {
+    for (int i = 0; i < n_out; i++)
+      if (out[i]) {
+        fprintf(stderr, "ft_call failed but left out[%d] set\n", i);
+        abort();
+      }
+  }
+  for (int i = 0; i < n_out; i++) ft_array_free(out[i]);
+  return b;
+}
+static blob sc_jit(void) {
+  ft_fn *fn = ft_jit(F.ctx, F.small, &(ft_jit_options){.no_cache = true});
+  blob b = fn_result(fn, &F.small_in, 1, 1);
+  ft_fn_free(fn);
+  return b;
+}
+/* A call of a compiled function made before arming (a steady-state call
+ * allocates its outputs only); then one of the MLP's gradient. */
+static blob sc_call(void) { return fn_result(F.small_fn, &F.small_in, 1, 1); }
+static blob sc_call_grad(void) { return fn_result(F.grad_fn, F.mlp_in, 6, 4); }
+
+/* A ledger append: jvp on a context with a ledger attached writes a
+ * transform record (the objects, the line, the parity). A failed append
+ * must leave the ledger as it was: verified after every run (unarmed). */
+static blob sc_ledger_append(void) {
+  ft_jaxpr *j = ft_jvp(F.lctx, F.mlp);
+  disarm();
+  blob b = {0};
+  if (j) b = hash_blob(j);
+  ft_jaxpr_free(j);
+  ft_ledger_report r = {0};
+  ft_ctx *v = ft_ctx_new(NULL);
+  if (ft_ledger_verify(v, F.ledger_dir, &r) != FT_OK || r.health != FT_LEDGER_CLEAN) {
+    fprintf(stderr, "ledger_append: the ledger does not verify clean after a run: %s\n",
+            ft_ctx_error(v));
+    abort();
+  }
+  ft_ledger_report_free(&r);
+  ft_ctx_free(v);
+  return b;
+}
+
 typedef struct scenario {
   const char *name;
   blob (*run)(void);
 } scenario;
+
+/* The context a scenario reports on (the ledger scenario: the ledger's). */
+static ft_ctx *ctx_of(const scenario *s) {
+  return !strcmp(s->name, "ledger_append") ? F.lctx : F.ctx;
+}
 
 static const scenario scenarios[] = {
     {"parse_rnn_scan", sc_parse0},     {"parse_cond", sc_parse1},
@@ -302,7 +394,10 @@ static const scenario scenarios[] = {
     {"vmap_mlp", sc_vmap},             {"eval_mlp", sc_eval},
     {"eval_grad_mlp", sc_eval_grad},   {"npy_read_mem", sc_npy_read_mem},
     {"npy_read_file", sc_npy_read_file}, {"npy_write_mem", sc_npy_write_mem},
-    {"npy_write_file", sc_npy_write_file},
+    {"npy_write_file", sc_npy_write_file}, {"jvp_mlp", sc_jvp},
+    {"linearize_mlp", sc_linearize},   {"optimize_grad_mlp", sc_optimize},
+    {"jit_small", sc_jit},             {"call_small", sc_call},
+    {"call_grad_mlp", sc_call_grad},   {"ledger_append", sc_ledger_append},
 };
 
 /* ---- the sweep ---- */
@@ -323,6 +418,7 @@ static long run_once(const scenario *s, long n, blob *out) {
   cur_scenario = s->name;
   cur_n = n;
   ft_ctx_clear_error(F.ctx);
+  ft_ctx_clear_error(F.lctx);
   fail_at = n;
   atomic_store(&n_allocs, 0);
   atomic_store(&armed, true);
@@ -346,7 +442,7 @@ static void sweep(const scenario *s, long only_n, tally *t) {
   free(base.data);
   long total = run_once(s, 0, &base);
   if (!base.data) {
-    fail(s->name, 0, "fails without injected failures: %s", ft_ctx_error(F.ctx));
+    fail(s->name, 0, "fails without injected failures: %s", ft_ctx_error(ctx_of(s)));
     return;
   }
   t->sites = total;
@@ -359,8 +455,8 @@ static void sweep(const scenario *s, long only_n, tally *t) {
       else t->absorbed++;
       free(got.data);
     } else {
-      ft_status st = ft_ctx_status(F.ctx);
-      const char *msg = ft_ctx_error(F.ctx);
+      ft_status st = ft_ctx_status(ctx_of(s));
+      const char *msg = ft_ctx_error(ctx_of(s));
       if (st == FT_OK || !msg[0]) {
         fail(s->name, n, "%s", "failed without a status and message");
       } else {
@@ -423,6 +519,23 @@ static void setup(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(F.tmp_path, sizeof F.tmp_path, "%s/alloc_sweep_%d.npy", tmp ? tmp : "/tmp", (int)getpid());
   if (!F.npy_array) exit(2);
+  static const char *small = "{ lambda ; a:f32[5]. let\n    b:f32[5] = sin a\n    c:f32[5] = mul b a\n"
+                             "    d:f32[5] = add c 1.0:f32[]\n  in (d,) }";
+  int64_t d5 = 5;
+  const float xs[5] = {0.5f, -1.0f, 2.0f, 3.5f, -0.25f};
+  F.small = ft_parse(F.ctx, small, strlen(small), "small");
+  F.small_in = ft_array_from_data(F.ctx, FT_F32, 1, &d5, xs);
+  F.small_fn = F.small ? ft_jit(F.ctx, F.small, &(ft_jit_options){.no_cache = true}) : NULL;
+  F.grad_fn = ft_jit(F.ctx, F.mlp_grad, &(ft_jit_options){.no_cache = true});
+  snprintf(F.ledger_dir, sizeof F.ledger_dir, "%s/alloc_sweep_ledger_%d", tmp ? tmp : "/tmp",
+           (int)getpid());
+  F.lctx = ft_ctx_new(&(ft_ctx_options){.num_threads = 1});
+  F.ledger = F.lctx ? ft_ledger_open(F.lctx, F.ledger_dir,
+                                     &(ft_ledger_options){.fsync = FT_LEDGER_FSYNC_NEVER}) : NULL;
+  if (!F.small_fn || !F.grad_fn || !F.ledger || ft_ctx_attach_ledger(F.lctx, F.ledger)) {
+    fprintf(stderr, "setup: %s %s\n", ft_ctx_error(F.ctx), ft_ctx_error(F.lctx));
+    exit(2);
+  }
 }
 
 static void teardown(void) {
@@ -436,6 +549,14 @@ static void teardown(void) {
   free(F.npy);
   ft_array_free(F.npy_array);
   unlink(F.tmp_path);
+  ft_fn_free(F.small_fn), ft_fn_free(F.grad_fn);
+  ft_jaxpr_free(F.small);
+  ft_array_free(F.small_in);
+  ft_ledger_close(F.ledger);
+  ft_ctx_free(F.lctx);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", F.ledger_dir);
+  if (system(cmd)) fprintf(stderr, "could not remove %s\n", F.ledger_dir);
   ft_ctx_free(F.ctx);
 }
 

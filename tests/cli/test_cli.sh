@@ -262,7 +262,33 @@ cp "$tmp/out" "$tmp/seq-eq.txt"
 expect ftledger-seq-sep 0 '' -- "$FTLEDGER" show "$L" --seq 0
 if [ -s "$tmp/out" ] && cmp -s "$tmp/out" "$tmp/seq-eq.txt"; then pass=$((pass + 1)); else echo "FAIL ftledger-seq-same"; fail=$((fail + 1)); fi
 expect ftledger-bad-option 3 "ftledger verify: unknown option '--frob'" -- "$FTLEDGER" verify "$L" --frob
-expect ftledger-seq-bad 3 "--seq needs a record number, not 'x'" -- "$FTLEDGER" show "$L" --seq=x
+expect ftledger-seq-bad 3 "--seq takes a record number \\(1, 2, ...\\), not 'x'" -- "$FTLEDGER" show "$L" --seq=x
+# --mode hardened (issue 18): guards fire, are printed, fail the run with
+# --guard-fail, and are ledger records ftledger shows; strict prints none.
+printf '{ lambda ; a:f32[4]. let\n    b:f32[4] = log a\n  in (b,) }\n' >"$tmp/log.jaxpr"
+printf '\x93NUMPY\x01\x00\x3a\x00{'"'"'descr'"'"': '"'"'<f4'"'"', '"'"'fortran_order'"'"': False, '"'"'shape'"'"': (4,), }\n\x00\x00\x80\x3f\x00\x00\x00\x00\x00\x00\x80\xbf\x00\x00\x80\x40' >"$tmp/x1014.npy"
+G='guard nonfinite \(continued\) in ENG: NaN/Inf in output 0 \(f32\[4\]\): 2 element\(s\), the first at flat index 1; the result is kept'
+expect mode-bad 2 "--mode takes strict or hardened, not 'lax'" -- "$FTC" run "$tmp/log.jaxpr" --mode lax
+expect mode-needs-value 2 "--mode takes strict or hardened, not ''" -- "$FTC" run "$tmp/log.jaxpr" --mode
+expect guard-fail-needs-hardened 2 '--guard-fail and --guard-each-step need --mode hardened' -- "$FTC" run "$tmp/log.jaxpr" --guard-fail
+expect hardened-run 0 "${G/ENG/interp}" -- "$FTC" --mode hardened run "$tmp/log.jaxpr" --in "$tmp/x1014.npy"
+expect hardened-run-jit 0 "${G/ENG/jit}" -- "$FTC" run "$tmp/log.jaxpr" --in "$tmp/x1014.npy" --engine jit --mode hardened
+expect strict-run 0 'out0: f32\[4\] = \[0, -inf, nan, 1.38629' -- "$FTC" run "$tmp/log.jaxpr" --in "$tmp/x1014.npy"
+if grep -q guard "$tmp/err"; then echo "FAIL strict-run-no-guard"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+expect hardened-guard-fail 1 'ftc run: hardened: NaN/Inf in output 0 \(f32\[4\]\): 2 element\(s\), the first at flat index 1; the call fails \(guard_fail\)' -- \
+  "$FTC" --mode hardened --guard-fail run "$tmp/log.jaxpr" --in "$tmp/x1014.npy" --out-dir "$tmp/gf"
+if [ -e "$tmp/gf/out0.npy" ]; then echo "FAIL hardened-guard-fail-no-output"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+expect hardened-each-step 0 'guard nonfinite \(continued\) in interp: NaN/Inf appears in result 0 \(f32\[4\]\) of equation 0 \(log\)' -- \
+  "$FTC" --mode hardened --guard-each-step run "$tmp/log.jaxpr" --in "$tmp/x1014.npy"
+expect hardened-ledger 0 '' -- "$FTC" --mode hardened --ledger "$tmp/lg" run "$tmp/log.jaxpr" --in "$tmp/x1014.npy" --engine jit
+expect hardened-ledger-verify 0 'clean - 5 records' -- "$FTLEDGER" verify "$tmp/lg"
+expect hardened-ledger-replay 0 '3 recomputed, 3 match, 0 diverged; 0 not replayable' -- "$FTLEDGER" replay "$tmp/lg"
+expect hardened-ledger-show 0 'guard nonfinite fired in jit, equation -1 \(\), output 0: continued' -- "$FTLEDGER" show "$tmp/lg" --kind guard
+expect hardened-ledger-show-mode 0 '^#[0-9]+ +guard +nonfinite .*\[hardened\]' -- "$FTLEDGER" show "$tmp/lg" --kind guard
+printf '{ lambda ; a:c64[3]. let\n    b:c64[] = reduce_max[axes=(0,)] a\n  in (b,) }\n' >"$tmp/cmax.jaxpr"
+expect jit-fallback-refused 1 'jit: 1 equation\(s\) would run as interpreter fallback steps, the first equation 0 \(reduce_max\)' -- \
+  "$FTC" run "$tmp/cmax.jaxpr" --engine jit
+expect jit-fallback-allowed 1 'expected 1 inputs' -- "$FTC" run "$tmp/cmax.jaxpr" --engine jit --allow-fallback
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -101,7 +101,8 @@ static int run_cmp(const char *text, uint64_t seed, bool finite, bool nan_any) {
     fill_any(in[k], seed + 31u * (uint64_t)k, finite);
   }
   ck_assert_msg(ft_eval(C, j, n_in, in, n_out, want) == FT_OK, "%s\n%s", ft_ctx_error(C), text);
-  ft_jit_options o = {.no_cache = true, .no_optimize = true};
+  /* fallback steps allowed: this file counts them */
+  ft_jit_options o = {.no_cache = true, .no_optimize = true, .allow_fallback = true};
   ft_fn *fn = ft_jit(C, j, &o);
   ck_assert_msg(fn != NULL, "%s\n%s", ft_ctx_error(C), text);
   for (int call = 0; call < 2; call++) { /* the second into the same outputs: no state left */
@@ -322,7 +323,10 @@ START_TEST(reduction_refused) {
   const char *text = "{ lambda ; a:c64[3]. let\n    b:c64[] = reduce_max[axes=(0,)] a\n  in (b,) }\n";
   ft_jaxpr *j = ft_parse(C, text, strlen(text), "refused");
   ck_assert(j != NULL);
-  ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.no_cache = true, .no_optimize = true});
+  ck_assert_ptr_null(ft_jit(C, j, &(ft_jit_options){.no_cache = true, .no_optimize = true}));
+  ck_assert_int_eq(ft_ctx_status(C), FT_ERR_UNSUPPORTED); /* unless allowed */
+  ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.no_cache = true, .no_optimize = true,
+                                             .allow_fallback = true});
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
   ft_jit_stats st;
   ck_assert_int_eq(ft_fn_stats(fn, &st), FT_OK);

@@ -58,7 +58,8 @@ int main(int argc, char **argv) {
       return die(ctx, "input");
     ft_array_free(file);
   }
-  ft_fn *fn = ft_jit(ctx, j, NULL);
+  /* AOT emits fallback steps: the reference runs them too */
+  ft_fn *fn = ft_jit(ctx, j, &(ft_jit_options){.allow_fallback = true});
   if (!fn) return die(ctx, "jit");
   if (ft_call(fn, n_in, in, n_out, out)) return die(ctx, "call");
   for (int k = 0; k < n_out; k++) {
