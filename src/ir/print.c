@@ -567,10 +567,14 @@ static void find_shared(pctx *pc, const ft_jaxpr *top) {
     for (int i = 0; i < j->n_eqn; i++) {
       const ft_eqn *e = &j->eqns[i];
       /* JAX names a hoisted jaxpr after its equation's `name` param, of
-       * whatever primitive (core._pp_subjaxprs). */
+       * whatever primitive (core._pp_subjaxprs). custom_jvp_call and
+       * custom_vjp_call print a `name` that is not among their params in
+       * JAX (their printing rules add it), so their jaxprs keep the
+       * default name "jaxpr". */
       int k = ft_prim_param_index(e->prim, "name");
       const char *name = NULL;
-      if (k >= 0 && e->params[k].tag == FT_PV_STR && e->params[k].s)
+      bool printed_only = e->prim == FT_P_CUSTOM_JVP_CALL || e->prim == FT_P_CUSTOM_VJP_CALL;
+      if (k >= 0 && !printed_only && e->params[k].tag == FT_PV_STR && e->params[k].s)
         name = strip_name(pc->pp.arena, e->params[k].s);
       push_subjaxprs(&b, e, name);
     }
