@@ -38,6 +38,7 @@ PROGRAMS = "--programs" in sys.argv or os.environ.get("FT_SWEEP_PROGRAMS") == "1
 if "--programs" in sys.argv:
     sys.argv.remove("--programs")
 
+ONLY = set(sys.argv[sys.argv.index("--only") + 1:]) if "--only" in sys.argv else set()
 DIFF = ("jvp", "vjp", "vmap")   # float cases in f32; vjp becomes grad for a scalar output
 FWD = ()
 
@@ -92,7 +93,12 @@ def S(name, fn, makers, dtypes=("f32",), tf=DIFF, group=None, family="sweep", pr
     tdt = "f32" if "f32" in dtypes else dtypes[0]
     for dtn in dtypes:
         ts = ()
-        if dtn == tdt and tf:
+        cname = f"{x64_prefix(dtn)}{prefix}_{name}_{dtn}"
+        if os.environ.get("FT_SWEEP_FORWARD_ONLY") == "1":
+            ts = ()  # the forward function only (a quick partial capture)
+        elif dtn == tdt and tf and ONLY and cname not in ONLY:
+            ts = tf  # not captured in this run: no need to trace it
+        elif dtn == tdt and tf:
             ts = tuple(grad_or_vjp(fn, makers, dtn) if t == "vjp" else t for t in tf)
             if not dtn.startswith(("f", "bf", "c")):
                 ts = tuple(t for t in ts if t == "vmap")
@@ -571,7 +577,9 @@ def reg_scipy():
         if n == "bessel_jn":
             S(f"sp_{n}", lambda x: sp.bessel_jn(x, v=2), [U((5,), a0, a1)], F)
             continue
-        mk0 = (lambda r, d, a0=a0, a1=a1: np.floor(mk(d, r, (3, 4), a0, a1 + 0.99))) if ints or n == "comb" else U((3, 4), a0, a1)
+        mk0 = (as_dt(U((3, 4), a0, a1), "i32") if ints else
+               (lambda r, d, a0=a0, a1=a1: np.floor(mk(d, r, (3, 4), a0, a1 + 0.99))) if n == "comb"
+               else U((3, 4), a0, a1))
         mk1 = (lambda r, d: np.floor(mk(d, r, (3, 4), 0, 3.99))) if n == "comb" else U((3, 4), b0, b1)
         S(f"sp_{n}", (lambda x, y, fn=fn: fn(x, y)), [mk0, mk1], F)
     S("sp_betainc", lambda a, b, x: sp.betainc(a, b, x), [U((4,), 0.5, 3), U((4,), 0.5, 3), U((4,), 0.05, 0.95)], F)
@@ -867,11 +875,71 @@ def register():
         reg_lax()
 
 
-if __name__ == "__main__":
+# Fixtures stay small: a transform whose printout is larger than this is not
+# kept, nor a case whose own printout is (JAX's expansions of expi, exp1 and
+# expn are tens of kilobytes of polynomial code: one printout checks them).
+MAX_T_BYTES = 12000
+MAX_CASE_BYTES = 24000
+
+
+def prune(out):
+    """Drops the transforms (and cases) whose printouts are over the caps
+    above, recording each under transforms_not_kept / the manifest's
+    cases_not_kept, and repacks every case's .npys with the arrays still
+    named by the manifest."""
+    import json
+    path = os.path.join(out, "MANIFEST.json")
+    with open(path) as fh:
+        m = json.load(fh)
+    size = lambda f: os.path.getsize(os.path.join(out, f))
+    dropped = m.setdefault("cases_not_kept", {})
+    for name in sorted(m["cases"]):
+        c = m["cases"][name]
+        files = [c["jaxpr"]] + [t["jaxpr"] for t in c["transforms"].values()]
+        if size(c["jaxpr"]) > MAX_CASE_BYTES:
+            dropped[name] = f"printout over {MAX_CASE_BYTES} bytes"
+            for f in files + [f"{name}.npys"]:
+                os.remove(os.path.join(out, f))
+            del m["cases"][name]
+            continue
+        for t in sorted(c["transforms"]):
+            if size(c["transforms"][t]["jaxpr"]) > MAX_T_BYTES:
+                os.remove(os.path.join(out, c["transforms"][t]["jaxpr"]))
+                del c["transforms"][t]
+                c.setdefault("transforms_not_kept", {})[t] = f"printout over {MAX_T_BYTES} bytes"
+        with open(os.path.join(out, f"{name}.npys"), "rb") as fh:
+            old = fh.read()
+        new = bytearray()
+        ents = [c] + [c["transforms"][t] for t in sorted(c["transforms"])]
+        for e in ents:
+            for key in ("consts", "inputs", "outputs"):
+                for a in e.get(key, []):
+                    blob = old[a["offset"]:a["offset"] + a["length"]]
+                    a["offset"] = len(new)
+                    new += blob
+        with open(os.path.join(out, f"{name}.npys"), "wb") as fh:
+            fh.write(bytes(new))
+    m["num_cases"] = len(m["cases"])
+    with open(path, "w") as fh:
+        json.dump(m, fh, sort_keys=True, indent=0)
+        fh.write("\n")
+
+
+if __name__ == "__main__" and "--prune" in sys.argv:
+    prune(sys.argv[sys.argv.index("--prune") + 1])
+elif __name__ == "__main__":
     which = "program2" if PROGRAMS else "sweep"
     script = os.path.abspath(__file__)
     if PROGRAMS:  # the child passes see it through the environment
         os.environ["FT_SWEEP_PROGRAMS"] = "1"
-    gc.main(register=register, out_default=os.path.join(ROOT, "fixtures", which), script=script,
-            generator="tools/oracle/gen_sweep.py" + (" --programs" if PROGRAMS else ""),
-            doc=__doc__, lax_json=False)
+    out = os.path.join(ROOT, "fixtures", which)
+    if "--out" in sys.argv:
+        out = os.path.abspath(sys.argv[sys.argv.index("--out") + 1])
+    try:
+        gc.main(register=register, out_default=os.path.join(ROOT, "fixtures", which), script=script,
+                generator="tools/oracle/gen_sweep.py" + (" --programs" if PROGRAMS else ""),
+                doc=__doc__, lax_json=False)
+    finally:
+        if "--pass" not in sys.argv and "--list" not in sys.argv and \
+                os.path.exists(os.path.join(out, "MANIFEST.json")):
+            prune(out)

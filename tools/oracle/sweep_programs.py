@@ -15,6 +15,11 @@ AD = ("jvp", "vjp", "vmap")      # vjp becomes grad for a scalar loss
 FWDAD = ("jvp", "vmap")          # while loops: JAX has no reverse mode
 
 
+def npd(d):
+    """The NumPy dtype of a dtype name ("f32", "f64")."""
+    return {"f32": np.float32, "f64": np.float64}[d]
+
+
 def register(P, U, mk):
     import jax
     import jax.numpy as jnp
@@ -189,9 +194,9 @@ def register(P, U, mk):
     P("loss_xent_int_labels", lambda lg, y: -jnp.mean(jax.nn.log_softmax(lg)[jnp.arange(lg.shape[0]), y]),
       [U((4, 5)), lambda r, d: r.integers(0, 5, 4).astype(np.int32)], F, AD)
     P("loss_bce_logits", lambda lg, y: -jnp.mean(y * jax.nn.log_sigmoid(lg) + (1 - y) * jax.nn.log_sigmoid(-lg)),
-      [U((6,), -4, 4), lambda r, d: (r.uniform(size=6) > 0.5).astype(d if d != "bf16" else np.float32)], F, AD)
+      [U((6,), -4, 4), lambda r, d: (r.uniform(size=6) > 0.5).astype(npd(d))], F, AD)
     P("loss_hinge", lambda s, y: jnp.mean(jnp.maximum(0.0, 1.0 - y * s)),
-      [U((6,)), lambda r, d: np.sign(r.uniform(-1, 1, 6)).astype(np.float32 if d == "f32" else np.float64)], F, AD)
+      [U((6,)), lambda r, d: np.sign(r.uniform(-1, 1, 6)).astype(npd(d))], F, AD)
     P("loss_kl", lambda p, q: jnp.sum(jax.nn.softmax(p) * (jax.nn.log_softmax(p) - jax.nn.log_softmax(q))),
       [U((5,)), U((5,))], F, AD)
 
@@ -199,7 +204,7 @@ def register(P, U, mk):
         p = jax.nn.sigmoid(lg)
         pt = jnp.where(y > 0.5, p, 1 - p)
         return -jnp.mean((1 - pt) ** gamma * jnp.log(jnp.clip(pt, 1e-6, 1.0)))
-    P("loss_focal", focal, [U((6,), -3, 3), lambda r, d: (r.uniform(size=6) > 0.5).astype(np.float32)], F1, AD)
+    P("loss_focal", focal, [U((6,), -3, 3), lambda r, d: (r.uniform(size=6) > 0.5).astype(npd(d))], F1, AD)
 
     def cosine(a, b):
         an = a / jnp.linalg.norm(a, axis=-1, keepdims=True)
@@ -226,7 +231,7 @@ def register(P, U, mk):
 
     def spd(r, d):
         m = r.uniform(-1, 1, (4, 4))
-        return (m @ m.T + 4 * np.eye(4)).astype(d if d != "bf16" else np.float32) / 4
+        return ((m @ m.T + 4 * np.eye(4)) / 4).astype(npd(d))
 
     def sgd(w, b, x, y):
         params = {"w": w, "b": b}
@@ -405,7 +410,7 @@ def register(P, U, mk):
         inv6 = (1.0 / r2) ** 3
         e = 4 * (inv6 * inv6 - inv6)
         return 0.5 * jnp.sum(jnp.where(jnp.eye(x.shape[0], dtype=bool), 0.0, e))
-    P("lennard_jones", lj, [lambda r, d: (np.arange(12).reshape(4, 3) * 0.6 + r.uniform(-0.1, 0.1, (4, 3))).astype(d)], F, AD)
+    P("lennard_jones", lj, [lambda r, d: (np.arange(12).reshape(4, 3) * 0.6 + r.uniform(-0.1, 0.1, (4, 3))).astype(npd(d))], F, AD)
 
     # ---------------------------------------------------------------- solvers
     def newton_sqrt(a):
@@ -535,7 +540,7 @@ def register(P, U, mk):
             Q = R + 0.9 * jnp.einsum("asn,n->sa", Pm, V)
             return jnp.max(Q, axis=1)
         return lax.fori_loop(0, 10, step, jnp.zeros(R.shape[0], R.dtype))
-    P("value_iteration", value_iter, [U((4, 2)), lambda r, d: (lambda m: (m / m.sum(-1, keepdims=True)).astype(d))(r.uniform(0.1, 1, (2, 4, 4)))],
+    P("value_iteration", value_iter, [U((4, 2)), lambda r, d: (lambda m: (m / m.sum(-1, keepdims=True)).astype(npd(d)))(r.uniform(0.1, 1, (2, 4, 4)))],
       F1, AD)
 
     def viterbi(logT, logE):
