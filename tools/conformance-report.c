@@ -2,9 +2,13 @@
  * fixtures and writes the report (docs/conformance.md is its output; it is
  * never edited by hand).
  *
- *   conformance-report [-o docs/conformance.md] [FIXTURES_DIR]
+ *   conformance-report [-o docs/conformance.md] [--dump CHECKS.tsv] [FIXTURES_DIR]
  *
- * FIXTURES_DIR defaults to ./fixtures (golden/, conformance/, loops/). Exit status
+ * --dump writes every check, one a line (case, check, status, reason): the
+ * input for keeping tests/conformance/conf_known.c exact.
+ *
+ * FIXTURES_DIR defaults to ./fixtures (golden/, conformance/, loops/,
+ * sweep/, program2/). Exit status
  * 0 when every case passes or is a known failure, 1 otherwise, 2 on a usage
  * or I/O error. */
 #include <stdio.h>
@@ -15,22 +19,33 @@
 #include "ft.h"
 
 int main(int argc, char **argv) {
-  const char *out_path = NULL, *fx = "fixtures";
+  const char *out_path = NULL, *fx = "fixtures", *dump_path = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc) out_path = argv[++i];
+    else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump_path = argv[++i];
     else if (argv[i][0] == '-') {
-      fprintf(stderr, "usage: %s [-o FILE] [FIXTURES_DIR]\n", argv[0]);
+      fprintf(stderr, "usage: %s [-o FILE] [--dump FILE] [FIXTURES_DIR]\n", argv[0]);
       return 2;
     } else fx = argv[i];
   }
-  char g[4096], c[4096], l[4096], lax[4096];
+  char g[4096], c[4096], l[4096], sw[4096], p2[4096], lax[4096];
   snprintf(g, sizeof g, "%s/golden", fx);
   snprintf(c, sizeof c, "%s/conformance", fx);
   snprintf(l, sizeof l, "%s/loops", fx);
+  snprintf(sw, sizeof sw, "%s/sweep", fx);
+  snprintf(p2, sizeof p2, "%s/program2", fx);
   snprintf(lax, sizeof lax, "%s/conformance/LAX_PRIMITIVES.json", fx);
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .loops_dir = l};
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, sw, p2}, .n_more = 3};
+  if (dump_path && !(o.dump = fopen(dump_path, "w"))) {
+    perror(dump_path);
+    return 2;
+  }
+  if (getenv("FT_CONF_ONLY")) o.only = getenv("FT_CONF_ONLY");
+  if (getenv("FT_CONF_SET") && !strcmp(getenv("FT_CONF_SET"), "sweep")) o.golden_dir = o.conf_dir = NULL;
   conf_stats st;
-  if (conf_run(&o, &st)) return 2;
+  int rr = conf_run(&o, &st);
+  if (o.dump) fclose(o.dump);
+  if (rr) return 2;
   /* -o FILE: the report is built in memory and written whole (a temporary
    * file renamed into place), never left half-written. */
   char *mem = NULL;

@@ -556,6 +556,15 @@ static ft_var *drop_output(ft_parser *p, size_t start, int k) {
 }
 
 /* Operands up to the next binder, `;`, `in (` or `}`. */
+/* An equation without results starts here: `prim[...]` where prim is not a
+ * variable in scope (JAX prints a call that returns nothing, e.g. jnp.roll's
+ * empty _roll_static, as `jit[...] ` without binders or '='). */
+static bool at_resultless_eqn(ft_parser *p) {
+  size_t n = ft_parse_ident_len(p, "-");
+  return n && peek_at(p, p->pos + n) == '[' && ft_prim_lookup(p->src + p->pos, n) != FT_NUM_PRIMS &&
+         !lookup(p, p->src + p->pos, n);
+}
+
 static void parse_atoms(ft_parser *p, eqn_in *a) {
   for (;;) {
     ft_parse_skip_ws(p);
@@ -569,6 +578,7 @@ static void parse_atoms(ft_parser *p, eqn_in *a) {
     }
     size_t start = p->pos, n = ft_parse_ident_len(p, NULL);
     if (!n) ft_parse_fail(p, p->pos, "expected an operand (a variable or a literal), 'in' or the next equation");
+    if (at_resultless_eqn(p)) return;
     p->pos += n;
     grow_in(p, a);
     a->is_bare[a->n] = false;
@@ -705,8 +715,10 @@ static void parse_eqn(ft_parser *p, ft_jb *jb) {
   binders outs = {0};
   ft_parse_skip_ws(p);
   while (ft_parse_skip_ws(p), at_binder(p)) parse_binder(p, &outs);
-  if (!outs.n) ft_parse_fail(p, p->pos, "expected an equation ('a:f32[] = prim ...') or 'in'");
-  ft_parse_expect(p, '=', "'=' after the equation's result binders");
+  bool no_results = !outs.n && at_resultless_eqn(p);
+  if (!outs.n && !no_results)
+    ft_parse_fail(p, p->pos, "expected an equation ('a:f32[] = prim ...') or 'in'");
+  if (!no_results) ft_parse_expect(p, '=', "'=' after the equation's result binders");
   ft_parse_skip_ws(p);
   size_t at = p->pos, n = ft_parse_ident_len(p, "-");
   if (!n) ft_parse_fail(p, p->pos, "expected a primitive name after '='");

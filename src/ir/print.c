@@ -577,7 +577,8 @@ static void find_shared(pctx *pc, const ft_jaxpr *top) {
       bool custom = e->prim == FT_P_CUSTOM_JVP_CALL || e->prim == FT_P_CUSTOM_VJP_CALL;
       int k = custom ? -1 : ft_prim_param_index(e->prim, "name");
       const char *name = NULL;
-      if (k >= 0 && e->params[k].tag == FT_PV_STR && e->params[k].s)
+      bool printed_only = e->prim == FT_P_CUSTOM_JVP_CALL || e->prim == FT_P_CUSTOM_VJP_CALL;
+      if (k >= 0 && !printed_only && e->params[k].tag == FT_PV_STR && e->params[k].s)
         name = strip_name(pc->pp.arena, e->params[k].s);
       push_subjaxprs(&b, e, name);
     }

@@ -136,6 +136,22 @@ static bool transpose_op(tr_call *c) {
   return !c->t->failed;
 }
 
+/* reshape with dimensions=p (jnp.ravel(order="F")) first transposes its
+ * operand by p: the cotangent is reshaped to the transposed shape, then
+ * transposed back by the inverse of p (JAX's _reshape_transpose_rule). */
+static bool reshape(tr_call *c) {
+  const ft_aval *x = in_aval(c, 0);
+  int64_t d[FT_MAX_RANK], td[FT_MAX_RANK], inv[FT_MAX_RANK];
+  int nd = pget_ints(FT_P_RESHAPE, c->params, "dimensions", d, FT_MAX_RANK);
+  if (nd != x->rank || nd <= 0) {
+    c->ct_x[0] = tx_reshape(c->t, c->ct[0], x->rank, x->dims);
+    return !c->t->failed;
+  }
+  for (int i = 0; i < nd; i++) td[i] = x->dims[d[i]], inv[d[i]] = i;
+  c->ct_x[0] = tx_transpose(c->t, tx_reshape(c->t, c->ct[0], nd, td), nd, inv);
+  return !c->t->failed;
+}
+
 static bool slice(tr_call *c) {
   const ft_aval *x = in_aval(c, 0);
   int r = x->rank;
@@ -747,7 +763,8 @@ bool transpose_rule(tr_state *s, tr_call *c) {
     return !c->t->failed;
   case FT_P_REDUCE_SUM: return reduce_sum(c);
   case FT_P_BROADCAST_IN_DIM: return broadcast_in_dim(c);
-  case FT_P_RESHAPE: case FT_P_SQUEEZE: case FT_P_EXPAND_DIMS:
+  case FT_P_RESHAPE: return reshape(c);
+  case FT_P_SQUEEZE: case FT_P_EXPAND_DIMS:
     c->ct_x[0] = tx_reshape(c->t, c->ct[0], in_aval(c, 0)->rank, in_aval(c, 0)->dims);
     return !c->t->failed;
   case FT_P_TRANSPOSE: return transpose_op(c);

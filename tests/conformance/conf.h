@@ -79,6 +79,7 @@ typedef struct conf_note {
   char check[48];       /* "parse", "print", "eval:interp", "grad:ours:interp", ... */
   conf_status status;
   char reason[320];
+  int known;            /* CONF_KNOWN, or an unexpected pass: the entry's index */
 } conf_note;
 
 /* Per family (golden, prim, transform, control, program). */
@@ -108,7 +109,7 @@ typedef struct conf_pstat {
 typedef struct conf_stats {
   int cases, pass, fail, known;
   int checks, checks_pass, checks_fail, checks_known, checks_skip;
-  conf_family fam[8];
+  conf_family fam[12];
   int n_fam;
   conf_tstat tf[12];
   int n_tf;
@@ -123,7 +124,10 @@ typedef struct conf_stats {
   int n_engines;
 } conf_stats;
 
-/* The known failures: (case name glob, check glob, reason). */
+/* The known failures: (case name glob, check glob, reason). A check that
+ * an entry names and that passes is a failure ("unexpected pass"), so the
+ * list stays honest: remove the entry when its cause is fixed. Entries that
+ * share a reason share its text (one macro), and the report groups them. */
 struct conf_known {
   const char *case_glob, *check_glob, *reason;
 };
@@ -132,10 +136,14 @@ typedef struct conf_known conf_known;
 typedef struct conf_opts {
   const char *golden_dir;       /* NULL: skip the golden set */
   const char *conf_dir;         /* NULL: skip the conformance set */
-  const char *loops_dir;        /* NULL: skip the loop set (fixtures/loops) */
+  const char *more_dirs[4];     /* further sets in the conformance format */
+  int n_more;                   /* (fixtures/sweep, fixtures/program2) */
   const char *only;             /* NULL or a case name prefix */
   bool verbose;                 /* print every failing check to stderr */
   bool interp_only;             /* run the interpreter only (FT_CONF_INTERP_ONLY) */
+  FILE *dump;                   /* not NULL: every check as a line "case TAB check
+                                   TAB pass|fail|known|skip TAB reason" (the
+                                   known-failure list is made from it) */
   const struct conf_known *skip;/* cases not run at all (check glob unused), */
   int n_skip;                   /* each reported as a skip with its reason */
   bool roundtrip;               /* instead of comparing with JAX: the print ->

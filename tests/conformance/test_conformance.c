@@ -1,13 +1,18 @@
 /* tests/conformance/test_conformance.c: the CI side of the conformance
- * harness. Runs every case of fixtures/golden, fixtures/conformance and
- * fixtures/loops (conf_run.c) and fails on any failure that the known-failure list does not
- * name, or when fewer than 800 cases ran. Every program runs in every engine
+ * harness. Runs every case of fixtures/golden, fixtures/conformance and fixtures/loops
+ * (conf_run.c) and fails on any failure that the known-failure list does not
+ * name (a listed check that passes is a failure too: "unexpected pass"), or
+ * when fewer than 800 cases ran. With the argument "sweep" it runs the sweep
+ * of JAX's public API and the whole programs instead (fixtures/sweep,
+ * fixtures/program2; at least 1,398 cases): a second meson test, so the two
+ * halves run side by side. Every program runs in every engine
  * (the interpreter and the JIT; FT_CONF_INTERP_ONLY=1 runs the interpreter
  * only, FT_CONF_ONLY=PREFIX only the cases whose name starts with PREFIX).
  * The numbers go to stderr; the full report is docs/conformance.md
  * (tools/conformance-report). */
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "conf.h"
@@ -20,18 +25,30 @@ static const conf_known SANITIZER_SKIP[] = {
     {"x64_prim_reduce_*_i64_*", "*",
      "not run under UBSan: src/runtime/interp_reduce.c reduce_int computes INT64_C(1) << 63 "
      "(signed overflow) for every i64 reduction"},
+    {"x64_sweep_jnp_sum__int_i64", "*", "the same i64 reduction (reduce_int, above)"},
+    {"x64_sweep_jnp_prod__int_i64", "*", "the same i64 reduction (reduce_int, above)"},
+    {"x64_sweep_jnp_max__int_i64", "*", "the same i64 reduction (reduce_int, above)"},
+    {"x64_sweep_jnp_min__int_i64", "*", "the same i64 reduction (reduce_int, above)"},
 };
 #endif
+
+static bool sweep_set; /* argv[1] == "sweep" */
 
 START_TEST(conformance_vs_jax) {
   const char *root = getenv("FT_FIXTURES");
   ck_assert_msg(root != NULL, "FT_FIXTURES is not set");
-  char g[4096], c[4096], l[4096];
+  char g[4096], c[4096], l[4096], sw[4096], p2[4096];
   snprintf(g, sizeof g, "%s/golden", root);
   snprintf(c, sizeof c, "%s/conformance", root);
   snprintf(l, sizeof l, "%s/loops", root);
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .loops_dir = l, .only = getenv("FT_CONF_ONLY"),
-                 .verbose = true};
+  snprintf(sw, sizeof sw, "%s/sweep", root);
+  snprintf(p2, sizeof p2, "%s/program2", root);
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l}, .n_more = 1,
+                 .only = getenv("FT_CONF_ONLY"), .verbose = true};
+  if (sweep_set) {
+    o.golden_dir = o.conf_dir = NULL;
+    o.more_dirs[0] = sw, o.more_dirs[1] = p2, o.n_more = 2;
+  }
   o.interp_only = getenv("FT_CONF_INTERP_ONLY") != NULL;
 #ifdef CONF_SANITIZED
   /* The JIT column costs ~45 s of CPU under ASan (LLVM compiles every
@@ -57,12 +74,15 @@ START_TEST(conformance_vs_jax) {
   int fails = st.fail, cases = st.cases;
   conf_stats_free(&st);
   ck_assert_int_eq(r, 0);
-  if (!o.only) ck_assert_int_ge(cases, 800);
+  /* the sweep: 1,398 cases as captured (tools/oracle/README.md: a partial
+   * capture; the issue's target is 1,500) */
+  if (!o.only) ck_assert_int_ge(cases, sweep_set ? 1398 : 800);
   ck_assert_msg(fails == 0, "%d cases fail (see the FAIL lines above)", fails);
 }
 END_TEST
 
-int main(void) {
+int main(int argc, char **argv) {
+  sweep_set = argc > 1 && !strcmp(argv[1], "sweep");
   Suite *s = suite_create("conformance");
   TCase *t = tcase_create("all");
   tcase_set_timeout(t, 600);

@@ -1046,7 +1046,7 @@ def make_transform(t, f, args, rng):
 
         def g(*a):
             xs, ts = a[:n], list(a[n:])
-            full = [ts.pop(0) if k in fl else np.zeros((), jax.dtypes.float0)
+            full = [ts.pop(0) if k in fl else np.zeros(np.shape(xs[k]), jax.dtypes.float0)
                     for k in range(n)]
             return jax.jvp(f, xs, tuple(full))
         return g, list(args) + tans, {}
@@ -1136,13 +1136,19 @@ def capture(f, args, name, pack):
     text = str(closed)
     if gg.ADDR_RE.search(text):
         raise RuntimeError(f"{name}: unmasked address in printout")
-    outs = jax.tree_util.tree_leaves(jax.jit(f)(*args))
+    # FT_ORACLE_EAGER=1: JAX's outputs op by op (each primitive compiled once
+    # per signature and cached) instead of one XLA compilation per function:
+    # several times faster for a sweep of many small functions.
+    eager = os.environ.get("FT_ORACLE_EAGER") == "1"
+    outs = jax.tree_util.tree_leaves(f(*args) if eager else jax.jit(f)(*args))
     assert len(outs) == len(closed.out_avals), name
     ent = {"primitives": sorted({e.primitive.name for e in gg.walk_eqns(closed.jaxpr)}),
            "reduction_length": reduction_length(closed.jaxpr),
            "consts": [pack.add(c) for c in closed.consts],
            "inputs": [pack.add(np.asarray(a, dtype=av.dtype)) for a, av in zip(args, closed.in_avals)],
            "outputs": []}
+    if eager:
+        ent["outputs_from"] = "eager"
     for o, av in zip(outs, closed.out_avals):
         arr = np.asarray(o)
         if arr.dtype != np.dtype(av.dtype):
@@ -1154,16 +1160,22 @@ def capture(f, args, name, pack):
     return text, ent
 
 
-def run_pass(which, out_dir, only):
-    import jax
-    if which == "x64":
-        jax.config.update("jax_enable_x64", True)
-    jax.config.update("jax_pprint_use_color", False)
+def register_all():
     register_prims()
     register_transforms()
     register_control()
     register_programs()
     register_special()
+
+
+def run_pass(which, out_dir, only, register=register_all):
+    """Captures every registered case of one pass (x64 or not) into out_dir;
+    register() fills CASES (gen_sweep.py passes its own)."""
+    import jax
+    if which == "x64":
+        jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_pprint_use_color", False)
+    register()
     cases, errors = {}, {}
     for name, family, group, builder, transforms in CASES:
         if name.startswith("x64_") != (which == "x64"):
@@ -1201,6 +1213,9 @@ def run_pass(which, out_dir, only):
         with open(os.path.join(out_dir, pack.fname), "wb") as fh:
             fh.write(pack.buf.getvalue())
         cases[name] = ent
+        if os.environ.get("FT_ORACLE_JOURNAL"):  # each case as it is done (a long run may stop)
+            with open(os.environ["FT_ORACLE_JOURNAL"], "a") as fh:
+                fh.write(json.dumps({name: ent}, sort_keys=True) + "\n")
     return {"jax_version": jax.__version__, "cases": cases, "errors": errors}
 
 
@@ -1274,10 +1289,13 @@ def lax_primitives():
     return {"jax_version": jax.__version__, "primitives": dict(sorted(found.items()))}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
+def main(register=register_all, out_default=OUT_DEFAULT, script=__file__,
+         generator="tools/oracle/gen_conformance.py", doc=__doc__, lax_json=True):
+    """The command line of a conformance-format generator: two child passes
+    (normal and x64) of script, merged into out/MANIFEST.json."""
+    ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=OUT_DEFAULT)
+    ap.add_argument("--out", default=out_default)
     ap.add_argument("--pass", dest="which", choices=["normal", "x64"])
     ap.add_argument("--partial")
     ap.add_argument("--only", nargs="*")
@@ -1296,8 +1314,7 @@ def main():
             fh.write("\n")
         return
     if args.list:
-        register_prims(), register_transforms(), register_control(), register_programs()
-        register_special()
+        register()
         for c in CASES:
             print(c[0], c[1], c[2], ",".join(c[4]))
         return
@@ -1305,9 +1322,9 @@ def main():
     os.makedirs(out, exist_ok=True)
     if args.which:
         with open(args.partial, "w") as fh:
-            json.dump(run_pass(args.which, out, args.only), fh, sort_keys=True)
+            json.dump(run_pass(args.which, out, args.only, register), fh, sort_keys=True)
         return
-    if args.lax_primitives or not args.only:
+    if lax_json and (args.lax_primitives or not args.only):
         with open(os.path.join(out, "LAX_PRIMITIVES.json"), "w") as fh:
             json.dump(lax_primitives(), fh, sort_keys=True, indent=1)
             fh.write("\n")
@@ -1320,7 +1337,7 @@ def main():
     parts = []
     for which in ("normal", "x64"):
         partial = os.path.join(out, f".partial-{which}.json")
-        cmd = [sys.executable, os.path.abspath(__file__), "--pass", which, "--out", out,
+        cmd = [sys.executable, os.path.abspath(script), "--pass", which, "--out", out,
                "--partial", partial] + (["--only", *args.only] if args.only else [])
         subprocess.run(cmd, check=True, env=dict(os.environ, JAX_PLATFORMS="cpu"))
         with open(partial) as fh:
@@ -1331,9 +1348,9 @@ def main():
         cases.update(p["cases"])
         errors.update(p["errors"])
     manifest = annotate({"jax_version": parts[0]["jax_version"], "generator":
-                         "tools/oracle/gen_conformance.py", "num_cases": len(cases),
+                         generator, "num_cases": len(cases),
                          "vmap_batch": VMAP_B, "cases": cases})
-    if not args.only or out != os.path.abspath(OUT_DEFAULT):  # --only: a scratch dir
+    if not args.only or out != os.path.abspath(out_default):  # --only: a scratch dir
         with open(os.path.join(out, "MANIFEST.json"), "w") as fh:
             json.dump(manifest, fh, sort_keys=True, indent=0)
             fh.write("\n")
