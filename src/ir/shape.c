@@ -359,8 +359,9 @@ static ft_status rule_select_n(R *r) {
   ft_status st = check_count(r, 2);
   if (st) return st;
   const ft_aval *w = &r->in[0], *c0 = &r->in[1];
-  if (w->dtype != FT_BOOL && w->dtype != FT_I32)
-    return fail(r, FT_ERR_TYPE, "which must be bool or int32, got %s", S(r, w));
+  /* JAX: "which must be boolean or integer type" (x64 programs carry i64) */
+  if (w->dtype != FT_BOOL && !ft_dtype_is_int(w->dtype))
+    return fail(r, FT_ERR_TYPE, "which must be bool or an integer type, got %s", S(r, w));
   if (w->dtype == FT_BOOL && r->n_in > 3)
     return fail(r, FT_ERR_TYPE, "a bool which selects between at most 2 cases, got %d cases", r->n_in - 1);
   for (int i = 2; i < r->n_in; i++)

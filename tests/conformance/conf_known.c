@@ -11,13 +11,6 @@
                  "zeros; FrankenTrace has no DAZ (docs/determinism.md §1, §4) and orders " \
                  "subnormals by value. The data movement cannot be matched by flushing inputs"
 
-#define LOOP_PRINTOUT "parse: JAX 0.12's printout of this transform of a loop program does " \
-  "not parse yet (a hoisted jit reference inside a scan body, or ft_in/ft_out of a scan " \
-  "whose pytree leaves the transform changed; printer/parser work, issue 16). Our own " \
-  "transform of the same forward program passes the same check (grad:ours:*)"
-#define HORNER_F32 "JAX's f32 gradient program of a 6-step Horner scan, run by us, is 36 " \
-  "eps*S from JAX's result (bound 12): XLA evaluates its backward scan in another order; " \
-  "our own gradient (grad:ours:*) and the f64 case pass"
 
 #define ZETA_XLA_NAN "eval: XLA's zeta returns NaN where the value is +inf: q^-x overflows at a " \
                      "subnormal q, and at a large negative integer q (f16 -65504); FrankenTrace " \
@@ -30,11 +23,6 @@
   "parse: unknown primitive '" p "': JAX 0.12 emits it and src/ir/prims.def does not have it "   \
   "yet (issue 17 §1, being added by the '" who "' work); the program is refused, never run "     \
   "wrongly"
-#define STACK UNKNOWN_PRIM("stack", "prims")
-#define PLATFORM_INDEX UNKNOWN_PRIM("platform_index", "prims")
-#define REMAT2 UNKNOWN_PRIM("remat2", "cfad")
-#define SELECT_AND_GATHER_ADD UNKNOWN_PRIM("select_and_gather_add", "prims")
-#define SELECT_AND_SCATTER_ADD UNKNOWN_PRIM("select_and_scatter_add", "prims")
 
 #define FLOAT0_LITERAL "parse: JAX prints the zero tangent of an integer or boolean output as " \
                        "the float0 literal (b'',):float0[] (broadcast to the output's shape); " \
@@ -45,17 +33,9 @@
                    "JAX counts names it) is named '_pad' by our printer after a jit that calls " \
                    "it; the hoisting-name rule of core.pp_toplevel_jaxpr is not fully matched"
 
-#define TILE UNKNOWN_PRIM("tile", "prims")
 #define COMPLEX_PROD "eval: reduce_prod of complex64 (jnp.fft's norm=\"ortho\"/\"forward\" multiplies " \
                      "the axis lengths as complex numbers) is not in the interpreter yet; refused " \
                      "with 'not defined for dtype c64' (issue 17 §1, complex support)"
-#define COMPLEX_SQRT "jit: sqrt of complex64 (jnp.fft's norm=\"ortho\") is not defined yet; " \
-                     "refused (issue 17 §1: complex transcendentals, being added by 'special')"
-#define POW_INT_JIT "jit: pow with an integer-array exponent fails to compile (LLVM \"Call parameter " \
-                    "type does not match function signature\") (issue 17 §1, being fixed by " \
-                    "'special'); refused, never run wrongly"
-#define POW_INT_JVP "jvp: pow with an integer-array exponent (\"sub: operand dtypes i32 and f32 do " \
-                    "not match\") (issue 17 §1, being fixed by 'special')"
 #define XLA_RECIPROCAL "JAX is the less accurate: XLA on CPU divides by a broadcast divisor " \
                        "through its reciprocal (x * (1/y)), 1 ulp from the correctly rounded " \
                        "quotient that FrankenTrace gives (checked in f64: every JAX element equals " \
@@ -71,37 +51,61 @@
                      "largest output (S = |total|), so reordering the sum (ours is the canonical " \
                      "order) exceeds it (26-34 eps*S, ~1e-7 absolute): not a wrong value"
 
+#define NONZERO "parse: jnp.unique, setdiff1d and in1d with size= print JAX 0.12's primitive " \
+  "Nonzero, which the primitive table does not have yet (issue 17); refused with 'unknown " \
+  "primitive', never run wrongly"
+#define DIGAMMA_F32 "11 ulp from XLA's f32 digamma (bound 8) at one element: ours is computed " \
+  "in f64 and rounded (0.5 ulp against a __float128 reference, docs/special-functions.md); " \
+  "the harness has no long-double digamma to show which side is the less accurate"
+#define LGAMMA_NEAR_ZERO "654 ulp but 0.27 eps*S: the result (-0.0033) is near a zero of " \
+  "lgamma, where ulp error is unbounded for both sides; the one-transcendental ulp class is " \
+  "too tight there (as ULP_CLASS_TOO_TIGHT)"
+#define HOIST_NAME_SHARED "print: a sub-jaxpr shared by a custom_jvp rule and a named jit " \
+  "(jax.scipy.special exp1, expn, hyp1f1) is hoisted under the jit's name (remainder, " \
+  "gammasgn) where JAX writes jaxpr; print-only, the parsed program and its results pass"
+#define JIT_CONSTVARS "eval: a jit whose sub-jaxpr closes over arrays (constvars; " \
+  "jax.scipy.special sici, spence) is called without its constants and refused with " \
+  "'expected N inputs (K constants + M arguments)', never run wrongly"
+
+#define LOOP_PRINTOUT "parse: JAX 0.12's printout of this transform of a loop program does " \
+  "not parse yet (a scan whose ft_in/ft_out pytree no longer matches its carries after JAX's " \
+  "transform, or a nested scan's counts; printer/parser work, issue 16). Our own transform " \
+  "of the same forward program passes the same check (*:ours:*)"
+#define HORNER_F32 "JAX's f32 gradient program of a 6-step Horner scan, run by us, is 36 " \
+  "eps*S from JAX's result (bound 12): XLA evaluates its backward scan in another order; " \
+  "our own gradient (grad:ours:*) and the f64 case pass"
+#define HOIST_NAME_WHERE "print: JAX hoists this shared _where sub-jaxpr as jaxpr, ours keeps " \
+  "the name _where1 (jax.scipy.stats.truncnorm.cdf, x64); print-only, the program passes"
+
 const conf_known conf_known_failures[] = {
+    {"*loop_bool_flag_carry_f*", "hessian:parse", LOOP_PRINTOUT},
+    {"*loop_bool_flag_carry_f*", "jvp:parse", LOOP_PRINTOUT},
+    {"*loop_nested_fori_matpow_f*", "grad:parse", LOOP_PRINTOUT},
+    {"*loop_nested_fori_matpow_f*", "hessian:parse", LOOP_PRINTOUT},
+    {"*loop_nested_scan_closure_f*", "hessian:parse", LOOP_PRINTOUT},
+    {"*loop_pytree_int_counter_f*", "hessian:parse", LOOP_PRINTOUT},
+    {"*loop_pytree_int_counter_f*", "jvp:parse", LOOP_PRINTOUT},
+    {"loop_horner_scan_wrt_x_f32", "grad:jax:*", HORNER_F32},
+    {"loop_horner_scan_wrt_x_f32", "jacrev:jax:*", HORNER_F32},
+    {"x64_sweep_st_truncnorm_cdf_f64", "print", HOIST_NAME_WHERE},
+    {"*sweep_jnp_unique_i32", "parse", NONZERO},
+    {"*sweep_jnp_unique__counts_i32", "parse", NONZERO},
+    {"*sweep_jnp_setdiff1d_i32", "parse", NONZERO},
+    {"*sweep_jnp_in1d_union_i32", "parse", NONZERO},
+    {"sweep_sp_digamma_f32", "eval:*", DIGAMMA_F32},
+    {"x64_sweep_sp_loggamma_f64", "eval:*", LGAMMA_NEAR_ZERO},
+    {"*sweep_sp_exp1_f*", "print", HOIST_NAME_SHARED},
+    {"*sweep_sp_expn_f*", "print", HOIST_NAME_SHARED},
+    {"*sweep_sp_hyp1f1_f*", "print", HOIST_NAME_SHARED},
+    {"*sweep_sp_sici_f*", "eval:*", JIT_CONSTVARS},
+    {"*sweep_sp_spence_f*", "eval:*", JIT_CONSTVARS},
     {"*prim_zeta_f*", "eval:*", ZETA_XLA_NAN},
 
-    {"*prim_sort_*_0", "eval:*", SORT_DAZ},
-    {"*loop_bool_flag_carry_f*", "*:parse", LOOP_PRINTOUT},
-    {"*loop_cumprod_buffer_f*", "*:parse", LOOP_PRINTOUT},
-    {"*loop_heat_equation_f*", "*:parse", LOOP_PRINTOUT},
-    {"*loop_masked_steps_bool_xs_f*", "*:parse", LOOP_PRINTOUT},
-    {"*loop_nested_fori_matpow_f*", "*:parse", LOOP_PRINTOUT},
-    {"*loop_nested_scan_closure_f*", "*:parse", LOOP_PRINTOUT},
-    {"*loop_pytree_int_counter_f*", "*:parse", LOOP_PRINTOUT},
-    {"loop_horner_scan_wrt_x_f32", "*:jax:*", HORNER_F32},
     {"prim_sort_bf16_0", "eval:*", SORT_DAZ},
     {"prim_sort_f32_0", "eval:*", SORT_DAZ},
     {"x64_prim_sort_f64_0", "eval:*", SORT_DAZ},
-    {"*prog_polyfit_f*", "*parse", POLYNOMIAL},
     /* erf's derivative is the polynomial; the forward and vmap have none */
-    {"*tf_scalar_erf_x_f*", "grad*:parse", POLYNOMIAL},
-    {"*tf_scalar_erf_x_f*", "hessian:parse", POLYNOMIAL},
-    {"*tf_scalar_erf_x_f*", "jac*:parse", POLYNOMIAL},
-    {"*tf_scalar_erf_x_f*", "jit_vmap_grad:parse", POLYNOMIAL},
-    {"*tf_scalar_erf_x_f*", "jvp:parse", POLYNOMIAL},
-    {"*tf_scalar_erf_x_f*", "vjp:parse", POLYNOMIAL},
-    {"*tf_scalar_erf_x_f*", "vmap_grad:parse", POLYNOMIAL},
     /* fixtures/program2 */
-    {"*prog2_harmonic_rk4_*", "*parse", STACK},
-    {"*prog2_lorenz_rk4_scan_*", "*parse", STACK},
-    {"*prog2_solve_jacobi_*", "*parse", PLATFORM_INDEX},
-    {"*prog2_checkpointed_layers_*", "*parse", REMAT2},
-    {"*prog2_cnn_conv_relu_pool_*", "jvp:parse", SELECT_AND_GATHER_ADD},
-    {"*prog2_cnn_conv_relu_pool_*", "grad:parse", SELECT_AND_SCATTER_ADD},
     {"*prog2_segment_mean_*", "vjp:parse", FLOAT0_LITERAL},
     {"*prog2_viterbi_scan_*", "jvp:load", FLOAT0_NPY},
     {"*prog2_heat_equation_2d_*", "vjp:print", HOIST_NAME},
@@ -142,48 +146,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_jnp_nanargmin__keepdims_*", "jvp:load", FLOAT0_NPY},
     {"*sweep_jnp_not_equal_*", "jvp:load", FLOAT0_NPY},
     {"*sweep_jnp_signbit_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_indices_*", "*", STACK},
-    {"*sweep_jnp_select_*", "*", STACK},
-    {"*sweep_jnp_stack__ax1_*", "*parse", STACK},
-    {"*sweep_jnp_stack__axm1_*", "*parse", STACK},
-    {"*sweep_jnp_stack_*", "*parse", STACK},
-    {"*sweep_sp_gamma_*", "*", STACK},
-    {"*sweep_sp_gammasgn_*", "*", STACK},
-    {"*sweep_sp_sici_*", "*", STACK},
-    {"*sweep_st_uniform_logpdf__locscale_*", "*", STACK},
-    {"*sweep_st_uniform_pdf_*", "*", STACK},
-    {"*sweep_st_truncnorm_cdf_*", "*", STACK},
-    {"*sweep_st_uniform_logpdf_*", "*", STACK},
-    {"*sweep_sp_betaln_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_sp_comb_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_sp_exp1_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_sp_expn_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_sp_factorial_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_sp_gammaln_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_sp_hyp1f1_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_sp_loggamma_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_sp_multigammaln_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_sp_poch_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_st_gamma_pdf_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_st_t_logpdf_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_lax_lgamma_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_lax_random_gamma_grad_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_st_beta_logpdf_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_st_chi2_logpdf_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_st_dirichlet_logpdf_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_st_gamma_logpdf_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_st_gennorm_logpdf_*", "*", UNKNOWN_PRIM("lgamma", "special")},
-    {"*sweep_jnp_polyval_*", "*", POLYNOMIAL},
-    {"*sweep_jnp_sinc_*", "*parse", POLYNOMIAL},
-    {"*sweep_sp_dawsn_*", "*", POLYNOMIAL},
-    {"*sweep_sp_erfcinv_*", "*", POLYNOMIAL},
-    {"*sweep_sp_erfcx_*", "*", POLYNOMIAL},
-    {"*sweep_sp_ndtri_*", "*", POLYNOMIAL},
-    {"*sweep_sp_spence_*", "*", POLYNOMIAL},
-    {"*sweep_sp_wofz_*", "*", POLYNOMIAL},
-    {"*sweep_st_norm_ppf_*", "*", POLYNOMIAL},
-    {"*sweep_lax_polynomial_*", "*", POLYNOMIAL},
-    {"x64_sweep_sp_fresnel_f64", "*", POLYNOMIAL},
     {"*sweep_jnp_digitize_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
     {"*sweep_jnp_histogram_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
     {"*sweep_jnp_interp__lr_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
@@ -208,8 +170,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_jnp_take_along_axis_*", "vjp:parse", FLOAT0_LITERAL},
     {"*sweep_jnp_var__where_*", "vjp:parse", FLOAT0_LITERAL},
     {"sweep_jnp_where_f32", "vjp:parse", FLOAT0_LITERAL},
-    {"*sweep_jnp_tile__1d_*", "*parse", UNKNOWN_PRIM("tile", "prims")},
-    {"*sweep_jnp_tile_*", "*parse", UNKNOWN_PRIM("tile", "prims")},
     {"*sweep_fft_fft2__ortho_*", "*interp", COMPLEX_PROD},
     {"*sweep_fft_fft__forward_*", "*interp", COMPLEX_PROD},
     {"*sweep_fft_fft__ortho_*", "*interp", COMPLEX_PROD},
@@ -218,17 +178,11 @@ const conf_known conf_known_failures[] = {
     {"*sweep_fft_irfft__ortho_*", "*interp", COMPLEX_PROD},
     {"*sweep_fft_rfft__forward_*", "*interp", COMPLEX_PROD},
     {"*sweep_fft_rfft__ortho_*", "*interp", COMPLEX_PROD},
-    {"*sweep_jnp_in1d_union_*", "*", UNKNOWN_PRIM("unstack", "prims")},
-    {"*sweep_jnp_setdiff1d_*", "*", UNKNOWN_PRIM("unstack", "prims")},
-    {"*sweep_jnp_unique__counts_*", "*", UNKNOWN_PRIM("unstack", "prims")},
-    {"*sweep_jnp_unique_*", "*", UNKNOWN_PRIM("unstack", "prims")},
-    {"*sweep_jnp_unstack_*", "*parse", UNKNOWN_PRIM("unstack", "prims")},
     {"*sweep_sp_gammainc_*", "*", UNKNOWN_PRIM("igamma", "special")},
     {"x64_sweep_lax_igamma_f64", "*", UNKNOWN_PRIM("igamma", "special")},
     {"*sweep_st_chi2_cdf_*", "*", UNKNOWN_PRIM("igamma", "special")},
     {"*sweep_st_gamma_cdf_*", "*", UNKNOWN_PRIM("igamma", "special")},
     {"*sweep_st_gennorm_cdf_*", "*", UNKNOWN_PRIM("igamma", "special")},
-    {"*sweep_jnp_corrcoef_*", "*", PLATFORM_INDEX},
     {"*sweep_jnp_divide__bcast_*", "eval:interp", XLA_RECIPROCAL},
     {"sweep_nn_gelu_f32", "*interp", ULP_CLASS_TOO_TIGHT},
     {"x64_sweep_nn_gelu_f64", "*interp", ULP_CLASS_TOO_TIGHT},
@@ -242,13 +196,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_sp_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
     {"*sweep_lax_bessel_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
     {"*sweep_jnp_log2_*", "*parse", UNKNOWN_PRIM("log2", "prims")},
-    {"*sweep_fft_fft__ortho_*", "eval:jit", COMPLEX_SQRT},
-    {"*sweep_fft_ifft__ortho_*", "eval:jit", COMPLEX_SQRT},
-    {"*sweep_fft_irfft__ortho_*", "eval:jit", COMPLEX_SQRT},
-    {"*sweep_fft_rfft__ortho_*", "eval:jit", COMPLEX_SQRT},
-    {"sweep_jnp_power__intexp_f32", "*:ours:jit", POW_INT_JIT},
-    {"sweep_jnp_power__intexp_f32", "*:jax:jit", POW_INT_JIT},
-    {"sweep_jnp_power__intexp_f32", "eval:jit", POW_INT_JIT},
     {"*sweep_jnp_argwhere_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
     {"*sweep_jnp_flatnonzero_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
     {"*sweep_jnp_intersect1d_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
@@ -262,21 +209,10 @@ const conf_known conf_known_failures[] = {
     {"*sweep_jnp_divide__bcast_*", "vmap:jax:jit", XLA_RECIPROCAL},
     {"*sweep_jnp_prod__axall_*", "jvp:jax:jit", CANCELLATION},
     {"*sweep_jnp_sum__axall_*", "jvp:jax:jit", CANCELLATION},
-    {"*sweep_sp_digamma_*", "*", UNKNOWN_PRIM("digamma", "special")},
-    {"*sweep_lax_digamma_*", "*", UNKNOWN_PRIM("digamma", "special")},
     {"*sweep_sp_betainc_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
     {"*sweep_st_beta_cdf_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
-    {"*sweep_sp_zeta_*", "*", UNKNOWN_PRIM("zeta", "special")},
-    {"*sweep_lax_zeta_*", "*", UNKNOWN_PRIM("zeta", "special")},
-    {"x64_sweep_jnp_power__intexp_f64", "eval:jit", POW_INT_JIT},
-    {"*sweep_lax_pow__int_*", "eval:jit", POW_INT_JIT},
-    {"*sweep_jnp_power__intexp_*", "*:ours:build", POW_INT_JVP},
     {"*sweep_jnp_take__wrap_*", "vjp:parse", FLOAT0_LITERAL},
     {"*sweep_jnp_frexp_*", "*", UNKNOWN_PRIM("Frexp", "prims")},
-    {"*sweep_jnp_pad__empty_*", "*", UNKNOWN_PRIM("empty", "prims")},
-    {"sweep_sp_fresnel_f32", "*", UNKNOWN_PRIM("empty", "prims")},
-    {"*sweep_sp_polygamma_*", "*", UNKNOWN_PRIM("polygamma", "special")},
-    {"*sweep_lax_polygamma_*", "*", UNKNOWN_PRIM("polygamma", "special")},
     {"*sweep_fft_fft2__ortho_*", "eval:jit", COMPLEX_PROD},
     {"*sweep_st_multivariate_normal_logpdf_*", "*", UNKNOWN_PRIM("cholesky", "linalg (its own issue)")},
     {"*sweep_lax_igamma_grad_a_*", "*", UNKNOWN_PRIM("igamma_grad_a", "special")},

@@ -184,7 +184,7 @@ static const mcase misuse[] = {
   {FT_P_NEG, {"f32[2]", "f32[2]"}, "", FT_ERR_TYPE, "neg: expects 1 operand, got 2"},
   {FT_P_INTEGER_POW, {"f32[2]"}, "", FT_ERR_TYPE, "integer_pow: missing param y"},
   {FT_P_INTEGER_POW, {"i32[2]"}, "y=-1", FT_ERR_TYPE, "negative exponent"},
-  {FT_P_SELECT_N, {"f32[3]", "f32[3]", "f32[3]"}, "", FT_ERR_TYPE, "select_n: which must be bool or int32, got f32[3]"},
+  {FT_P_SELECT_N, {"f32[3]", "f32[3]", "f32[3]"}, "", FT_ERR_TYPE, "select_n: which must be bool or an integer type, got f32[3]"},
   {FT_P_SELECT_N, {"bool[3]", "f32[3]", "f32[4]"}, "", FT_ERR_SHAPE, "select_n: cases must have the same shape and dtype, got f32[3] and f32[4]"},
   {FT_P_SELECT_N, {"bool[2]", "f32[3]", "f32[3]"}, "", FT_ERR_SHAPE, "which must be a scalar or have the cases' shape"},
   {FT_P_CLAMP, {"f32[2]", "f32[4]", "f32[]"}, "", FT_ERR_SHAPE, "clamp: min and max must be scalars"},
