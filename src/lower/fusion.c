@@ -1532,7 +1532,7 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   if (fam != FT_FAM_CONTROL && ft_rule_into_for(e->prim) != ft_random_into && touches_key(e)) {
     /* PRNG keys (key<fry>) move between random_* routine steps as buffers:
      * the kernels have no key type, the interpreter's rules move any bytes */
-    P->why[idx] = "operations on PRNG key arrays run as interpreter steps";
+    P->why[idx] = ft_why_key_steps;
     return place_fallback(P, e, idx);
   }
   if ((fam == FT_FAM_LAYOUT || fam == FT_FAM_CUMULATIVE || fam == FT_FAM_OTHER ||

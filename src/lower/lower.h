@@ -258,6 +258,10 @@ ft_status ft_program_run_checked(ft_ctx *ctx, const ft_program *p, ft_array *con
  * the message "equation N (prim): why" (nested: "equation N (while),
  * body: equation M (prim): why") in buf. False when p has none. */
 bool ft_program_first_fallback(const ft_program *p, char *buf, size_t n);
+/* The reason of the interpreter steps that move PRNG key arrays: they are
+ * planned that way by design (the kernels have no key type), so they are not
+ * fallbacks that strict mode refuses; ft_program_first_fallback skips them. */
+extern const char ft_why_key_steps[];
 /* Runs step s (buffers already bound in kbufs). */
 ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s,
                               void *const *kbufs);

@@ -84,12 +84,14 @@ done:
 
 static ft_status run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs);
 
+const char ft_why_key_steps[] = "operations on PRNG key arrays run as interpreter steps";
+
 bool ft_program_first_fallback(const ft_program *p, char *buf, size_t n) {
   for (int i = 0; i < p->n_steps; i++) {
     const ft_step *s = &p->steps[i];
     const char *prim = s->eqn >= 0 && s->eqn < p->j->n_eqn ? ft_prim_get(p->j->eqns[s->eqn].prim)->name
                                                            : "?";
-    if (s->kind == FT_STEP_FALLBACK) {
+    if (s->kind == FT_STEP_FALLBACK && !(p->why && p->why[s->eqn] == ft_why_key_steps)) {
       snprintf(buf, n, "equation %d (%s): %s", s->eqn, prim,
                p->why && p->why[s->eqn] ? p->why[s->eqn] : "not compiled");
       return true;

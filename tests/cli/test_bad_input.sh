@@ -141,17 +141,17 @@ bad npy-too-few-jit 1 "expected 2 inputs" -- "$FTC" run two.jaxpr --in f3.npy --
 bad npy-hardened-shape 1 "call boundary: input 0: expected f32\\[3\\], got f32\\[4\\]" -- "$FTC" --mode hardened run sin.jaxpr --in f4.npy --out-dir o
 
 # ---- ftc run options
-bad run-engine 1 "--engine must be interp or jit, got 'gpu'" -- "$FTC" run sin.jaxpr --in f3.npy --engine gpu --out-dir o
+bad run-engine 2 "--engine must be interp or jit, got 'gpu'" -- "$FTC" run sin.jaxpr --in f3.npy --engine gpu --out-dir o
 bad run-out-dir-file 1 "o/out0.npy.*(Not a directory|cannot)" -- "$FTC" run sin.jaxpr --in f3.npy --out-dir o/out0.npy
 bad run-out-dir-missing-parent 1 "cannot create 'nodir/x': No such file or directory" -- "$FTC" run sin.jaxpr --in f3.npy --out-dir nodir/x
 bad run-profile-dir 1 "profile: cannot write 'o'" -- "$FTC" run sin.jaxpr --in f3.npy --profile o
-bad run-max-iter-neg 1 "--max-iterations needs a positive integer" -- "$FTC" run sin.jaxpr --max-iterations -5
-bad run-max-iter-word 1 "--max-iterations needs a positive integer" -- "$FTC" run sin.jaxpr --max-iterations lots
-bad run-max-sec-inf 1 "--max-seconds needs a positive number of seconds" -- "$FTC" run sin.jaxpr --max-seconds -1
-bad run-engine-missing 1 "--engine needs a value" -- "$FTC" run sin.jaxpr --engine
-bad run-out-dir-missing 1 "--out-dir needs a value" -- "$FTC" run sin.jaxpr --out-dir
-bad run-option 1 "unknown option '--fast'" -- "$FTC" run sin.jaxpr --fast
-bad run-two-files 1 "expected one FILE, got 'sin.jaxpr' and 'two.jaxpr'" -- "$FTC" run sin.jaxpr two.jaxpr
+bad run-max-iter-neg 2 "--max-iterations needs a positive integer" -- "$FTC" run sin.jaxpr --max-iterations -5
+bad run-max-iter-word 2 "--max-iterations needs a positive integer" -- "$FTC" run sin.jaxpr --max-iterations lots
+bad run-max-sec-inf 2 "--max-seconds needs a positive number of seconds" -- "$FTC" run sin.jaxpr --max-seconds -1
+bad run-engine-missing 2 "--engine needs a value" -- "$FTC" run sin.jaxpr --engine
+bad run-out-dir-missing 2 "--out-dir needs a value" -- "$FTC" run sin.jaxpr --out-dir
+bad run-option 2 "unknown option '--fast'" -- "$FTC" run sin.jaxpr --fast
+bad run-two-files 2 "expected one FILE, got 'sin.jaxpr' and 'two.jaxpr'" -- "$FTC" run sin.jaxpr two.jaxpr
 bad run-dir-as-file 1 "cannot read 'o'|'o'" -- "$FTC" run o
 bad run-stdin-empty 1 "<stdin>:1:1: empty input|-:1:1: empty input|1:1: empty input" -- "$FTC" run -
 
@@ -165,21 +165,21 @@ bad global-unknown-cmd 2 "unknown command 'runn'" -- "$FTC" runn sin.jaxpr
 
 # ---- transforms on the command line
 bad grad-argnums 1 "argnums|argnum.*3|out of range" -- "$FTC" grad two.jaxpr --argnums 3
-bad grad-argnums-word 1 "bad --argnums 'x'" -- "$FTC" grad two.jaxpr --argnums x
+bad grad-argnums-word 2 "bad --argnums 'x'" -- "$FTC" grad two.jaxpr --argnums x
 bad grad-argnums-neg 1 "argnums|out of range|-1" -- "$FTC" grad two.jaxpr --argnums -1
 bad grad-nonscalar 1 "grad.*(scalar|f32\\[3\\])" -- "$FTC" grad vec.jaxpr
 bad grad-integer 1 "grad.*(i32|integer|float)" -- "$FTC" grad int.jaxpr
 bad grad-run-inputs 1 "the grad jaxpr takes 2 inputs; 1 given with --in" -- "$FTC" grad two.jaxpr --run --in f3.npy
-bad grad-option 1 "unknown option '--argnum'" -- "$FTC" grad two.jaxpr --argnum 0
+bad grad-option 2 "unknown option '--argnum'" -- "$FTC" grad two.jaxpr --argnum 0
 bad vjp-parse 1 "unknown-prim.jaxpr:2:16: unknown primitive 'frob'" -- "$FTC" vjp unknown-prim.jaxpr
 bad jvp-parse 1 "undefined.jaxpr:2:20: undefined variable 'zz'" -- "$FTC" jvp undefined.jaxpr
-bad vmap-in-axes-count 1 "in_axes|in-axes" -- "$FTC" vmap two.jaxpr --in-axes 0,0,0
-bad vmap-in-axes-range 1 "axis|range|5" -- "$FTC" vmap sin.jaxpr --in-axes 5
-bad vmap-in-axes-word 1 "in-axes|'x'" -- "$FTC" vmap sin.jaxpr --in-axes x
-bad vmap-axis-size 1 "--axis-size: expected a size, got '-2'" -- "$FTC" vmap sin.jaxpr --axis-size -2
-bad vmap-axis-size-word 1 "--axis-size: expected a size, got 'big'" -- "$FTC" vmap sin.jaxpr --axis-size big
-bad vmap-out-none 1 "out_axes|none|mapped" -- "$FTC" vmap sin.jaxpr --out-axes none
-bad vmap-option 1 "unknown option '--axes'" -- "$FTC" vmap sin.jaxpr --axes 0
+bad vmap-in-axes-count 1 "in_axes|in-axes" -- "$FTC" vmap two.jaxpr --in-axes 0,0,0 --axis-size 2
+bad vmap-in-axes-range 2 "axis|range|5" -- "$FTC" vmap sin.jaxpr --in-axes 5
+bad vmap-in-axes-word 2 "in-axes|'x'" -- "$FTC" vmap sin.jaxpr --in-axes x --axis-size 2
+bad vmap-axis-size 2 "--axis-size: expected a size, got '-2'" -- "$FTC" vmap sin.jaxpr --axis-size -2
+bad vmap-axis-size-word 2 "--axis-size: expected a size, got 'big'" -- "$FTC" vmap sin.jaxpr --axis-size big
+bad vmap-out-none 1 "out_axes|none|mapped" -- "$FTC" vmap sin.jaxpr --out-axes none --axis-size 2
+bad vmap-option 2 "unknown option '--axes'" -- "$FTC" vmap sin.jaxpr --axes 0
 bad jacfwd-argnum 1 "argnum|range|input" -- "$FTC" jacfwd sin.jaxpr --argnum 4
 bad jacrev-integer 1 "jacrev.*(i32|integer|float)" -- "$FTC" jacrev int.jaxpr
 bad hessian-integer 1 "(hessian|jacrev|jacfwd).*(i32|integer|float)" -- "$FTC" hessian int.jaxpr
@@ -200,12 +200,12 @@ T garbage 'grad(f) junk' "column 9"
 T deep "$(head -c 2000 /dev/zero | tr '\0' '(')" "column|nest|expected"
 T jvp-args 'jvp(f, 1)' "jvp"
 T number 'grad(f, argnums=99999999999999999999)' "argnums|column"
-bad transform-in-shapes 1 "in-shapes|f32\\[|'f32\\[3'" -- "$FTC" transform two.jaxpr 'vmap(f)' --in-shapes 'f32[3'
+bad transform-in-shapes 2 "in-shapes|f32\\[|'f32\\[3'" -- "$FTC" transform two.jaxpr 'vmap(f)' --in-shapes 'f32[3'
 bad transform-run-inputs 1 "expected 2 inputs" -- "$FTC" transform two.jaxpr 'grad(f)' --run --in f3.npy --out-dir o
 
 # ---- compile
-bad compile-emit 1 "emit|'wasm'" -- "$FTC" compile sin.jaxpr --emit wasm
-bad compile-no-emit 1 "emit" -- "$FTC" compile sin.jaxpr
+bad compile-emit 2 "emit|'wasm'" -- "$FTC" compile sin.jaxpr --emit wasm
+bad compile-no-emit 2 "emit" -- "$FTC" compile sin.jaxpr
 bad compile-opt-level 1 "-O takes 1, 2 or 3, not '9'" -- "$FTC" compile sin.jaxpr --emit plan -O 9
 bad compile-name 1 "'1abc' is not a C identifier" -- "$FTC" compile sin.jaxpr --emit obj --name 1abc -o o/x.o
 bad compile-name-rt 1 "ft_aot_rt" -- "$FTC" compile sin.jaxpr --emit obj --name ft_aot_rt_x -o o/x.o
@@ -216,8 +216,8 @@ bad compile-fallback 1 "would run as interpreter fallback steps, the first equat
   "$FTC" run "$(J cmax.jaxpr '{ lambda ; a:c64[3]. let\n    b:c64[] = reduce_max[axes=(0,)] a\n  in (b,) }\n'; echo cmax.jaxpr)" --engine jit
 
 # ---- opt
-bad opt-tier 1 "tier|'fast'" -- "$FTC" opt sin.jaxpr --tier fast
-bad opt-argnums 1 "bad --argnums 'q'" -- "$FTC" opt two.jaxpr --grad --argnums q
+bad opt-tier 2 "tier|'fast'" -- "$FTC" opt sin.jaxpr --tier fast
+bad opt-argnums 2 "bad --argnums 'q'" -- "$FTC" opt two.jaxpr --grad --argnums q
 bad opt-parse 1 "trailing.jaxpr:1:36: unexpected text after the jaxpr" -- "$FTC" opt trailing.jaxpr
 
 # ---- egraph rule files and terms: file:line and what

@@ -257,9 +257,9 @@ expect cache-bad 2 "expected info or clear, got 'purge'" -- "$FTC" cache purge
 # ftledger: --version, --help, --opt=VALUE, usage errors (exit 3: could not run).
 expect ftledger-version 0 '^ftledger [0-9]+\.[0-9]+\.[0-9]+$' -- "$FTLEDGER" --version
 expect ftledger-cmd-help 0 'usage: ftledger' -- "$FTLEDGER" verify --help
-expect ftledger-seq-eq 0 '' -- "$FTLEDGER" show "$L" --seq=0
+expect ftledger-seq-eq 0 '' -- "$FTLEDGER" show "$L" --seq=1
 cp "$tmp/out" "$tmp/seq-eq.txt"
-expect ftledger-seq-sep 0 '' -- "$FTLEDGER" show "$L" --seq 0
+expect ftledger-seq-sep 0 '' -- "$FTLEDGER" show "$L" --seq 1
 if [ -s "$tmp/out" ] && cmp -s "$tmp/out" "$tmp/seq-eq.txt"; then pass=$((pass + 1)); else echo "FAIL ftledger-seq-same"; fail=$((fail + 1)); fi
 expect ftledger-bad-option 3 "ftledger verify: unknown option '--frob'" -- "$FTLEDGER" verify "$L" --frob
 expect ftledger-seq-bad 3 "--seq takes a record number \\(1, 2, ...\\), not 'x'" -- "$FTLEDGER" show "$L" --seq=x
