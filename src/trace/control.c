@@ -186,8 +186,10 @@ int ft_while_loop(ft_tracer *t, ft_trace_fn cond_fn, ft_trace_fn body_fn, void *
     ft__fail(root, FT_ERR_NOMEM, "out of memory while tracing");
     goto done;
   }
-  memcpy(consts, s[0].t->cap_outer, sizeof *consts * (size_t)cn);
-  memcpy(consts + cn, s[1].t->cap_outer, sizeof *consts * (size_t)bn);
+  /* cap_outer is NULL when a sub-trace captured nothing (memcpy's source
+   * must not be NULL even for 0 bytes) */
+  if (cn) memcpy(consts, s[0].t->cap_outer, sizeof *consts * (size_t)cn);
+  if (bn) memcpy(consts + cn, s[1].t->cap_outer, sizeof *consts * (size_t)bn);
   if (!ft__install_sub(root, &s[0], cn, consts) || !ft__install_sub(root, &s[1], bn, consts + cn)) goto done;
   ft_prim p = FT_P_WHILE;
   ft_pval *ps = ft__params(root, p);
