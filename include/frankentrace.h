@@ -631,6 +631,14 @@ FT_API int ft_scan(ft_tracer *t, ft_trace_fn body, void *user, int64_t length, b
 /* jax.jit inside a trace: fn traced into jit[name=... jaxpr=...]. */
 FT_API int ft_jit_call(ft_tracer *t, const char *name, ft_trace_fn fn, void *user, int n_args,
                        ft_val *const *args, ft_val **out, int max_out);
+/* A jaxpr the caller already holds (e.g. ft_value_and_grad's result),
+ * called inside a trace as jax.jit(f)(*args) is: one jit[name=... jaxpr=...]
+ * equation whose jaxpr is a copy of j (j stays the caller's). j must have no
+ * constvars; args must match its input avals. Returns the number of outputs
+ * written (at most max_out) or -1 (the trace fails with the reason). Use
+ * ft_inline to flatten the call. */
+FT_API int ft_call_jaxpr(ft_tracer *t, const char *name, const ft_jaxpr *j, int n_args,
+                         ft_val *const *args, ft_val **out, int max_out);
 
 /* ---- jax.numpy-style ops (promotion and broadcasting as jnp does) */
 FT_API ft_val *ft_np_add(ft_val *a, ft_val *b);

@@ -99,6 +99,8 @@ static ft_jit_options jit_opts;    /* --allow-fallback */
 
 const ft_jit_options *ftc_jit_options(void) { return &jit_opts; }
 
+ft_ledger *ftc_ledger(void) { return ledger; }
+
 void ftc_report_guards(const char *cmd, const ft_ctx *ctx) {
   for (int i = 0; i < ft_ctx_num_guards(ctx); i++) {
     ft_guard_event g;

@@ -20,6 +20,8 @@ int ftc_usage(const char *cmd, const char *fmt, ...);
  * option, if any, is attached to it (one context at a time; free it with
  * ft_ctx_free before making another). NULL (after a message) on failure. */
 ft_ctx *ftc_ctx_new(void);
+/* The ledger of the global --ledger DIR option, or NULL (owned by ftc). */
+ft_ledger *ftc_ledger(void);
 /* Evaluates j (reference interpreter) on the .npy files ins (a parsed
  * jaxpr's constants first, then its inputs) and prints each output's aval and
  * first values; returns the exit status. */
