@@ -108,35 +108,43 @@ if echo "$out" | grep -q 'dot_general: out of memory: OpenBLAS needs a 128 MiB w
 else echo "FAIL ulimit-v-256-message: $out" | head -3; fail=$((fail + 1)); fi
 fi
 
-expect demo 0 'parsed back from text: same hash' -- "$FTC" demo
-expect demo-extra-arg 2 "unexpected argument" -- "$FTC" demo foo
+# ftc demo trains the digits classifier; one epoch keeps these runs short
+# (the full run is tools/run-demo; tests/demo checks its pieces).
+D=(demo --epochs 1 --quiet)
+expect demo 0 '13 of 13 outputs bit-identical' -- "$FTC" "${D[@]}"
+expect demo-jax 0 'weights FNV-1a 108cfae0d4df4515 here, 108cfae0d4df4515 in JAX: bit-identical' -- "$FTC" "${D[@]}"
+expect demo-extra-arg 2 "unknown option 'foo'" -- "$FTC" demo foo
+expect demo-bad-epochs 2 "--epochs takes an integer in 1..1000, not '0'" -- "$FTC" demo --epochs 0
+expect demo-bad-model 2 "--model takes mlp" -- "$FTC" demo --model resnet
+expect demo-no-data 1 "the digits: $tmp/nodata/images.npy" -- "$FTC" demo --data "$tmp/nodata"
 
-# --ledger: ftc demo records the trace, the parse, the grad, the exact-tier
-# rewrite and compilation of ft_jit, and every run;
+# --ledger: ftc demo records the trace, the value_and_grad, the inlining,
+# the exact-tier rewrites and compilations of ft_jit, the initialization,
+# the one-step check, the first training step and the final evaluation;
 # ftledger then verifies, replays and re-executes it.
 FTLEDGER=${3:-$(dirname "$FTC")/ftledger}
 L="$tmp/demo-ledger"
-expect demo-ledger 0 'one SGD step' -- "$FTC" demo --ledger "$L"
-expect demo-ledger-verify 0 'clean - 9 records' -- "$FTLEDGER" verify "$L"
-expect demo-ledger-replay 0 '5 recomputed, 5 match, 0 diverged; 0 not replayable' -- "$FTLEDGER" replay "$L"
-expect demo-ledger-reexec 0 '4 recomputed, 4 match, 0 diverged; 0 not replayable' -- "$FTLEDGER" reexec "$L"
-expect demo-ledger-show 0 'transform grad +\{"argnums":\[0,1,2,3\],"has_aux":false\}' -- "$FTLEDGER" show "$L"
-expect demo-ledger-again 0 '' -- "$FTC" --ledger "$L" demo
-expect demo-ledger-grows 0 'clean - 18 records' -- "$FTLEDGER" verify "$L"
+expect demo-ledger 0 'ledger: 27 records' -- "$FTC" "${D[@]}" --ledger "$L"
+expect demo-ledger-verify 0 'clean - 27 records' -- "$FTLEDGER" verify "$L"
+expect demo-ledger-replay 0 '19 recomputed, 19 match, 0 diverged; 0 not replayable' -- "$FTLEDGER" replay "$L"
+expect demo-ledger-reexec 0 '8 recomputed, 8 match, 0 diverged; 0 not replayable' -- "$FTLEDGER" reexec "$L"
+expect demo-ledger-show 0 'transform value_and_grad +\{"argnums":\[0,1,2,3\],"has_aux":false\}' -- "$FTLEDGER" show "$L"
+expect demo-ledger-again 0 '' -- "$FTC" --ledger "$L" "${D[@]}"
+expect demo-ledger-grows 0 'clean - 54 records' -- "$FTLEDGER" verify "$L"
 # One flipped byte: ftc refuses to append (that would make it permanent),
 # names the damage and the repair; after 'ftledger repair' it appends again.
 size=$(stat -c %s "$L/log.jsonl")
 orig=$(dd if="$L/log.jsonl" bs=1 skip=$((size - 40)) count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
 printf "\\$(printf %o $(( orig ^ 1 )))" | dd of="$L/log.jsonl" bs=1 seek=$((size - 40)) conv=notrunc 2>/dev/null
-expect demo-ledger-damaged 1 "log.jsonl is damaged \(bytes [0-9]+\.\.[0-9]+ do not match their parity\); not opened for writing; run 'ftledger repair $L'" -- "$FTC" demo --ledger "$L"
-expect demo-ledger-damaged-untouched 2 'corrupt - 17 records' -- "$FTLEDGER" verify "$L"
+expect demo-ledger-damaged 1 "log.jsonl is damaged \(bytes [0-9]+\.\.[0-9]+ do not match their parity\); not opened for writing; run 'ftledger repair $L'" -- "$FTC" "${D[@]}" --ledger "$L"
+expect demo-ledger-damaged-untouched 2 'corrupt - 53 records' -- "$FTLEDGER" verify "$L"
 expect demo-ledger-repair 0 'repaired 1 blocks or files; 0 places beyond repair' -- "$FTLEDGER" repair "$L"
-expect demo-ledger-after-repair 0 '' -- "$FTC" demo --ledger "$L"
-expect demo-ledger-after-repair-verify 0 'clean - 27 records' -- "$FTLEDGER" verify "$L"
-expect demo-ledger-hashes 0 '' -- "$FTC" demo --ledger "$tmp/l2" --ledger-calls hashes
-expect demo-ledger-hashes-reexec 0 '0 recomputed.*4 not replayable' -- "$FTLEDGER" reexec "$tmp/l2"
-expect demo-ledger-none 0 '' -- "$FTC" demo --ledger "$tmp/l3" --ledger-calls none
-expect demo-ledger-none-verify 0 'clean - 5 records' -- "$FTLEDGER" verify "$tmp/l3"
+expect demo-ledger-after-repair 0 '' -- "$FTC" "${D[@]}" --ledger "$L"
+expect demo-ledger-after-repair-verify 0 'clean - 81 records' -- "$FTLEDGER" verify "$L"
+expect demo-ledger-hashes 0 '' -- "$FTC" "${D[@]}" --ledger "$tmp/l2" --ledger-calls hashes
+expect demo-ledger-hashes-reexec 0 '0 recomputed.*8 not replayable' -- "$FTLEDGER" reexec "$tmp/l2"
+expect demo-ledger-none 0 '' -- "$FTC" "${D[@]}" --ledger "$tmp/l3" --ledger-calls none
+expect demo-ledger-none-verify 0 'clean - 19 records' -- "$FTLEDGER" verify "$tmp/l3"
 expect ledger-needs-value 2 '--ledger needs a value' -- "$FTC" demo --ledger
 expect ledger-calls-bad 2 "--ledger-calls takes none, hashes or bytes" -- "$FTC" demo --ledger "$tmp/l4" --ledger-calls all
 expect ledger-not-a-dir 1 'ledger' -- "$FTC" demo --ledger /dev/null/x
