@@ -40,6 +40,7 @@ typedef struct run_result {
   double *ep_loss, *ep_sps;      /* mean loss and steps/s per epoch */
   int32_t *pred_test;       /* final predictions on the test set */
   uint64_t init_hash, final_hash;
+  uint64_t *epoch_hash;     /* the weights after each epoch */
   double train_s;
 } run_result;
 
@@ -50,7 +51,7 @@ static double now_s(void) {
 }
 
 static int demo_usage(void) {
-  printf("usage: ftc demo [--epochs N] [--batch N] [--model mlp] [--seed N] [--threads N]\n"
+  printf("usage: ftc demo [--epochs N] [--batch N] [--model mlp|cnn] [--seed N] [--threads N]\n"
          "                [--plot DIR] [--data DIR] [--quiet] [--ledger DIR]\n\n"
          "Trains a classifier of the 1,797 8x8 UCI handwritten digits (scikit-learn's\n"
          "copy, data/digits; 1,442 training and 355 test images, a fixed stratified\n"
@@ -65,12 +66,14 @@ static int demo_usage(void) {
          "  7. training with Adam on shuffled minibatches, one ft_call_into per step;\n"
          "  8. the distance from JAX's run of the same program (fixtures/demo), and\n"
          "     the same bits for FT_NUM_THREADS=1, 2 and 8 and for a rerun.\n\n"
-         "Model: an MLP 64-%d-10 (ReLU), softmax cross-entropy, Glorot-uniform init.\n"
+         "Models: an MLP 64-%d-10 (ReLU); a CNN: 3x3 convolution to %d channels (same\n"
+         "padding, ReLU), 2x2 max pooling, dense 128-10. Softmax cross-entropy,\n"
+         "Glorot-uniform init.\n"
          "Adam: learning rate %g, b1 %g, b2 %g, eps %g.\n\n"
          "Options:\n"
          "  --epochs N    passes over the training set (default 12)\n"
          "  --batch N     minibatch size (default 32; the last partial batch is dropped)\n"
-         "  --model NAME  mlp (the default and the only model built so far)\n"
+         "  --model NAME  mlp (the default) or cnn\n"
          "  --seed N      the jax.random.key seed (default 0)\n"
          "  --threads N   executor threads of the main run (default: FT_NUM_THREADS or\n"
          "                the core count)\n"
@@ -80,7 +83,7 @@ static int demo_usage(void) {
          "  --ledger DIR  (global ftc option) record the stages, the first step and\n"
          "                the final evaluation; then\n"
          "                ftledger verify DIR && ftledger replay DIR && ftledger reexec DIR\n",
-         DEMO_HIDDEN, DEMO_LR, DEMO_B1, DEMO_B2, DEMO_EPS, FTC_DEMO_DATA);
+         DEMO_HIDDEN, DEMO_CNN_CH, DEMO_LR, DEMO_B1, DEMO_B2, DEMO_EPS, FTC_DEMO_DATA);
   return 0;
 }
 
@@ -118,8 +121,9 @@ static int parse_opts(int argc, char **argv, opts *o) {
       if (!v || !*v) return ftc_usage("demo", "%s takes a directory", name);
       *(!strcmp(name, "--plot") ? &o->plot_dir : &o->data_dir) = v;
     } else if (!strcmp(name, "--model")) {
-      if (!v || strcmp(v, "mlp"))
-        return ftc_usage("demo", "--model takes mlp (the only model built), not '%s'", v ? v : "");
+      if (v && !strcmp(v, "mlp")) o->model = DEMO_MLP;
+      else if (v && !strcmp(v, "cnn")) o->model = DEMO_CNN;
+      else return ftc_usage("demo", "--model takes mlp or cnn, not '%s'", v ? v : "");
     } else return ftc_usage("demo", "unknown option '%s'", a);
     if (rc) return rc;
   }
@@ -203,6 +207,7 @@ static void result_free(run_result *r) {
   free(r->ep_loss);
   free(r->ep_sps);
   free(r->pred_test);
+  free(r->epoch_hash);
   memset(r, 0, sizeof *r);
 }
 
@@ -305,7 +310,9 @@ static int train(ft_ctx *ctx, const opts *o, const demo_data *d, programs *p, bo
   r->ep_loss = calloc((size_t)o->epochs, sizeof(double));
   r->ep_sps = calloc((size_t)o->epochs, sizeof(double));
   r->pred_test = calloc((size_t)d->n_test, sizeof(int32_t));
+  r->epoch_hash = calloc((size_t)o->epochs, sizeof(uint64_t));
   if (!r->losses || !r->acc_train || !r->acc_test || !r->ep_loss || !r->ep_sps || !r->pred_test ||
+      !r->epoch_hash ||
       buffers_make(ctx, o, d, np, &b) || run_init(o, p, &b))
     goto done;
   r->init_hash = demo_fnv1a(np, b.state[0]);
@@ -341,6 +348,7 @@ static int train(ft_ctx *ctx, const opts *o, const demo_data *d, programs *p, bo
     double dt = now_s() - te0;
     r->ep_sps[e] = steps_per_epoch / (dt > 0 ? dt : 1e-9);
     r->ep_loss[e] = sum / steps_per_epoch;
+    r->epoch_hash[e] = demo_fnv1a(np, b.state[cur]);
     if (detach && e + 1 == o->epochs) ft_ctx_attach_ledger(ctx, detach);
     if (evaluate(d, p, &b, cur, &r->acc_train[e], &r->acc_test[e])) goto done;
     if (show && !o->quiet)
@@ -391,10 +399,10 @@ done:
   return rc;
 }
 
-/* Reads fixtures/demo/mlp.txt ("key value" lines): the value of key. */
-static bool jax_meta(const char *dir, const char *key, char *val, size_t n) {
+/* Reads fixtures/demo/<model>.txt ("key value" lines): the value of key. */
+static bool jax_meta(const char *dir, demo_model m, const char *key, char *val, size_t n) {
   char path[4096], line[256];
-  snprintf(path, sizeof path, "%s/mlp.txt", dir);
+  snprintf(path, sizeof path, "%s/%s.txt", dir, demo_model_name(m));
   FILE *f = fopen(path, "r");
   if (!f) return false;
   bool found = false;
@@ -413,27 +421,27 @@ static bool jax_meta(const char *dir, const char *key, char *val, size_t n) {
 static void compare_jax(ft_ctx *ctx, const opts *o, const run_result *r) {
   char v[128], path[4096];
   int js = -1, jb = -1, je = -1;
-  if (jax_meta(o->jax_dir, "seed", v, sizeof v)) js = atoi(v);
-  if (jax_meta(o->jax_dir, "batch", v, sizeof v)) jb = atoi(v);
-  if (jax_meta(o->jax_dir, "epochs", v, sizeof v)) je = atoi(v);
+  if (jax_meta(o->jax_dir, o->model, "seed", v, sizeof v)) js = atoi(v);
+  if (jax_meta(o->jax_dir, o->model, "batch", v, sizeof v)) jb = atoi(v);
+  if (jax_meta(o->jax_dir, o->model, "epochs", v, sizeof v)) je = atoi(v);
   if (js < 0) {
     printf("JAX: no recorded run in %s (tools/oracle/gen_demo.py writes it)\n", o->jax_dir);
     return;
   }
   char ih[32] = "", fh[32] = "", acc[32] = "", mine[17];
-  jax_meta(o->jax_dir, "init_hash", ih, sizeof ih);
-  jax_meta(o->jax_dir, "final_hash", fh, sizeof fh);
-  jax_meta(o->jax_dir, "acc_test", acc, sizeof acc);
+  jax_meta(o->jax_dir, o->model, "init_hash", ih, sizeof ih);
+  jax_meta(o->jax_dir, o->model, "final_hash", fh, sizeof fh);
+  jax_meta(o->jax_dir, o->model, "acc_test", acc, sizeof acc);
   snprintf(mine, sizeof mine, "%016llx", (unsigned long long)r->init_hash);
-  if (o->model == DEMO_MLP && js == o->seed)
+  if (js == o->seed)
     printf("JAX 0.12, the same initialization (tools/oracle/gen_demo.py): weights FNV-1a %s here, "
            "%s in JAX: %s\n", mine, ih, strcmp(mine, ih) ? "DIFFERENT (a bug)" : "bit-identical");
-  if (o->model != DEMO_MLP || js != o->seed || jb != o->batch || je != o->epochs) {
-    printf("JAX: its training run is recorded for --model mlp --seed %d --batch %d --epochs %d only; "
-           "no trajectory comparison for this configuration\n", js, jb, je);
+  if (js != o->seed || jb != o->batch || je != o->epochs) {
+    printf("JAX: its training run is recorded for --model %s --seed %d --batch %d --epochs %d only; "
+           "no trajectory comparison for this configuration\n", demo_model_name(o->model), js, jb, je);
     return;
   }
-  snprintf(path, sizeof path, "%s/mlp_loss.npy", o->jax_dir);
+  snprintf(path, sizeof path, "%s/%s_loss.npy", o->jax_dir, demo_model_name(o->model));
   ft_array *jl = ft_npy_read(ctx, path);
   ft_aval av = jl ? ft_array_aval(jl) : (ft_aval){0};
   if (!jl || av.dtype != FT_F32 || av.rank != 1 || av.dims[0] != r->n_steps) {
@@ -463,12 +471,16 @@ static void compare_jax(ft_ctx *ctx, const opts *o, const run_result *r) {
 }
 
 /* Trains again on fresh contexts with 1, 2 and 8 executor threads and
- * once more with 2: every per-step loss and the final weights must be the
- * same bits as the main run. */
+ * once more with 2: every per-step loss and the weights must be the same
+ * bits as the main run's. The CNN's convolutions run as routine steps that
+ * are slow enough that the check covers its first epoch only. */
 static int check_threads(const opts *o, const demo_data *d, const ft_jaxpr *step_j, const run_result *main_r) {
   const int threads[4] = {1, 2, 8, 2};
   bool all = true;
-  printf("the same training again:");
+  opts oc = *o;
+  if (o->model == DEMO_CNN) oc.epochs = 1;
+  int ne = oc.epochs;
+  printf("the same training again%s:", ne < o->epochs ? " (its first epoch)" : "");
   for (int k = 0; k < 4; k++) {
     ft_ctx_options co = {.num_threads = threads[k]};
     ft_ctx *c = ft_ctx_new(&co);
@@ -479,8 +491,8 @@ static int check_threads(const opts *o, const demo_data *d, const ft_jaxpr *step
       ft_ctx_free(c);
       return 1;
     }
-    int rc = train(c, o, d, &p, false, NULL, &r);
-    bool same = !rc && r.final_hash == main_r->final_hash &&
+    int rc = train(c, &oc, d, &p, false, NULL, &r);
+    bool same = !rc && r.epoch_hash[ne - 1] == main_r->epoch_hash[ne - 1] &&
                 !memcmp(r.losses, main_r->losses, sizeof(float) * (size_t)r.n_steps);
     printf("%s %s%d thread%s: %s", k ? "," : "", k == 3 ? "rerun with " : "", threads[k],
            threads[k] > 1 ? "s" : "", rc ? "FAILED" : same ? "same bits" : "DIFFERENT");
@@ -490,7 +502,7 @@ static int check_threads(const opts *o, const demo_data *d, const ft_jaxpr *step
     programs_free(&p);
     ft_ctx_free(c);
   }
-  printf("\n  -> %s\n", all ? "every per-step loss and the final weights are bit-identical across "
+  printf("\n  -> %s\n", all ? "every per-step loss and the weights are bit-identical across "
                               "FT_NUM_THREADS=1,2,8 and reruns"
                             : "NOT bit-identical (a bug)");
   return all ? 0 : 1;
@@ -554,7 +566,9 @@ static int build_stages(ft_ctx *ctx, const opts *o, stages *s) {
       show(ctx, o, "1. the loss, traced from C", s->loss))
     return 1;
   if (!(s->vg = ft_value_and_grad(ctx, s->loss, np, argnums, false)) ||
-      show(ctx, o, "2. its value and gradient w.r.t. W1, b1, W2, b2 (ft_value_and_grad)", s->vg))
+      show(ctx, o, o->model == DEMO_CNN ? "2. its value and gradient w.r.t. K, b1, W2, b2 (ft_value_and_grad)"
+                                        : "2. its value and gradient w.r.t. W1, b1, W2, b2 (ft_value_and_grad)",
+           s->vg))
     return 1;
   if (!(s->step = demo_trace_step(ctx, o->model, s->vg, o->batch)) || !(s->flat = ft_inline(ctx, s->step)))
     return 1;

@@ -8,7 +8,7 @@
 
 #include "ft.h"
 
-enum { DEMO_PIXELS = 64, DEMO_CLASSES = 10, DEMO_HIDDEN = 128, DEMO_MAX_PARAMS = 8 };
+enum { DEMO_PIXELS = 64, DEMO_CLASSES = 10, DEMO_HIDDEN = 128, DEMO_CNN_CH = 8, DEMO_MAX_PARAMS = 8 };
 
 /* The Adam hyperparameters (optax.adam's defaults, learning rate 0.01). */
 #define DEMO_LR 0.01

@@ -106,7 +106,15 @@ static ft_aval aval_f32(int rank, int64_t d0, int64_t d1) {
 }
 
 int demo_param_avals(demo_model m, ft_aval *out) {
-  (void)m;
+  if (m == DEMO_CNN) {
+    /* conv 3x3, 1 -> DEMO_CNN_CH channels (OIHW), bias; dense 128 -> 10. */
+    out[0] = aval_f32(4, DEMO_CNN_CH, 1);
+    out[0].dims[2] = out[0].dims[3] = 3;
+    out[1] = aval_f32(1, DEMO_CNN_CH, 0);
+    out[2] = aval_f32(2, DEMO_CNN_CH * 16, DEMO_CLASSES);
+    out[3] = aval_f32(1, DEMO_CLASSES, 0);
+    return 4;
+  }
   out[0] = aval_f32(2, DEMO_PIXELS, DEMO_HIDDEN);
   out[1] = aval_f32(1, DEMO_HIDDEN, 0);
   out[2] = aval_f32(2, DEMO_HIDDEN, DEMO_CLASSES);
@@ -123,46 +131,62 @@ static ft_val *key_at(ft_val *keys, int64_t i) {
 
 /* Glorot-uniform weights as (2u - 1) * lim: u * 2 - 1 is exact, so the one
  * rounding is the product with lim, the same in JAX with or without FMA. */
-static ft_val *glorot(ft_tracer *t, ft_val *key, int64_t fan_in, int64_t fan_out) {
-  const int64_t shape[2] = {fan_in, fan_out};
-  ft_val *u = ft_random_uniform(key, FT_F32, 2, shape, 0.0, 1.0);
+static ft_val *glorot(ft_tracer *t, ft_val *key, const ft_aval *av, int64_t fan_in, int64_t fan_out) {
+  ft_val *u = ft_random_uniform(key, FT_F32, av->rank, av->dims, 0.0, 1.0);
   double lim = sqrt(6.0 / (double)(fan_in + fan_out));
   return ft_np_mul(ft_np_sub(ft_np_mul(u, ft_weak_f(t, 2.0)), ft_weak_f(t, 1.0)), ft_weak_f(t, lim));
 }
 
 static int init_fn(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
-  (void)max_out, (void)user;
+  (void)max_out;
+  demo_model m = *(const demo_model *)user;
+  ft_aval av[DEMO_MAX_PARAMS];
+  demo_param_avals(m, av);
+  /* Fans as jax.nn.initializers.glorot_uniform computes them for OIHW. */
+  int64_t fi0 = m == DEMO_CNN ? 9 : DEMO_PIXELS, fo0 = m == DEMO_CNN ? 9 * DEMO_CNN_CH : DEMO_HIDDEN;
   const int64_t two[1] = {2};
   ft_val *keys = ft_random_split(ft_random_key(in[0]), 1, two);
   ft_val *k_init = key_at(keys, 0), *k_shuffle = key_at(keys, 1);
   ft_val *wk = ft_random_split(k_init, 1, two);
-  const int64_t dh[1] = {DEMO_HIDDEN}, dc[1] = {DEMO_CLASSES};
-  out[0] = glorot(t, key_at(wk, 0), DEMO_PIXELS, DEMO_HIDDEN);
-  out[1] = ft_full(t, FT_F32, 1, dh, 0.0);
-  out[2] = glorot(t, key_at(wk, 1), DEMO_HIDDEN, DEMO_CLASSES);
-  out[3] = ft_full(t, FT_F32, 1, dc, 0.0);
+  out[0] = glorot(t, key_at(wk, 0), &av[0], fi0, fo0);
+  out[1] = ft_full(t, FT_F32, 1, av[1].dims, 0.0);
+  out[2] = glorot(t, key_at(wk, 1), &av[2], av[2].dims[0], av[2].dims[1]);
+  out[3] = ft_full(t, FT_F32, 1, av[3].dims, 0.0);
   out[4] = ft_random_unwrap(k_shuffle);
   return 5;
 }
 
 ft_jaxpr *demo_trace_init(ft_ctx *ctx, demo_model m) {
-  (void)m;
   ft_aval seed;
   memset(&seed, 0, sizeof seed);
   seed.dtype = FT_I32;
-  return ft_trace(ctx, init_fn, NULL, 1, &seed);
+  return ft_trace(ctx, init_fn, &m, 1, &seed);
 }
 
-/* The logits of the MLP: relu(x W1 + b1) W2 + b2. */
-static ft_val *mlp_logits(ft_tracer *t, ft_val *const *p, ft_val *x) {
+/* The logits of the MLP: relu(x W1 + b1) W2 + b2. Of the CNN: x as
+ * [n, 1, 8, 8], relu(conv3x3 same(x, K) + b1), 2x2 max pooling, flattened
+ * to [n, 128], then W2, b2. */
+static ft_val *logits(ft_tracer *t, demo_model m, ft_val *const *p, ft_val *x) {
+  if (m == DEMO_CNN) {
+    int64_t n = ft_val_dim(x, 0);
+    const int64_t img[4] = {n, 1, 8, 8}, bsh[4] = {1, DEMO_CNN_CH, 1, 1}, flat[2] = {n, DEMO_CNN_CH * 16};
+    ft_conv_opts co;
+    memset(&co, 0, sizeof co);
+    co.padding[0][0] = co.padding[0][1] = co.padding[1][0] = co.padding[1][1] = 1;
+    ft_val *c = ft_conv(ft_reshape(x, 4, img), p[0], &co);
+    ft_val *h = ft_np_maximum(ft_np_add(c, ft_reshape(p[1], 4, bsh)), ft_weak_f(t, 0.0));
+    const int64_t win[4] = {1, 1, 2, 2};
+    ft_val *pooled = ft_reduce_window(h, FT_WINDOW_MAX, win, win, NULL, NULL, NULL);
+    return ft_np_add(ft_matmul(ft_reshape(pooled, 2, flat), p[2]), p[3]);
+  }
   ft_val *h = ft_np_maximum(ft_np_add(ft_matmul(x, p[0]), p[1]), ft_weak_f(t, 0.0));
   return ft_np_add(ft_matmul(h, p[2]), p[3]);
 }
 
 static int loss_fn(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
-  (void)max_out, (void)user;
+  (void)max_out;
   int last = -1;
-  ft_val *logp = ft_log_softmax(mlp_logits(t, in, in[4]), -1);
+  ft_val *logp = ft_log_softmax(logits(t, *(const demo_model *)user, in, in[4]), -1);
   out[0] = ft_neg(ft_mean(ft_sum(ft_np_mul(in[5], logp), 1, &last, false), -1, NULL, false));
   return 1;
 }
@@ -172,12 +196,12 @@ ft_jaxpr *demo_trace_loss(ft_ctx *ctx, demo_model m, int batch) {
   int np = demo_param_avals(m, av);
   av[np] = aval_f32(2, batch, DEMO_PIXELS);
   av[np + 1] = aval_f32(2, batch, DEMO_CLASSES);
-  return ft_trace(ctx, loss_fn, NULL, np + 2, av);
+  return ft_trace(ctx, loss_fn, &m, np + 2, av);
 }
 
 static int predict_fn(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
-  (void)max_out, (void)user;
-  out[0] = ft_argmax(mlp_logits(t, in, in[4]), 1, FT_I32);
+  (void)max_out;
+  out[0] = ft_argmax(logits(t, *(const demo_model *)user, in, in[4]), 1, FT_I32);
   return 1;
 }
 
@@ -185,7 +209,7 @@ ft_jaxpr *demo_trace_predict(ft_ctx *ctx, demo_model m, int n) {
   ft_aval av[DEMO_MAX_PARAMS + 1];
   int np = demo_param_avals(m, av);
   av[np] = aval_f32(2, n, DEMO_PIXELS);
-  return ft_trace(ctx, predict_fn, NULL, np + 1, av);
+  return ft_trace(ctx, predict_fn, &m, np + 1, av);
 }
 
 static int perm_fn(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {

@@ -115,7 +115,7 @@ expect demo 0 '13 of 13 outputs bit-identical' -- "$FTC" "${D[@]}"
 expect demo-jax 0 'weights FNV-1a 108cfae0d4df4515 here, 108cfae0d4df4515 in JAX: bit-identical' -- "$FTC" "${D[@]}"
 expect demo-extra-arg 2 "unknown option 'foo'" -- "$FTC" demo foo
 expect demo-bad-epochs 2 "--epochs takes an integer in 1..1000, not '0'" -- "$FTC" demo --epochs 0
-expect demo-bad-model 2 "--model takes mlp" -- "$FTC" demo --model resnet
+expect demo-bad-model 2 "--model takes mlp or cnn, not .resnet." -- "$FTC" demo --model resnet
 expect demo-no-data 1 "the digits: $tmp/nodata/images.npy" -- "$FTC" demo --data "$tmp/nodata"
 
 # --ledger: ftc demo records the trace, the value_and_grad, the inlining,

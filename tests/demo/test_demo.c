@@ -58,8 +58,8 @@ START_TEST(data_loads_and_splits) {
 END_TEST
 
 /* The outputs of init for seed: by the interpreter and the JIT (equal). */
-static void run_init(int seed, ft_array **out) {
-  ft_jaxpr *j = demo_trace_init(C, DEMO_MLP);
+static void run_init(demo_model m, int seed, ft_array **out) {
+  ft_jaxpr *j = demo_trace_init(C, m);
   ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
   ft_array *s = ft_array_from_data(C, FT_I32, 0, NULL, &seed);
   ck_assert_msg(ft_eval(C, j, 1, &s, 5, out) == FT_OK, "%s", ft_ctx_error(C));
@@ -85,12 +85,14 @@ START_TEST(init_is_jax_bit_for_bit) {
   while (fgets(line, sizeof line, f)) {
     if (line[0] == '#') continue;
     int seed;
-    char hash[32];
+    char model[8], hash[32];
     unsigned w[8];
-    ck_assert_int_eq(sscanf(line, "%d %31s %x %x %x %x %x %x %x %x", &seed, hash, &w[0], &w[1], &w[2],
-                            &w[3], &w[4], &w[5], &w[6], &w[7]), 10);
+    ck_assert_int_eq(sscanf(line, "%7s %d %31s %x %x %x %x %x %x %x %x", model, &seed, hash, &w[0], &w[1],
+                            &w[2], &w[3], &w[4], &w[5], &w[6], &w[7]), 11);
+    demo_model m = !strcmp(model, "cnn") ? DEMO_CNN : DEMO_MLP;
+    ck_assert_str_eq(model, demo_model_name(m));
     ft_array *out[5];
-    run_init(seed, out);
+    run_init(m, seed, out);
     char mine[17];
     snprintf(mine, sizeof mine, "%016llx", (unsigned long long)demo_fnv1a(4, out));
     ck_assert_str_eq(mine, hash);
@@ -100,12 +102,13 @@ START_TEST(init_is_jax_bit_for_bit) {
       ck_assert_uint_eq(w2[i], w[4 + i]);
     }
     const float *b1 = ft_array_data(out[1]);
-    for (int i = 0; i < DEMO_HIDDEN; i++) ck_assert(b1[i] == 0.0f);
+    ft_aval ab = ft_array_aval(out[1]);
+    for (int i = 0; i < ab.dims[0]; i++) ck_assert(b1[i] == 0.0f);
     for (int k = 0; k < 5; k++) ft_array_free(out[k]);
     cases++;
   }
   fclose(f);
-  ck_assert_int_eq(cases, 2);
+  ck_assert_int_eq(cases, 3);
 }
 END_TEST
 
@@ -117,14 +120,14 @@ typedef struct step_case {
   ft_array *in[15];
 } step_case;
 
-static void step_case_make(step_case *sc, int batch) {
+static void step_case_make(step_case *sc, demo_model m, int batch) {
   memset(sc, 0, sizeof *sc);
   int argnums[4] = {0, 1, 2, 3};
-  ft_jaxpr *loss = demo_trace_loss(C, DEMO_MLP, batch);
+  ft_jaxpr *loss = demo_trace_loss(C, m, batch);
   ck_assert_msg(loss != NULL, "%s", ft_ctx_error(C));
   ft_jaxpr *vg = ft_value_and_grad(C, loss, 4, argnums, false);
   ck_assert_msg(vg != NULL, "%s", ft_ctx_error(C));
-  ft_jaxpr *step = demo_trace_step(C, DEMO_MLP, vg, batch);
+  ft_jaxpr *step = demo_trace_step(C, m, vg, batch);
   ck_assert_msg(step != NULL, "%s", ft_ctx_error(C));
   ck_assert_msg((sc->flat = ft_inline(C, step)) != NULL, "%s", ft_ctx_error(C));
   ck_assert_msg((sc->opt = ft_optimize(C, sc->flat, FT_OPT_EXACT, NULL)) != NULL, "%s", ft_ctx_error(C));
@@ -133,7 +136,7 @@ static void step_case_make(step_case *sc, int batch) {
   ft_jaxpr_free(vg);
   ft_jaxpr_free(step);
   ft_array *init[5];
-  run_init(0, init);
+  run_init(m, 0, init);
   demo_data d;
   load(&d);
   ft_jaxpr *pj = demo_trace_perm(C, d.n_train);
@@ -174,8 +177,9 @@ static void step_case_free(step_case *sc) {
 }
 
 START_TEST(step_jit_equals_interpreter) {
+  demo_model m = _i ? DEMO_CNN : DEMO_MLP;
   step_case sc;
-  step_case_make(&sc, 32);
+  step_case_make(&sc, m, 32);
   ft_array *want[13] = {0}, *got[13] = {0};
   ck_assert_msg(ft_eval(C, sc.flat, 15, sc.in, 13, want) == FT_OK, "%s", ft_ctx_error(C));
   ft_fn *fn = ft_jit(C, sc.opt, NULL);
@@ -191,7 +195,7 @@ START_TEST(step_jit_equals_interpreter) {
   for (int i = 0; i < 13; i++) ck_assert_msg(ft_array_equal_bits(want[i], got[i]), "output %d differs", i);
   /* The loss of the default run's first step, against JAX's (rounding only). */
   char path[4096];
-  snprintf(path, sizeof path, "%s/demo/mlp_loss.npy", fixtures());
+  snprintf(path, sizeof path, "%s/demo/%s_loss.npy", fixtures(), demo_model_name(m));
   ft_array *jl = ft_npy_read(C, path);
   ck_assert_msg(jl != NULL, "%s", ft_ctx_error(C));
   float mine = *(float *)ft_array_data(got[12]), jax = *(float *)ft_array_data(jl);
@@ -223,7 +227,7 @@ START_TEST(ledger_verifies_replays_reexecs) {
   ck_assert_msg(lg != NULL, "%s", ft_ctx_error(C));
   ck_assert_int_eq(ft_ctx_attach_ledger(C, lg), FT_OK);
   step_case sc;
-  step_case_make(&sc, 8);
+  step_case_make(&sc, DEMO_MLP, 8);
   ft_fn *fn = ft_jit(C, sc.opt, NULL);
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
   ft_array *out[13] = {0};
@@ -263,7 +267,7 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 120);
   tcase_add_test(t, data_loads_and_splits);
   tcase_add_test(t, init_is_jax_bit_for_bit);
-  tcase_add_test(t, step_jit_equals_interpreter);
+  tcase_add_loop_test(t, step_jit_equals_interpreter, 0, 2);
   tcase_add_test(t, ledger_verifies_replays_reexecs);
   suite_add_tcase(s, t);
   return s;

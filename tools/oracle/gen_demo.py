@@ -5,15 +5,16 @@ loss trajectory is from JAX's.
 
 Usage: .venv-oracle/bin/python tools/oracle/gen_demo.py [--out fixtures/demo]
 
-Writes, for the default configuration of `ftc demo` (MLP 64-128-10, ReLU,
-seed 0, batch 32, 12 epochs, Adam lr 0.01):
-  mlp_loss.npy   f32[steps]  the loss of each training step (before its update)
-  mlp.txt        "key value" lines: the configuration, steps, final train/test
-                 accuracy, the FNV-1a-64 hash of the initial and final weights
-                 (the bytes of W1, b1, W2, b2, f32 little-endian, in that order)
-and, for tests/demo (init identical to JAX for seeds 0 and 7):
-  init.txt       per seed: the initial weights' FNV-1a-64 hash and the bits of
-                 the first four values of W1 and W2
+Writes, for the default configuration of `ftc demo` (seed 0, batch 32,
+12 epochs, Adam lr 0.01) of each model (mlp: 64-128-10, ReLU; cnn: 3x3 conv
+to 8 channels, ReLU, 2x2 max pool, dense 128-10):
+  <model>_loss.npy  f32[steps]  the loss of each training step (before its update)
+  <model>.txt       "key value" lines: the configuration, steps, final train/test
+                    accuracy, the FNV-1a-64 hash of the initial and final weights
+                    (the bytes of the four parameter arrays, f32 little-endian, in order)
+and, for tests/demo (init identical to JAX):
+  init.txt          per model and seed: the initial weights' FNV-1a-64 hash and
+                    the bits of the first four values of the two weight arrays
 Deterministic: JAX's threefry, fixed seeds, no timestamps.
 """
 import argparse
@@ -22,8 +23,9 @@ import os
 import numpy as np
 import jax
 import jax.numpy as jnp
+from jax import lax
 
-IN, HIDDEN, CLASSES = 64, 128, 10
+IN, HIDDEN, CLASSES, CH = 64, 128, 10, 8
 
 
 def fnv1a64(arrays):
@@ -48,39 +50,56 @@ def load(root):
     return x[~test], y[~test], x[test], y[test]
 
 
-def glorot(key, fan_in, fan_out):
+def glorot(key, shape, fan_in, fan_out):
     # uniform in [-lim, lim) as (2u - 1) * lim: u*2-1 is exact, so the only
     # rounding is the product with lim (no fused multiply-add can change it).
+    # Fans as jax.nn.initializers.glorot_uniform computes them (OIHW for conv).
     lim = float(np.sqrt(6.0 / (fan_in + fan_out)))
-    u = jax.random.uniform(key, (fan_in, fan_out), jnp.float32)
+    u = jax.random.uniform(key, shape, jnp.float32)
     return (u * 2.0 - 1.0) * lim
 
 
-def init(seed):
+def init(model, seed):
     key = jax.random.key(seed)
     k_init, k_shuffle = jax.random.split(key)
     k1, k2 = jax.random.split(k_init)
-    params = (glorot(k1, IN, HIDDEN), jnp.zeros((HIDDEN,), jnp.float32),
-              glorot(k2, HIDDEN, CLASSES), jnp.zeros((CLASSES,), jnp.float32))
+    if model == "cnn":
+        params = (glorot(k1, (CH, 1, 3, 3), 9, 9 * CH), jnp.zeros((CH,), jnp.float32),
+                  glorot(k2, (CH * 16, CLASSES), CH * 16, CLASSES), jnp.zeros((CLASSES,), jnp.float32))
+    else:
+        params = (glorot(k1, (IN, HIDDEN), IN, HIDDEN), jnp.zeros((HIDDEN,), jnp.float32),
+                  glorot(k2, (HIDDEN, CLASSES), HIDDEN, CLASSES), jnp.zeros((CLASSES,), jnp.float32))
     return params, k_shuffle
 
 
-def logits_fn(params, x):
+def mlp_logits(params, x):
     w1, b1, w2, b2 = params
     h = jnp.maximum(x @ w1 + b1, 0.0)
     return h @ w2 + b2
 
 
-def loss_fn(params, x, y):
-    logp = jax.nn.log_softmax(logits_fn(params, x), axis=-1)
-    return -jnp.mean(jnp.sum(y * logp, axis=-1))
+def cnn_logits(params, x):
+    k, b1, w2, b2 = params
+    n = x.shape[0]
+    c = lax.conv_general_dilated(x.reshape(n, 1, 8, 8), k, (1, 1), ((1, 1), (1, 1)))
+    h = jnp.maximum(c + b1.reshape(1, CH, 1, 1), 0.0)
+    p = lax.reduce_window(h, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+    return p.reshape(n, CH * 16) @ w2 + b2
+
+
+LOGITS = {"mlp": mlp_logits, "cnn": cnn_logits}
 
 
 LR, B1, B2, EPS = 0.01, 0.9, 0.999, 1e-8
 
 
-@jax.jit
-def train_step(params, m, v, t, x, y):
+def make_train_step(logits_fn):
+  def loss_fn(params, x, y):
+    logp = jax.nn.log_softmax(logits_fn(params, x), axis=-1)
+    return -jnp.mean(jnp.sum(y * logp, axis=-1))
+
+  @jax.jit
+  def train_step(params, m, v, t, x, y):
     loss, g = jax.value_and_grad(loss_fn)(params, x, y)
     m = tuple(B1 * mi + (1 - B1) * gi for mi, gi in zip(m, g))
     v = tuple(B2 * vi + (1 - B2) * gi * gi for vi, gi in zip(v, g))
@@ -89,16 +108,14 @@ def train_step(params, m, v, t, x, y):
     params = tuple(p - LR * (mi / c1) / (jnp.sqrt(vi / c2) + EPS)
                    for p, mi, vi in zip(params, m, v))
     return params, m, v, loss
+  return train_step
 
 
-@jax.jit
-def predict(params, x):
-    return jnp.argmax(logits_fn(params, x), axis=-1)
-
-
-def run(root, seed, batch, epochs):
+def run(root, model, seed, batch, epochs):
     xtr, ytr, xte, yte = load(root)
-    params, k_shuffle = init(seed)
+    train_step = make_train_step(LOGITS[model])
+    predict = jax.jit(lambda params, x: jnp.argmax(LOGITS[model](params, x), axis=-1))
+    params, k_shuffle = init(model, seed)
     init_hash = fnv1a64(params)
     first = {"w1": np.asarray(params[0]).ravel()[:4].tolist(),
              "w2": np.asarray(params[2]).ravel()[:4].tolist()}
@@ -126,29 +143,30 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ap.add_argument("--out", default=os.path.join(root, "fixtures", "demo"))
     ap.add_argument("--epochs", type=int, default=12)
+    ap.add_argument("--models", default="mlp,cnn")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     seed, batch = 0, 32
-    r = run(root, seed, batch, args.epochs)
-    np.save(os.path.join(args.out, "mlp_loss.npy"), r["losses"])
-    meta = [("model", "mlp"), ("hidden", HIDDEN), ("activation", "relu"), ("seed", seed),
-            ("batch", batch), ("epochs", args.epochs), ("steps", len(r["losses"])),
-            ("optimizer", "adam"), ("lr", LR), ("b1", B1), ("b2", B2), ("eps", EPS),
-            ("jax", jax.__version__), ("init_hash", r["init_hash"]),
-            ("final_hash", r["final_hash"]), ("acc_train", repr(r["acc_train"])),
-            ("acc_test", repr(r["acc_test"])), ("loss_first", repr(float(r["losses"][0]))),
-            ("loss_last", repr(float(r["losses"][-1])))]
-    with open(os.path.join(args.out, "mlp.txt"), "w") as f:
-        for k, v in meta:
-            f.write(f"{k} {v}\n")
+    for model in args.models.split(","):
+        r = run(root, model, seed, batch, args.epochs)
+        np.save(os.path.join(args.out, f"{model}_loss.npy"), r["losses"])
+        meta = [("model", model), ("seed", seed), ("batch", batch), ("epochs", args.epochs),
+                ("steps", len(r["losses"])), ("optimizer", "adam"), ("lr", LR), ("b1", B1),
+                ("b2", B2), ("eps", EPS), ("jax", jax.__version__), ("init_hash", r["init_hash"]),
+                ("final_hash", r["final_hash"]), ("acc_train", repr(r["acc_train"])),
+                ("acc_test", repr(r["acc_test"])), ("loss_first", repr(float(r["losses"][0]))),
+                ("loss_last", repr(float(r["losses"][-1])))]
+        with open(os.path.join(args.out, f"{model}.txt"), "w") as f:
+            for k, v in meta:
+                f.write(f"{k} {v}\n")
+        print(open(os.path.join(args.out, f"{model}.txt")).read(), end="")
     with open(os.path.join(args.out, "init.txt"), "w") as f:
-        f.write("# seed fnv1a64(W1,b1,W2,b2) W1[0,0:4] W2[0,0:4] (float32 bits, hex)\n")
-        for s in (0, 7):
-            params, _ = init(s)
+        f.write("# model seed fnv1a64(params) param0[:4] param2[:4] (float32 bits, hex)\n")
+        for model, s in (("mlp", 0), ("mlp", 7), ("cnn", 0)):
+            params, _ = init(model, s)
             bits = lambda a: " ".join(f"{int(b):08x}" for b in
                                       np.asarray(a, np.float32).ravel()[:4].view(np.uint32))
-            f.write(f"{s} {fnv1a64(params)} {bits(params[0])} {bits(params[2])}\n")
-    print(open(os.path.join(args.out, 'mlp.txt')).read(), end='')
+            f.write(f"{model} {s} {fnv1a64(params)} {bits(params[0])} {bits(params[2])}\n")
 
 
 if __name__ == "__main__":
