@@ -8,10 +8,12 @@
  * distance from JAX's own run (fixtures/demo/, tools/oracle/gen_demo.py),
  * bitwise identity across thread counts and reruns, PNG plots (cairo) and
  * the ledger. The programs live in ftc_demo_model.c. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -530,6 +532,22 @@ static int plots(const opts *o, const demo_data *d, const run_result *r) {
 #endif
 }
 
+/* --plot DIR is checked before training, so a bad directory or a build
+ * without cairo fails at once rather than after the run. */
+static int plot_dir_check(const opts *o) {
+  if (!o->plot_dir) return 0;
+#ifdef FTC_HAVE_CAIRO
+  struct stat st;
+  if (mkdir(o->plot_dir, 0777) && errno != EEXIST)
+    return ftc_fail("demo", "--plot %s: cannot create the directory: %s", o->plot_dir, strerror(errno));
+  if (stat(o->plot_dir, &st) || !S_ISDIR(st.st_mode))
+    return ftc_fail("demo", "--plot %s: not a directory", o->plot_dir);
+  return 0;
+#else
+  return plots(o, NULL, NULL);
+#endif
+}
+
 static void print_confusion(const demo_data *d, const int32_t *pred) {
   int cm[DEMO_CLASSES][DEMO_CLASSES] = {{0}};
   for (int i = 0; i < d->n_test; i++) cm[d->y_test[i]][pred[i]]++;
@@ -620,6 +638,10 @@ int ftc_cmd_demo(int argc, char **argv) {
     }
     ft_ctx_free(ctx);
     ctx = c2;
+  }
+  if (plot_dir_check(&o)) {
+    ft_ctx_free(ctx);
+    return 1;
   }
   demo_data d;
   stages s = {0};
