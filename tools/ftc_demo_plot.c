@@ -24,7 +24,8 @@ static void text_at(cairo_t *cr, double x, double y, double size, const char *s,
   cairo_show_text(cr, s);
 }
 
-/* A panel frame at (x, y, w, h) with a title and n_ticks y labels from lo to hi. */
+/* A panel frame at (x, y, w, h) with a title and 5 y labels from lo to hi
+ * (fmt NULL: lo and hi are log10 values, labelled as 10^v). */
 static void frame(cairo_t *cr, double x, double y, double w, double h, const char *title, double lo,
                   double hi, const char *fmt, const char *xlabel) {
   cairo_set_source_rgb(cr, 0.97, 0.97, 0.97);
@@ -38,7 +39,9 @@ static void frame(cairo_t *cr, double x, double y, double w, double h, const cha
     cairo_line_to(cr, x + w, yy);
     cairo_stroke(cr);
     char lab[32];
-    snprintf(lab, sizeof lab, fmt, lo + (hi - lo) * k / 4.0);
+    double v = lo + (hi - lo) * k / 4.0;
+    if (fmt) snprintf(lab, sizeof lab, fmt, v);
+    else snprintf(lab, sizeof lab, "%.3g", pow(10.0, v)); /* a log10 axis */
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
     text_at(cr, x - 6, yy + 4, 11, lab, 1.0);
   }
@@ -48,6 +51,16 @@ static void frame(cairo_t *cr, double x, double y, double w, double h, const cha
   cairo_set_source_rgb(cr, 0, 0, 0);
   text_at(cr, x + w / 2, y - 10, 14, title, 0.5);
   text_at(cr, x + w / 2, y + h + 32, 12, xlabel, 0.5);
+}
+
+/* x tick labels under a panel: n_ticks + 1 evenly spaced values from lo to hi. */
+static void xticks(cairo_t *cr, double x, double y, double w, double lo, double hi, int n_ticks) {
+  cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+  for (int k = 0; k <= n_ticks; k++) {
+    char lab[32];
+    snprintf(lab, sizeof lab, "%.0f", lo + (hi - lo) * k / n_ticks);
+    text_at(cr, x + w * k / n_ticks, y + 16, 11, lab, 0.5);
+  }
 }
 
 static int save(cairo_surface_t *s, const char *dir, const char *file, char *err, size_t errlen) {
@@ -80,7 +93,8 @@ static int curves(const char *dir, int epochs, int n_steps, const float *losses,
   lmax = ceil(lmax);
   if (lmax <= lmin) lmax = lmin + 1;
   double x0 = 70, y0 = 40, w = 380, h = 320;
-  frame(cr, x0, y0, w, h, "training loss (log scale)", lmin, lmax, "1e%.1f", "step");
+  frame(cr, x0, y0, w, h, "training loss (log scale)", lmin, lmax, NULL, "step");
+  xticks(cr, x0, y0 + h, w, 1, n_steps, 4);
   cairo_set_line_width(cr, 0.8);
   cairo_set_source_rgba(cr, 0.2, 0.4, 0.8, 0.5);
   for (int i = 0; i < n_steps; i++) {
@@ -98,6 +112,7 @@ static int curves(const char *dir, int epochs, int n_steps, const float *losses,
   if (amin >= 1) amin = 0.9;
   double x1 = 540;
   frame(cr, x1, y0, w, h, "accuracy per epoch", 100 * amin, 100, "%.1f%%", "epoch");
+  xticks(cr, x1, y0 + h, w, 1, epochs, epochs > 1 && epochs - 1 <= 12 ? epochs - 1 : (epochs > 1 ? 4 : 1));
   const double col[2][3] = {{0.2, 0.6, 0.2}, {0.85, 0.3, 0.1}};
   const double *acc[2] = {acc_train, acc_test};
   const char *name[2] = {"train", "test"};
