@@ -4,15 +4,36 @@
  * the first training step run by the JIT (optimized program) equals the
  * interpreter's (unoptimized program) bit for bit, and its loss is JAX's
  * within rounding; a ledger of the pipeline and one step verifies, replays
- * and re-executes. */
+ * and re-executes; the steady-state training step allocates nothing. */
 #include <check.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ftc_demo.h"
+
+/* Malloc counting (the binary links with -Wl,--wrap=malloc,...; counted
+ * only while counting is on: Check allocates too). */
+static atomic_long allocs;
+static atomic_bool counting;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t a, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t m);
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_aligned_alloc(size_t a, size_t n);
+static void count(void) {
+  if (atomic_load(&counting)) atomic_fetch_add(&allocs, 1);
+}
+void *__wrap_malloc(size_t n) { count(); return __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t m) { count(); return __real_calloc(n, m); }
+void *__wrap_realloc(void *p, size_t n) { count(); return __real_realloc(p, n); }
+void *__wrap_aligned_alloc(size_t a, size_t n) { count(); return __real_aligned_alloc(a, n); }
 
 static ft_ctx *C;
 static void setup(void) { C = ft_ctx_new(NULL); }
@@ -217,6 +238,48 @@ START_TEST(step_jit_equals_interpreter) {
 }
 END_TEST
 
+/* The training loop's steady state: the compiled step run with
+ * ft_call_into on two preallocated state sets, swapped, allocates nothing
+ * (MLP: GEMMs and kernels; CNN: also the convolution and pooling routines). */
+START_TEST(train_steps_do_not_allocate) {
+  demo_model m = _i ? DEMO_CNN : DEMO_MLP;
+  step_case sc;
+  step_case_make(&sc, m, 16);
+  ft_fn *fn = ft_jit(C, sc.opt, NULL);
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
+  ft_array *st[2][13]; /* params, m, v, loss */
+  for (int s2 = 0; s2 < 2; s2++)
+    for (int i = 0; i < 13; i++) {
+      ft_aval av = ft_array_aval(sc.in[i]); /* in[12], t, is a scalar like the loss */
+      st[s2][i] = ft_array_new(C, FT_F32, av.rank, av.dims);
+      memcpy(ft_array_data(st[s2][i]), ft_array_data(sc.in[i]), sizeof(float) * (size_t)ft_aval_size(&av));
+    }
+  float *t = ft_array_data(sc.in[12]);
+  int cur = 0, fails = 0;
+  for (int step = 0; step < 4; step++) {
+    if (step == 1) {
+      atomic_store(&allocs, 0);
+      atomic_store(&counting, true);
+    }
+    *t = (float)(step + 1);
+    ft_array *in[15], *out[13];
+    for (int i = 0; i < 12; i++) in[i] = st[cur][i];
+    in[12] = sc.in[12], in[13] = sc.in[13], in[14] = sc.in[14];
+    for (int i = 0; i < 13; i++) out[i] = st[1 - cur][i];
+    fails += ft_call_into(fn, 15, in, 13, out) != FT_OK; /* no ck_assert here: Check allocates */
+    cur = 1 - cur;
+  }
+  atomic_store(&counting, false);
+  ck_assert_msg(fails == 0, "%s", ft_ctx_error(C));
+  ck_assert_int_eq(atomic_load(&allocs), 0);
+  ck_assert(isfinite(*(float *)ft_array_data(st[cur][12])));
+  for (int s2 = 0; s2 < 2; s2++)
+    for (int i = 0; i < 13; i++) ft_array_free(st[s2][i]);
+  ft_fn_free(fn);
+  step_case_free(&sc);
+}
+END_TEST
+
 START_TEST(ledger_verifies_replays_reexecs) {
   char dir[] = "/tmp/ft-test-demo-XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -268,6 +331,7 @@ static Suite *suite(void) {
   tcase_add_test(t, data_loads_and_splits);
   tcase_add_test(t, init_is_jax_bit_for_bit);
   tcase_add_loop_test(t, step_jit_equals_interpreter, 0, 2);
+  tcase_add_loop_test(t, train_steps_do_not_allocate, 0, 2);
   tcase_add_test(t, ledger_verifies_replays_reexecs);
   suite_add_tcase(s, t);
   return s;
