@@ -613,11 +613,12 @@ static int build_stages(ft_ctx *ctx, const opts *o, stages *s) {
 static void report_plan(const programs *p, double compile_ms) {
   ft_jit_stats st;
   ft_fn_stats(p->step, &st);
-  printf("\n== 5. compiled (ft_jit; all five programs in %.0f ms): the step is %d plan steps: %d fused "
-         "loop kernels (%d equations), %d GEMM calls, %d interpreter steps; %zu bytes of buffers "
-         "per call (%zu without reuse)%s\n",
-         compile_ms, st.n_steps, st.n_kernels, st.n_fused_eqns, st.n_gemm, st.n_fallback, st.arena_bytes,
-         st.buffers_bytes, st.mem_hit || st.disk_hit ? " [from the compile cache]" : "");
+  printf("\n== 5. compiled (ft_jit; all five programs in %.0f ms, the step %.0f ms: plan %.1f, e-graph %.1f, "
+         "LLVM %.1f, load %.1f)%s: the step is %d plan steps: %d fused loop kernels (%d equations), %d GEMM "
+         "calls, %d interpreter steps; %zu bytes of buffers per call (%zu without reuse)\n",
+         compile_ms, st.total_ms, st.plan_ms, st.opt_ms, st.codegen_ms, st.load_ms,
+         st.mem_hit || st.disk_hit ? " [from the compile cache]" : "", st.n_steps, st.n_kernels,
+         st.n_fused_eqns, st.n_gemm, st.n_fallback, st.arena_bytes, st.buffers_bytes);
 }
 
 int ftc_cmd_demo(int argc, char **argv) {
