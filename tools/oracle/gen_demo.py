@@ -117,8 +117,6 @@ def run(root, model, seed, batch, epochs):
     predict = jax.jit(lambda params, x: jnp.argmax(LOGITS[model](params, x), axis=-1))
     params, k_shuffle = init(model, seed)
     init_hash = fnv1a64(params)
-    first = {"w1": np.asarray(params[0]).ravel()[:4].tolist(),
-             "w2": np.asarray(params[2]).ravel()[:4].tolist()}
     m = tuple(jnp.zeros_like(p) for p in params)
     v = tuple(jnp.zeros_like(p) for p in params)
     onehot = np.eye(CLASSES, dtype=np.float32)[ytr]
@@ -134,7 +132,7 @@ def run(root, model, seed, batch, epochs):
             losses.append(float(loss))
     acc_tr = float(np.mean(np.asarray(predict(params, xtr)) == ytr))
     acc_te = float(np.mean(np.asarray(predict(params, xte)) == yte))
-    return dict(losses=np.array(losses, np.float32), init_hash=init_hash, first=first,
+    return dict(losses=np.array(losses, np.float32), init_hash=init_hash,
                 final_hash=fnv1a64(params), acc_train=acc_tr, acc_test=acc_te)
 
 
