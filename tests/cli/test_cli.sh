@@ -117,6 +117,17 @@ expect demo-extra-arg 2 "unknown option 'foo'" -- "$FTC" demo foo
 expect demo-bad-epochs 2 "--epochs takes an integer in 1..1000, not '0'" -- "$FTC" demo --epochs 0
 expect demo-bad-model 2 "--model takes mlp or cnn, not .resnet." -- "$FTC" demo --model resnet
 expect demo-no-data 1 "the digits: $tmp/nodata/images.npy" -- "$FTC" demo --data "$tmp/nodata"
+# A run that disagrees with JAX's recorded one fails: a changed step loss
+# (the full default run: 540 steps), a changed initial-weights hash.
+mkdir -p "$tmp/jax"
+cp "$FIX/demo/mlp.txt" "$FIX/demo/mlp_loss.npy" "$tmp/jax/"
+# step 101's float32 (little-endian): flip bit 0 of its top byte, an exponent bit (x4 or /4)
+off=$(( $(stat -c %s "$tmp/jax/mlp_loss.npy") - 540 * 4 + 100 * 4 + 3 ))
+orig=$(dd if="$tmp/jax/mlp_loss.npy" bs=1 skip=$off count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+printf "\\$(printf %o $(( orig ^ 1 )))" | dd of="$tmp/jax/mlp_loss.npy" bs=1 seek=$off conv=notrunc 2>/dev/null
+expect demo-jax-trajectory 1 "step 101's loss .* is not JAX's .* within" -- "$FTC" demo --quiet --jax "$tmp/jax"
+sed 's/^init_hash .*/init_hash 0000000000000000/' "$FIX/demo/mlp.txt" >"$tmp/jax/mlp.txt"
+expect demo-jax-init 1 "the initial weights are not JAX's for seed 0" -- "$FTC" "${D[@]}" --jax "$tmp/jax"
 
 # --ledger: ftc demo records the trace, the value_and_grad, the inlining,
 # the exact-tier rewrites and compilations of ft_jit, the initialization,
