@@ -459,34 +459,6 @@ ft_status ft_ledger_close(ft_ledger *lg) {
   return st;
 }
 
-/* The check that lg is free and the claim happen in one critical section
- * holding lg's lock and the lock of the ledger ctx leaves (taken in address
- * order), so two threads attaching one ledger to two contexts cannot both
- * win, and every write of ctx->ledger happens under the lock of the ledger
- * it leaves or joins (the check reads another context's ->ledger). */
-ft_status ft_ctx_attach_ledger(ft_ctx *ctx, ft_ledger *lg) {
-  if (!ctx) return FT_ERR_INVALID_ARG;
-  ft_ledger *old = ctx->ledger == lg ? NULL : ctx->ledger;
-  ft_ledger *first = !old ? lg : !lg ? old : (uintptr_t)old < (uintptr_t)lg ? old : lg;
-  ft_ledger *second = first == lg ? old : lg;
-  if (first) pthread_mutex_lock(&first->lock);
-  if (second) pthread_mutex_lock(&second->lock);
-  bool taken = lg && lg->attached && lg->attached != ctx && lg->attached->ledger == lg;
-  if (!taken) {
-    if (old && old->attached == ctx) old->attached = NULL;
-    if (lg) lg->attached = ctx;
-    ctx->ledger = lg;
-    /* The observer turns successful parses, traces and evaluations into records. */
-    ctx->on_event = lg ? ft_ledger_observe : NULL;
-  }
-  if (second) pthread_mutex_unlock(&second->lock);
-  if (first) pthread_mutex_unlock(&first->lock);
-  if (taken)
-    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ledger %s: already attached to another context",
-                        lg->dir);
-  return FT_OK;
-}
-
 int64_t ft_ledger_num_records(const ft_ledger *lg) {
   if (!lg) return 0;
   pthread_mutex_t *l = (pthread_mutex_t *)&lg->lock;
