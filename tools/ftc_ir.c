@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "ftc.h"
-#include "runtime/exec.h"
+#include "lower/lower.h" /* ft_exec_profile_jaxpr (src/lower since this commit) */
 
 /* Parses FILE ('-' = stdin) into a jaxpr, printing the library's message
  * (with line:col and a caret) on failure. */
