@@ -93,6 +93,10 @@ struct ft_ctx {
   /* The observer (NULL: none). A status other than FT_OK fails the call that
    * reported (its result is freed), with the observer's message on ctx. */
   ft_status (*on_event)(ft_ctx *ctx, const ft_ctx_event *ev);
+  /* Installed with the observer by its owner (NULL: none); ft_ctx_free
+   * calls it first, so the owner (the ledger, src/replay/observe.c) stops
+   * pointing here without src/ir calling up into it. */
+  void (*on_free)(ft_ctx *ctx);
   pthread_mutex_t guard_lock;  /* guards the guard list (hardened mode) */
   int n_guards;
   ft_guard_event guards[FT_MAX_GUARDS];

@@ -307,6 +307,9 @@ ft_status ft_ledger_observe(ft_ctx *ctx, const ft_ctx_event *ev) {
   return st;
 }
 
+/* ft_ctx_free's hook (ctx->on_free): detach the ledger from a dying context. */
+static void detach_on_free(ft_ctx *ctx) { ft_ctx_attach_ledger(ctx, NULL); }
+
 /* The check that lg is free and the claim happen in one critical section
  * holding lg's lock and the lock of the ledger ctx leaves (taken in address
  * order), so two threads attaching one ledger to two contexts cannot both
@@ -326,6 +329,7 @@ ft_status ft_ctx_attach_ledger(ft_ctx *ctx, ft_ledger *lg) {
     ctx->ledger = lg;
     /* The observer turns successful parses, traces and evaluations into records. */
     ctx->on_event = lg ? ft_ledger_observe : NULL;
+    ctx->on_free = lg ? detach_on_free : NULL;
   }
   if (second) pthread_mutex_unlock(&second->lock);
   if (first) pthread_mutex_unlock(&first->lock);
