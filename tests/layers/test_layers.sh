@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# tests/layers/test_layers.sh CHECK ROOT: every #include of the tree runs
-# downward (tools/check-layers over ROOT), and the check does fail, naming
-# the include and the rule, on a small tree with one include of each wrong
-# kind.
+# tests/layers/test_layers.sh CHECK ROOT LIB: every #include of the tree
+# runs downward (tools/check-layers over ROOT), and so does every call
+# between the objects of LIB (libfrankentrace.a, --symbols); each check does
+# fail, naming the include or call and the rule, on a small tree and a
+# small archive with wrong ones.
 set -u
 check=$1
 root=$2
+lib=$3
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); }
@@ -36,6 +38,22 @@ if [ "$out" = "$want" ]; then ok; else bad "a tree with wrong includes printed:"
 "$check" "$tmp/nowhere" 2>/dev/null
 rc=$?
 if [ "$rc" -eq 2 ]; then ok; else bad "a root without src/: exit $rc, want 2"; fi
+
+if "$check" --symbols "$lib"; then ok; else bad "calls in $lib cross a layer the wrong way (above)"; fi
+# An archive whose src/ir object calls a function of src/lower.
+mkdir -p "$tmp/o"
+printf 'int lower_fn(void);\nint ir_fn(void);\nint ir_fn(void) { return lower_fn(); }\n' > "$tmp/o/a.c"
+printf 'int lower_fn(void);\nint lower_fn(void) { return 1; }\n' > "$tmp/o/b.c"
+if ${CC:-cc} -c "$tmp/o/a.c" -o "$tmp/o/src_ir_a.c.o" && ${CC:-cc} -c "$tmp/o/b.c" -o "$tmp/o/src_lower_b.c.o" &&
+   (cd "$tmp/o" && ar rc libx.a src_ir_a.c.o src_lower_b.c.o); then
+  out=$("$check" --symbols "$tmp/o/libx.a")
+  rc=$?
+  want='src_ir_a.c.o: calls lower_fn (lower, defined in src_lower_b.c.o): ir may use only its own layer and public
+check-layers: 1 call(s) cross a layer the wrong way (1 checked)'
+  if [ "$rc" -eq 1 ] && [ "$out" = "$want" ]; then ok; else bad "an archive with an upward call: exit $rc, printed:"; echo "$out"; fi
+else
+  bad "cannot build the test archive with ${CC:-cc}"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
