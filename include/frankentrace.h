@@ -1252,6 +1252,49 @@ FT_API ft_jaxpr *ft_optimize(ft_ctx *ctx, const ft_jaxpr *j, ft_opt_tier tier,
                              ft_opt_report *report);
 FT_API void ft_opt_report_free(ft_opt_report *report);
 
+
+/* =================================================================== tools */
+/* What the command-line tools need beyond the calls above, so every tool is
+ * a client of include/ alone (docs/architecture.md, "Layers"). Owned by
+ * src/api/. */
+
+/* The primitive table (src/ir/prims.def): primitives are numbered
+ * 0 .. ft_primitive_count() - 1 in table order. ft_primitive_name gives
+ * NULL out of range; ft_primitive_lookup gives -1 for an unknown name. */
+FT_API int ft_primitive_count(void);
+FT_API const char *ft_primitive_name(int prim);
+FT_API int ft_primitive_lookup(const char *name);
+
+/* The primitive x pass rule matrix of DESIGN.md §2 (ftc coverage). Passes
+ * are numbered 0 .. ft_coverage_num_passes() - 1: eval, jvp, transpose,
+ * batch, egraph, lower. ft_coverage_status gives NULL when the pass has a
+ * rule for the primitive, else the reason (static text: "unsupported:
+ * ...", "not linear", "n/a: ...", or anything else for a hole); prim or
+ * pass out of range gives "n/a: no such primitive or pass". */
+FT_API int ft_coverage_num_passes(void);
+FT_API const char *ft_coverage_pass_name(int pass);
+FT_API const char *ft_coverage_status(int prim, int pass);
+
+/* Plan statistics without code generation (tools/jit-fallbacks): plans j
+ * as ft_jit plans it (the exact-tier e-graph rewrite first unless
+ * opts->no_optimize; opts may be NULL) and lists every fallback step at
+ * every depth (control-flow sub-programs included), one line each:
+ * "DEPTH KEY\n", where KEY is "prim [in dtypes -> out dtypes] reason".
+ * *n_fallback receives the count, *lines (may be NULL) the text (malloc'd,
+ * free with ft_free). Error on ctx. */
+FT_API ft_status ft_jit_plan_fallbacks(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts,
+                                       int *n_fallback, char **lines);
+
+/* What ftc run --profile / --stats do: compiles j as ft_jit does (no
+ * compile cache) and runs it on the executor: one warm-up call, then runs
+ * (>= 1) profiled calls. out receives n_out new arrays (free with
+ * ft_array_free). *trace_json (may be NULL) receives the last call's Chrome
+ * trace, *stats (may be NULL) the per-step table over the profiled calls;
+ * both malloc'd, free with ft_free. */
+FT_API ft_status ft_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
+                                  int n_out, ft_array **out, int runs, char **trace_json,
+                                  char **stats);
+
 #ifdef __cplusplus
 }
 #endif

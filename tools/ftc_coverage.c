@@ -2,33 +2,11 @@
  * DESIGN.md §2. Every pass answers per primitive: a rule (NULL), or an
  * explicit reason ("unsupported: ...", "not linear", "n/a: ..."). Anything
  * else is a hole, which `--strict` turns into a failure (the coverage test).
- * This tool reads the library's internal tables, so it includes the
- * folders' internal headers; it links the static library. */
+ * The matrix comes from the public calls ft_coverage_* (src/api/tools.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "ftc.h"
-#include "ir/ir.h"
-#include "runtime/runtime.h"
-#include "transforms/transforms.h"
-#include "transforms/vmap.h"
-#include "egraph/tensor.h"
-#include "lower/lower.h"
-
-typedef struct {
-  const char *name;
-  const char *(*status)(ft_prim p);
-} column;
-
-static const column columns[] = {
-    {"eval", ft_eval_rule_status},
-    {"jvp", ft_jvp_rule_status},
-    {"transpose", ft_transpose_rule_status},
-    {"batch", ft_batch_rule_status},
-    {"egraph", ft_egraph_rule_status},
-    {"lower", ft_lower_rule_status},
-};
-enum { NCOL = sizeof columns / sizeof columns[0] };
 
 static bool explicit_reason(const char *why) {
   return !strncmp(why, "unsupported: ", 13) || !strcmp(why, "not linear") || !strncmp(why, "n/a: ", 5);
@@ -38,24 +16,25 @@ static bool explicit_reason(const char *why) {
  * lacks it; else the passes with a rule, then each other pass with its
  * explicit reason ("not linear" included). Written to buf. */
 static const char *jax_state(const char *name, char *buf, size_t cap) {
-  ft_prim p = ft_prim_lookup(name, strlen(name));
-  if (p == FT_NUM_PRIMS) {
+  const int ncol = ft_coverage_num_passes();
+  int p = ft_primitive_lookup(name);
+  if (p < 0) {
     snprintf(buf, cap, "not parsed (no entry in src/ir/prims.def)");
     return buf;
   }
   size_t n = 0;
   int missing = 0;
   buf[0] = '\0';
-  for (int c = 0; c < NCOL; c++)
-    if (!columns[c].status(p)) n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", n ? " " : "", columns[c].name);
+  for (int c = 0; c < ncol; c++)
+    if (!ft_coverage_status(p, c)) n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", n ? " " : "", ft_coverage_pass_name(c));
     else missing++;
   if (!missing) {
     snprintf(buf, cap, "every pass (eval jvp transpose batch egraph lower)");
     return buf;
   }
-  for (int c = 0; c < NCOL; c++) {
-    const char *why = columns[c].status(p);
-    if (why && n < cap) n += (size_t)snprintf(buf + n, cap - n, "; %s: %s", columns[c].name, why);
+  for (int c = 0; c < ncol; c++) {
+    const char *why = ft_coverage_status(p, c);
+    if (why && n < cap) n += (size_t)snprintf(buf + n, cap - n, "; %s: %s", ft_coverage_pass_name(c), why);
   }
   return buf;
 }
@@ -84,7 +63,11 @@ static int coverage_jax(const char *path) {
   return 0;
 }
 
+enum { MAX_COL = 16 };
+
 int ftc_cmd_coverage(int argc, char **argv) {
+  const int ncol = ft_coverage_num_passes() < MAX_COL ? ft_coverage_num_passes() : MAX_COL;
+  const int nprim = ft_primitive_count();
   if (ftc_wants_help(argc, argv)) {
     printf("usage: ftc coverage [--strict] [--reasons]\n"
            "       ftc coverage --jax [FILE]\n\n"
@@ -92,8 +75,8 @@ int ftc_cmd_coverage(int argc, char **argv) {
            "%s) with its state here: the passes with a\n"
            "rule and the reason of each other one, or 'not parsed'.\n\n", FTC_JAX_PRIMS);
     printf("Without --jax: prints the primitive x rule matrix: for each primitive in the table and\n"
-           "each pass (%s", columns[0].name);
-    for (int c = 1; c < NCOL; c++) printf(", %s", columns[c].name);
+           "each pass (%s", ft_coverage_pass_name(0));
+    for (int c = 1; c < ncol; c++) printf(", %s", ft_coverage_pass_name(c));
     printf("), 'yes' for a rule, '-' for an explicit\n"
            "'unsupported: why' (listed with --reasons), 'HOLE' for neither.\n"
            "--strict exits 1 when there is a hole.\n");
@@ -109,14 +92,14 @@ int ftc_cmd_coverage(int argc, char **argv) {
     else if (!strcmp(argv[i], "--reasons")) reasons = true;
     else return ftc_usage("coverage", "unknown argument '%s'", argv[i]);
   }
-  int holes = 0, yes[NCOL] = {0};
+  int holes = 0, yes[MAX_COL] = {0};
   printf("%-24s", "primitive");
-  for (int c = 0; c < NCOL; c++) printf(" %-9s", columns[c].name);
+  for (int c = 0; c < ncol; c++) printf(" %-9s", ft_coverage_pass_name(c));
   printf("\n");
-  for (int p = 0; p < FT_NUM_PRIMS; p++) {
-    printf("%-24s", ft_prim_get((ft_prim)p)->name);
-    for (int c = 0; c < NCOL; c++) {
-      const char *why = columns[c].status((ft_prim)p);
+  for (int p = 0; p < nprim; p++) {
+    printf("%-24s", ft_primitive_name(p));
+    for (int c = 0; c < ncol; c++) {
+      const char *why = ft_coverage_status(p, c);
       const char *cell = !why ? "yes" : explicit_reason(why) ? "-" : "HOLE";
       yes[c] += !why;
       holes += why && !explicit_reason(why);
@@ -125,15 +108,15 @@ int ftc_cmd_coverage(int argc, char **argv) {
     printf("\n");
   }
   printf("%-24s", "with a rule");
-  for (int c = 0; c < NCOL; c++) printf(" %3d/%-5d", yes[c], FT_NUM_PRIMS);
+  for (int c = 0; c < ncol; c++) printf(" %3d/%-5d", yes[c], nprim);
   printf("\nholes: %d\n", holes);
   if (reasons) {
     printf("\nexplicit reasons:\n");
-    for (int p = 0; p < FT_NUM_PRIMS; p++)
-      for (int c = 0; c < NCOL; c++) {
-        const char *why = columns[c].status((ft_prim)p);
+    for (int p = 0; p < nprim; p++)
+      for (int c = 0; c < ncol; c++) {
+        const char *why = ft_coverage_status(p, c);
         if (why && strcmp(why, "not linear"))
-          printf("  %s / %s: %s\n", ft_prim_get((ft_prim)p)->name, columns[c].name, why);
+          printf("  %s / %s: %s\n", ft_primitive_name(p), ft_coverage_pass_name(c), why);
       }
   }
   return strict && holes ? 1 : 0;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egraph/egraph.h"
+#include "frankentrace_egraph.h"
 #include "ftc.h"
 
 static void help(void) {

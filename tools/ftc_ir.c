@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include "ftc.h"
-#include "runtime/exec.h"
 
 /* Parses FILE ('-' = stdin) into a jaxpr, printing the library's message
  * (with line:col and a caret) on failure. */
@@ -212,7 +211,7 @@ int ftc_cmd_run(int argc, char **argv) {
     ft_aval want;
     if (!(in[i] = ft_npy_read(ctx, ins[i])) ||
         (ft_jaxpr_input_aval(j, i - (n_ins - ft_jaxpr_num_inputs(j)), &want) == FT_OK &&
-         ft_dtype_is_key(want.dtype) &&
+         !strncmp(ft_dtype_name(want.dtype), "key<", 4) && /* PRNG keys print key<impl> */
          ft_array_wrap_keys(ctx, in[i], want.dtype))) { /* key inputs: their key data */
       ftc_fail("run", "%s: %s", ins[i], ft_ctx_error(ctx));
       goto done;
@@ -225,8 +224,8 @@ int ftc_cmd_run(int argc, char **argv) {
   ft_status rst;
   if (profile || stats) {
     char *json = NULL;
-    rst = ft_exec_profile_jaxpr(ctx, j, n_ins, in, n_out, out, 10, profile ? &json : NULL,
-                                stats ? &stats_text : NULL);
+    rst = ft_profile_jaxpr(ctx, j, n_ins, in, n_out, out, 10, profile ? &json : NULL,
+                           stats ? &stats_text : NULL);
     if (rst == FT_OK && profile && ft_file_write(ctx, "profile", profile, json, strlen(json))) {
       ftc_fail("run", "%s", ft_ctx_error(ctx));
       free(json);

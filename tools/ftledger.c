@@ -1,8 +1,9 @@
 /* tools/ftledger.c: the ledger's command-line tool: show, verify, replay,
  * reexec, repair, recover, diff, export. Every command takes --json to print
  * the library's report instead of text. Exit status: 0 all good; 1 torn
- * (verify), divergence (replay, reexec) or difference (diff); 2 corrupt or
- * unrecoverable; 3 the command could not run (usage, not a ledger, I/O). */
+ * (verify), divergence (replay, reexec) or difference (diff); 2 a usage
+ * error (as ftc); 3 the command could not run (not a ledger, I/O); 4
+ * corrupt or unrecoverable (as fsck's 4: errors left uncorrected). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,7 +15,7 @@
 #include "blas_threads.h"
 #include "ft.h"
 
-enum { EXIT_OK = 0, EXIT_SOFT = 1, EXIT_BAD = 2, EXIT_ERR = 3 };
+enum { EXIT_OK = 0, EXIT_SOFT = 1, EXIT_USAGE = 2, EXIT_ERR = 3, EXIT_BAD = 4 };
 
 typedef struct opts {
   bool json;
@@ -30,7 +31,7 @@ static int usage(FILE *out) {
           "usage: ftledger <command> [--json] ...\n\n"
           "  show DIR [--seq N] [--kind K]   list records (with --seq: IR before/after)\n"
           "  verify DIR                      check chain, sums, objects, parity\n"
-          "                                  (exit 0 clean, 1 torn tail, 2 corrupt)\n"
+          "                                  (exit 0 clean, 1 torn tail, 4 corrupt)\n"
           "  replay DIR                      recompute transforms; check output hashes\n"
           "  reexec DIR                      re-run logged calls; check outputs bit for bit\n"
           "  repair DIR                      rebuild damaged blocks from parity\n"
@@ -39,8 +40,8 @@ static int usage(FILE *out) {
           "  export DIR [--html OUT] [--dot OUT] [--records OUT]   ('-' = stdout)\n\n"
           "--json prints the full report as JSON. Options take values as '--opt VALUE'\n"
           "or '--opt=VALUE'. --version prints the version.\n"
-          "Exit 3: the command could not run (a usage error, not a ledger, I/O).\n");
-  return out == stdout ? EXIT_OK : EXIT_ERR;
+          "Exit 2: a usage error; 3: the command could not run (not a ledger, I/O).\n");
+  return out == stdout ? EXIT_OK : EXIT_USAGE;
 }
 
 static int fail(const char *cmd, ft_ctx *ctx) {
@@ -288,7 +289,7 @@ static int cmd_export(const opts *o, ft_ctx *ctx) {
   static const char *const names[3] = {"records", "html", "dot"};
   if (!o->records && !o->html && !o->dot) {
     fprintf(stderr, "ftledger export: give --html OUT, --dot OUT or --records OUT\n");
-    return EXIT_ERR;
+    return EXIT_USAGE;
   }
   json_t *rep = json_pack("{s:s, s:s, s:{}}", "command", "export", "dir", o->pos[0], "written");
   for (int i = 0; i < 3; i++) {

@@ -11,8 +11,8 @@
  * `ftc compile --emit plan` does), then ft_program_plan; no code is
  * generated. --files also lists every file with a fallback. Files that do
  * not parse or plan are counted and named on stderr. Exit status 0, or 2 on
- * a usage error. This tool reads the lowering's internal plan, so it
- * includes src/lower/lower.h and links the static library. */
+ * a usage error. The plan comes from the public call ft_jit_plan_fallbacks
+ * (src/api/tools.c). */
 #define _DEFAULT_SOURCE
 #include <dirent.h>
 #include <stdio.h>
@@ -21,8 +21,6 @@
 #include <sys/stat.h>
 
 #include "ft.h"
-#include "ir/ir.h"
-#include "lower/lower.h"
 
 typedef struct group {
   char key[256];
@@ -53,35 +51,18 @@ static void add_group(tally *t, const char *key) {
   t->g[t->n_g++].n = 1;
 }
 
-/* "prim[in dtypes -> out dtypes]: reason" */
-static void step_key(const ft_program *p, const ft_step *s, char *buf, size_t n) {
-  const ft_eqn *e = &p->j->eqns[s->eqn];
-  int w = snprintf(buf, n, "%-18s [", ft_prim_get(e->prim)->name);
-  for (int i = 0; i < e->n_in && w > 0 && (size_t)w < n; i++)
-    w += snprintf(buf + w, n - (size_t)w, "%s%s", i ? "," : "", ft_dtype_name(e->in[i]->aval.dtype));
-  for (int i = 0; i < e->n_out && w > 0 && (size_t)w < n; i++)
-    w += snprintf(buf + w, n - (size_t)w, "%s%s", i ? "," : " -> ", ft_dtype_name(e->out[i]->aval.dtype));
-  if (w > 0 && (size_t)w < n)
-    snprintf(buf + w, n - (size_t)w, "] %s",
-             p->why && p->why[s->eqn] ? p->why[s->eqn] : "debug option interpret_all");
-}
-
-/* Counts p's fallback steps and those of its control steps' sub-programs. */
-static int walk(tally *t, const ft_program *p, int depth) {
-  int n = 0;
-  for (int i = 0; i < p->n_steps; i++) {
-    const ft_step *s = &p->steps[i];
-    if (s->kind == FT_STEP_FALLBACK) {
-      char key[256];
-      step_key(p, s, key, sizeof key);
-      add_group(t, key);
-      n++;
-      t->nested += depth > 0;
-    } else if (s->kind == FT_STEP_CONTROL) {
-      for (int k = 0; k < ft_control_num_subs(s->ctl); k++) n += walk(t, ft_control_sub(s->ctl, k), depth + 1);
+/* Tallies the "DEPTH KEY" lines of ft_jit_plan_fallbacks. */
+static void add_lines(tally *t, char *lines) {
+  for (char *l = lines; l && *l;) {
+    char *nl = strchr(l, '\n');
+    if (nl) *nl = '\0';
+    char *key = strchr(l, ' ');
+    if (key) {
+      add_group(t, key + 1);
+      t->nested += atoi(l) > 0;
     }
+    l = nl ? nl + 1 : l + strlen(l);
   }
-  return n;
 }
 
 static void one_file(tally *t, const char *path) {
@@ -109,21 +90,18 @@ static void one_file(tally *t, const char *path) {
   ft_ctx *ctx = ft_ctx_new(NULL);
   ft_jaxpr *j = text ? ft_parse(ctx, text, len, path) : NULL;
   free(text);
-  ft_jaxpr *opt = NULL;
-  ft_program *p = NULL;
-  if (j && t->optimize) opt = ft_optimize(ctx, j, FT_OPT_EXACT, NULL);
-  if (j && (opt || !t->optimize)) p = ft_program_plan(ctx, opt ? opt : j, &(ft_plan_options){0});
-  if (!p) {
+  int n = 0;
+  char *lines = NULL;
+  if (!j || ft_jit_plan_fallbacks(ctx, j, &(ft_jit_options){.no_optimize = !t->optimize}, &n, &lines)) {
     fprintf(stderr, "jit-fallbacks: %s: %s\n", path, ft_ctx_error(ctx));
     t->failed++;
   } else {
-    int n = walk(t, p, 0);
+    add_lines(t, lines);
     t->total += n;
     t->with_fallback += n > 0;
     if (n && t->list_files) printf("%4d  %s\n", n, path);
   }
-  ft_program_free(p);
-  ft_jaxpr_free(opt);
+  ft_free(lines);
   ft_jaxpr_free(j);
   ft_ctx_free(ctx);
 }

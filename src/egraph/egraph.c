@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egraph.h"
+#include "frankentrace_egraph.h"
 
 #define EMPTY_SLOT UINT64_MAX
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egraph.h"
+#include "frankentrace_egraph.h"
 
 /* ---------------------------------------------------------------- index */
 

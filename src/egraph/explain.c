@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egraph.h"
+#include "frankentrace_egraph.h"
 
 /* The term being rewritten: a tree of cells, each showing term id `id`
  * either folded (kids == NONE) or unfolded into child cells. */

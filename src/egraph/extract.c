@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egraph.h"
+#include "frankentrace_egraph.h"
 
 static double unit_cost(void *ud, ft_egraph *eg, ft_enode n) {
   (void)ud;

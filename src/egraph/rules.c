@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egraph.h"
+#include "frankentrace_egraph.h"
 
 /* ---------------------------------------------------------------- registry */
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "egraph.h"
+#include "frankentrace_egraph.h"
 
 static double now_s(void) {
   struct timespec ts;

@@ -13,7 +13,7 @@
 #ifndef FT_EGRAPH_TENSOR_H
 #define FT_EGRAPH_TENSOR_H
 
-#include "egraph/egraph.h"
+#include "frankentrace_egraph.h"
 #include "ir/ir.h"
 
 /* ================================================================ tensor.c */

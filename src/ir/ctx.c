@@ -42,7 +42,7 @@ ft_ctx *ft_ctx_new(const ft_ctx_options *opts) {
 void ft_ctx_free(ft_ctx *ctx) {
   if (!ctx) return;
   /* The ledger is the caller's to close; detaching keeps it from pointing here. */
-  if (ctx->ledger) ft_ctx_attach_ledger(ctx, NULL);
+  if (ctx->on_free) ctx->on_free(ctx);
   pthread_mutex_destroy(&ctx->err_lock);
   pthread_mutex_destroy(&ctx->guard_lock);
   free(ctx);

@@ -93,6 +93,10 @@ struct ft_ctx {
   /* The observer (NULL: none). A status other than FT_OK fails the call that
    * reported (its result is freed), with the observer's message on ctx. */
   ft_status (*on_event)(ft_ctx *ctx, const ft_ctx_event *ev);
+  /* Installed with the observer by its owner (NULL: none); ft_ctx_free
+   * calls it first, so the owner (the ledger, src/replay/observe.c) stops
+   * pointing here without src/ir calling up into it. */
+  void (*on_free)(ft_ctx *ctx);
   pthread_mutex_t guard_lock;  /* guards the guard list (hardened mode) */
   int n_guards;
   ft_guard_event guards[FT_MAX_GUARDS];
@@ -507,5 +511,64 @@ void ft_parse_normalize_params(ft_parser *p, ft_prim prim, ft_pval *params, size
 
 /* ================================================================= hash.c */
 /* ft_jaxpr_hash is public (ft.h): XXH3-128 of the canonical printed form. */
+
+/* ================================================================ clone.c */
+/* IR-level utilities (moved from src/transforms, issue 23). */
+
+/* A map from var id to var (or to a flag), growing on demand. Ids are dense
+ * per arena, so an array indexed by id is the cheapest map. */
+typedef struct vmap {
+  ft_var **v;
+  uint32_t cap;
+  bool failed;
+} vmap;
+
+bool vmap_init(vmap *m, uint32_t cap);
+void vmap_free(vmap *m);
+static inline ft_var *vmap_get(const vmap *m, const ft_var *k) {
+  return k->id < m->cap ? m->v[k->id] : NULL;
+}
+bool vmap_set_grow(vmap *m, const ft_var *k, ft_var *v);
+/* Maps sized by the arena's var-id count never grow: the set is a store. */
+static inline bool vmap_set(vmap *m, const ft_var *k, ft_var *v) {
+  if (k->id >= m->cap) return vmap_set_grow(m, k, v);
+  m->v[k->id] = v;
+  return true;
+}
+
+/* A byte flag per var id, growing on demand. */
+typedef struct vflags {
+  uint8_t *f;
+  uint32_t cap;
+  bool failed;
+} vflags;
+bool vflags_init(vflags *m, uint32_t cap);
+void vflags_free(vflags *m);
+static inline uint8_t vflags_get(const vflags *m, const ft_var *k) {
+  return k->id < m->cap ? m->f[k->id] : 0;
+}
+bool vflags_set_grow(vflags *m, const ft_var *k, uint8_t v);
+static inline bool vflags_set(vflags *m, const ft_var *k, uint8_t v) {
+  if (k->id >= m->cap) return vflags_set_grow(m, k, v);
+  m->f[k->id] = v;
+  return true;
+}
+
+/* Deep copies (params, jaxprs) into arena a, renaming every var. */
+ft_pval pval_clone(ft_arena *a, const ft_pval *v, bool *ok);
+ft_pval *params_clone(ft_arena *a, ft_prim p, const ft_pval *ps);
+ft_jaxpr *jaxpr_clone(ft_arena *a, const ft_jaxpr *src);
+/* As jaxpr_clone, but a sub-jaxpr used at several sites (one pointer) gets
+ * one copy used at the same sites: the copy shares what src shares. */
+ft_jaxpr *jaxpr_clone_shared(ft_arena *a, const ft_jaxpr *src);
+/* A new top-level jaxpr (own arena) that is a deep copy of src. */
+ft_jaxpr *jaxpr_clone_top(const ft_jaxpr *src);
+/* Copies const_data of src into dst's arena (dst constvars shaped like src's). */
+bool jaxpr_copy_consts(ft_jaxpr *dst, const ft_jaxpr *src);
+/* A literal var equal to lit, in arena a. */
+ft_var *lit_clone(ft_arena *a, const ft_var *lit);
+/* A jaxpr in arena a whose invars are src's, reordered: new input k is
+ * src input perm_in[k]; and likewise outputs. Shares the equations. */
+ft_jaxpr *jaxpr_permute(ft_arena *a, const ft_jaxpr *src, const int *perm_in, const int *perm_out);
 
 #endif /* FT_IR_H */

@@ -5,11 +5,9 @@
  *   io.c       file helpers with an injectable write path, hashes, hex
  *   parity.c   Reed-Solomon stripes through ISA-L, parity file format
  *   scan.c     reading a ledger back: verify, recover, repair
- *   replay.c   the replayer registry, replay, reexec, diff
- *   observe.c  the context observer: parse, trace and call records
- *   replayers.c the library's replayers (parse, trace, transforms, interp)
- *   builtins.c the table that registers them
- *   export.c   JSON / HTML / DOT renderings
+ * This is the ledger's storage, which depends on src/ir and libraries only;
+ * replay, reexec, diff, export and the context observer are a layer above
+ * every stage: src/replay/replay.h (docs/architecture.md, "Layers").
  *
  * On disk (docs/ledger.md has the details):
  *   DIR/log.jsonl               one canonical JSON record per line
@@ -264,40 +262,5 @@ void ft_ledger_report_fill(ft_ledger_report *out, json_t *rep);
 /* Rebuilds the parity of log[from_stripe*k*B ..) from lg-less state: writes
  * log.par entries and log.tail. Used by recover and repair. */
 int ft_lscan_rebuild_log_parity(ft_lscan *s, size_t from_stripe, bool sync);
-
-/* ============================================================== replay.c */
-
-/* Looks up the replayer of (kind, op). */
-ft_ledger_replayer ft_ledger_find_replayer(ft_ledger_kind kind, const char *op, void **user);
-
-/* ============================================================= observe.c */
-
-/* The observer ft_ctx_attach_ledger installs on a context (ctx->on_event):
- * appends a "parse" record (source text -> canonical text), a "trace" record
- * (-> canonical text and the values of traced constants, as .npy) or, when
- * the ledger logs calls, a "call" record of op "interp" (program text and
- * argument arrays as .npy -> result arrays as .npy). */
-ft_status ft_ledger_observe(ft_ctx *ctx, const ft_ctx_event *ev);
-
-/* =========================================================== replayers.c */
-
-/* The library's replayers (ft_ledger_replayer signature); see replayers.c. */
-ft_status ft_lreplay_parse(ft_ctx *ctx, void *user, const char *op, const char *params_json,
-                           const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
-ft_status ft_lreplay_trace(ft_ctx *ctx, void *user, const char *op, const char *params_json,
-                           const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
-ft_status ft_lreplay_transform(ft_ctx *ctx, void *user, const char *op, const char *params_json,
-                               const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
-ft_status ft_lreplay_interp(ft_ctx *ctx, void *user, const char *op, const char *params_json,
-                            const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
-ft_status ft_lreplay_jit_plan(ft_ctx *ctx, void *user, const char *op, const char *params_json,
-                              const ft_ledger_blob *in, int n_in, ft_ledger_buf *out, int n_out);
-
-/* ============================================================ builtins.c */
-
-/* Registers the library's own replayers (parser, transforms, JIT, executors).
- * Runs once, before any other registration or lookup, so explicit
- * registrations override these. */
-void ft_ledger_register_builtins(void);
 
 #endif /* FT_LEDGER_H */

@@ -616,7 +616,7 @@ ft_status ft_ledger_recover(ft_ctx *ctx, const char *dir, ft_ledger_report *out)
   if (!st && s.corrupt) {
     fill_from_scan(out, "recover", &s, 0, 0);
     st = ft_set_error(ctx, FT_ERR_IO, "ledger %s is damaged, not just torn: nothing was "
-                      "changed; run 'ftledger repair'", dir);
+                      "changed; run 'ftledger repair %s'", dir, dir);
   } else if (!st) {
     if (s.complete_len < s.log_len) {
       cut = (int64_t)(s.log_len - s.complete_len);

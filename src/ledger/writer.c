@@ -275,7 +275,7 @@ static ft_status load_existing(ft_ctx *ctx, ft_ledger *lg, const uint8_t *hdr, s
   ft_lpar_header h;
   if (!ft_lpar_header_decode(hdr, FT_LPAR_HEADER, &h) || h.kind != FT_LPAR_LOG)
     return ft_set_error(ctx, FT_ERR_IO, "ledger %s: parity/log.par header is damaged; run "
-                        "'ftledger repair'", lg->dir);
+                        "'ftledger repair %s'", lg->dir, lg->dir);
   ft_status st = set_params(ctx, lg, (int)h.k, (int)h.m, h.block);
   if (st) return st;
   size_t sw = (size_t)lg->k * lg->block;
@@ -295,9 +295,18 @@ static ft_status load_existing(ft_ctx *ctx, ft_ledger *lg, const uint8_t *hdr, s
   free(tpath);
   if (!ok) {
     free(tail);
+    /* Name the command that fixes it: recover mends a torn tail and catches
+     * parity up, but refuses a log damaged elsewhere, which needs repair. */
+    ft_lscan s;
+    bool corrupt = ft_lscan_run(ctx, lg->dir, &s) == FT_OK && s.corrupt;
+    ft_lscan_free(&s);
+    if (corrupt)
+      return ft_set_error(ctx, FT_ERR_IO, "ledger %s: not cleanly closed, and damaged beyond a "
+                          "torn tail ('ftledger verify %s' lists it); run 'ftledger repair %s'",
+                          lg->dir, lg->dir, lg->dir);
     return ft_set_error(ctx, FT_ERR_IO, "ledger %s: not cleanly closed (torn tail or parity "
-                        "behind the log); run 'ftledger recover' or open with auto_recover",
-                        lg->dir);
+                        "behind the log); run 'ftledger recover %s' or open with auto_recover",
+                        lg->dir, lg->dir);
   }
   st = check_complete_stripes(ctx, lg);
   if (!st && load_stripe(lg)) st = io_error(ctx, "read", "log.jsonl");
@@ -376,7 +385,7 @@ static ft_status open_once(ft_ctx *ctx, ft_ledger *lg) {
     if (lg->log_len == 0) st = create_fresh(ctx, lg);
     else if (!have)
       st = ft_set_error(ctx, FT_ERR_IO, "ledger %s: parity/log.par is missing or short; run "
-                        "'ftledger repair'", lg->dir);
+                        "'ftledger repair %s'", lg->dir, lg->dir);
     else st = load_existing(ctx, lg, hdr, (size_t)ps.st_size);
   }
   if (!st && (lg->parfd = open(ppath, O_RDWR | O_CLOEXEC)) < 0) st = io_error(ctx, "open", ppath);
@@ -453,38 +462,11 @@ ft_status ft_ledger_close(ft_ledger *lg) {
   if (lg->attached && lg->attached->ledger == lg) {
     lg->attached->ledger = NULL;
     lg->attached->on_event = NULL;
+    lg->attached->on_free = NULL;
   }
   pthread_mutex_unlock(&lg->lock);
   release(lg);
   return st;
-}
-
-/* The check that lg is free and the claim happen in one critical section
- * holding lg's lock and the lock of the ledger ctx leaves (taken in address
- * order), so two threads attaching one ledger to two contexts cannot both
- * win, and every write of ctx->ledger happens under the lock of the ledger
- * it leaves or joins (the check reads another context's ->ledger). */
-ft_status ft_ctx_attach_ledger(ft_ctx *ctx, ft_ledger *lg) {
-  if (!ctx) return FT_ERR_INVALID_ARG;
-  ft_ledger *old = ctx->ledger == lg ? NULL : ctx->ledger;
-  ft_ledger *first = !old ? lg : !lg ? old : (uintptr_t)old < (uintptr_t)lg ? old : lg;
-  ft_ledger *second = first == lg ? old : lg;
-  if (first) pthread_mutex_lock(&first->lock);
-  if (second) pthread_mutex_lock(&second->lock);
-  bool taken = lg && lg->attached && lg->attached != ctx && lg->attached->ledger == lg;
-  if (!taken) {
-    if (old && old->attached == ctx) old->attached = NULL;
-    if (lg) lg->attached = ctx;
-    ctx->ledger = lg;
-    /* The observer turns successful parses, traces and evaluations into records. */
-    ctx->on_event = lg ? ft_ledger_observe : NULL;
-  }
-  if (second) pthread_mutex_unlock(&second->lock);
-  if (first) pthread_mutex_unlock(&first->lock);
-  if (taken)
-    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ledger %s: already attached to another context",
-                        lg->dir);
-  return FT_OK;
 }
 
 int64_t ft_ledger_num_records(const ft_ledger *lg) {

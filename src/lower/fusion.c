@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "lower/lower.h"
-#include "transforms/transforms.h"
 
 typedef enum { VK_NONE, VK_BUF, VK_GROUP, VK_VIEW } vkind;
 

@@ -8,14 +8,19 @@
  *   cache.c    the compile cache (in memory and on disk)
  *   aot.c      ahead-of-time emission (LLVM IR, assembly, object, .so + header)
  *   aot_rt.c   the runtime side of AOT: re-planning an emitted program (no LLVM)
+ *   exec_program.c  an ft_program run by the executor (src/runtime/exec.h)
+ *   exec_profile.c  compile + profile a jaxpr for ftc run --profile / --stats
  *
- * Only this folder includes llvm-c/; this header does not, so the executor
- * (src/runtime) can include it to run an ft_program. */
+ * Only this folder includes llvm-c/; this header does not, so the sources
+ * libfrankentrace_rt takes from here compile without LLVM. The executor
+ * (src/runtime/exec.h: pool, tasks, buffer plan) is runtime's and knows
+ * nothing of programs; this folder drives it (issue 23: one direction). */
 #ifndef FT_LOWER_H
 #define FT_LOWER_H
 
 #include <pthread.h>
 
+#include "runtime/exec.h"
 #include "runtime/runtime.h"
 
 /* Bump when generated code changes meaning: it is part of every cache key. */
@@ -403,5 +408,56 @@ int64_t ft_cache_max_bytes(void);
 /* Removes dir's cache files, least recently used (oldest mtime) first, until
  * they add up to at most max_bytes. Run after every ft_cache_disk_put. */
 void ft_cache_disk_trim(const char *dir, int64_t max_bytes);
+
+/* ========================================================= exec_program.c */
+/* An ft_program (src/lower) compiled for the executor: its steps as tasks
+ * (loop and reduction kernels chunked over [lo, hi), GEMM steps chunked by
+ * batch, fallback steps as one chunk), dependencies from the buffers each
+ * step reads and writes, and a buffer plan over the waves (so concurrent
+ * steps never share memory). The program is borrowed (and its kernels must
+ * be bound) and outlives this. */
+typedef struct ft_prog_exec ft_prog_exec;
+typedef struct ft_prog_exec_options {
+  bool no_small_waves;    /* as in ft_exec_options (tests: exercise the threads) */
+} ft_prog_exec_options;
+/* opts may be NULL. */
+ft_prog_exec *ft_prog_exec_new(ft_ctx *ctx, const struct ft_program *p, ft_pool *pool,
+                               const ft_prog_exec_options *opts);
+void ft_prog_exec_free(ft_prog_exec *pe);
+/* Runs the program: like ft_program_run (in/out checked against the
+ * avals; out written), on the executor. Safe from several threads at once;
+ * allocation-free when the program has no fallback step. */
+ft_status ft_prog_exec_run(ft_prog_exec *pe, ft_ctx *ctx, ft_array *const *in,
+                           ft_array *const *out, ft_exec_profile *prof);
+ft_exec *ft_prog_exec_executor(ft_prog_exec *pe);
+/* The input buffer that loop kernel k (one of p's steps) may overwrite
+ * with its first store, or -1: the first input k reads only with the
+ * store's own index (same size, no broadcast or transpose), a TEMP buffer.
+ * The plan runs k in place over it when it dies at k; codegen.c drops
+ * `noalias` on that input and the store's buffer, and has the kernel call
+ * its body with one pointer for both when they are equal (so the loop
+ * still vectorizes). A function of the program alone. */
+struct ft_kernel;
+int ft_kernel_inplace_input(const struct ft_program *p, const struct ft_kernel *k);
+/* The buffer plan's figures (bytes). */
+ft_bufplan_stats ft_prog_exec_plan_stats(const ft_prog_exec *pe);
+
+/* ========================================================= exec_profile.c */
+struct ft_jit_code;
+/* Plans and compiles j as ft_jit does (opt level 2, no compile cache) and
+ * binds every kernel, sub-programs' included. *p: free with
+ * ft_program_free; *code: ft_jit_code_release (NULL when p has no
+ * kernels). Error on ctx. */
+ft_status ft_exec_compile(ft_ctx *ctx, const ft_jaxpr *j, struct ft_program **p,
+                          struct ft_jit_code **code);
+/* What ftc run --profile / --stats do: compiles j as ft_jit does (plan,
+ * LLVM, kernels bound; no compile cache), runs it on the executor with a
+ * shared pool of ft_pool_default_threads(&ctx->opts) threads: one warm-up
+ * call, then `runs` (>= 1) profiled calls. out receives n_out new arrays
+ * (the results; free with ft_array_free). *json (may be NULL) receives the
+ * last call's Chrome trace, *stats (may be NULL) the per-step table over
+ * the profiled calls; both malloc'd, free with free(). */
+ft_status ft_exec_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
+                                int n_out, ft_array **out, int runs, char **json, char **stats);
 
 #endif /* FT_LOWER_H */

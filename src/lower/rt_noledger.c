@@ -1,8 +1,8 @@
 /* src/lower/rt_noledger.c: libfrankentrace_rt only. The runtime library has
- * no ledger (src/ledger needs the JIT to replay compile records), but
- * ft_ctx_free detaches one through ft_ctx_attach_ledger, so the runtime
- * library defines it: attaching is refused, detaching is a no-op (no ledger
- * can have been attached in this library). */
+ * no ledger (the observer that ft_ctx_attach_ledger installs lives in
+ * src/replay, above the JIT), but ft_ctx_attach_ledger is public, so the
+ * runtime library defines it: attaching is refused, detaching is a no-op
+ * (no ledger can have been attached in this library). */
 #include "ir/ir.h"
 
 ft_status ft_ctx_attach_ledger(ft_ctx *ctx, ft_ledger *lg) {

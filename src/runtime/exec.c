@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ir/json.h"
 #include "runtime/exec.h"
 
 enum { MSG_LEN = 512, MAX_ITEMS = 1 << 24 };
@@ -630,17 +631,6 @@ ft_status ft_exec_profile_task(const ft_exec_profile *p, int task, ft_exec_task_
   return FT_OK;
 }
 
-static void json_str(ft_buf *b, const char *s) {
-  ft_buf_puts(b, "\"");
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') ft_buf_printf(b, "\\%c", ch);
-    else if (ch < 0x20) ft_buf_printf(b, "\\u%04x", ch);
-    else ft_buf_putn(b, s, 1);
-  }
-  ft_buf_puts(b, "\"");
-}
-
 char *ft_exec_profile_json(const ft_exec_profile *p) {
   if (!p || !p->have_last) return NULL;
   const ft_exec *x = p->x;
@@ -672,7 +662,7 @@ char *ft_exec_profile_json(const ft_exec_profile *p) {
     if (p->dur[i] == UINT64_MAX) continue;
     int t = x->it_task[i];
     ft_buf_puts(&b, ",\n{\"name\":");
-    json_str(&b, x->names[t]);
+    ft_json_str(&b, x->names[t]);
     ft_buf_printf(&b, ",\"cat\":\"task\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,"
                   "\"tid\":%d,\"args\":{\"task\":%d,\"wave\":%d,\"chunk\":%d,\"chunks\":%lld}}",
                   (double)p->start[i] * 1e-3, (double)p->dur[i] * 1e-3, p->tid[i], t, x->wave[t],

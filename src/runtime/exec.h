@@ -8,8 +8,9 @@
  *   pool.c          the persistent pthread pool (shared pools by size)
  *   exec.c          the dependency-wave executor, frames, profiling
  *   bufplan.c       the static buffer plan (liveness -> arena offsets) and its validator
- *   exec_program.c  running an ft_program (src/lower) through the executor
- *   exec_profile.c  compile + profile a jaxpr for ftc run --profile / --stats
+ * Running an ft_program through the executor (exec_program.c) and profiling
+ * (exec_profile.c) are src/lower's: lower.h (issue 23: runtime never
+ * includes lower).
  * docs/executor.md explains the design and the determinism argument. */
 #ifndef FT_EXEC_H
 #define FT_EXEC_H
@@ -211,57 +212,5 @@ ft_status ft_bufplan_solve(ft_ctx *ctx, int n, ft_bufplan_buf *bufs, ft_bufplan_
  * live at one time overlap in memory unless they form a taken in-place pair
  * at the same offset. false with a reason in why (may be NULL). */
 bool ft_bufplan_validate(int n, const ft_bufplan_buf *bufs, size_t arena, char *why, size_t n_why);
-
-/* ========================================================= exec_program.c */
-struct ft_program;
-/* An ft_program (src/lower) compiled for the executor: its steps as tasks
- * (loop and reduction kernels chunked over [lo, hi), GEMM steps chunked by
- * batch, fallback steps as one chunk), dependencies from the buffers each
- * step reads and writes, and a buffer plan over the waves (so concurrent
- * steps never share memory). The program is borrowed (and its kernels must
- * be bound) and outlives this. */
-typedef struct ft_prog_exec ft_prog_exec;
-typedef struct ft_prog_exec_options {
-  bool no_small_waves;    /* as in ft_exec_options (tests: exercise the threads) */
-} ft_prog_exec_options;
-/* opts may be NULL. */
-ft_prog_exec *ft_prog_exec_new(ft_ctx *ctx, const struct ft_program *p, ft_pool *pool,
-                               const ft_prog_exec_options *opts);
-void ft_prog_exec_free(ft_prog_exec *pe);
-/* Runs the program: like ft_program_run (in/out checked against the
- * avals; out written), on the executor. Safe from several threads at once;
- * allocation-free when the program has no fallback step. */
-ft_status ft_prog_exec_run(ft_prog_exec *pe, ft_ctx *ctx, ft_array *const *in,
-                           ft_array *const *out, ft_exec_profile *prof);
-ft_exec *ft_prog_exec_executor(ft_prog_exec *pe);
-/* The input buffer that loop kernel k (one of p's steps) may overwrite
- * with its first store, or -1: the first input k reads only with the
- * store's own index (same size, no broadcast or transpose), a TEMP buffer.
- * The plan runs k in place over it when it dies at k; codegen.c drops
- * `noalias` on that input and the store's buffer, and has the kernel call
- * its body with one pointer for both when they are equal (so the loop
- * still vectorizes). A function of the program alone. */
-struct ft_kernel;
-int ft_kernel_inplace_input(const struct ft_program *p, const struct ft_kernel *k);
-/* The buffer plan's figures (bytes). */
-ft_bufplan_stats ft_prog_exec_plan_stats(const ft_prog_exec *pe);
-
-/* ========================================================= exec_profile.c */
-struct ft_jit_code;
-/* Plans and compiles j as ft_jit does (opt level 2, no compile cache) and
- * binds every kernel, sub-programs' included. *p: free with
- * ft_program_free; *code: ft_jit_code_release (NULL when p has no
- * kernels). Error on ctx. */
-ft_status ft_exec_compile(ft_ctx *ctx, const ft_jaxpr *j, struct ft_program **p,
-                          struct ft_jit_code **code);
-/* What ftc run --profile / --stats do: compiles j as ft_jit does (plan,
- * LLVM, kernels bound; no compile cache), runs it on the executor with a
- * shared pool of ft_pool_default_threads(&ctx->opts) threads: one warm-up
- * call, then `runs` (>= 1) profiled calls. out receives n_out new arrays
- * (the results; free with ft_array_free). *json (may be NULL) receives the
- * last call's Chrome trace, *stats (may be NULL) the per-step table over
- * the profiled calls; both malloc'd, free with free(). */
-ft_status ft_exec_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
-                                int n_out, ft_array **out, int runs, char **json, char **stats);
 
 #endif /* FT_EXEC_H */

@@ -4,6 +4,7 @@
  * control flow, and the axis helpers the rules share. */
 #include <string.h>
 
+#include "ir/json.h"
 #include "vmap.h"
 
 /* ----------------------------------------------------------- the state */
@@ -280,14 +281,13 @@ static ft_status resolve_in(ft_ctx *ctx, const ft_jaxpr *j, const int *in_axes, 
 }
 
 static void json_axes(ft_buf *b, const char *key, int n, const int *axes) {
-  ft_buf_printf(b, "\"%s\":[", key);
-  for (int i = 0; i < n; i++) {
-    int a = axes ? axes[i] : 0;
-    if (i) ft_buf_puts(b, ",");
-    if (a == FT_VMAP_NONE) ft_buf_puts(b, "null");
-    else ft_buf_printf(b, "%d", a);
+  ft_json_key(b, key);
+  if (axes) ft_json_ints(b, n, axes, FT_VMAP_NONE);
+  else {
+    ft_buf_puts(b, "[");
+    for (int i = 0; i < n; i++) ft_buf_puts(b, i ? ",0" : "0");
+    ft_buf_puts(b, "]");
   }
-  ft_buf_puts(b, "]");
 }
 
 /* The pipeline hook (verifier, ledger record with the params as JSON). */

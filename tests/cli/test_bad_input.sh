@@ -241,15 +241,20 @@ bad egraph-missing 1 "nope.rules" -- "$FTC" egraph nope.rules good.terms
 bad ledger-missing 3 "nope" -- "$FTLEDGER" verify nope
 bad ledger-file 3 "out0.npy" -- "$FTLEDGER" verify o/out0.npy
 bad ledger-empty-dir 3 "empty-l" -- "$FTLEDGER" verify "$(mkdir -p empty-l; echo empty-l)"
-bad ledger-unknown-cmd 3 "unknown command 'check'|check" -- "$FTLEDGER" check o
-bad ledger-diff-one 3 "diff" -- "$FTLEDGER" diff o
+bad ledger-unknown-cmd 2 "unknown command 'check'|check" -- "$FTLEDGER" check o
+bad ledger-diff-one 2 "diff" -- "$FTLEDGER" diff o
 "$FTC" --ledger lg print sin.jaxpr >/dev/null 2>&1
-bad ledger-show-seq 3 "--seq takes a record number \\(1, 2, ...\\), not 'x'" -- "$FTLEDGER" show lg --seq x
+bad ledger-show-seq 2 "--seq takes a record number \\(1, 2, ...\\), not 'x'" -- "$FTLEDGER" show lg --seq x
 bad ledger-export-dir 3 "cannot write 'o'|'o'" -- "$FTLEDGER" export lg --html o
 bad ledger-export-nodir 3 "nodir/x.html" -- "$FTLEDGER" export lg --html nodir/x.html
 printf 'garbage\n' >>lg/log.jsonl
-bad ledger-corrupt 2 "corrupt log.jsonl @[0-9]+ \\(record 2\\): not JSON" -- "$FTLEDGER" verify lg
-bad ledger-corrupt-append 1 "--ledger lg: ledger lg: not cleanly closed" -- "$FTC" --ledger lg print sin.jaxpr
+bad ledger-corrupt 4 "corrupt log.jsonl @[0-9]+ \\(record 2\\): not JSON" -- "$FTLEDGER" verify lg
+bad ledger-corrupt-append 1 "--ledger lg: ledger lg: not cleanly closed, and damaged beyond a torn tail \\('ftledger verify lg' lists it\\); run 'ftledger repair lg'" -- "$FTC" --ledger lg print sin.jaxpr
+# A torn tail: the message names the command that mends it, which does.
+"$FTC" --ledger lg-torn print sin.jaxpr >/dev/null 2>&1
+printf '{"kind":"par' >>lg-torn/log.jsonl  # a record cut short by a crash
+bad ledger-torn-append 1 "--ledger lg-torn: ledger lg-torn: not cleanly closed \\(torn tail or parity behind the log\\); run 'ftledger recover lg-torn' or open with auto_recover" -- "$FTC" --ledger lg-torn print sin.jaxpr
+bad ledger-torn-recover 0 "truncated a torn record of 12 bytes" -- "$FTLEDGER" recover lg-torn
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

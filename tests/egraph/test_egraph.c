@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egraph/egraph.h"
+#include "frankentrace_egraph.h"
 
 /* FT_SANITIZED builds are ~3-5x slower; every test here stays well under
  * the budget at N = 9 either way (N = 9 takes ~10 ms unsanitized). */

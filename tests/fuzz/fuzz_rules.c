@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "egraph/egraph.h"
+#include "frankentrace_egraph.h"
 
 enum { MAX_LEN = 4096 };
 

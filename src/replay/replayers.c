@@ -1,4 +1,4 @@
-/* src/ledger/replayers.c: the replayers FrankenTrace provides for the records
+/* src/replay/replayers.c: the replayers FrankenTrace provides for the records
  * it writes itself (builtins.c registers them). They live here rather than
  * next to the parser and the transforms because they need only the public
  * API, and gathering them keeps the knowledge of each record's layout (what
@@ -27,7 +27,7 @@
  *                     nodes first, so the rewrite is reproducible). */
 #include <string.h>
 
-#include "ledger/ledger.h"
+#include "replay/replay.h"
 #include "lower/lower.h"
 
 /* A private context with ctx's options. */

@@ -1,4 +1,4 @@
-/* src/runtime/exec_program.c: an ft_program (src/lower) run by the
+/* src/lower/exec_program.c: an ft_program run by the
  * dependency-wave executor. Each step becomes a task: loop and reduction
  * kernels are chunked over their [lo, hi) range (a grain from the kernel's
  * shape), GEMM steps over (batch element, row block): ft_gemm computes
@@ -7,7 +7,7 @@
  * (splitting a product any other way changes OpenBLAS's bits,
  * MACHINE-FACTS.md). A GEMM whose right operand needs packing gets a
  * second task before it, which packs that operand in row chunks. Fallback
- * and control steps are one chunk run by src/lower's ft_program_run_step
+ * and control steps are one chunk run by ft_program_run_step (program.c)
  * on this thread's own context. Dependencies come
  * from the buffers the steps read and write (read-after-write,
  * write-after-read, write-after-write), and intermediates get offsets from

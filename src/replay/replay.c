@@ -1,4 +1,4 @@
-/* src/ledger/replay.c: replaying a ledger. Parts of the library register a
+/* src/replay/replay.c: replaying a ledger. Parts of the library register a
  * replayer per (kind, op) (the parser for "parse", the transforms for
  * "transform", the JIT for "compile", executors for "call"); replay feeds
  * each record's stored inputs and params to it and checks every output hash.
@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "ledger/ledger.h"
+#include "replay/replay.h"
 
 #define MAX_DIVERGENCES 100
 

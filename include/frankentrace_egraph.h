@@ -1,8 +1,11 @@
-/* src/egraph/egraph.h: the one internal header of the e-graph engine, in
- * sections per file (egraph.c, ematch.c, rules.c, run.c, extract.c,
- * explain.c). The engine is generic: operators are interned symbols, an
- * e-node is an operator id + an opaque params blob + child e-class ids, so a
- * client (the tensor IR keys nodes by primitive + params) brings its own
+/* include/frankentrace_egraph.h (was src/egraph/egraph.h; issue 23): the
+ * header of the generic e-graph engine (src/egraph), in sections per file
+ * (egraph.c, ematch.c, rules.c, run.c, extract.c, explain.c). It sits in
+ * include/ so `ftc egraph` is a client of include/ alone; it is not
+ * installed, and the shared library does not export these calls (the
+ * tools link the static library): docs/architecture.md, "Layers".
+ * The engine is generic: operators are interned symbols, an e-node is an
+ * operator id + an opaque params blob + child e-class ids, so a client (the tensor IR keys nodes by primitive + params) brings its own
  * meaning. Library code never prints or exits: functions return a status and
  * leave a message in the e-graph (ft_egraph_error).
  *

@@ -1,4 +1,4 @@
-/* src/ledger/builtins.c: the replayers FrankenTrace provides, one line per
+/* src/replay/builtins.c: the replayers FrankenTrace provides, one line per
  * (kind, op). The replayers themselves are in replayers.c (they need only
  * the public API); this table only wires them in. Records whose (kind, op)
  * has no entry are reported by replay as "not replayable yet".
@@ -13,7 +13,7 @@
  *   compile   "jit"                       program + constants + options -> plan
  *                                         text and cache key (re-planned)
  *   optimize  "saturate"                  canonical text + tier -> canonical text */
-#include "ledger/ledger.h"
+#include "replay/replay.h"
 
 typedef struct builtin {
   ft_ledger_kind kind;

@@ -1,4 +1,4 @@
-/* src/runtime/exec_profile.c: ftc run --profile / --stats. A jaxpr is
+/* src/lower/exec_profile.c: ftc run --profile / --stats. A jaxpr is
  * compiled the way ft_jit compiles it and run on the executor with a
  * profile, so the trace shows the real steps, threads and waves. */
 #include "lower/lower.h"

@@ -1,10 +1,10 @@
-/* src/ledger/export.c: renderings of a ledger for people and scripts: the
+/* src/replay/export.c: renderings of a ledger for people and scripts: the
  * records as a JSON array, a Graphviz graph of records and the objects that
  * flow between them, and a self-contained HTML page (an SVG of the chain,
  * each step's IR before and after, the rules that fired). */
 #include <string.h>
 
-#include "ledger/ledger.h"
+#include "replay/replay.h"
 
 #define SVG_MAX 400         /* records drawn in the picture */
 #define SHOW_TEXT_MAX 65536 /* stored objects shown inline up to this size */

@@ -1,4 +1,4 @@
-/* src/ledger/observe.c: the context observer the ledger installs when it is
+/* src/replay/observe.c: the context observer the ledger installs when it is
  * attached (ft_ctx_attach_ledger). ft_parse, ft_trace and ft_eval report to
  * it through ctx->on_event (src/ir cannot depend on the ledger), and it turns
  * each report into a record:
@@ -30,7 +30,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "ledger/ledger.h"
+#include "replay/replay.h"
 #include "runtime/runtime.h"
 
 /* The .npy bytes of a (malloc'd). float0 arrays, which .npy cannot carry,
@@ -305,4 +305,36 @@ ft_status ft_ledger_observe(ft_ctx *ctx, const ft_ctx_event *ev) {
   }
   pthread_mutex_unlock(&lg->lock);
   return st;
+}
+
+/* ft_ctx_free's hook (ctx->on_free): detach the ledger from a dying context. */
+static void detach_on_free(ft_ctx *ctx) { ft_ctx_attach_ledger(ctx, NULL); }
+
+/* The check that lg is free and the claim happen in one critical section
+ * holding lg's lock and the lock of the ledger ctx leaves (taken in address
+ * order), so two threads attaching one ledger to two contexts cannot both
+ * win, and every write of ctx->ledger happens under the lock of the ledger
+ * it leaves or joins (the check reads another context's ->ledger). */
+ft_status ft_ctx_attach_ledger(ft_ctx *ctx, ft_ledger *lg) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  ft_ledger *old = ctx->ledger == lg ? NULL : ctx->ledger;
+  ft_ledger *first = !old ? lg : !lg ? old : (uintptr_t)old < (uintptr_t)lg ? old : lg;
+  ft_ledger *second = first == lg ? old : lg;
+  if (first) pthread_mutex_lock(&first->lock);
+  if (second) pthread_mutex_lock(&second->lock);
+  bool taken = lg && lg->attached && lg->attached != ctx && lg->attached->ledger == lg;
+  if (!taken) {
+    if (old && old->attached == ctx) old->attached = NULL;
+    if (lg) lg->attached = ctx;
+    ctx->ledger = lg;
+    /* The observer turns successful parses, traces and evaluations into records. */
+    ctx->on_event = lg ? ft_ledger_observe : NULL;
+    ctx->on_free = lg ? detach_on_free : NULL;
+  }
+  if (second) pthread_mutex_unlock(&second->lock);
+  if (first) pthread_mutex_unlock(&first->lock);
+  if (taken)
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ledger %s: already attached to another context",
+                        lg->dir);
+  return FT_OK;
 }
