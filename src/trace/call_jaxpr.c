@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "trace/trace.h"
-#include "transforms/transforms.h"
 
 int ft_call_jaxpr(ft_tracer *t, const char *name, const ft_jaxpr *j, int n_args,
                   ft_val *const *args, ft_val **out, int max_out) {
