@@ -353,7 +353,8 @@ class _Grad(StagedFunction):
 
         stages = dict(inner.stages)
         stages[name] = prog
-        return Staged(prog, unflatten, 2, inner.arg_ranges, stages, None)
+        out_tree = tu.tree_structure(unflatten(list(range(len(prog.out_avals)))))
+        return Staged(prog, unflatten, _out_kind(out_tree), inner.arg_ranges, stages, out_tree)
 
 
 def grad(fun, argnums=0, has_aux=False):

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The real `pip install .` check (issue 25): a fresh venv from a Python
+# >= 3.10, `pip install .` from the repository (meson-python builds the
+# library and the extension from scratch), then a call of the installed
+# package without JAX. Slow (the whole library is compiled): run by
+# FT_PYTHON_PIP_INSTALL=1 tools/python-tests, not by default. Prints the
+# time it took.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+py="${FT_PIP_PYTHON:-python3}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/ft-pip-install.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+start=$(date +%s)
+"$py" -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$root"
+cd "$work"   # not the source tree: import the installed package
+"$work/venv/bin/python" - <<'PY'
+import numpy as np
+import frankentrace as ft
+p = ft.parse("{ lambda ; a:f32[3]. let b:f32[3] = mul a 2.0:f32[] in (b,) }")
+(y,) = p(np.array([1, 2, 3], np.float32))
+assert y.tolist() == [2.0, 4.0, 6.0], y
+print("pip install check: frankentrace", ft.__version__, "installed and called")
+PY
+echo "pip install check: $(( $(date +%s) - start )) s" >&2
