@@ -170,6 +170,15 @@ static PyObject *to_numpy(ft_array *a) {
  * is not an ndarray of a supported dtype. The caller frees the result (the
  * ndarray must outlive it). */
 static ft_array *from_numpy(PyObject *obj, int index) {
+  if (PyArray_IsScalar(obj, Generic) && !PyArray_IsScalar(obj, Object) &&
+      !PyArray_IsScalar(obj, Flexible)) {
+    /* A NumPy scalar (np.float32(2.0)): its value, copied. */
+    PyObject *arr = PyArray_FromScalar(obj, NULL);
+    if (!arr) return NULL;
+    ft_array *r = from_numpy(arr, index);
+    Py_DECREF(arr);
+    return r;
+  }
   if (!PyArray_Check(obj)) {
     PyErr_Format(PyExc_TypeError, "frankentrace: argument %d is a %.100s, not a NumPy array", index,
                  Py_TYPE(obj)->tp_name);
@@ -613,12 +622,38 @@ static int dispatcher_clear(DispatcherObject *d) {
   return 0;
 }
 
-/* Whether the plain arrays args match entry e. */
-static int entry_matches(const dispatch_entry *e, PyObject *args, Py_ssize_t n) {
+/* The NumPy type number of a plain argument: an exact ndarray or a NumPy
+ * number/bool scalar (rank 0) of a non-object dtype; -1 for anything else. */
+static int plain_type_num(PyObject *o) {
+  if (PyArray_CheckExact(o)) {
+    int t = PyArray_DESCR((PyArrayObject *)o)->type_num;
+    return t < NPY_OBJECT ? t : -1;
+  }
+  if (PyArray_IsScalar(o, Number) || PyArray_IsScalar(o, Bool)) {
+    PyArray_Descr *d = PyArray_DescrFromScalar(o);
+    if (!d) {
+      PyErr_Clear();
+      return -1;
+    }
+    int t = d->type_num;
+    Py_DECREF(d);
+    return t < NPY_OBJECT ? t : -1;
+  }
+  return -1;
+}
+
+/* Whether the plain arguments args (type numbers tn) match entry e. */
+static int entry_matches(const dispatch_entry *e, PyObject *args, Py_ssize_t n, const int *tn) {
   if (e->n != n) return 0;
   for (Py_ssize_t i = 0; i < n; i++) {
-    PyArrayObject *a = (PyArrayObject *)PyTuple_GET_ITEM(args, i);
-    if (PyArray_DESCR(a)->type_num != e->type_num[i] || PyArray_NDIM(a) != e->rank[i]) return 0;
+    PyObject *o = PyTuple_GET_ITEM(args, i);
+    if (tn[i] != e->type_num[i]) return 0;
+    if (!PyArray_CheckExact(o)) {
+      if (e->rank[i] != 0) return 0;
+      continue;
+    }
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_NDIM(a) != e->rank[i]) return 0;
     for (int k = 0; k < e->rank[i]; k++)
       if (PyArray_DIM(a, k) != e->dims[i][k]) return 0;
   }
@@ -628,14 +663,12 @@ static int entry_matches(const dispatch_entry *e, PyObject *args, Py_ssize_t n) 
 static PyObject *dispatcher_call(DispatcherObject *d, PyObject *args, PyObject *kwargs) {
   Py_ssize_t n = PyTuple_GET_SIZE(args);
   int plain = (!kwargs || !PyDict_Size(kwargs)) && n <= DISPATCH_MAX_ARGS && d->n_entries;
-  for (Py_ssize_t i = 0; plain && i < n; i++) {
-    PyObject *o = PyTuple_GET_ITEM(args, i);
-    plain = PyArray_CheckExact(o) && PyArray_DESCR((PyArrayObject *)o)->type_num < NPY_OBJECT;
-  }
+  int tn[DISPATCH_MAX_ARGS];
+  for (Py_ssize_t i = 0; plain && i < n; i++) plain = (tn[i] = plain_type_num(PyTuple_GET_ITEM(args, i))) >= 0;
   if (plain) {
     for (int k = 0; k < d->n_entries; k++) {
       dispatch_entry *e = &d->e[k];
-      if (!entry_matches(e, args, n)) continue;
+      if (!entry_matches(e, args, n, tn)) continue;
       ft_array *in[DISPATCH_MAX_ARGS];
       Py_ssize_t i = 0;
       for (; i < n; i++)
@@ -672,10 +705,9 @@ static PyObject *dispatcher_add(DispatcherObject *d, PyObject *a) {
   e.n = (int)n;
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *o = PyTuple_GET_ITEM(args, i);
-    if (!PyArray_CheckExact(o)) Py_RETURN_FALSE;
+    if ((e.type_num[i] = plain_type_num(o)) < 0) Py_RETURN_FALSE;
+    if (!PyArray_CheckExact(o)) continue;  /* a NumPy scalar: rank 0 */
     PyArrayObject *x = (PyArrayObject *)o;
-    e.type_num[i] = PyArray_DESCR(x)->type_num;
-    if (e.type_num[i] >= NPY_OBJECT) Py_RETURN_FALSE;
     e.rank[i] = PyArray_NDIM(x);
     if (e.rank[i] > FT_MAX_RANK) Py_RETURN_FALSE;
     for (int k = 0; k < e.rank[i]; k++) e.dims[i][k] = PyArray_DIM(x, k);

@@ -65,9 +65,23 @@ class Staged(NamedTuple):
     out_tree: Any
 
 
+_CANON = {}
+
+
+def _canonical(dt):
+    c = _CANON.get(dt)
+    if c is None:
+        c = _CANON[dt] = np.dtype(_j().dtypes.canonicalize_dtype(dt))
+    return c
+
+
 def _leaf_of(x) -> tuple[Any, Leaf]:
     """(value to pass, abstract leaf) for one argument leaf, with JAX's dtype
     canonicalization and weak typing of Python scalars."""
+    if type(x) is np.ndarray:  # the common case, first
+        dt = x.dtype
+        if _canonical(dt) == dt and x.flags.c_contiguous:
+            return x, Leaf(dt, x.shape, False)
     jax = _j()
     if isinstance(x, bool):
         a = np.asarray(x)
@@ -77,7 +91,7 @@ def _leaf_of(x) -> tuple[Any, Leaf]:
         return np.asarray(x, dtype=dt), Leaf(np.dtype(dt), (), True)
     weak = bool(getattr(x, "weak_type", False))
     a = as_array(x)
-    dt = np.dtype(jax.dtypes.canonicalize_dtype(a.dtype))
+    dt = _canonical(a.dtype)
     if a.dtype != dt:
         a = a.astype(dt)
     return a, Leaf(dt, tuple(a.shape), weak)
@@ -119,47 +133,59 @@ class StagedFunction(_ft.Dispatcher):
 
     # -- keys and staging
     def _split(self, args, kwargs):
-        """(key, dynamic flat values, abstract args) for a call."""
+        """(key, dynamic flat values, leaves, structures) of a call: cheap;
+        the abstract arguments are made on a cache miss only."""
         tu = _j().tree_util
-        statics = tuple((i, _hashable(args[i])) for i in self.static_argnums if i < len(args))
-        flat_vals, leaves, abstract_args = [], [], []
-        structs = []
+        static = self.static_argnums
+        statics = tuple((i, _hashable(args[i])) for i in static if i < len(args)) if static else ()
+        flat_vals, leaves, structs = [], [], []
         for i, a in enumerate(args):
-            if i in self.static_argnums:
-                abstract_args.append(a)
+            if i in static:
                 structs.append(None)
                 continue
             xs, tree = tu.tree_flatten(a)
-            abs_xs = []
             for x in xs:
                 v, lf = _leaf_of(x)
                 flat_vals.append(v)
                 leaves.append(lf)
-                abs_xs.append(_abstract(lf))
-            abstract_args.append(tu.tree_unflatten(tree, abs_xs))
             structs.append(tree)
         kw_tree = None
-        abstract_kwargs = {}
         if kwargs:
             xs, kw_tree = tu.tree_flatten(kwargs)
-            abs_xs = []
             for x in xs:
                 v, lf = _leaf_of(x)
                 flat_vals.append(v)
                 leaves.append(lf)
-                abs_xs.append(_abstract(lf))
-            abstract_kwargs = tu.tree_unflatten(kw_tree, abs_xs)
         key = (tuple(structs), kw_tree, tuple(leaves), statics)
-        return key, flat_vals, abstract_args, abstract_kwargs
+        return key, flat_vals, (args, leaves, structs, kw_tree)
+
+    @staticmethod
+    def _abstract_args(spec):
+        """The arguments with each dynamic leaf an abstract value
+        (jax.ShapeDtypeStruct), statics as given."""
+        tu = _j().tree_util
+        args, leaves, structs, kw_tree = spec
+        it = iter(leaves)
+        abs_args = []
+        for a, tree in zip(args, structs):
+            if tree is None:
+                abs_args.append(a)
+            else:
+                abs_args.append(tu.tree_unflatten(tree, [_abstract(next(it)) for _ in range(tree.num_leaves)]))
+        abs_kwargs = {}
+        if kw_tree is not None:
+            abs_kwargs = tu.tree_unflatten(kw_tree, [_abstract(lf) for lf in it])
+        return tuple(abs_args), abs_kwargs
 
     def _stage(self, args, kwargs) -> Staged:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _lookup(self, args, kwargs):
-        key, flat_vals, abs_args, abs_kwargs = self._split(args, kwargs)
+        key, flat_vals, spec = self._split(args, kwargs)
+        self._last_leaves = spec[1]
         entry = self._cache.get(key)
         if entry is None:
-            staged = self._stage(abs_args, abs_kwargs)
+            staged = self._stage(*self._abstract_args(spec))
             entry = (staged, staged.program.compile())
             self._cache[key] = entry
         return entry, flat_vals
@@ -169,8 +195,10 @@ class StagedFunction(_ft.Dispatcher):
         outs = fn(*flat_vals)
         # Plain, canonical NumPy arguments: later calls take the C path.
         if (not kwargs and not self.static_argnums and staged.out_kind < 2
-                and all(type(a) is np.ndarray and a is v for a, v in zip(args, flat_vals))
-                and len(args) == len(flat_vals)):
+                and len(args) == len(flat_vals)
+                and all((type(a) is np.ndarray and a is v) or
+                        (isinstance(a, np.generic) and a.dtype == v.dtype and not weak)
+                        for a, v, weak in zip(args, flat_vals, (k.weak_type for k in self._last_leaves)))):
             self.add(tuple(args), fn, staged.out_kind)
         return staged.unflatten(outs)
 
@@ -374,8 +402,8 @@ def _inexact(leaf_dtype) -> bool:
 def _call_staged(fun, primals, fname):
     """(Staged, flat primal values) for fun at concrete primals."""
     holder = fun if isinstance(fun, StagedFunction) else Jitted(fun)
-    key, flat_vals, abs_args, abs_kwargs = holder._split(tuple(primals), {})
-    staged = holder._stage(abs_args, abs_kwargs)
+    key, flat_vals, spec = holder._split(tuple(primals), {})
+    staged = holder._stage(*holder._abstract_args(spec))
     for v in flat_vals:
         if not _inexact(v.dtype):
             raise UnsupportedError(f"frankentrace.{fname}: integer and boolean inputs (float0 tangents) "
