@@ -673,9 +673,14 @@ static PyObject *dispatcher_call(DispatcherObject *d, PyObject *args, PyObject *
       Py_ssize_t i = 0;
       for (; i < n; i++)
         if (!(in[i] = from_numpy(PyTuple_GET_ITEM(args, i), (int)i))) break;
-      PyObject *r = i == n ? fn_run(e->fn, in, (int)n) : NULL;
+      /* Another thread may replace the entry while the GIL is released. */
+      FnObject *fn = e->fn;
+      int out_kind = e->out_kind;
+      Py_INCREF(fn);
+      PyObject *r = i == n ? fn_run(fn, in, (int)n) : NULL;
+      Py_DECREF(fn);
       for (Py_ssize_t m = 0; m < i; m++) ft_array_free(in[m]);
-      if (r && e->out_kind == 0) {
+      if (r && out_kind == 0) {
         PyObject *one = PyTuple_GET_ITEM(r, 0);
         Py_INCREF(one);
         Py_DECREF(r);

@@ -12,7 +12,10 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/ft-pip-install.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 start=$(date +%s)
 "$py" -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$root"
+# FT_PIP_BUILD_DIR: a persistent meson-python build directory, so that a
+# second run recompiles only what changed (1 min 31 s here instead of 5-6 min).
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  ${FT_PIP_BUILD_DIR:+-Cbuild-dir="$FT_PIP_BUILD_DIR"} "$root"
 cd "$work"   # not the source tree: import the installed package
 "$work/venv/bin/python" - <<'PY'
 import numpy as np

@@ -213,3 +213,28 @@ def test_errors_surface_as_exceptions():
         ft.jit(lambda x, n: x * n, static_argnums=1)(X, [1, 2])  # unhashable static
     with pytest.raises(ft.TypeCheckError):
         ft.vmap(lambda a, b: a + b)(np.ones((3, 2), np.float32), np.ones((4, 2), np.float32))
+
+
+def test_fast_path_threads_and_numpy_scalars():
+    import threading
+    f = lambda x, s: jnp.tanh(x) * s
+    g = ft.jit(f)
+    s = np.float32(1.5)  # a NumPy scalar: not weakly typed, on the C path
+    want = np.asarray(jax.jit(f)(X, s))
+    close(g(X, s), want)
+    assert g.size() == 1
+    got = []
+
+    def work():
+        for _ in range(100):
+            got.append(g(X, s).tobytes())
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len(set(got)) == 1 and len(got) == 400
+    close(np.frombuffer(got[0], np.float32), want)
+    # A Python float is weakly typed: another entry (slow path), the same value.
+    close(g(X, 1.5), want)
