@@ -1067,6 +1067,7 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_ft",
                                     "The C binding of FrankenTrace (use the frankentrace package).",
                                     -1, mod_methods, NULL, NULL, NULL, mod_free};
 
+PyMODINIT_FUNC PyInit__ft(void);
 PyMODINIT_FUNC PyInit__ft(void) {
   import_array();
   if (PyType_Ready(&ProgramType) < 0 || PyType_Ready(&FnType) < 0 || PyType_Ready(&DispatcherType) < 0)
