@@ -399,71 +399,103 @@ def _inexact(leaf_dtype) -> bool:
     return np.issubdtype(np.dtype(leaf_dtype), np.inexact) or str(leaf_dtype) == "bfloat16"
 
 
-def _call_staged(fun, primals, fname):
+def _call_staged(fun, primals):
     """(Staged, flat primal values) for fun at concrete primals."""
     holder = fun if isinstance(fun, StagedFunction) else Jitted(fun)
     key, flat_vals, spec = holder._split(tuple(primals), {})
     staged = holder._stage(*holder._abstract_args(spec))
-    for v in flat_vals:
-        if not _inexact(v.dtype):
-            raise UnsupportedError(f"frankentrace.{fname}: integer and boolean inputs (float0 tangents) "
-                                   "are not supported by the Python binding yet: close over them")
     return staged, flat_vals
+
+
+def _float0_zeros(shape):
+    """JAX's tangent of an integer or boolean value: float0 zeros."""
+    return np.zeros(shape, dtype=_j().dtypes.float0)
+
+
+def _split_aux(staged: Staged, has_aux, fname):
+    """(number of leading 'out' leaves, out tree, aux tree or None)."""
+    tu = _j().tree_util
+    tree = staged.out_tree
+    if not has_aux:
+        return tree.num_leaves, tree, None
+    obj = tu.tree_unflatten(tree, list(range(tree.num_leaves)))
+    if not isinstance(obj, (tuple, list)) or len(obj) != 2:
+        raise TypeCheckError(f"frankentrace.{fname}: with has_aux=True the function must return (out, aux)")
+    out_tree, aux_tree = tu.tree_structure(obj[0]), tu.tree_structure(obj[1])
+    return out_tree.num_leaves, out_tree, aux_tree
 
 
 def jvp(fun, primals, tangents, has_aux=False):
     """jax.jvp, by the library's forward mode (ft_jvp): returns
-    (primals_out, tangents_out)."""
-    if has_aux:
-        raise UnsupportedError("frankentrace.jvp: has_aux is not supported yet")
+    (primals_out, tangents_out), or with has_aux (primals_out,
+    tangents_out, aux). Integer and boolean values have float0 tangents."""
     tu = _j().tree_util
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise TypeCheckError("frankentrace.jvp: primals and tangents differ in length")
-    staged, flat_p = _call_staged(fun, primals, "jvp")
-    flat_t = [as_array(t, v.dtype) for t, v in zip(tu.tree_leaves(tangents), flat_p)]
+    staged, flat_p = _call_staged(fun, primals)
+    flat_t = tu.tree_leaves(tangents)
     if len(flat_t) != len(flat_p):
         raise TypeCheckError("frankentrace.jvp: the tangents' structure differs from the primals'")
+    n_out, out_tree, aux_tree = _split_aux(staged, has_aux, "jvp")
+    # ft_jvp takes and returns tangents of inexact values only.
+    t_in = [as_array(t, v.dtype) for t, v in zip(flat_t, flat_p) if _inexact(v.dtype)]
     prog = Program(_ft.jvp(staged.program._h))
-    outs = prog(*flat_p, *flat_t)
-    n = staged.out_tree.num_leaves
-    y, dy = list(outs[:n]), list(outs[n:])
-    if len(dy) != n:
-        raise UnsupportedError("frankentrace.jvp: integer outputs (float0 tangents) are not supported yet")
-    return staged.unflatten(y), staged.unflatten(dy)
+    outs = prog(*flat_p, *t_in)
+    avals = staged.program.out_avals
+    n = len(avals)
+    y, dy_iter = list(outs[:n]), iter(outs[n:])
+    dy = [next(dy_iter) if _inexact(numpy_dtype(a.dtype)) else _float0_zeros(a.shape) for a in avals]
+    primal_out = tu.tree_unflatten(out_tree, y[:n_out])
+    tangent_out = tu.tree_unflatten(out_tree, dy[:n_out])
+    if has_aux:
+        return primal_out, tangent_out, tu.tree_unflatten(aux_tree, y[n_out:])
+    return primal_out, tangent_out
 
 
 def vjp(fun, *primals, has_aux=False):
     """jax.vjp, by the library's reverse mode (ft_vjp, forward and backward
-    programs): returns (primals_out, vjp_fn)."""
-    if has_aux:
-        raise UnsupportedError("frankentrace.vjp: has_aux is not supported yet")
+    programs; the forward one runs once): returns (primals_out, vjp_fn), or
+    with has_aux (primals_out, vjp_fn, aux). Integer and boolean primals get
+    float0 cotangents."""
     tu = _j().tree_util
-    staged, flat_p = _call_staged(fun, primals, "vjp")
+    staged, flat_p = _call_staged(fun, primals)
+    n_out, out_tree, aux_tree = _split_aux(staged, has_aux, "vjp")
     fwd_h, bwd_h, n_res = _ft.vjp(staged.program._h)
     fwd, bwd = Program(fwd_h), Program(bwd_h)
+    avals = staged.program.out_avals
+    n = len(avals)
     outs = fwd(*flat_p)
-    n = staged.out_tree.num_leaves
     y, res = list(outs[:n]), list(outs[n:])
-    for v in y:
-        if not _inexact(v.dtype):
-            raise UnsupportedError("frankentrace.vjp: integer outputs (float0 cotangents) are not supported yet")
     in_trees = [tu.tree_structure(p) for p in primals]
     sizes = [t.num_leaves for t in in_trees]
+    inexact_in = [_inexact(v.dtype) for v in flat_p]
 
     def vjp_fn(ct):
         flat_ct = tu.tree_leaves(ct)
-        if len(flat_ct) != n:
+        if len(flat_ct) != n_out:
             raise TypeCheckError(f"frankentrace.vjp: the cotangent has {len(flat_ct)} arrays, "
-                                 f"the output {n}")
-        cts = list(bwd(*res, *[as_array(c, v.dtype) for c, v in zip(flat_ct, y)]))
+                                 f"the output {n_out}")
+        cts_in = []
+        for k, a in enumerate(avals):
+            if not _inexact(numpy_dtype(a.dtype)):
+                continue  # float0: not an input of the backward program
+            if k < n_out:
+                cts_in.append(as_array(flat_ct[k], numpy_dtype(a.dtype)))
+            else:  # aux outputs: not differentiated
+                cts_in.append(np.zeros(a.shape, numpy_dtype(a.dtype)))
+        got = iter(bwd(*res, *cts_in))
+        cts = [next(got) if ok else _float0_zeros(v.shape) for ok, v in zip(inexact_in, flat_p)]
         result, off = [], 0
-        for t, s in zip(in_trees, sizes):
-            result.append(tu.tree_unflatten(t, cts[off:off + s]))
-            off += s
+        for t, size in zip(in_trees, sizes):
+            result.append(tu.tree_unflatten(t, cts[off:off + size]))
+            off += size
         return tuple(result)
 
-    return staged.unflatten(y), vjp_fn
+    primal_out = tu.tree_unflatten(out_tree, y[:n_out])
+    if has_aux:
+        return primal_out, vjp_fn, tu.tree_unflatten(aux_tree, y[n_out:])
+    return primal_out, vjp_fn
 
 
 class _Jac(StagedFunction):

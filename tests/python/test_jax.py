@@ -238,3 +238,24 @@ def test_fast_path_threads_and_numpy_scalars():
     close(np.frombuffer(got[0], np.float32), want)
     # A Python float is weakly typed: another entry (slow path), the same value.
     close(g(X, 1.5), want)
+
+
+def test_jvp_vjp_has_aux_and_integer_inputs():
+    def f(x, k):
+        y = jnp.sin(x) * k.astype(jnp.float32)
+        return y, {"k2": k * 2, "c": jnp.cos(x)}
+
+    k = np.arange(7, dtype=np.int32)
+    t = np.ones(7, np.float32)
+    tk = np.zeros(7, dtype=jax.dtypes.float0)
+    got = ft.jvp(f, (X, k), (t, tk), has_aux=True)
+    want = jax.jvp(f, (X, k), (t, tk), has_aux=True)
+    same_tree(got, want)
+    out, fn, aux = ft.vjp(f, X, k, has_aux=True)
+    out_j, fn_j, aux_j = jax.vjp(f, X, k, has_aux=True)
+    same_tree((out, aux), (out_j, aux_j))
+    ct = np.linspace(0, 1, 7, dtype=np.float32)
+    gx, gk = fn(ct)
+    gx_j, gk_j = fn_j(ct)
+    close(gx, gx_j)
+    assert gk.dtype == gk_j.dtype and gk.shape == gk_j.shape
