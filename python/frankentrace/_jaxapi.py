@@ -89,6 +89,11 @@ def _leaf_of(x) -> tuple[Any, Leaf]:
     if isinstance(x, (int, float, complex)) and not isinstance(x, np.generic):
         dt = jax.dtypes.canonicalize_dtype(type(x))
         return np.asarray(x, dtype=dt), Leaf(np.dtype(dt), (), True)
+    if isinstance(x, jax.core.Tracer):
+        raise UnsupportedError(
+            "frankentrace: an ft function was called on a JAX tracer (inside a function JAX is "
+            "tracing); ft transforms compose with each other (ft.jit(ft.grad(f))), not under JAX's: "
+            "use jax.grad/jax.vmap inside the traced function instead")
     weak = bool(getattr(x, "weak_type", False))
     a = as_array(x)
     dt = _canonical(a.dtype)

@@ -259,3 +259,11 @@ def test_jvp_vjp_has_aux_and_integer_inputs():
     gx_j, gk_j = fn_j(ct)
     close(gx, gx_j)
     assert gk.dtype == gk_j.dtype and gk.shape == gk_j.shape
+
+
+def test_ft_inside_a_jax_trace_is_a_clear_error():
+    g = ft.grad(lambda x: jnp.sum(jnp.sin(x)))
+    with pytest.raises(ft.UnsupportedError, match="JAX tracer"):
+        ft.jit(lambda x: g(x) * 2.0)(X)
+    with pytest.raises(ft.UnsupportedError, match="JAX tracer"):
+        jax.jit(lambda x: g(x))(X)
