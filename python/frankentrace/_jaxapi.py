@@ -503,48 +503,127 @@ def vjp(fun, *primals, has_aux=False):
     return primal_out, vjp_fn
 
 
+class MultiProgram:
+    """Several library programs over the same inputs, run one after the
+    other, outputs concatenated: a Jacobian with respect to several array
+    leaves is one ft_jacfwd/ft_jacrev program per leaf. It cannot be
+    transformed further (there is no one jaxpr)."""
+
+    def __init__(self, programs):
+        self.programs = list(programs)
+        self._fns = None
+
+    @property
+    def _h(self):
+        raise UnsupportedError("frankentrace: a Jacobian with respect to several arrays (tuple argnums or "
+                               "a pytree argument) is several programs and cannot be transformed further")
+
+    @property
+    def out_avals(self):
+        return [a for p in self.programs for a in p.out_avals]
+
+    @property
+    def text(self):
+        return "\n".join(p.text for p in self.programs)
+
+    def optimize(self, algebraic=False):
+        return MultiProgram([p.optimize(algebraic) for p in self.programs])
+
+    def compile(self):
+        if self._fns is None:
+            self._fns = _MultiFn([p.compile() for p in self.programs])
+        return self._fns
+
+
+class _MultiFn:
+    def __init__(self, fns):
+        self.fns = fns
+
+    def __call__(self, *args):
+        return tuple(o for fn in self.fns for o in fn(*args))
+
+    def plan(self):
+        return "\n".join(fn.plan() for fn in self.fns)
+
+
 class _Jac(StagedFunction):
-    def __init__(self, fun, argnums, kind):
+    def __init__(self, fun, argnums, kind, has_aux=False):
         super().__init__(fun)
-        if not isinstance(argnums, int):
-            raise UnsupportedError(f"frankentrace.{kind}: argnums must be one integer "
-                                   "(the library differentiates one input)")
         self.argnums = argnums
         self.kind = kind
+        self.has_aux = has_aux
 
     def _stage(self, args, kwargs):
         tu = _j().tree_util
         inner = _stage_of(self.fun, args, kwargs)
-        idx, _ = _flat_argnums(inner, (self.argnums,), self.kind)
-        if len(idx) != 1:
-            raise UnsupportedError(f"frankentrace.{self.kind}: argument {self.argnums} must be one array, "
-                                   f"it has {len(idx)} leaves")
-        for a in inner.program.out_avals:
+        single = isinstance(self.argnums, int)
+        argnums = _norm_argnums(self.argnums)
+        idx, spans = _flat_argnums(inner, argnums, self.kind)
+        arg_trees = _arg_trees(inner, args, argnums)
+        n_out, out_tree, aux_tree = _split_aux(inner, self.has_aux, self.kind)
+        avals = inner.program.out_avals
+        for a in avals[:n_out]:
             if not _inexact(numpy_dtype(a.dtype)):
                 raise UnsupportedError(f"frankentrace.{self.kind}: every output must be floating "
                                        f"(one is {a.dtype})")
-        tf = {"jacfwd": _ft.jacfwd, "jacrev": _ft.jacrev, "hessian": _ft.hessian}[self.kind]
-        prog = Program(tf(inner.program._h, idx[0]))
-        out_tree = inner.out_tree
+        # The library's programs give one result per inexact output of j.
+        n_inexact = sum(1 for a in avals if _inexact(numpy_dtype(a.dtype)))
+        h = inner.program._h
+        if self.kind == "hessian":
+            pairs = [(i, k) for i in idx for k in idx]
+            progs = [Program(_ft.hessian(h, i)) if i == k else Program(_ft.jacfwd(_ft.jacrev(h, i), k))
+                     for i, k in pairs]
+        else:
+            tf = _ft.jacfwd if self.kind == "jacfwd" else _ft.jacrev
+            progs = [Program(tf(h, i)) for i in idx]
+        if self.has_aux:
+            progs.append(inner.program)  # the aux values
+        prog = progs[0] if len(progs) == 1 else MultiProgram(progs)
+        kind, has_aux = self.kind, self.has_aux
+
+        def per_arg(pick):
+            """A tree per argnum (a tuple of them for tuple argnums) whose
+            leaf for flat leaf index a is pick(a)."""
+            res = [tu.tree_unflatten(t, [pick(a) for a in range(s, e)]) for t, (s, e) in zip(arg_trees, spans)]
+            return res[0] if single else tuple(res)
+
+        def unflatten(outs):
+            outs = list(outs)
+            m = len(idx)
+            if kind == "hessian":
+                per_out = [per_arg(lambda a, k=k: per_arg(lambda b, a=a, k=k: outs[(a * m + b) * n_inexact + k]))
+                           for k in range(n_out)]
+            else:
+                per_out = [per_arg(lambda a, k=k: outs[a * n_inexact + k]) for k in range(n_out)]
+            result = tu.tree_unflatten(out_tree, per_out)
+            if has_aux:
+                return result, tu.tree_unflatten(aux_tree, outs[len(outs) - len(avals):][n_out:])
+            return result
+
         stages = dict(inner.stages)
-        stages[self.kind] = prog
-        return Staged(prog, lambda outs: tu.tree_unflatten(out_tree, list(outs)), _out_kind(out_tree),
-                      inner.arg_ranges, stages, out_tree)
+        if isinstance(prog, Program):
+            stages[self.kind] = prog
+        res_tree = tu.tree_structure(unflatten(list(range(sum(len(p.out_avals) for p in progs)))))
+        return Staged(prog, unflatten, _out_kind(res_tree) if isinstance(prog, Program) else 2,
+                      inner.arg_ranges, stages, res_tree)
 
 
-def jacfwd(fun, argnums=0):
-    """jax.jacfwd (vmap of the library's jvp over the standard basis)."""
-    return _Jac(fun, argnums, "jacfwd")
+def jacfwd(fun, argnums=0, has_aux=False):
+    """jax.jacfwd (ft_jacfwd: vmap of the library's jvp over the standard
+    basis), per array leaf of the argnums."""
+    return _Jac(fun, argnums, "jacfwd", has_aux)
 
 
-def jacrev(fun, argnums=0):
-    """jax.jacrev (vmap of the library's vjp over the output basis)."""
-    return _Jac(fun, argnums, "jacrev")
+def jacrev(fun, argnums=0, has_aux=False):
+    """jax.jacrev (ft_jacrev: vmap of the library's vjp over the output
+    basis), per array leaf of the argnums."""
+    return _Jac(fun, argnums, "jacrev", has_aux)
 
 
-def hessian(fun, argnums=0):
-    """jax.hessian = jacfwd(jacrev(f)), by the library."""
-    return _Jac(fun, argnums, "hessian")
+def hessian(fun, argnums=0, has_aux=False):
+    """jax.hessian = jacfwd(jacrev(f)) by the library (ft_hessian on the
+    diagonal blocks, ft_jacfwd of ft_jacrev across leaves)."""
+    return _Jac(fun, argnums, "hessian", has_aux)
 
 
 # ------------------------------------------------------------------ vmap
