@@ -29,9 +29,16 @@ static PyObject *g_err_base, *g_err_parse, *g_err_type, *g_err_unsupported, *g_e
 /* The bfloat16 dtype of ml_dtypes when present (set by __init__.py), else NULL. */
 static PyArray_Descr *g_bf16_descr;
 
+/* The failure of this thread's last locked operation, taken while the lock
+ * was held (another thread's later failure cannot replace it). */
+static _Thread_local ft_status t_status;
+static _Thread_local char t_msg[8192];
+
 #define LOCKED_BEGIN \
-  Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(g_lock, WAIT_LOCK);
+  Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(g_lock, WAIT_LOCK); ft_ctx_clear_error(g_ctx);
 #define LOCKED_END \
+  t_status = ft_ctx_status(g_ctx); \
+  if (t_status) snprintf(t_msg, sizeof t_msg, "%s", ft_ctx_error(g_ctx)); \
   PyThread_release_lock(g_lock); Py_END_ALLOW_THREADS
 
 /* ------------------------------------------------------------------ errors */
@@ -63,8 +70,13 @@ static PyObject *raise_status(ft_status st, const char *msg) {
   return NULL;
 }
 
-/* Raises the context's last error (call with ctx_lock held or right after). */
+/* Raises the failure of this thread's last locked operation. */
 static PyObject *raise_ctx(void) {
+  return raise_status(t_status ? t_status : FT_ERR_INTERNAL, t_status ? t_msg : "unknown failure");
+}
+
+/* Raises the context's last error, for an unlocked call that just failed. */
+static PyObject *raise_ctx_now(void) {
   ft_status st = ft_ctx_status(g_ctx);
   return raise_status(st ? st : FT_ERR_INTERNAL, ft_ctx_error(g_ctx));
 }
@@ -214,7 +226,7 @@ static ft_array *from_numpy(PyObject *obj, int index) {
                  index);
     return NULL;
   }
-  if (!r) raise_ctx();
+  if (!r) raise_ctx_now();
   return r;
 }
 
@@ -455,10 +467,12 @@ typedef struct {
 static PyTypeObject FnType;
 
 static void fn_dealloc(FnObject *f) {
-  if (f->fn) {
-    LOCKED_BEGIN
+  if (f->fn) {  /* the lock only: a pending error of this thread stays as it is */
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(g_lock, WAIT_LOCK);
     ft_fn_free(f->fn);
-    LOCKED_END
+    PyThread_release_lock(g_lock);
+    Py_END_ALLOW_THREADS
   }
   PyObject_Free(f);
 }
@@ -511,7 +525,7 @@ static PyObject *fn_plan(FnObject *f, PyObject *unused) {
 
 static PyObject *fn_stats(FnObject *f, PyObject *unused) {
   ft_jit_stats s;
-  if (ft_fn_stats(f->fn, &s)) return raise_ctx();
+  if (ft_fn_stats(f->fn, &s)) return raise_ctx_now();
   return Py_BuildValue("{s:O,s:O,s:i,s:i,s:i,s:i,s:d,s:n}", "mem_hit", s.mem_hit ? Py_True : Py_False,
                        "disk_hit", s.disk_hit ? Py_True : Py_False, "n_steps", s.n_steps,
                        "n_kernels", s.n_kernels, "n_gemm", s.n_gemm, "n_fallback", s.n_fallback,
@@ -804,7 +818,7 @@ static PyObject *mod_grad_common(PyObject *args, int value_and) {
   PyObject *prog, *argnums_o;
   int has_aux = 0;
   if (!PyArg_ParseTuple(args, "O!O|p", &ProgramType, &prog, &argnums_o, &has_aux)) return NULL;
-  static int argnums[MAX_ARGS];
+  int argnums[MAX_ARGS];  /* on the stack: another thread may run this while the GIL is released */
   int n;
   if (ints_from_py(argnums_o, argnums, MAX_ARGS, &n) < 0) return NULL;
   ft_jaxpr *r;
@@ -870,27 +884,36 @@ static PyObject *mod_hessian(PyObject *self, PyObject *args) { return mod_argnum
 static PyObject *mod_vmap(PyObject *self, PyObject *args) {
   PyObject *prog, *in_o, *out_o, *avals_o;
   if (!PyArg_ParseTuple(args, "O!OOO", &ProgramType, &prog, &in_o, &out_o, &avals_o)) return NULL;
-  static int in_axes[MAX_ARGS], out_axes[MAX_ARGS];
-  static ft_aval avals[MAX_ARGS];
+  /* Per call, not static: another thread may run this while the GIL is released. */
+  int in_axes[MAX_ARGS], out_axes[MAX_ARGS];
   int n_in, n_out;
   if (ints_from_py(in_o, in_axes, MAX_ARGS, &n_in) < 0 ||
       ints_from_py(out_o, out_axes, MAX_ARGS, &n_out) < 0)
     return NULL;
+  ft_aval *avals = PyMem_Calloc(n_in ? (size_t)n_in : 1, sizeof *avals);
+  if (!avals) return PyErr_NoMemory();
   const ft_jaxpr *j = PROGRAM_ARG(prog);
-  if (n_in != ft_jaxpr_num_inputs(j) || n_out != ft_jaxpr_num_outputs(j))
+  if (n_in != ft_jaxpr_num_inputs(j) || n_out != ft_jaxpr_num_outputs(j)) {
+    PyMem_Free(avals);
     return PyErr_Format(PyExc_ValueError,
                         "frankentrace: vmap: %d in_axes and %d out_axes for a program of %d inputs and %d outputs",
                         n_in, n_out, ft_jaxpr_num_inputs(j), ft_jaxpr_num_outputs(j));
+  }
   PyObject *seq = PySequence_Fast(avals_o, "frankentrace: vmap: avals must be a sequence");
-  if (!seq) return NULL;
+  if (!seq) {
+    PyMem_Free(avals);
+    return NULL;
+  }
   if (PySequence_Fast_GET_SIZE(seq) != n_in) {
     Py_DECREF(seq);
+    PyMem_Free(avals);
     return PyErr_Format(PyExc_ValueError, "frankentrace: vmap: %d avals for %d inputs",
                         (int)PySequence_Fast_GET_SIZE(seq), n_in);
   }
   for (int i = 0; i < n_in; i++)
     if (aval_from_py(PySequence_Fast_GET_ITEM(seq, i), &avals[i]) < 0) {
       Py_DECREF(seq);
+      PyMem_Free(avals);
       return NULL;
     }
   Py_DECREF(seq);
@@ -898,6 +921,7 @@ static PyObject *mod_vmap(PyObject *self, PyObject *args) {
   LOCKED_BEGIN
   r = ft_vmap_avals(g_ctx, j, in_axes, out_axes, avals);
   LOCKED_END
+  PyMem_Free(avals);
   return program_new_from(r);
 }
 
