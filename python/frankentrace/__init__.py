@@ -11,7 +11,7 @@ ft.ledger work without it. docs/python.md has the whole story.
 """
 from . import _ft
 from ._core import (Aval, ExecutionError, FrankenTraceError, LedgerReport, ParseError, Program,
-                    TypeCheckError, UnsupportedError, aligned, aligned_empty, as_array, ledger,
+                    TypeCheckError, UnsupportedError, aligned, aligned_empty, aligned_numpy, as_array, ledger,
                     ledger_verify, load_aot, load_jaxpr, parse)
 from ._jaxapi import (Lowered, export, grad, hessian, jacfwd, jacrev, jit, jvp, make_program,
                       value_and_grad, vjp, vmap)
@@ -20,7 +20,7 @@ __version__ = _ft.version()
 
 __all__ = [
     "Aval", "ExecutionError", "FrankenTraceError", "LedgerReport", "Lowered", "ParseError",
-    "Program", "TypeCheckError", "UnsupportedError", "aligned", "aligned_empty", "as_array",
+    "Program", "TypeCheckError", "UnsupportedError", "aligned", "aligned_empty", "aligned_numpy", "as_array",
     "export", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "ledger", "ledger_verify",
     "load_aot", "load_jaxpr", "make_program", "parse", "value_and_grad", "vjp", "vmap",
 ]

@@ -1054,6 +1054,44 @@ static PyObject *mod_is_aligned(PyObject *self, PyObject *o) {
   return PyBool_FromLong(PyArray_IS_C_CONTIGUOUS(a) && ((uintptr_t)PyArray_DATA(a) % 64) == 0);
 }
 
+/* ------------------------------------------ a 64-byte aligned NumPy allocator */
+/* NumPy's data allocator (NEP 49) replaced, on request, by one that aligns
+ * every array's data to 64 bytes: such arrays go to the library without a
+ * copy. realloc keeps the alignment by moving the data. */
+static void *al_malloc(void *ctx, size_t n) {
+  return aligned_alloc(64, n ? (n + 63) / 64 * 64 : 64);
+}
+static void *al_calloc(void *ctx, size_t nelem, size_t elsize) {
+  if (elsize && nelem > SIZE_MAX / elsize) return NULL;
+  size_t n = nelem * elsize;
+  void *p = al_malloc(ctx, n);
+  if (p) memset(p, 0, n ? (n + 63) / 64 * 64 : 64);
+  return p;
+}
+extern size_t malloc_usable_size(void *ptr);
+static void *al_realloc(void *ctx, void *ptr, size_t n) {
+  if (!ptr) return al_malloc(ctx, n);
+  void *q = al_malloc(ctx, n);
+  if (!q) return NULL;
+  size_t old = malloc_usable_size(ptr);
+  memcpy(q, ptr, old < n ? old : n);
+  free(ptr);
+  return q;
+}
+static void al_free(void *ctx, void *ptr, size_t n) { free(ptr); }
+
+static PyDataMem_Handler g_aligned_handler = {
+  "frankentrace_aligned64", 1, {NULL, al_malloc, al_calloc, al_realloc, al_free}};
+
+/* The aligned handler as a capsule for PyDataMem_SetHandler. */
+static PyObject *mod_aligned_handler(PyObject *self, PyObject *unused) {
+  return PyCapsule_New(&g_aligned_handler, "mem_handler", NULL);
+}
+
+static PyObject *mod_set_handler(PyObject *self, PyObject *cap) {
+  return PyDataMem_SetHandler(cap == Py_None ? NULL : cap);
+}
+
 static PyMethodDef mod_methods[] = {
   {"parse", mod_parse, METH_VARARGS, "parse(text, name=None) -> Program"},
   {"jit", mod_jit, METH_VARARGS, "jit(program, allow_fallback=True, optimize=True) -> Fn"},
@@ -1077,6 +1115,8 @@ static PyMethodDef mod_methods[] = {
   {"_set_bfloat16", mod_set_bfloat16, METH_O, "installs ml_dtypes' bfloat16"},
   {"version", mod_version, METH_NOARGS, "the C library's version"},
   {"is_aligned", mod_is_aligned, METH_O, "whether an array would be passed without a copy"},
+  {"aligned_handler", mod_aligned_handler, METH_NOARGS, "NumPy's data allocator, 64-byte aligned (capsule)"},
+  {"set_handler", mod_set_handler, METH_O, "PyDataMem_SetHandler(capsule or None): returns the old one"},
   {NULL, NULL, 0, NULL}};
 
 static void mod_free(void *m) {

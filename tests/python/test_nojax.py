@@ -201,3 +201,19 @@ def test_aot_roundtrip(tmp_path):
         f(np.float32(3.0), b[:3], b)
     with pytest.raises(ft.FrankenTraceError):
         ft.load_aot(tmp_path / "missing.so")
+
+
+def test_aligned_numpy_allocator():
+    with ft.aligned_numpy():
+        xs = [np.ones(n, np.float32) for n in (1, 7, 1000, 100000)]
+        ys = [np.arange(n, dtype=np.float64) * 2 for n in (3, 33)]
+        z = np.ones(5, np.float32)
+        z.resize(5000, refcheck=False)  # realloc keeps the alignment
+    assert all(ft._ft.is_aligned(a) for a in xs + ys + [z])
+    assert z[:5].tolist() == [1.0] * 5 and ys[1][-1] == 64.0
+    try:
+        from numpy._core.multiarray import get_handler_name
+    except ImportError:  # NumPy 1.x
+        from numpy.core.multiarray import get_handler_name
+    assert get_handler_name(xs[0]) == "frankentrace_aligned64"
+    assert get_handler_name(np.ones(3)) != "frankentrace_aligned64"  # restored after the block
