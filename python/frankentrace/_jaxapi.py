@@ -21,7 +21,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from . import _ft
-from ._core import (FrankenTraceError, Program, TypeCheckError, UnsupportedError, as_array,
+from ._core import (Program, TypeCheckError, UnsupportedError, as_array,
                     export_program, ft_dtype_name, numpy_dtype)
 
 _jax = None
@@ -691,8 +691,7 @@ class _Vmap(StagedFunction):
         prog = Program(_ft.vmap(inner.program._h, [ax for ax, _ in per_leaf], out_axes, avals))
         stages = dict(inner.stages)
         stages["vmap"] = prog
-        return Staged(prog, inner.unflatten, inner.out_kind, [(r if r else None) for r in
-                      _ranges_of(args)], stages, inner.out_tree)
+        return Staged(prog, inner.unflatten, inner.out_kind, _ranges_of(args), stages, inner.out_tree)
 
 
 def _ranges_of(args):
