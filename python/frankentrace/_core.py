@@ -199,13 +199,17 @@ class Program:
                 f"frankentrace: the program has {len(avs)} constants, {len(values)} values given")
         self._h.bind_consts([as_array(v, numpy_dtype(a.dtype)) for v, a in zip(values, avs)])
         self._fn = None
+        self._in_dtypes = None
 
     # -- running
     def _inputs(self, args):
-        avs = self.in_avals if self.consts_bound else self.const_avals + self.in_avals
-        if len(args) != len(avs):
-            raise TypeCheckError(f"frankentrace: the program takes {len(avs)} arrays, {len(args)} given")
-        return [as_array(x, numpy_dtype(a.dtype)) for x, a in zip(args, avs)]
+        dts = self.__dict__.get("_in_dtypes")
+        if dts is None:  # computed once (bind_consts resets it)
+            avs = self.in_avals if self.consts_bound else self.const_avals + self.in_avals
+            dts = self._in_dtypes = [numpy_dtype(a.dtype) for a in avs]
+        if len(args) != len(dts):
+            raise TypeCheckError(f"frankentrace: the program takes {len(dts)} arrays, {len(args)} given")
+        return [as_array(x, dt) for x, dt in zip(args, dts)]
 
     def compile(self, allow_fallback=True, optimize=True):
         """The compiled function (cached on the program for the defaults)."""
