@@ -367,10 +367,16 @@ class AotFunction:
 
 
 def _preload_runtime():
-    """Loads libfrankentrace_rt (which AOT libraries need) globally, from
-    $FT_AOT_LIBDIR when set, else by its SONAME."""
+    """Loads libfrankentrace_rt (which AOT libraries need) globally: from
+    $FT_AOT_LIBDIR when set, else the copy installed in the package (pip
+    install .), else by its SONAME."""
     d = os.environ.get("FT_AOT_LIBDIR")
     cand = [os.path.join(d, "libfrankentrace_rt.so.0")] if d else []
+    here = os.path.dirname(os.path.abspath(__file__))
+    # A wheel holds the versioned file only (libfrankentrace_rt.so.0.1.0);
+    # loaded by path, its SONAME (libfrankentrace_rt.so.0) satisfies the
+    # AOT library's NEEDED entry.
+    cand += sorted(os.path.join(here, f) for f in os.listdir(here) if f.startswith("libfrankentrace_rt.so"))
     cand.append("libfrankentrace_rt.so.0")
     errors = []
     for c in cand:

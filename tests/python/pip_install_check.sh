@@ -17,12 +17,18 @@ start=$(date +%s)
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   ${FT_PIP_BUILD_DIR:+-Cbuild-dir="$FT_PIP_BUILD_DIR"} "$root"
 cd "$work"   # not the source tree: import the installed package
-"$work/venv/bin/python" - <<'PY'
+env -u FT_AOT_LIBDIR "$work/venv/bin/python" - <<'PY'
 import numpy as np
 import frankentrace as ft
 p = ft.parse("{ lambda ; a:f32[3]. let b:f32[3] = mul a 2.0:f32[] in (b,) }")
 (y,) = p(np.array([1, 2, 3], np.float32))
 assert y.tolist() == [2.0, 4.0, 6.0], y
-print("pip install check: frankentrace", ft.__version__, "installed and called")
+# AOT from the wheel alone: libfrankentrace_rt ships in the package.
+import os
+os.environ.pop("FT_AOT_LIBDIR", None)
+ft._core.export_program(p, "libtwice.so", "twice")
+(z,) = ft.load_aot("libtwice.so")(np.array([1, 2, 3], np.float32))
+assert z.tolist() == [2.0, 4.0, 6.0], z
+print("pip install check: frankentrace", ft.__version__, "installed, called, AOT round trip")
 PY
 echo "pip install check: $(( $(date +%s) - start )) s" >&2
