@@ -22,7 +22,7 @@ done
 best() { printf '%s\n' "$@" | sort -g -k2 | head -1; }
 read -r _ fmed _ farena _ <<<"$(best "${ft[@]}")"
 read -r _ jmed _ jtemp <<<"$(best "${jx[@]}")"
-echo "| workload | FrankenTrace median (ms) | jax.jit median (ms) | time FT/JAX | FrankenTrace intermediates (MB) | XLA temp (MB) | memory FT/JAX | goal |"
+echo "| workload | FrankenTrace median (ms) | jax.jit median (ms) | time FT/JAX | FrankenTrace intermediates (MiB) | XLA temp (MiB) | memory FT/JAX | goal |"
 echo "|---|---:|---:|---:|---:|---:|---:|---|"
 awk -v fm="$fmed" -v jm="$jmed" -v fa="$farena" -v jt="$jtemp" 'BEGIN {
   printf "| grad, 1,000-step RNN (H 256, B 32, D 64, f32) | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | <= 1 |\n",
