@@ -139,8 +139,8 @@ START_TEST(float0_literal) {
   ck_assert_int_eq(av.dims[1], 4);
   const bool *e = ft_array_data(out[0]);
   for (int i = 0; i < 12; i++) ck_assert_int_eq(e[i], i % 3 < i % 5);
-  /* float0 broadcasts are interpreter steps in the JIT (no kernel stores float0) */
-  ft_fn *fn = ft_jit(ctx, j, &(ft_jit_options){.no_disk_cache = true, .allow_fallback = true});
+  /* strict: a float0 result is a routine step with nothing to compute */
+  ft_fn *fn = ft_jit(ctx, j, &(ft_jit_options){.no_disk_cache = true});
   ck_assert_msg(fn, "%s", ft_ctx_error(ctx));
   ft_array *jo[2] = {0};
   ck_assert_int_eq(ft_call(fn, 4, in, 2, jo), FT_OK);
