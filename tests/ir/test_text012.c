@@ -195,6 +195,31 @@ START_TEST(float0_npy) {
 }
 END_TEST
 
+/* jax.make_jaxpr of switch(e, [br, br], x) then a jit f called twice, as
+ * JAX 0.12.0.1 prints it: the shared branch is hoisted before f, because
+ * JAX counts jaxprs in the order it first meets them (a Counter filled
+ * breadth-first), whether or not an equation names them. */
+static const char HOIST_ORDER[] =
+    "let jaxpr = { lambda ; a:f32[]. let b:f32[] = sin a in (b,) } in\n"
+    "let f = { lambda ; c:f32[]. let d:f32[] = cos c in (d,) } in\n"
+    "{ lambda ; e:i32[] g:f32[]. let\n"
+    "    h:i32[] = convert_element_type[new_dtype=int32 weak_type=False] e\n"
+    "    i:i32[] = clamp 0:i32[] h 1:i32[]\n"
+    "    j:f32[] = cond[branches=(jaxpr jaxpr)] i g\n"
+    "    k:f32[] = jit[name=f jaxpr=f] j\n"
+    "    l:f32[] = jit[name=f jaxpr=f] k\n"
+    "  in (l,) }";
+
+START_TEST(hoisted_in_jax_counter_order) {
+  ft_jaxpr *j = ft_parse(ctx, HOIST_ORDER, strlen(HOIST_ORDER), "hoist_order");
+  ck_assert_msg(j, "%s", ft_ctx_error(ctx));
+  char *s = ft_jaxpr_print(ctx, j);
+  ck_assert_str_eq(s, HOIST_ORDER);
+  free(s);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("text012");
   TCase *t = tcase_create("text012");
@@ -204,6 +229,7 @@ int main(void) {
   tcase_add_test(t, scan_nested_rights_only_parses_prints_runs);
   tcase_add_test(t, float0_literal);
   tcase_add_test(t, float0_npy);
+  tcase_add_test(t, hoisted_in_jax_counter_order);
   suite_add_tcase(su, t);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
