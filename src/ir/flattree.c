@@ -5,9 +5,11 @@
  *
  * A FlatTree prints as the repr of its structure with None leaves: tuples
  * `(None, None)`, dicts `{'a': None}`, `Pytree(vals=[None], tree=...)`,
- * `Static(x)` (no leaf) and `RightsOnly(t)`, whose leaves are the
- * `Right(...)` of t (a `Left(...)` is static). The parser keeps tuples of
- * None as tuples and the other forms as text (FT_PV_OPAQUE). */
+ * `Static(x)` (no leaf) and `RightsOnly(t)` (FTFiltered), whose leaves are
+ * the payloads of t's `Right(...)` leaves (a `Left(...)` is static); nested
+ * RightsOnly filter again, so a leaf counts only when it is wrapped in as
+ * many Rights as RightsOnly surround it. The parser keeps tuples of None as
+ * tuples and the other forms as text (FT_PV_OPAQUE). */
 #include <string.h>
 
 #include "ir.h"
@@ -43,11 +45,13 @@ static bool skip_to_close(scan_text *t) {
   return d == 0;
 }
 
-static int64_t leaves_at(scan_text *t, int depth);
+static int64_t leaves_at(scan_text *t, int depth, int k);
+static int64_t leaf_value_at(scan_text *t, int depth, int k);
 
 /* Items up to the closing bracket `close`, separated by commas; for a dict,
- * each item is `key: value` and only values count. */
-static int64_t items_at(scan_text *t, char close, bool dict, int depth) {
+ * each item is `key: value` and only values count. With `values`, each item
+ * is one leaf's value (a Pytree's vals), else a subtree. */
+static int64_t items_at(scan_text *t, char close, bool dict, bool values, int depth, int k) {
   int64_t n = 0;
   for (;;) {
     skip_ws(t);
@@ -63,34 +67,71 @@ static int64_t items_at(scan_text *t, char close, bool dict, int depth) {
       }
       if (!take(t, ":")) return -1;
     }
-    int64_t k = leaves_at(t, depth + 1);
-    if (k < 0) return -1;
-    n += k;
+    int64_t m = values ? leaf_value_at(t, depth + 1, k) : leaves_at(t, depth + 1, k);
+    if (m < 0) return -1;
+    n += m;
     skip_ws(t);
     if (t->s[t->i] == ',') t->i++;
     else if (t->s[t->i] != close) return -1;
   }
 }
 
-static int64_t leaves_at(scan_text *t, int depth) {
+/* One leaf's value (the repr of a Python value, Either's `Right(x)` /
+ * `Left(x)` among them): 1 if it survives k RightsOnly filters around it,
+ * i.e. it is k nested Rights, else 0. Skips the value. */
+static int64_t leaf_value_at(scan_text *t, int depth, int k) {
   if (depth > 64) return -1;
   skip_ws(t);
-  if (take(t, "None")) return 1;
-  if (take(t, "(")) return items_at(t, ')', false, depth);
-  if (take(t, "[")) return items_at(t, ']', false, depth);
-  if (take(t, "{")) return items_at(t, '}', true, depth);
-  if (take(t, "Right(")) return skip_to_close(t) ? 1 : -1;
-  if (take(t, "Left(") || take(t, "Static(")) return skip_to_close(t) ? 0 : -1;
+  if (k == 0) { /* any value is one leaf: skip it */
+    if (take(t, "None")) return 1;
+    size_t i0 = t->i;
+    while (t->s[t->i] && t->s[t->i] != ',' && t->s[t->i] != ')' && t->s[t->i] != ']' && t->s[t->i] != '}') {
+      char c = t->s[t->i++];
+      if (c == '(' || c == '[' || c == '{' || c == '\'' || c == '"') {
+        t->i--;
+        if (c == '\'' || c == '"') {
+          for (t->i++; t->s[t->i] && t->s[t->i] != c; t->i++)
+            if (t->s[t->i] == '\\' && t->s[t->i + 1]) t->i++;
+          if (!t->s[t->i]) return -1;
+          t->i++;
+        } else {
+          t->i++;
+          if (!skip_to_close(t)) return -1;
+        }
+      }
+    }
+    return t->i > i0 ? 1 : -1;
+  }
+  if (take(t, "Right(")) {
+    int64_t n = leaf_value_at(t, depth + 1, k - 1);
+    skip_ws(t);
+    return n >= 0 && take(t, ")") ? n : -1;
+  }
+  if (!take(t, "Left(")) return -1; /* a filtered leaf is an Either */
+  return skip_to_close(t) ? 0 : -1;
+}
+
+/* The number of leaves of the FlatTree printed at t->i that survive k
+ * RightsOnly filters around it. RightsOnly(u)'s leaves are the payloads of
+ * u's Right leaves, so its leaves surviving k filters are u's leaves
+ * surviving k + 1 (`RightsOnly(RightsOnly(Right(Left(None))))` has none). */
+static int64_t leaves_at(scan_text *t, int depth, int k) {
+  if (depth > 64) return -1;
+  skip_ws(t);
+  if (take(t, "(")) return items_at(t, ')', false, false, depth, k);
+  if (take(t, "[")) return items_at(t, ']', false, false, depth, k);
+  if (take(t, "{")) return items_at(t, '}', true, false, depth, k);
+  if (take(t, "Static(")) return skip_to_close(t) ? 0 : -1;
   if (take(t, "RightsOnly(")) {
-    int64_t n = leaves_at(t, depth + 1);
+    int64_t n = leaves_at(t, depth + 1, k + 1);
     skip_ws(t);
     return n >= 0 && take(t, ")") ? n : -1;
   }
   if (take(t, "Pytree(vals=[")) {
-    int64_t n = items_at(t, ']', false, depth);
+    int64_t n = items_at(t, ']', false, true, depth, k);
     return n >= 0 && skip_to_close(t) ? n : -1;
   }
-  return -1;
+  return leaf_value_at(t, depth, k); /* a Singleton: None, Right(..), Left(..) */
 }
 
 int64_t ft_flattree_leaves(const ft_pval *v) {
@@ -108,7 +149,7 @@ int64_t ft_flattree_leaves(const ft_pval *v) {
   case FT_PV_OPAQUE: case FT_PV_STR: {
     if (!v->s) return -1;
     scan_text t = {v->s, 0};
-    int64_t n = leaves_at(&t, 0);
+    int64_t n = leaves_at(&t, 0, 0);
     skip_ws(&t);
     return n >= 0 && !t.s[t.i] ? n : -1;
   }

@@ -316,7 +316,7 @@ static ft_aval parse_aval(ft_parser *p) {
 /* ---- literals */
 
 typedef struct lit {
-  enum { L_BOOL, L_INT, L_FLOAT, L_COMPLEX } kind;
+  enum { L_BOOL, L_INT, L_FLOAT, L_COMPLEX, L_FLOAT0 } kind;
   bool neg;
   uint64_t mag;     /* L_INT: |value| */
   double f, im;
@@ -392,6 +392,13 @@ static void parse_lit_value(ft_parser *p, lit *l) {
     p->pos += l->mag ? 4 : 5;
     return;
   }
+  /* JAX's zero tangent of an integer value: numpy's float0 scalar (a
+   * zero-size void) prints as (b'',); it has no value to read. */
+  if (p->len - p->pos >= 6 && !memcmp(p->src + p->pos, "(b'',)", 6)) {
+    l->kind = L_FLOAT0;
+    p->pos += 6;
+    return;
+  }
   bool paren = ft_parse_peek(p) == '(';
   if (paren) p->pos++;
   l->kind = L_FLOAT;
@@ -436,7 +443,12 @@ static bool int_fits(const lit *l, ft_dtype dt) {
 /* Makes the literal variable of dtype dt, checking the value suits it. */
 static ft_var *make_lit(ft_parser *p, const lit *l, ft_dtype dt) {
   ft_var *v;
-  if (dt == FT_BOOL) {
+  if (dt == FT_FLOAT0 && l->kind != L_FLOAT0) ft_parse_fail(p, l->pos, "a float0 literal must be (b'',)");
+  if (dt != FT_FLOAT0 && l->kind == L_FLOAT0)
+    ft_parse_fail(p, l->pos, "(b'',) is a float0 literal, not %s", ft_dtype_name(dt));
+  if (dt == FT_FLOAT0) {
+    v = ft_lit_new_int(p->arena, FT_FLOAT0, 0);
+  } else if (dt == FT_BOOL) {
     if (l->kind != L_BOOL) ft_parse_fail(p, l->pos, "a bool literal must be True or False");
     v = ft_lit_new_bool(p->arena, l->mag != 0);
   } else if (ft_dtype_is_int(dt)) {
@@ -465,6 +477,7 @@ static ft_dtype natural_dtype(const lit *l) {
   case L_INT: return FT_I32;
   case L_FLOAT: return FT_F32;
   case L_COMPLEX: return FT_C64;
+  case L_FLOAT0: return FT_FLOAT0;
   }
   return FT_F32;
 }

@@ -174,7 +174,8 @@ void ft_print_aval(ft_buf *b, const ft_aval *a) {
 
 void ft_print_lit_value(ft_buf *b, const ft_var *lit) {
   ft_dtype dt = lit->aval.dtype;
-  if (dt == FT_BOOL) ft_buf_puts(b, lit->lit.i ? "True" : "False");
+  if (dt == FT_FLOAT0) ft_buf_puts(b, "(b'',)"); /* repr of numpy's zero-size void scalar: np.zeros((), float0) */
+  else if (dt == FT_BOOL) ft_buf_puts(b, lit->lit.i ? "True" : "False");
   else if (ft_dtype_is_unsigned(dt)) ft_buf_printf(b, "%llu", (unsigned long long)lit->lit.u);
   else if (ft_dtype_is_signed(dt)) ft_buf_printf(b, "%lld", (long long)lit->lit.i);
   else if (ft_dtype_is_complex(dt)) ft_py_complex_repr(b, lit->lit.f, lit->lit_im);
@@ -490,8 +491,10 @@ static void push_subjaxprs(bfs *b, const ft_eqn *e, const char *name) {
       const ft_pval *x = v->tag == FT_PV_TUPLE ? &v->u.items[i] : v;
       if (x->tag != FT_PV_JAXPR) continue;
       bfs_push(b, x->u.jaxpr);
-      seen *s = name ? bfs_seen(b, x->u.jaxpr) : NULL;
-      if (s && !s->name) s->name = name;
+      /* the entry is made at the first push, which is the first dequeue's
+       * order: JAX's Counter order, which hoisting and suffixing follow */
+      seen *s = bfs_seen(b, x->u.jaxpr);
+      if (s && name && !s->name) s->name = name;
     }
   }
 }

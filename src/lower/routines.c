@@ -128,8 +128,17 @@ static bool cum_native(const ft_eqn *e) {
  * checks mirror the interpreter's, so a routine never meets an operand it
  * would refuse (those equations stay fallbacks and fail as the interpreter
  * does). */
+/* Every result is float0 (JAX's tangent of integer values): nothing to
+ * compute, the buffers have no bytes. */
+static bool only_float0(const ft_eqn *e) {
+  for (int k = 0; k < e->n_out; k++)
+    if (e->out[k]->aval.dtype != FT_FLOAT0) return false;
+  return e->n_out > 0 && ft_prim_get(e->prim)->family != FT_FAM_CONTROL;
+}
+
 bool ft_routine_native(const ft_eqn *e, const char **why) {
   if (e->n_out < 1) return false;
+  if (only_float0(e)) return true;
   if (e->prim == FT_P_EMPTY2) return e->n_out == 1;
   if (e->n_in == 0 && (e->prim == FT_P_PLATFORM_INDEX || e->prim == FT_P_EMPTY))
     return rule_accepts(e, why); /* the rule bodies of interp_misc.c */
@@ -610,6 +619,7 @@ static ft_status run_rule(ft_ctx *ctx, const ft_eqn *e, const ft_step *s, void *
 ft_status ft_routine_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs) {
   const ft_eqn *e = &p->j->eqns[s->eqn];
   ft_status st = FT_OK;
+  if (only_float0(e)) return FT_OK;
   switch (e->prim) {
   case FT_P_PAD: run_pad(e, s, kbufs); break;
   case FT_P_CONCATENATE: case FT_P_SPLIT: run_concat_split(e, s, kbufs); break;

@@ -253,6 +253,7 @@ int64_t ft_get_i64(const ft_array *a, int64_t i) {
   case FT_U16: return AT(uint16_t);
   case FT_U32: return AT(uint32_t);
   case FT_U64: return (int64_t)AT(uint64_t);
+  case FT_FLOAT0: return 0; /* no data: float0 holds only zeros */
   default: {
     double d = ft_get_f64(a, i);
     return d != d ? 0 : (int64_t)d; /* callers convert floats themselves */
@@ -273,6 +274,7 @@ double ft_get_f64(const ft_array *a, int64_t i) {
   case FT_C64: return ((const float *)a->data)[2 * i];
   case FT_C128: return ((const double *)a->data)[2 * i];
   case FT_U64: return (double)AT(uint64_t);
+  case FT_FLOAT0: return 0;
   default: return (double)ft_get_i64(a, i);
   }
 }
@@ -303,6 +305,7 @@ void ft_set_i64(ft_array *a, int64_t i, int64_t v) {
   case FT_I16: case FT_U16: SET(uint16_t, (uint64_t)v & 0xffff); return;
   case FT_I32: case FT_U32: SET(uint32_t, (uint64_t)v & 0xffffffffu); return;
   case FT_I64: case FT_U64: SET(uint64_t, (uint64_t)v); return;
+  case FT_FLOAT0: return; /* no data (the two setters must not call each other for ever) */
   default: ft_set_f64(a, i, (double)v); return;
   }
 }
@@ -317,6 +320,7 @@ void ft_set_f64(ft_array *a, int64_t i, double v) {
   case FT_F64: SET(double, v); return;
   case FT_C64: case FT_C128: ft_set_c128(a, i, v, 0); return;
   case FT_BOOL: SET(uint8_t, v != 0); return;
+  case FT_FLOAT0: return; /* no data */
   default: ft_set_i64(a, i, (int64_t)v); return; /* callers saturate first */
   }
 }

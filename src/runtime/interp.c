@@ -45,6 +45,7 @@ static ft_array *lit_array(ft_ctx *ctx, const ft_var *v) {
   ft_array *a = ft_array_alloc(ctx, &v->aval);
   if (!a) return NULL;
   ft_dtype dt = v->aval.dtype;
+  if (dt == FT_FLOAT0) return a; /* (b'',): no data */
   if (ft_dtype_is_complex(dt)) ft_set_c128(a, 0, v->lit.f, v->lit_im);
   else if (ft_dtype_is_float(dt)) ft_set_f64(a, 0, v->lit.f);
   else if (ft_dtype_is_unsigned(dt)) ft_set_i64(a, 0, (int64_t)v->lit.u);

@@ -7,7 +7,11 @@
  * bfloat16: NumPy has no bfloat16; JAX arrays saved with np.save (through
  * ml_dtypes) carry descr '<V2' (a 2-byte void). So '<V2', '|V2' and the
  * explicit spelling 'bfloat16' read as bf16, and bf16 is written as '<V2',
- * which np.load returns as raw 2-byte voids (view them as ml_dtypes.bfloat16). */
+ * which np.load returns as raw 2-byte voids (view them as ml_dtypes.bfloat16).
+ *
+ * float0: jax.dtypes.float0 is np.dtype([('float0', 'V')]), zero bytes an
+ * element, which np.save writes as descr [('float0', '|V0')] and no data;
+ * that one structured descr reads and writes as FT_FLOAT0. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -135,12 +139,22 @@ static ft_status parse_header(rd *r, ft_dtype *dt, int *rank, int64_t *dims) {
     if (!strcmp(key, "descr")) {
       char d[64];
       skip_ws(r);
-      if (r->p < r->end && *r->p == '[')
-        return bad(r, "%s", "structured dtypes are not supported");
-      if (!read_str(r, d, sizeof d)) return bad(r, "%s", "'descr' is not a quoted string");
-      ft_status st = lookup_descr(r, d, dt);
-      if (st) return st;
-      have_d = true;
+      if (r->p < r->end && *r->p == '[') {
+        /* jax.dtypes.float0, np.dtype([('float0', 'V')]): the one structured
+         * dtype read, as FT_FLOAT0 (zero bytes per element) */
+        char f[16], v[8];
+        r->p++;
+        if (!eat(r, '(') || !read_str(r, f, sizeof f) || !eat(r, ',') || !read_str(r, v, sizeof v) ||
+            !eat(r, ')') || !eat(r, ']') || strcmp(f, "float0") || strcmp(v, "|V0"))
+          return bad(r, "%s", "structured dtypes are not supported (only float0, [('float0', '|V0')])");
+        *dt = FT_FLOAT0;
+        have_d = true;
+      } else {
+        if (!read_str(r, d, sizeof d)) return bad(r, "%s", "'descr' is not a quoted string");
+        ft_status st = lookup_descr(r, d, dt);
+        if (st) return st;
+        have_d = true;
+      }
     } else if (!strcmp(key, "fortran_order")) {
       if (read_word(r, "True")) return bad(r, "%s", "Fortran-order arrays are not supported");
       if (!read_word(r, "False")) return bad(r, "%s", "'fortran_order' is not True or False");
@@ -303,12 +317,13 @@ ft_status ft_npy_write_mem(ft_ctx *ctx, const ft_array *a, void **out, size_t *o
       descr = descrs[i].descr;
       break;
     }
-  if (!descr)
+  bool float0 = a->aval.dtype == FT_FLOAT0; /* written as NumPy writes jax.dtypes.float0 */
+  if (!descr && !float0)
     return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "npy: cannot write dtype %s",
                         ft_dtype_name(a->aval.dtype));
   char dict[512];
-  int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                   descr);
+  int n = float0 ? snprintf(dict, sizeof dict, "{'descr': [('float0', '|V0')], 'fortran_order': False, 'shape': (")
+                 : snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
   for (int i = 0; i < a->aval.rank; i++)
     n += snprintf(dict + n, sizeof dict - (size_t)n, i ? ", %lld" : "%lld",
                   (long long)a->aval.dims[i]);

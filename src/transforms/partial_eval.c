@@ -233,6 +233,85 @@ static bool pe_cond(pe *p, const ft_eqn *e, const bool *uin) {
 
 /* ----------------------------------------------------------------- scan */
 
+/* Residuals of a scan body that need no per-step stacking (JAX's
+ * _scan_partial_eval): a residual computed from the known consts alone is
+ * loop-invariant, so its equations are copied before the loop (into the
+ * known program, consts renamed to the scan's operands) and it becomes a
+ * const of the unknown scan; a residual that is a known xs row is read from
+ * xs itself. outer[r] gets the outer var of residual r (the const, the
+ * hoisted copy, or xs) or stays NULL (stacked); is_xs[r] says it is xs. */
+static bool scan_unstacked_res(pe *p, const ft_eqn *e, const bool *uin, const ft_jaxpr *K, int R,
+                               ft_var **outer, bool *is_xs) {
+  int ncon = (int)pget_int(FT_P_SCAN, e->params, "num_consts", 0);
+  int ncar = (int)pget_int(FT_P_SCAN, e->params, "num_carry", 0);
+  int n = e->n_in, nk_out = K->n_out - R;
+  vmap outer_of = {0};  /* K var -> outer var (consts, then hoisted copies) */
+  vflags variant = {0}, want = {0}; /* K var depends on a carry or an xs row; is to be hoisted */
+  bool ok = vmap_init(&outer_of, ft_arena_num_var_ids(p->a)) && vflags_init(&variant, ft_arena_num_var_ids(p->a));
+  bool *need = calloc((size_t)K->n_eqn + 1, 1);
+  ok = ok && need;
+  for (int i = 0, ki = 0; ok && i < n; i++) {
+    if (uin[i]) continue;
+    ft_var *kv = K->invars[ki++];
+    if (i < ncon) ok = vmap_set(&outer_of, kv, e->in[i]);
+    else ok = vflags_set(&variant, kv, 1);
+  }
+  for (int q = 0; ok && q < K->n_eqn; q++) { /* which values vary from step to step */
+    const ft_eqn *x = &K->eqns[q];
+    bool v = false;
+    for (int k = 0; k < x->n_in && !v; k++) v = x->in[k]->kind == FT_VAR && vflags_get(&variant, x->in[k]);
+    for (int k = 0; ok && k < x->n_out; k++)
+      if (x->out[k]->kind == FT_VAR) ok = vflags_set(&variant, x->out[k], v);
+  }
+  ok = ok && vflags_init(&want, ft_arena_num_var_ids(p->a));
+  for (int r = 0; ok && r < R; r++) {
+    ft_var *rv = K->outvars[nk_out + r];
+    outer[r] = NULL, is_xs[r] = false;
+    if (rv->kind != FT_VAR) continue;
+    for (int i = 0, ki = 0; i < n && !outer[r]; i++) { /* a known xs row */
+      if (uin[i]) continue;
+      if (i >= ncon + ncar && K->invars[ki] == rv) outer[r] = e->in[i], is_xs[r] = true;
+      ki++;
+    }
+    if (!outer[r] && !vflags_get(&variant, rv)) ok = vflags_set(&want, rv, 1);
+  }
+  for (int q = K->n_eqn - 1; ok && q >= 0; q--) { /* the invariant equations they need */
+    const ft_eqn *x = &K->eqns[q];
+    for (int k = 0; k < x->n_out && !need[q]; k++)
+      need[q] = x->out[k]->kind == FT_VAR && vflags_get(&want, x->out[k]);
+    for (int k = 0; ok && need[q] && k < x->n_in; k++)
+      if (x->in[k]->kind == FT_VAR && !vmap_get(&outer_of, x->in[k])) ok = vflags_set(&want, x->in[k], 1);
+  }
+  ft_var *ins[64], *outs[64];
+  for (int q = 0; ok && q < K->n_eqn; q++) { /* copied in order, with fresh outputs */
+    const ft_eqn *x = &K->eqns[q];
+    if (!need[q]) continue;
+    ft_var **in = x->n_in <= 64 ? ins : malloc(sizeof(ft_var *) * (size_t)x->n_in);
+    ft_var **out = x->n_out <= 64 ? outs : malloc(sizeof(ft_var *) * (size_t)x->n_out);
+    ok = in && out;
+    for (int k = 0; ok && k < x->n_in; k++) {
+      in[k] = x->in[k]->kind == FT_VAR ? vmap_get(&outer_of, x->in[k]) : x->in[k];
+      if (!in[k]) ok = (tx_fail(&p->K, FT_ERR_INTERNAL, "partial eval of scan: a hoisted residual "
+                                "reads a value computed in the loop"), false);
+    }
+    for (int k = 0; ok && k < x->n_out; k++) {
+      out[k] = x->out[k];
+      if (x->out[k]->kind == FT_VAR) ok = (out[k] = fresh(p, &x->out[k]->aval)) && vmap_set(&outer_of, x->out[k], out[k]);
+    }
+    ok = ok && tx_push(&p->K, x->prim, x->params, x->n_in, in, x->n_out, out);
+    if (in != ins) free(in);
+    if (out != outs) free(out);
+  }
+  for (int r = 0; ok && r < R; r++) {
+    ft_var *rv = K->outvars[nk_out + r];
+    if (!outer[r] && rv->kind == FT_VAR && !vflags_get(&variant, rv)) outer[r] = vmap_get(&outer_of, rv);
+  }
+  if (!ok && !p->K.failed) tx_nomem(&p->K);
+  vmap_free(&outer_of), vflags_free(&variant), vflags_free(&want);
+  free(need);
+  return ok;
+}
+
 static bool pe_scan(pe *p, const ft_eqn *e, const bool *uin_) {
   int ncon = (int)pget_int(FT_P_SCAN, e->params, "num_consts", 0);
   int ncar = (int)pget_int(FT_P_SCAN, e->params, "num_carry", 0);
@@ -260,40 +339,37 @@ static bool pe_scan(pe *p, const ft_eqn *e, const bool *uin_) {
   }
   const ft_jaxpr *K = po.known, *U = po.unknown;
   int R = po.n_res, nk_out = K->n_out - R;
-  /* Residuals that are known consts of the body are loop-invariant. */
-  int *inv = malloc(sizeof(int) * (size_t)(R + 1)); /* outer operand index, or -1 */
+  /* Residuals that need no stacking: loop-invariant ones (consts of the
+   * unknown scan) and known xs rows (read from xs). */
+  ft_var **outer = malloc(sizeof(ft_var *) * (size_t)(R + 1));
+  bool *is_xs = malloc((size_t)R + 1);
   int nkc = 0, nkcar = 0, nkx = 0, nuc = 0, nucar = 0, nux = 0;
   for (int i = 0; i < ncon; i++) uin[i] ? nuc++ : nkc++;
   for (int i = 0; i < ncar; i++) uin[ncon + i] ? nucar++ : nkcar++;
   for (int i = 0; i < nx; i++) uin[ncon + ncar + i] ? nux++ : nkx++;
+  (void)nkx;
+  if (!outer || !is_xs) ok = (tx_nomem(&p->K), false);
+  ok = ok && scan_unstacked_res(p, e, uin, K, R, outer, is_xs);
   int ninv = 0;
-  for (int r = 0; inv && r < R; r++) {
-    inv[r] = -1;
-    ft_var *rv = K->outvars[nk_out + r];
-    for (int i = 0, ki = 0; i < ncon; i++) {
-      if (uin[i]) continue;
-      if (K->invars[ki++] == rv) inv[r] = i;
-    }
-    ninv += inv[r] >= 0;
-  }
+  for (int r = 0; ok && r < R; r++) ninv += outer[r] && !is_xs[r];
   size_t cap = (size_t)(4 * (n + body->n_out + R) + 8);
   ft_var **vb = malloc(sizeof(ft_var *) * cap);
   ft_var **stk = malloc(sizeof(ft_var *) * (size_t)(R + 1));
-  if (!inv || !vb || !stk) ok = (tx_nomem(&p->K), false);
+  if (ok && (!vb || !stk)) ok = (tx_nomem(&p->K), false);
   ft_jaxpr *kj = NULL, *uj = NULL;
-  if (ok) { /* known body: drop invariant residual outputs */
+  if (ok) { /* known body: drop the residual outputs that are not stacked */
     int m = 0;
     for (int k = 0; k < nk_out; k++) vb[m++] = K->outvars[k];
     for (int r = 0; r < R; r++)
-      if (inv[r] < 0) vb[m++] = K->outvars[nk_out + r];
+      if (!outer[r]) vb[m++] = K->outvars[nk_out + r];
     kj = reframe(p, K, K->n_in, K->invars, m, vb);
-    /* unknown body: [inv res, u consts, u carry, stacked res, u xs] */
+    /* unknown body: [inv res, u consts, u carry, stacked res and xs res, u xs] */
     m = 0;
     for (int r = 0; r < R; r++)
-      if (inv[r] >= 0) vb[m++] = U->invars[r];
+      if (outer[r] && !is_xs[r]) vb[m++] = U->invars[r];
     for (int i = 0; i < nuc + nucar; i++) vb[m++] = U->invars[R + i];
     for (int r = 0; r < R; r++)
-      if (inv[r] < 0) vb[m++] = U->invars[r];
+      if (!outer[r] || is_xs[r]) vb[m++] = U->invars[r];
     for (int i = 0; i < nux; i++) vb[m++] = U->invars[R + nuc + nucar + i];
     uj = kj ? reframe(p, U, m, vb, U->n_out, U->outvars) : NULL;
     ok = kj && uj;
@@ -308,8 +384,8 @@ static bool pe_scan(pe *p, const ft_eqn *e, const bool *uin_) {
     for (int k = 0; k < ny; k++)
       if (!po.out_unknown[ncar + k]) kout[o++] = e->out[ncar + k];
     for (int r = 0; ok && r < R; r++) {
-      stk[r] = NULL;
-      if (inv[r] >= 0) continue;
+      stk[r] = is_xs[r] ? outer[r] : NULL;
+      if (outer[r]) continue;
       ft_aval av = K->outvars[nk_out + r]->aval;
       memmove(av.dims + 1, av.dims, sizeof(int64_t) * (size_t)av.rank);
       av.dims[0] = len;
@@ -328,11 +404,11 @@ static bool pe_scan(pe *p, const ft_eqn *e, const bool *uin_) {
     int m = 0, o = 0;
     ft_var **uinv = vb, **uout = vb + n + R;
     for (int r = 0; r < R; r++)
-      if (inv[r] >= 0) uinv[m++] = e->in[inv[r]];
+      if (outer[r] && !is_xs[r]) uinv[m++] = outer[r];
     for (int i = 0; i < ncon + ncar; i++)
       if (uin[i]) uinv[m++] = e->in[i];
     for (int r = 0; r < R; r++)
-      if (inv[r] < 0) uinv[m++] = stk[r];
+      if (!outer[r] || is_xs[r]) uinv[m++] = stk[r];
     for (int i = 0; i < nx; i++)
       if (uin[ncon + ncar + i]) uinv[m++] = e->in[ncon + ncar + i];
     for (int k = 0; k < ncar; k++)
@@ -350,7 +426,7 @@ static bool pe_scan(pe *p, const ft_eqn *e, const bool *uin_) {
     for (int k = 0; ok && k < ncar; k++) ok = set_unk(p, e->out[k], uin[ncon + k]);
     for (int k = 0; ok && k < ny; k++) ok = set_unk(p, e->out[ncar + k], po.out_unknown[ncar + k]);
   }
-  free(uin), free(inst), free(inv), free(vb), free(stk);
+  free(uin), free(inst), free(outer), free(is_xs), free(vb), free(stk);
   return ok;
 }
 

@@ -24,14 +24,6 @@
   "yet (issue 17 §1, being added by the '" who "' work); the program is refused, never run "     \
   "wrongly"
 
-#define FLOAT0_LITERAL "parse: JAX prints the zero tangent of an integer or boolean output as " \
-                       "the float0 literal (b'',):float0[] (broadcast to the output's shape); " \
-                       "the parser reads no float0 literal yet (\"malformed number\")"
-#define FLOAT0_NPY "load: JAX's float0 tangent of an integer output is saved as a NumPy void " \
-                   "array (dtype |V1), which ft_npy_read does not read; the check cannot run"
-#define HOIST_NAME "print: a shared sub-jaxpr that JAX hoists as 'jaxpr1' (no equation that " \
-                   "JAX counts names it) is named '_pad' by our printer after a jit that calls " \
-                   "it; the hoisting-name rule of core.pp_toplevel_jaxpr is not fully matched"
 
 #define COMPLEX_PROD "eval: reduce_prod of complex64 (jnp.fft's norm=\"ortho\"/\"forward\" multiplies " \
                      "the axis lengths as complex numbers) is not in the interpreter yet; refused " \
@@ -60,43 +52,23 @@
 #define LGAMMA_NEAR_ZERO "654 ulp but 0.27 eps*S: the result (-0.0033) is near a zero of " \
   "lgamma, where ulp error is unbounded for both sides; the one-transcendental ulp class is " \
   "too tight there (as ULP_CLASS_TOO_TIGHT)"
-#define HOIST_NAME_SHARED "print: a sub-jaxpr shared by a custom_jvp rule and a named jit " \
-  "(jax.scipy.special exp1, expn, hyp1f1) is hoisted under the jit's name (remainder, " \
-  "gammasgn) where JAX writes jaxpr; print-only, the parsed program and its results pass"
 #define JIT_CONSTVARS "eval: a jit whose sub-jaxpr closes over arrays (constvars; " \
   "jax.scipy.special sici, spence) is called without its constants and refused with " \
   "'expected N inputs (K constants + M arguments)', never run wrongly"
 
-#define LOOP_PRINTOUT "parse: JAX 0.12's printout of this transform of a loop program does " \
-  "not parse yet (a scan whose ft_in/ft_out pytree no longer matches its carries after JAX's " \
-  "transform, or a nested scan's counts; printer/parser work, issue 16). Our own transform " \
-  "of the same forward program passes the same check (*:ours:*)"
 #define HORNER_F32 "JAX's f32 gradient program of a 6-step Horner scan, run by us, is 36 " \
   "eps*S from JAX's result (bound 12): XLA evaluates its backward scan in another order; " \
   "our own gradient (grad:ours:*) and the f64 case pass"
-#define HOIST_NAME_WHERE "print: JAX hoists this shared _where sub-jaxpr as jaxpr, ours keeps " \
-  "the name _where1 (jax.scipy.stats.truncnorm.cdf, x64); print-only, the program passes"
 
 const conf_known conf_known_failures[] = {
-    {"*loop_bool_flag_carry_f*", "hessian:parse", LOOP_PRINTOUT},
-    {"*loop_bool_flag_carry_f*", "jvp:parse", LOOP_PRINTOUT},
-    {"*loop_nested_fori_matpow_f*", "grad:parse", LOOP_PRINTOUT},
-    {"*loop_nested_fori_matpow_f*", "hessian:parse", LOOP_PRINTOUT},
-    {"*loop_nested_scan_closure_f*", "hessian:parse", LOOP_PRINTOUT},
-    {"*loop_pytree_int_counter_f*", "hessian:parse", LOOP_PRINTOUT},
-    {"*loop_pytree_int_counter_f*", "jvp:parse", LOOP_PRINTOUT},
     {"loop_horner_scan_wrt_x_f32", "grad:jax:*", HORNER_F32},
     {"loop_horner_scan_wrt_x_f32", "jacrev:jax:*", HORNER_F32},
-    {"x64_sweep_st_truncnorm_cdf_f64", "print", HOIST_NAME_WHERE},
     {"*sweep_jnp_unique_i32", "parse", NONZERO},
     {"*sweep_jnp_unique__counts_i32", "parse", NONZERO},
     {"*sweep_jnp_setdiff1d_i32", "parse", NONZERO},
     {"*sweep_jnp_in1d_union_i32", "parse", NONZERO},
     {"sweep_sp_digamma_f32", "eval:*", DIGAMMA_F32},
     {"x64_sweep_sp_loggamma_f64", "eval:*", LGAMMA_NEAR_ZERO},
-    {"*sweep_sp_exp1_f*", "print", HOIST_NAME_SHARED},
-    {"*sweep_sp_expn_f*", "print", HOIST_NAME_SHARED},
-    {"*sweep_sp_hyp1f1_f*", "print", HOIST_NAME_SHARED},
     {"*sweep_sp_sici_f*", "eval:*", JIT_CONSTVARS},
     {"*sweep_sp_spence_f*", "eval:*", JIT_CONSTVARS},
     {"*prim_zeta_f*", "eval:*", ZETA_XLA_NAN},
@@ -106,46 +78,7 @@ const conf_known conf_known_failures[] = {
     {"x64_prim_sort_f64_0", "eval:*", SORT_DAZ},
     /* erf's derivative is the polynomial; the forward and vmap have none */
     /* fixtures/program2 */
-    {"*prog2_segment_mean_*", "vjp:parse", FLOAT0_LITERAL},
-    {"*prog2_viterbi_scan_*", "jvp:load", FLOAT0_NPY},
-    {"*prog2_heat_equation_2d_*", "vjp:print", HOIST_NAME},
     /* fixtures/sweep (made by tools/conformance-known from a dump of every check) */
-    {"*sweep_jnp_argmax__ax0_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_argmax__ax1_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_argmax__axall_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_argmax__axm1_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_argmax__keepdims_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_argmin__ax0_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_argmin__ax1_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_argmin__axall_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_argmin__axm1_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_argmin__keepdims_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_count_nonzero__ax01_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_count_nonzero__ax0_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_count_nonzero__ax1_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_count_nonzero__axall_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_count_nonzero__axm1_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_equal_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_greater_equal_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_greater_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_isclose_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_isfinite_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_isinf_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_isnan_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_less_equal_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_less_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_nanargmax__ax0_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_nanargmax__ax1_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_nanargmax__axall_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_nanargmax__axm1_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_nanargmax__keepdims_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_nanargmin__ax0_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_nanargmin__ax1_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_nanargmin__axall_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_nanargmin__axm1_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_nanargmin__keepdims_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_not_equal_*", "jvp:load", FLOAT0_NPY},
-    {"*sweep_jnp_signbit_*", "jvp:load", FLOAT0_NPY},
     {"*sweep_jnp_digitize_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
     {"*sweep_jnp_histogram_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
     {"*sweep_jnp_interp__lr_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
@@ -160,16 +93,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_sp_i0e_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
     {"*sweep_lax_bessel_i0e_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
     {"*sweep_st_vonmises_logpdf_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
-    {"*sweep_jnp_max__where_*", "vjp:parse", FLOAT0_LITERAL},
-    {"*sweep_jnp_mean__where_*", "vjp:parse", FLOAT0_LITERAL},
-    {"*sweep_jnp_min__where_*", "vjp:parse", FLOAT0_LITERAL},
-    {"*sweep_jnp_power__intexp_*", "vjp:parse", FLOAT0_LITERAL},
-    {"*sweep_jnp_prod__where_*", "vjp:parse", FLOAT0_LITERAL},
-    {"*sweep_jnp_std__where_*", "vjp:parse", FLOAT0_LITERAL},
-    {"*sweep_jnp_sum__where_*", "vjp:parse", FLOAT0_LITERAL},
-    {"*sweep_jnp_take_along_axis_*", "vjp:parse", FLOAT0_LITERAL},
-    {"*sweep_jnp_var__where_*", "vjp:parse", FLOAT0_LITERAL},
-    {"sweep_jnp_where_f32", "vjp:parse", FLOAT0_LITERAL},
     {"*sweep_fft_fft2__ortho_*", "*interp", COMPLEX_PROD},
     {"*sweep_fft_fft__forward_*", "*interp", COMPLEX_PROD},
     {"*sweep_fft_fft__ortho_*", "*interp", COMPLEX_PROD},
@@ -211,7 +134,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_jnp_sum__axall_*", "jvp:jax:jit", CANCELLATION},
     {"*sweep_sp_betainc_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
     {"*sweep_st_beta_cdf_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
-    {"*sweep_jnp_take__wrap_*", "vjp:parse", FLOAT0_LITERAL},
     {"*sweep_jnp_frexp_*", "*", UNKNOWN_PRIM("Frexp", "prims")},
     {"*sweep_fft_fft2__ortho_*", "eval:jit", COMPLEX_PROD},
     {"*sweep_st_multivariate_normal_logpdf_*", "*", UNKNOWN_PRIM("cholesky", "linalg (its own issue)")},

@@ -1,5 +1,5 @@
 /* tests/conformance/test_roundtrip.c: the print -> parse property of issue
- * 16 over every golden and conformance program (JAX's printouts of each
+ * 16 over every golden, conformance and loop program (JAX's printouts of each
  * function and of each transform JAX captured) and over our transforms of
  * each forward program (jvp, vjp, linearize's two programs, vmap, grad, and
  * the manifest's jacfwd, jacrev, hessian, grad_grad, vmap_grad): printing
@@ -16,11 +16,12 @@
 START_TEST(print_parse_roundtrip) {
   const char *root = getenv("FT_FIXTURES");
   ck_assert_msg(root != NULL, "FT_FIXTURES is not set");
-  char g[4096], c[4096];
+  char g[4096], c[4096], l[4096];
   snprintf(g, sizeof g, "%s/golden", root);
   snprintf(c, sizeof c, "%s/conformance", root);
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .only = getenv("FT_CONF_ONLY"), .verbose = true,
-                 .interp_only = true, .roundtrip = true};
+  snprintf(l, sizeof l, "%s/loops", root); /* JAX 0.12's loop transforms: nested ft_out filters */
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l}, .n_more = 1,
+                 .only = getenv("FT_CONF_ONLY"), .verbose = true, .interp_only = true, .roundtrip = true};
   conf_stats st;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);

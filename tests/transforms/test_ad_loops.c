@@ -275,6 +275,70 @@ START_TEST(while_reverse_refused) {
 }
 END_TEST
 
+/* Residuals of a scan's reverse mode that are not stacked per step (issue
+ * 19): s = c*c depends on the consts alone, so it is computed once before
+ * the loop and enters the backward scan as a const; x is an xs row, so the
+ * backward scan reads xs itself. h_T = h0 * prod_t (c^2 x_t); with c = 0.5
+ * and rows 2, 0.5, 4, 1, d h_T / d h0 = 0.25^4 * 4 = 1/64 exactly. */
+static const char INVARIANT_RES[] =
+    "{ lambda ; c:f64[] h0:f64[3] xs:f64[4,3]. let\n"
+    "    hT:f64[3] = scan[\n"
+    "      jaxpr={ lambda ; k:f64[] h:f64[3] x:f64[3]. let\n"
+    "          s:f64[] = mul k k\n"
+    "          a:f64[3] = mul h s\n"
+    "          d:f64[3] = mul a x\n"
+    "        in (d,) }\n"
+    "      length=4\n      num_carry=1\n      num_consts=1\n      reverse=False\n      unroll=1\n"
+    "    ] c h0 xs\n"
+    "    y:f64[] = reduce_sum[axes=(0,) out_sharding=None] hT\n"
+    "  in (y,) }";
+
+/* Whether any scan of j's top level has an output stacked over 4 steps
+ * (xs and the gradient of xs are the only [4,3] arrays otherwise). */
+static int stacked_outputs(const ft_jaxpr *j) {
+  int n = 0;
+  for (int q = 0; q < j->n_eqn; q++)
+    if (j->eqns[q].prim == FT_P_SCAN)
+      for (int k = 0; k < j->eqns[q].n_out; k++) {
+        const ft_aval *av = &j->eqns[q].out[k]->aval;
+        n += av->rank >= 1 && av->dims[0] == 4;
+      }
+  return n;
+}
+
+START_TEST(invariant_and_xs_residuals_not_stacked) {
+  ft_jaxpr *j = P(INVARIANT_RES);
+  int arg1[1] = {1};
+  ft_jaxpr *g = ft_grad(C, j, 1, arg1, false);
+  ck_assert_msg(g != NULL, "%s", ft_ctx_error(C));
+  verify(g);
+  ck_assert_int_eq(stacked_outputs(g), 0);
+  int64_t d3 = 3, d43[2] = {4, 3};
+  ft_array *in[3] = {ft_array_new(C, FT_F64, 0, NULL), ft_array_new(C, FT_F64, 1, &d3),
+                     ft_array_new(C, FT_F64, 2, d43)};
+  ft_set_f64(in[0], 0, 0.5);
+  const double rows[4] = {2, 0.5, 4, 1};
+  for (int i = 0; i < 3; i++) ft_set_f64(in[1], i, 1.0 + i);
+  for (int i = 0; i < 12; i++) ft_set_f64(in[2], i, rows[i / 3]);
+  ft_array *o[1];
+  run(g, 3, in, o);
+  for (int i = 0; i < 3; i++) ck_assert_double_eq(ft_get_f64(o[0], i), 1.0 / 64);
+  ft_array_free(o[0]);
+  /* differentiating c too: s varies with the tangent, h is stacked (one
+   * [4,3] residual); the values against central differences */
+  int all[3] = {0, 1, 2};
+  ft_jaxpr *g3 = ft_grad(C, j, 3, all, false);
+  ck_assert_msg(g3 != NULL, "%s", ft_ctx_error(C));
+  ck_assert_int_eq(stacked_outputs(g3), 3); /* h and a (= h*s) stacked; the gradient of xs */
+  ft_array *o3[3];
+  run(g3, 3, in, o3);
+  free_arrays(3, o3);
+  grad_check_at(j, in, "invariant residuals");
+  free_arrays(3, in);
+  ft_jaxpr_free(g3), ft_jaxpr_free(g), ft_jaxpr_free(j);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("ad_loops");
   TCase *t = tcase_create("all");
@@ -285,6 +349,7 @@ int main(void) {
   tcase_add_test(t, zero_initialized_carry);
   tcase_add_test(t, remat_policies);
   tcase_add_test(t, while_reverse_refused);
+  tcase_add_test(t, invariant_and_xs_residuals_not_stacked);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -15,6 +15,11 @@ Usage:
 
   .venv-oracle/bin/python tools/oracle/gen_loops.py          # everything
   .venv-oracle/bin/python tools/oracle/gen_loops.py --list
+  .venv-oracle/bin/python tools/oracle/gen_loops.py --out DIR --only NAME...
+
+The capture, the transforms (jvp gives integer operands float0 tangents
+of their shape) and the command line are gen_conformance.py's (imported, as
+gen_sweep.py does); this file holds the registry.
 
 Deterministic: seeds are crc32(case name). Every program exists in f32 and
 in f64 (x64_ names, run in a child process with jax_enable_x64).
@@ -22,10 +27,8 @@ in f64 (x64_ names, run in a child process with jax_enable_x64).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import subprocess
 import sys
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -510,113 +513,24 @@ def register_loops():
             gc.case(f"{gc.pname(dtn)}loop_{pn}_{dtn}", "loop", pn, ts)(b)
 
 
-def make_transform(t, f, args, rng):
-    """gen_conformance's transforms, except that jvp gives an integer
-    operand a float0 tangent of the operand's shape (gen_conformance's only
-    has scalar integer operands)."""
-    import jax
-    if t != "jvp":
-        return gc.make_transform(t, f, args, rng)
-    n = len(args)
-    fl = [k for k, a in enumerate(args) if np.issubdtype(np.asarray(a).dtype, np.inexact)]
-    tans = [(rng.standard_normal(np.shape(args[k])) * 0.5).astype(np.asarray(args[k]).dtype) for k in fl]
-
-    def g(*a):
-        xs, ts = a[:n], list(a[n:])
-        full = [ts.pop(0) if k in fl else np.zeros(np.shape(args[k]), jax.dtypes.float0)
-                for k in range(n)]
-        return jax.jvp(f, xs, tuple(full))
-    return g, list(args) + tans, {}
-
-
-def run_pass(which, out_dir):
-    import jax
-    if which == "x64":
-        jax.config.update("jax_enable_x64", True)
-    jax.config.update("jax_pprint_use_color", False)
-    register_loops()
-    cases, errors = {}, {}
-    for name, family, group, builder, transforms in gc.CASES:
-        if name.startswith("x64_") != (which == "x64"):
-            continue
-        rng = np.random.default_rng(gc.seed_of(name))
-        pack = gc.Pack(f"{name}.npys")
-        try:
-            f, args = builder(rng)
-            text, ent = gc.capture(f, args, name, pack)
-        except Exception as e:  # noqa: BLE001 - reported, and the run fails
-            errors[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
-            print(f"ERROR: {name}: {errors[name]}", file=sys.stderr)
-            continue
-        with open(os.path.join(out_dir, f"{name}.jaxpr"), "w") as fh:
-            fh.write(text + "\n")
-        ent.update({"family": family, "group": group, "x64": which == "x64",
-                    "jaxpr": f"{name}.jaxpr", "transforms": {}})
-        for t in transforms:
-            trng = np.random.default_rng(gc.seed_of(name + "/" + t))
-            g, gargs, params = make_transform(t, f, args, trng)
-            try:
-                ttext, tent = gc.capture(g, gargs, f"{name}.{t}", pack)
-            except Exception as e:  # noqa: BLE001 - a refusal is a generator bug here
-                errors[f"{name}.{t}"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
-                print(f"ERROR: {name}.{t}: {errors[name + '.' + t]}", file=sys.stderr)
-                continue
-            with open(os.path.join(out_dir, f"{name}.{t}.jaxpr"), "w") as fh:
-                fh.write(ttext + "\n")
-            tent["jaxpr"] = f"{name}.{t}.jaxpr"
-            tent["params"] = params
-            ent["transforms"][t] = tent
-        with open(os.path.join(out_dir, pack.fname), "wb") as fh:
-            fh.write(pack.buf.getvalue())
-        cases[name] = ent
-    return {"jax_version": jax.__version__, "cases": cases, "errors": errors}
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=OUT_DEFAULT)
-    ap.add_argument("--pass", dest="which", choices=["normal", "x64"])
-    ap.add_argument("--partial")
-    ap.add_argument("--list", action="store_true")
-    args = ap.parse_args()
-    if args.list:
-        register_loops()
-        for c in gc.CASES:
-            print(c[0], c[2], ",".join(c[4]))
+    """gen_conformance's command line and capture (two child passes, one
+    manifest), with this registry. JAX defines every transform registered
+    here, so a transform JAX refuses is a generator bug: the run fails."""
+    gc.main(register=register_loops, out_default=OUT_DEFAULT, script=os.path.abspath(__file__),
+            generator="tools/oracle/gen_loops.py", doc=__doc__, lax_json=False)
+    if "--pass" in sys.argv or "--list" in sys.argv:
         return
-    out = os.path.abspath(args.out)
-    os.makedirs(out, exist_ok=True)
-    if args.which:
-        with open(args.partial, "w") as fh:
-            json.dump(run_pass(args.which, out), fh, sort_keys=True)
-        return
-    for fn in os.listdir(out):
-        if fn.endswith((".jaxpr", ".npys")) or fn == "MANIFEST.json":
-            os.remove(os.path.join(out, fn))
-    parts = []
-    for which in ("normal", "x64"):
-        partial = os.path.join(out, f".partial-{which}.json")
-        cmd = [sys.executable, os.path.abspath(__file__), "--pass", which, "--out", out,
-               "--partial", partial]
-        subprocess.run(cmd, check=True, env=dict(os.environ, JAX_PLATFORMS="cpu"))
-        with open(partial) as fh:
-            parts.append(json.load(fh))
-        os.remove(partial)
-    cases, errors = {}, {}
-    for p in parts:
-        cases.update(p["cases"])
-        errors.update(p["errors"])
-    manifest = gc.annotate({"jax_version": parts[0]["jax_version"], "generator":
-                            "tools/oracle/gen_loops.py", "num_cases": len(cases),
-                            "vmap_batch": gc.VMAP_B, "cases": cases})
-    with open(os.path.join(out, "MANIFEST.json"), "w") as fh:
-        json.dump(manifest, fh, sort_keys=True, indent=0)
-        fh.write("\n")
-    print(f"jax {manifest['jax_version']}: {len(cases)} cases written to {out}")
-    if errors:
-        for k, v in sorted(errors.items()):
-            print(f"failed: {k}: {v}", file=sys.stderr)
+    out = OUT_DEFAULT
+    if "--out" in sys.argv:
+        out = os.path.abspath(sys.argv[sys.argv.index("--out") + 1])
+    with open(os.path.join(out, "MANIFEST.json")) as fh:
+        cases = json.load(fh)["cases"]
+    refused = {k: c["transforms_refused_by_jax"] for k, c in cases.items()
+               if c.get("transforms_refused_by_jax")}
+    for k, v in sorted(refused.items()):
+        print(f"failed: {k}: JAX refused {v}", file=sys.stderr)
+    if refused:
         sys.exit(1)
 
 
