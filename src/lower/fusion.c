@@ -1143,9 +1143,10 @@ static bool hoist_kernels(planner *P, ft_program *q) {
  * not fit or an operand is a literal of a dtype kernels cannot store. */
 static bool place_control(planner *P, const ft_eqn *e, int idx) {
   const char *why = NULL;
+  ft_status before = ft_ctx_status(P->ctx); /* an earlier call's error is not this step's */
   ft_control *c = ft_control_new(P->ctx, e, P->opts, &why);
   if (!c) {
-    if (ft_ctx_status(P->ctx)) { /* e.g. a sub-jaxpr the planner rejects: the interpreter reports it */
+    if (ft_ctx_status(P->ctx) && !before) { /* e.g. a sub-jaxpr the planner rejects: the interpreter reports it */
       ft_ctx_clear_error(P->ctx);
       why = "a sub-jaxpr could not be planned";
     }

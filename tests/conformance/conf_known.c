@@ -63,10 +63,6 @@
 #define HOIST_NAME_SHARED "print: a sub-jaxpr shared by a custom_jvp rule and a named jit " \
   "(jax.scipy.special exp1, expn, hyp1f1) is hoisted under the jit's name (remainder, " \
   "gammasgn) where JAX writes jaxpr; print-only, the parsed program and its results pass"
-#define JIT_CONSTVARS "eval: a jit whose sub-jaxpr closes over arrays (constvars; " \
-  "jax.scipy.special sici, spence) is called without its constants and refused with " \
-  "'expected N inputs (K constants + M arguments)', never run wrongly"
-
 #define LOOP_PRINTOUT "parse: JAX 0.12's printout of this transform of a loop program does " \
   "not parse yet (a scan whose ft_in/ft_out pytree no longer matches its carries after JAX's " \
   "transform, or a nested scan's counts; printer/parser work, issue 16). Our own transform " \
@@ -97,8 +93,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_sp_exp1_f*", "print", HOIST_NAME_SHARED},
     {"*sweep_sp_expn_f*", "print", HOIST_NAME_SHARED},
     {"*sweep_sp_hyp1f1_f*", "print", HOIST_NAME_SHARED},
-    {"*sweep_sp_sici_f*", "eval:*", JIT_CONSTVARS},
-    {"*sweep_sp_spence_f*", "eval:*", JIT_CONSTVARS},
     {"*prim_zeta_f*", "eval:*", ZETA_XLA_NAN},
 
     {"prim_sort_bf16_0", "eval:*", SORT_DAZ},
