@@ -22,7 +22,8 @@ static double flop_weight(ft_prim p) {
   case FT_P_ERF_INV: case FT_P_POW: case FT_P_ATAN2: case FT_P_CBRT: case FT_P_LGAMMA:
   case FT_P_DIGAMMA:
     return 16;
-  case FT_P_POLYGAMMA: case FT_P_ZETA:
+  case FT_P_POLYGAMMA: case FT_P_ZETA: case FT_P_IGAMMA: case FT_P_IGAMMAC:
+  case FT_P_IGAMMA_GRAD_A:
     return 64;
   case FT_P_DIV: case FT_P_REM: case FT_P_SQRT: case FT_P_RSQRT: case FT_P_INTEGER_POW:
     return 4;

@@ -307,6 +307,9 @@ static LLVMValueRef binary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef a, 
     case FT_P_ATAN2: return vm(G, "atan2", dt, a, b);
     case FT_P_POLYGAMMA: return vm(G, "polygamma", dt, a, b);
     case FT_P_ZETA: return vm(G, "zeta", dt, a, b);
+    case FT_P_IGAMMA: return vm(G, "igamma", dt, a, b);
+    case FT_P_IGAMMAC: return vm(G, "igammac", dt, a, b);
+    case FT_P_IGAMMA_GRAD_A: return vm(G, "igamma_grad_a", dt, a, b);
     case FT_P_MAX: return fmaxmin(G, dt, a, b, true);
     case FT_P_MIN: return fmaxmin(G, dt, a, b, false);
     case FT_P_NEXTAFTER: {

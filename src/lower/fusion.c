@@ -256,6 +256,7 @@ bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
     case FT_P_ADD: case FT_P_ADD_ANY: case FT_P_MUL: case FT_P_MAX: case FT_P_MIN: return true;
     case FT_P_SUB: case FT_P_DIV: case FT_P_REM: if (isbool) goto bad; return true;
     case FT_P_POW: case FT_P_ATAN2: case FT_P_NEXTAFTER: case FT_P_POLYGAMMA: case FT_P_ZETA:
+    case FT_P_IGAMMA: case FT_P_IGAMMAC: case FT_P_IGAMMA_GRAD_A:
       if (!fl) goto bad;
       return true;
     case FT_P_AND: case FT_P_OR: case FT_P_XOR: if (fl) goto bad; return true;

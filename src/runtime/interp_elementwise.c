@@ -469,6 +469,9 @@ fail:
     case FT_P_ATAN2: *r = FTM(atan2, SFX)(a, b); break;                        \
     case FT_P_POLYGAMMA: *r = FTM(polygamma, SFX)(a, b); break;                \
     case FT_P_ZETA: *r = FTM(zeta, SFX)(a, b); break;                          \
+    case FT_P_IGAMMA: *r = FTM(igamma, SFX)(a, b); break;                      \
+    case FT_P_IGAMMAC: *r = FTM(igammac, SFX)(a, b); break;                    \
+    case FT_P_IGAMMA_GRAD_A: *r = FTM(igamma_grad_a, SFX)(a, b); break;        \
     case FT_P_NEXTAFTER: *r = (a != a || b != b) ? a + b : nextafter(a, b); break; \
     default: return false;                                                     \
     }                                                                          \
