@@ -185,6 +185,11 @@ static LLVMValueRef unary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef x) {
     case FT_P_EXP: return vm(G, "exp", dt, x, NULL);
     case FT_P_EXP2: return vm(G, "exp2", dt, x, NULL);
     case FT_P_LOG: return vm(G, "log", dt, x, NULL);
+    case FT_P_LOG2: { /* JAX's lowering: log(x) * 1/ln 2 rounded to the type */
+      LLVMValueRef l = vm(G, "log", dt, x, NULL);
+      double k = dt == FT_F64 ? 1.4426950408889634 : (double)1.4426950408889634f;
+      return LLVMBuildFMul(B, l, LLVMConstReal(LLVMTypeOf(l), k), "");
+    }
     case FT_P_LOG1P: return vm(G, "log1p", dt, x, NULL);
     case FT_P_EXPM1: return vm(G, "expm1", dt, x, NULL);
     case FT_P_TANH: return vm(G, "tanh", dt, x, NULL);

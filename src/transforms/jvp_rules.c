@@ -65,6 +65,7 @@ static bool unary(jvp_call *c) {
   case FT_P_EXP: r = scale(c, dx, y); break;
   case FT_P_EXP2: r = scale(c, dx, tx_mul(t, y, lit(c, M_LN2))); break;
   case FT_P_LOG: r = tx_div(t, dx, x); break;
+  case FT_P_LOG2: r = tx_div(t, dx, tx_mul(t, x, lit(c, 0.69314718055994531))); break; /* JAX's */
   case FT_P_LOG1P: r = tx_div(t, dx, tx_add(t, one, x)); break;
   case FT_P_EXPM1: r = scale(c, dx, tx_add(t, y, one)); break;
   case FT_P_TANH: r = scale(c, dx, tx_sub(t, one, tx_mul(t, y, y))); break;

@@ -41,6 +41,7 @@ row add "$every"
 nonlin='eval jvp batch egraph lower; transpose: not linear'
 row igamma "$nonlin"
 row igammac "$nonlin"
+row log2 "$nonlin"
 row igamma_grad_a 'eval batch egraph lower; jvp: unsupported: JAX defines no JVP rule for igamma_grad_a ("Differentiation rule for '"'"'igamma_grad_a'"'"' not implemented"); transpose: not linear'
 row all_gather 'not parsed (no entry in src/ir/prims.def)'
 

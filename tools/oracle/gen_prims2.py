@@ -4,7 +4,7 @@ igammac and igamma_grad_a (elementwise, with jvp/vjp/vmap, and grad of a
 sum so that JAX's jvp rule in a binds igamma_grad_a), f32 and f64, on
 both branches of JAX's lowering (series for x < a or x < 1, continued
 fraction otherwise) and its special values (x = 0, x = inf, a = inf,
-domain errors, NaN).
+domain errors, NaN); log2 (lax.log2, which jnp.log2 binds in 0.12).
 
 Registered with gen_conformance.py's machinery and merged into the
 committed fixtures/conformance/MANIFEST.json, as gen_prims017.py does:
@@ -65,6 +65,17 @@ def register_prims2():
             @mine(f"{pre}prim_{nm}_edges_{d}", nm)
             def b(rng, dty=dty, fn=fn):
                 return fn, list(ig_inputs(rng, dty, True))
+
+        @mine(f"{pre}prim_log2_{d}", "log2", ("jvp", "vjp", "vmap"))
+        def b(rng, dty=dty):
+            x = rng.uniform(0, 40, size=(3, 5))
+            x[0] = [0.0, -1.0, np.inf, np.nan, 1.0]
+            x[1, :3] = [2.0, 8.0, 0.5]
+            return lax.log2, [x.astype(dty)]
+
+        @mine(f"{pre}prim_log2_sum_{d}", "log2", ("grad",))
+        def b(rng, dty=dty):
+            return (lambda x: lax.log2(x).sum()), [rng.uniform(0.1, 40, size=(3, 5)).astype(dty)]
 
         for nm, fn in (("igamma", lax.igamma), ("igammac", lax.igammac)):
             @mine(f"{pre}prim_{nm}_sum_{d}", nm, ("grad",))
