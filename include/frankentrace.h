@@ -337,6 +337,22 @@ FT_API ft_status ft_npy_write_mem(ft_ctx *ctx, const ft_array *a, void **out, si
  * constant); FT_ERR_INVALID_ARG when j already carries values or n is
  * wrong. On failure j is unchanged. */
 FT_API ft_status ft_jaxpr_bind_consts(ft_ctx *ctx, ft_jaxpr *j, int n, ft_array *const *values);
+/* Constants of sub-jaxprs. A jit whose closed jaxpr keeps constants (JAX
+ * 0.12 keeps NumPy arrays so: jnp.piecewise's tables in jax.scipy.special's
+ * sici and spence) prints `{ lambda a:f32[8]; ...}` with no values, so a
+ * parsed program cannot run until they are bound. The sub-jaxprs with
+ * constvars are numbered 0..ft_jaxpr_num_sub_consts(j)-1 depth first, in
+ * equation order, params in the order JAX prints them (sorted by name), a
+ * shared (hoisted) sub-jaxpr once. ft_jaxpr_bind_sub_consts binds sub-jaxpr
+ * k's n constants as ft_jaxpr_bind_consts does (same checks; copies), after
+ * which every call of it, in both engines, uses them. Without it ft_eval and
+ * ft_jit refuse the program, naming the missing constants. */
+FT_API int ft_jaxpr_num_sub_consts(const ft_jaxpr *j);
+/* Number of constants of sub-jaxpr k (-1 when k is out of range). */
+FT_API int ft_jaxpr_sub_num_consts(const ft_jaxpr *j, int k);
+FT_API ft_status ft_jaxpr_sub_const_aval(const ft_jaxpr *j, int k, int i, ft_aval *out);
+FT_API ft_status ft_jaxpr_bind_sub_consts(ft_ctx *ctx, ft_jaxpr *j, int k, int n,
+                                          ft_array *const *values);
 
 /* Evaluates j with the reference interpreter (simple, slow, the oracle for
  * compiled code; every primitive, control flow included).

@@ -30,6 +30,24 @@ void ft_jaxpr_hash(const ft_jaxpr *j, uint8_t out[16]) {
       if (n) XXH3_128bits_update(st, j->const_data[i], n);
     }
   }
+  /* Values bound to sub-jaxprs' constants (ft_jaxpr_bind_sub_consts). */
+  const ft_jaxpr **subs = NULL;
+  int n_subs = ft_jaxpr_closed_subs(j, &subs);
+  for (int k = 0; k < n_subs; k++) {
+    if (!subs[k]->const_data) continue;
+    XXH3_128bits_update(st, "\0sub", 4);
+    XXH3_128bits_update(st, &k, sizeof k);
+    for (int i = 0; i < subs[k]->n_const; i++) {
+      const ft_aval *a = &subs[k]->constvars[i]->aval;
+      size_t n = (size_t)ft_aval_size(a) * ft_dtype_size(a->dtype);
+      if (n) XXH3_128bits_update(st, subs[k]->const_data[i], n);
+    }
+  }
+  free(subs);
+  if (n_subs < 0) { /* out of memory: the all-zero hash, as above */
+    XXH3_freeState(st);
+    return;
+  }
   XXH128_hash_t h = XXH3_128bits_digest(st);
   XXH3_freeState(st);
   for (int i = 0; i < 8; i++) {

@@ -462,6 +462,12 @@ void ft_pd_format(ft_buf *out, const ft_pdoc *doc, int width, int indent);
 void ft_py_float_repr(ft_buf *b, double x, bool add_dot_0);
 void ft_py_complex_repr(ft_buf *b, double re, double im);
 
+/* The sub-jaxprs of j (at any depth) that have constvars, depth first in
+ * equation order with params in canonical order, each shared one once
+ * (jaxpr.c). *out (may be NULL): a malloc'd list the caller frees. Returns
+ * the count, -1 when out of memory. */
+int ft_jaxpr_closed_subs(const struct ft_jaxpr *j, const struct ft_jaxpr ***out);
+
 /* ================================================================ parse.c */
 /* The parser's state, shared by parse.c (jaxprs, equations, atoms) and
  * parse_params.c (param values). Errors longjmp out through ft_parse_fail,

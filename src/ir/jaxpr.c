@@ -2,6 +2,7 @@
  * the small public accessors. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir.h"
@@ -188,3 +189,92 @@ ft_status ft_jaxpr_const_aval(const ft_jaxpr *j, int i, ft_aval *out) {
 }
 
 bool ft_jaxpr_consts_bound(const ft_jaxpr *j) { return j && (!j->n_const || j->const_data); }
+
+/* Sub-jaxprs with constvars (issue 17: a jit whose closed jaxpr keeps
+ * constants, as jnp.piecewise's coefficient tables in jax.scipy.special's
+ * sici and spence; JAX's printout names the constvars but not their values).
+ * Depth first, equations in order, params in canonical order (sorted by
+ * name, as JAX prints them), each shared sub-jaxpr visited once: the order
+ * tools/oracle captures their values in. */
+typedef struct subs_walk {
+  const ft_jaxpr **seen;  /* every sub-jaxpr visited (shared ones once) */
+  int n_seen, cap;
+  const ft_jaxpr **out;   /* those with constvars, in order */
+  int n_out;
+  bool nomem;
+} subs_walk;
+
+static void subs_jaxpr(subs_walk *w, const ft_jaxpr *j);
+
+static void subs_pval(subs_walk *w, const ft_pval *v) {
+  if (v->tag == FT_PV_TUPLE)
+    for (int i = 0; i < v->n; i++) subs_pval(w, &v->u.items[i]);
+  if (v->tag != FT_PV_JAXPR || !v->u.jaxpr || w->nomem) return;
+  const ft_jaxpr *s = v->u.jaxpr;
+  for (int i = 0; i < w->n_seen; i++)
+    if (w->seen[i] == s) return;
+  if (w->n_seen == w->cap) {
+    int cap = w->cap ? 2 * w->cap : 16;
+    const ft_jaxpr **a = realloc(w->seen, sizeof *a * (size_t)cap);
+    const ft_jaxpr **b = a ? realloc(w->out, sizeof *b * (size_t)cap) : NULL;
+    if (a) w->seen = a;
+    if (b) w->out = b;
+    if (!a || !b) {
+      w->nomem = true;
+      return;
+    }
+    w->cap = cap;
+  }
+  w->seen[w->n_seen++] = s;
+  if (s->n_const) w->out[w->n_out++] = s;
+  subs_jaxpr(w, s);
+}
+
+static void subs_jaxpr(subs_walk *w, const ft_jaxpr *j) {
+  for (int k = 0; k < j->n_eqn; k++) {
+    const ft_eqn *e = &j->eqns[k];
+    int np = ft_prim_get(e->prim)->n_params;
+    for (int p = 0; p < np; p++) subs_pval(w, &e->params[p]);
+  }
+}
+
+int ft_jaxpr_closed_subs(const ft_jaxpr *j, const ft_jaxpr ***out) {
+  subs_walk w = {0};
+  if (j) subs_jaxpr(&w, j);
+  free(w.seen);
+  if (w.nomem) {
+    free(w.out);
+    if (out) *out = NULL;
+    return -1;
+  }
+  if (out) *out = w.out;
+  else free(w.out);
+  return w.n_out;
+}
+
+int ft_jaxpr_num_sub_consts(const ft_jaxpr *j) {
+  int n = ft_jaxpr_closed_subs(j, NULL);
+  return n < 0 ? 0 : n;
+}
+
+int ft_jaxpr_sub_num_consts(const ft_jaxpr *j, int k) {
+  const ft_jaxpr **subs = NULL;
+  int n = ft_jaxpr_closed_subs(j, &subs);
+  int r = n >= 0 && k >= 0 && k < n ? subs[k]->n_const : -1;
+  free(subs);
+  return r;
+}
+
+ft_status ft_jaxpr_sub_const_aval(const ft_jaxpr *j, int k, int i, ft_aval *out) {
+  const ft_jaxpr **subs = NULL;
+  int n = ft_jaxpr_closed_subs(j, &subs);
+  ft_status st = FT_ERR_INVALID_ARG;
+  if (n >= 0 && k >= 0 && k < n && i >= 0 && i < subs[k]->n_const && out) {
+    *out = subs[k]->constvars[i]->aval;
+    st = FT_OK;
+  } else if (n < 0) {
+    st = FT_ERR_NOMEM;
+  }
+  free(subs);
+  return st;
+}

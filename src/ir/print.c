@@ -45,7 +45,7 @@ static const struct {
     {FT_P_LOGISTIC, "accuracy", HIDE_NONE}, {FT_P_SIN, "accuracy", HIDE_NONE},
     {FT_P_COS, "accuracy", HIDE_NONE},   {FT_P_TAN, "accuracy", HIDE_NONE},
     {FT_P_SQRT, "accuracy", HIDE_NONE},  {FT_P_RSQRT, "accuracy", HIDE_NONE},
-    {FT_P_CBRT, "accuracy", HIDE_NONE},
+    {FT_P_CBRT, "accuracy", HIDE_NONE},  {FT_P_LOG2, "accuracy", HIDE_NONE},
     /* _binary_with_out_dtype_pp_rule */
     {FT_P_MUL, "out_dtype", HIDE_NONE},
     /* _convert_elt_type_pp_rule: sharding is implied by the binder type */

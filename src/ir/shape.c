@@ -207,7 +207,7 @@ static int unary_mask(ft_prim p) {
     return K_NUM;
   case FT_P_FLOOR: case FT_P_CEIL: case FT_P_ROUND: case FT_P_IS_FINITE: case FT_P_CBRT:
   case FT_P_ERF: case FT_P_ERFC: case FT_P_ERF_INV: case FT_P_REDUCE_PRECISION:
-  case FT_P_LGAMMA: case FT_P_DIGAMMA:
+  case FT_P_LGAMMA: case FT_P_DIGAMMA: case FT_P_LOG2:
     return K_FLOAT;
   case FT_P_NOT: return K_BOOL_INT;
   case FT_P_CLZ: case FT_P_POPULATION_COUNT: return K_INT;
@@ -271,6 +271,7 @@ static int binary_mask(ft_prim p) {
   case FT_P_POW: return K_INEXACT;
   case FT_P_MAX: case FT_P_MIN: return K_ANY;
   case FT_P_ATAN2: case FT_P_NEXTAFTER: case FT_P_POLYGAMMA: case FT_P_ZETA: return K_FLOAT;
+  case FT_P_IGAMMA: case FT_P_IGAMMAC: case FT_P_IGAMMA_GRAD_A: return K_FLOAT;
   case FT_P_AND: case FT_P_OR: case FT_P_XOR: return K_BOOL_INT;
   case FT_P_SHIFT_LEFT: case FT_P_SHIFT_RIGHT_LOGICAL: case FT_P_SHIFT_RIGHT_ARITHMETIC:
   case FT_P_MULHI:

@@ -185,6 +185,11 @@ static LLVMValueRef unary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef x) {
     case FT_P_EXP: return vm(G, "exp", dt, x, NULL);
     case FT_P_EXP2: return vm(G, "exp2", dt, x, NULL);
     case FT_P_LOG: return vm(G, "log", dt, x, NULL);
+    case FT_P_LOG2: { /* JAX's lowering: log(x) * 1/ln 2 rounded to the type */
+      LLVMValueRef l = vm(G, "log", dt, x, NULL);
+      double k = dt == FT_F64 ? 1.4426950408889634 : (double)1.4426950408889634f;
+      return LLVMBuildFMul(B, l, LLVMConstReal(LLVMTypeOf(l), k), "");
+    }
     case FT_P_LOG1P: return vm(G, "log1p", dt, x, NULL);
     case FT_P_EXPM1: return vm(G, "expm1", dt, x, NULL);
     case FT_P_TANH: return vm(G, "tanh", dt, x, NULL);
@@ -307,6 +312,9 @@ static LLVMValueRef binary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef a, 
     case FT_P_ATAN2: return vm(G, "atan2", dt, a, b);
     case FT_P_POLYGAMMA: return vm(G, "polygamma", dt, a, b);
     case FT_P_ZETA: return vm(G, "zeta", dt, a, b);
+    case FT_P_IGAMMA: return vm(G, "igamma", dt, a, b);
+    case FT_P_IGAMMAC: return vm(G, "igammac", dt, a, b);
+    case FT_P_IGAMMA_GRAD_A: return vm(G, "igamma_grad_a", dt, a, b);
     case FT_P_MAX: return fmaxmin(G, dt, a, b, true);
     case FT_P_MIN: return fmaxmin(G, dt, a, b, false);
     case FT_P_NEXTAFTER: {

@@ -216,8 +216,14 @@ ft_control *ft_control_new(ft_ctx *ctx, const ft_eqn *e, const ft_plan_options *
     goto unfit;
   default: js[n++] = param_jaxpr(e, "call_jaxpr"); break;
   }
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
     if (!js[i]) goto unfit;
+    if (js[i]->n_const && !js[i]->const_data && e->n_in == js[i]->n_in) {
+      *why = "a sub-jaxpr closes over constants whose values the text does not carry (bind them "
+             "with ft_jaxpr_bind_sub_consts)";
+      goto unfit;
+    }
+  }
   c->subs = calloc((size_t)n, sizeof *c->subs);
   if (!c->subs) goto oom;
   for (int i = 0; i < n; i++) {

@@ -255,6 +255,7 @@ bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
     case FT_P_ADD: case FT_P_ADD_ANY: case FT_P_MUL: case FT_P_MAX: case FT_P_MIN: return true;
     case FT_P_SUB: case FT_P_DIV: case FT_P_REM: if (isbool) goto bad; return true;
     case FT_P_POW: case FT_P_ATAN2: case FT_P_NEXTAFTER: case FT_P_POLYGAMMA: case FT_P_ZETA:
+    case FT_P_IGAMMA: case FT_P_IGAMMAC: case FT_P_IGAMMA_GRAD_A:
       if (!fl) goto bad;
       return true;
     case FT_P_AND: case FT_P_OR: case FT_P_XOR: if (fl) goto bad; return true;
@@ -1142,9 +1143,10 @@ static bool hoist_kernels(planner *P, ft_program *q) {
  * not fit or an operand is a literal of a dtype kernels cannot store. */
 static bool place_control(planner *P, const ft_eqn *e, int idx) {
   const char *why = NULL;
+  ft_status before = ft_ctx_status(P->ctx); /* an earlier call's error is not this step's */
   ft_control *c = ft_control_new(P->ctx, e, P->opts, &why);
   if (!c) {
-    if (ft_ctx_status(P->ctx)) { /* e.g. a sub-jaxpr the planner rejects: the interpreter reports it */
+    if (ft_ctx_status(P->ctx) && !before) { /* e.g. a sub-jaxpr the planner rejects: the interpreter reports it */
       ft_ctx_clear_error(P->ctx);
       why = "a sub-jaxpr could not be planned";
     }

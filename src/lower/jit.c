@@ -461,12 +461,13 @@ enum { MEDIUM_KERNEL_WORK = 1 << 20 };
 
 static bool prim_calls_library(ft_prim p) {
   switch (p) {
-  case FT_P_EXP: case FT_P_EXP2: case FT_P_LOG: case FT_P_LOG1P: case FT_P_EXPM1: case FT_P_TANH:
+  case FT_P_EXP: case FT_P_EXP2: case FT_P_LOG: case FT_P_LOG2: case FT_P_LOG1P: case FT_P_EXPM1:
+  case FT_P_TANH:
   case FT_P_LOGISTIC: case FT_P_SIN: case FT_P_COS: case FT_P_TAN: case FT_P_ASIN: case FT_P_ACOS:
   case FT_P_ATAN: case FT_P_SINH: case FT_P_COSH: case FT_P_ASINH: case FT_P_ACOSH: case FT_P_ATANH:
   case FT_P_SQRT: case FT_P_RSQRT: case FT_P_CBRT: case FT_P_ERF: case FT_P_ERFC: case FT_P_ERF_INV:
   case FT_P_POW: case FT_P_ATAN2: case FT_P_LGAMMA: case FT_P_DIGAMMA: case FT_P_POLYGAMMA:
-  case FT_P_ZETA:
+  case FT_P_ZETA: case FT_P_IGAMMA: case FT_P_IGAMMAC: case FT_P_IGAMMA_GRAD_A:
     return true;
   default:
     return false;

@@ -125,24 +125,28 @@ void ft_array_free(ft_array *a) {
 
 void *ft_array_data(const ft_array *a) { return a ? a->data : NULL; }
 
-ft_status ft_jaxpr_bind_consts(ft_ctx *ctx, ft_jaxpr *j, int n, ft_array *const *values) {
-  if (!j) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "bind_consts: the jaxpr is NULL");
-  if (j->const_data)
-    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "bind_consts: the jaxpr's constants already have values");
-  if (n != j->n_const || (n && !values))
-    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "bind_consts: the jaxpr has %d constants; %d values given",
-                        j->n_const, n);
+/* Copies n values into s's constants (s: j itself or one of its sub-jaxprs,
+ * which share j's arena); what names the entry point in messages. */
+static ft_status bind_into(ft_ctx *ctx, ft_jaxpr *j, ft_jaxpr *s, int n, ft_array *const *values,
+                           const char *what) {
+  if (!j) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s: the jaxpr is NULL", what);
+  if (s->const_data)
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s: the %s constants already have values", what,
+                        s == j ? "jaxpr's" : "sub-jaxpr's");
+  if (n != s->n_const || (n && !values))
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s: the %s has %d constants; %d values given",
+                        what, s == j ? "jaxpr" : "sub-jaxpr", s->n_const, n);
   for (int i = 0; i < n; i++) {
-    const ft_aval *want = &j->constvars[i]->aval;
-    if (!values[i]) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "bind_consts: value %d is NULL", i);
+    const ft_aval *want = &s->constvars[i]->aval;
+    if (!values[i]) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s: value %d is NULL", what, i);
     char w[128], g[128];
     if (values[i]->aval.dtype != want->dtype)
-      return ft_set_error(ctx, FT_ERR_TYPE, "bind_consts: constant %d is %s; the value is %s", i,
+      return ft_set_error(ctx, FT_ERR_TYPE, "%s: constant %d is %s; the value is %s", what, i,
                           ft_aval_str(want, w, sizeof w), ft_aval_str(&values[i]->aval, g, sizeof g));
     bool same = values[i]->aval.rank == want->rank;
     for (int d = 0; same && d < want->rank; d++) same = values[i]->aval.dims[d] == want->dims[d];
     if (!same)
-      return ft_set_error(ctx, FT_ERR_SHAPE, "bind_consts: constant %d is %s; the value is %s", i,
+      return ft_set_error(ctx, FT_ERR_SHAPE, "%s: constant %d is %s; the value is %s", what, i,
                           ft_aval_str(want, w, sizeof w), ft_aval_str(&values[i]->aval, g, sizeof g));
   }
   if (!n) return FT_OK;
@@ -153,10 +157,31 @@ ft_status ft_jaxpr_bind_consts(ft_ctx *ctx, ft_jaxpr *j, int n, ft_array *const 
     if (!(cd[i] = ft_arena_alloc(j->arena, values[i]->nbytes ? values[i]->nbytes : 1))) cd = NULL;
     else if (values[i]->nbytes) memcpy(cd[i], values[i]->data, values[i]->nbytes);
   }
-  if (!cd) return ft_set_error(ctx, FT_ERR_NOMEM, "bind_consts: out of memory");
-  j->const_data = cd;
+  if (!cd) return ft_set_error(ctx, FT_ERR_NOMEM, "%s: out of memory", what);
+  s->const_data = cd;
   ft_jaxpr_renew_serial(j);  /* a new program now: caches keyed by identity must not match */
   return FT_OK;
+}
+
+ft_status ft_jaxpr_bind_consts(ft_ctx *ctx, ft_jaxpr *j, int n, ft_array *const *values) {
+  return bind_into(ctx, j, j, n, values, "bind_consts");
+}
+
+ft_status ft_jaxpr_bind_sub_consts(ft_ctx *ctx, ft_jaxpr *j, int k, int n,
+                                   ft_array *const *values) {
+  if (!j) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "bind_sub_consts: the jaxpr is NULL");
+  const ft_jaxpr **subs = NULL;
+  int m = ft_jaxpr_closed_subs(j, &subs);
+  if (m < 0) return ft_set_error(ctx, FT_ERR_NOMEM, "bind_sub_consts: out of memory");
+  ft_status st;
+  if (k < 0 || k >= m)
+    st = ft_set_error(ctx, FT_ERR_INVALID_ARG,
+                      "bind_sub_consts: the jaxpr has %d sub-jaxprs with constants; no number %d",
+                      m, k);
+  else  /* the sub-jaxpr lives in j's arena, which j owns and may change */
+    st = bind_into(ctx, j, (ft_jaxpr *)subs[k], n, values, "bind_sub_consts");
+  free(subs);
+  return st;
 }
 
 ft_aval ft_array_aval(const ft_array *a) {

@@ -21,6 +21,11 @@ static void free_all(ft_array **a, int n) {
 static ft_status call(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *args,
                       ft_array **outs) {
   if (!j) return ft_set_error(ctx, FT_ERR_TYPE, "missing sub-jaxpr");
+  if (j->n_const && !j->const_data && n_args == j->n_in)
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG,
+                        "eval: a sub-jaxpr closes over %d constants whose values the text does "
+                        "not carry (JAX prints a closed jaxpr's constvars, not their values); bind "
+                        "them with ft_jaxpr_bind_sub_consts", j->n_const);
   return ft_interp_jaxpr(ctx, j, n_args, args, outs);
 }
 

@@ -153,6 +153,7 @@ DEF_IPOW(double, f64, NO_ROUND)
     case FT_P_EXP: *r = FTM(exp, SFX)(x); break;                               \
     case FT_P_EXP2: *r = FTM(exp2, SFX)(x); break;                             \
     case FT_P_LOG: *r = FTM(log, SFX)(x); break;                               \
+    case FT_P_LOG2: *r = FTM(log, SFX)(x) * (T)1.4426950408889634; break;      \
     case FT_P_LOG1P: *r = FTM(log1p, SFX)(x); break;                           \
     case FT_P_EXPM1: *r = FTM(expm1, SFX)(x); break;                           \
     case FT_P_TANH: *r = FTM(tanh, SFX)(x); break;                             \
@@ -469,6 +470,9 @@ fail:
     case FT_P_ATAN2: *r = FTM(atan2, SFX)(a, b); break;                        \
     case FT_P_POLYGAMMA: *r = FTM(polygamma, SFX)(a, b); break;                \
     case FT_P_ZETA: *r = FTM(zeta, SFX)(a, b); break;                          \
+    case FT_P_IGAMMA: *r = FTM(igamma, SFX)(a, b); break;                      \
+    case FT_P_IGAMMAC: *r = FTM(igammac, SFX)(a, b); break;                    \
+    case FT_P_IGAMMA_GRAD_A: *r = FTM(igamma_grad_a, SFX)(a, b); break;        \
     case FT_P_NEXTAFTER: *r = (a != a || b != b) ? a + b : nextafter(a, b); break; \
     default: return false;                                                     \
     }                                                                          \

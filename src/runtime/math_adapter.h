@@ -91,6 +91,12 @@ static inline double ftm_atan2_f64(double y, double x) { return atan2(y, x); }
 #define ftm_polygamma_f64 ft_vm_polygamma_f64
 #define ftm_zeta_f32 ft_vm_zeta_f32
 #define ftm_zeta_f64 ft_vm_zeta_f64
+#define ftm_igamma_f32 ft_vm_igamma_f32
+#define ftm_igamma_f64 ft_vm_igamma_f64
+#define ftm_igammac_f32 ft_vm_igammac_f32
+#define ftm_igammac_f64 ft_vm_igammac_f64
+#define ftm_igamma_grad_a_f32 ft_vm_igamma_grad_a_f32
+#define ftm_igamma_grad_a_f64 ft_vm_igamma_grad_a_f64
 #define FTM(name, sfx) ftm_##name##_##sfx
 #endif
 

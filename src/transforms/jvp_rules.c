@@ -17,6 +17,9 @@
   "unsupported: JAX defines no JVP rule for zeta (\"Differentiation rule for 'zeta' not implemented\")"
 #define JVP_NO_RULE_POLYGAMMA_M \
   "unsupported: JAX refuses it (\"polygamma gradient with respect to m is not supported\")"
+#define JVP_NO_RULE_IGAMMA_GRAD_A \
+  "unsupported: JAX defines no JVP rule for igamma_grad_a (\"Differentiation rule for " \
+  "'igamma_grad_a' not implemented\")"
 #define JVP_NO_RULE_BITCAST \
   "unsupported: reinterpreting bits as a float has no derivative (JAX defines no JVP rule)"
 
@@ -25,6 +28,7 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_NEXTAFTER: return JVP_NO_RULE_NEXTAFTER;
   case FT_P_BITCAST_CONVERT_TYPE: return JVP_NO_RULE_BITCAST;
   case FT_P_ZETA: return JVP_NO_RULE_ZETA;
+  case FT_P_IGAMMA_GRAD_A: return JVP_NO_RULE_IGAMMA_GRAD_A;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
   default: return NULL;
   }
@@ -61,6 +65,7 @@ static bool unary(jvp_call *c) {
   case FT_P_EXP: r = scale(c, dx, y); break;
   case FT_P_EXP2: r = scale(c, dx, tx_mul(t, y, lit(c, M_LN2))); break;
   case FT_P_LOG: r = tx_div(t, dx, x); break;
+  case FT_P_LOG2: r = tx_div(t, dx, tx_mul(t, x, lit(c, 0.69314718055994531))); break; /* JAX's */
   case FT_P_LOG1P: r = tx_div(t, dx, tx_add(t, one, x)); break;
   case FT_P_EXPM1: r = scale(c, dx, tx_add(t, y, one)); break;
   case FT_P_TANH: r = scale(c, dx, tx_sub(t, one, tx_mul(t, y, y))); break;
@@ -221,6 +226,23 @@ static bool binary(jvp_call *c) {
   case FT_P_NEXTAFTER: return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of nextafter: %s", JVP_NO_RULE_NEXTAFTER), false;
   case FT_P_MULHI: return true; /* integer results */
   case FT_P_ZETA: return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of zeta: %s", JVP_NO_RULE_ZETA), false;
+  case FT_P_IGAMMA_GRAD_A:
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of igamma_grad_a: %s", JVP_NO_RULE_IGAMMA_GRAD_A), false;
+  case FT_P_IGAMMA: case FT_P_IGAMMAC: {
+    /* JAX: in a, g * igamma_grad_a(a, x); in x, g * exp(-x + (a - 1) log x - lgamma(a));
+     * igammac negates both */
+    bool neg = c->e->prim == FT_P_IGAMMAC;
+    ft_var *ra = NULL, *rx = NULL;
+    if (da) ra = scale(c, da, tx_binop(t, FT_P_IGAMMA_GRAD_A, a, b));
+    if (db) {
+      ft_var *e = tx_add(t, tx_neg(t, b), tx_mul(t, tx_sub(t, a, lit(c, 1.0)), tx_unop(t, FT_P_LOG, b)));
+      rx = scale(c, db, tx_unop(t, FT_P_EXP, tx_sub(t, e, tx_unop(t, FT_P_LGAMMA, a))));
+    }
+    if (neg && ra) ra = tx_neg(t, ra);
+    if (neg && rx) rx = tx_neg(t, rx);
+    r = tx_acc(t, ra, rx);
+    break;
+  }
   case FT_P_POLYGAMMA:
     if (da) return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of polygamma in m: %s", JVP_NO_RULE_POLYGAMMA_M), false;
     /* JAX: g * polygamma(m + 1, x) */

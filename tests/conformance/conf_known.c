@@ -52,9 +52,6 @@
 #define LGAMMA_NEAR_ZERO "654 ulp but 0.27 eps*S: the result (-0.0033) is near a zero of " \
   "lgamma, where ulp error is unbounded for both sides; the one-transcendental ulp class is " \
   "too tight there (as ULP_CLASS_TOO_TIGHT)"
-#define JIT_CONSTVARS "eval: a jit whose sub-jaxpr closes over arrays (constvars; " \
-  "jax.scipy.special sici, spence) is called without its constants and refused with " \
-  "'expected N inputs (K constants + M arguments)', never run wrongly"
 
 #define HORNER_F32 "JAX's f32 gradient program of a 6-step Horner scan, run by us, is 36 " \
   "eps*S from JAX's result (bound 12): XLA evaluates its backward scan in another order; " \
@@ -69,8 +66,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_jnp_in1d_union_i32", "parse", NONZERO},
     {"sweep_sp_digamma_f32", "eval:*", DIGAMMA_F32},
     {"x64_sweep_sp_loggamma_f64", "eval:*", LGAMMA_NEAR_ZERO},
-    {"*sweep_sp_sici_f*", "eval:*", JIT_CONSTVARS},
-    {"*sweep_sp_spence_f*", "eval:*", JIT_CONSTVARS},
     {"*prim_zeta_f*", "eval:*", ZETA_XLA_NAN},
 
     {"prim_sort_bf16_0", "eval:*", SORT_DAZ},
@@ -101,11 +96,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_fft_irfft__ortho_*", "*interp", COMPLEX_PROD},
     {"*sweep_fft_rfft__forward_*", "*interp", COMPLEX_PROD},
     {"*sweep_fft_rfft__ortho_*", "*interp", COMPLEX_PROD},
-    {"*sweep_sp_gammainc_*", "*", UNKNOWN_PRIM("igamma", "special")},
-    {"x64_sweep_lax_igamma_f64", "*", UNKNOWN_PRIM("igamma", "special")},
-    {"*sweep_st_chi2_cdf_*", "*", UNKNOWN_PRIM("igamma", "special")},
-    {"*sweep_st_gamma_cdf_*", "*", UNKNOWN_PRIM("igamma", "special")},
-    {"*sweep_st_gennorm_cdf_*", "*", UNKNOWN_PRIM("igamma", "special")},
     {"*sweep_jnp_divide__bcast_*", "eval:interp", XLA_RECIPROCAL},
     {"sweep_nn_gelu_f32", "*interp", ULP_CLASS_TOO_TIGHT},
     {"x64_sweep_nn_gelu_f64", "*interp", ULP_CLASS_TOO_TIGHT},
@@ -118,14 +108,10 @@ const conf_known conf_known_failures[] = {
     {"*sweep_sp_i1_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
     {"*sweep_sp_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
     {"*sweep_lax_bessel_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
-    {"*sweep_jnp_log2_*", "*parse", UNKNOWN_PRIM("log2", "prims")},
     {"*sweep_jnp_argwhere_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
     {"*sweep_jnp_flatnonzero_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
     {"*sweep_jnp_intersect1d_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
     {"*sweep_jnp_nonzero_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
-    {"*sweep_sp_gammaincc_*", "*", UNKNOWN_PRIM("igammac", "special")},
-    {"*sweep_st_gamma_sf_*", "*", UNKNOWN_PRIM("igammac", "special")},
-    {"*sweep_lax_igammac_*", "*", UNKNOWN_PRIM("igammac", "special")},
     {"*sweep_jnp_divide__bcast_*", "vmap:jax:interp", XLA_RECIPROCAL},
     {"*sweep_jnp_prod__axall_*", "jvp:jax:interp", CANCELLATION},
     {"*sweep_jnp_sum__axall_*", "jvp:jax:interp", CANCELLATION},
@@ -137,6 +123,5 @@ const conf_known conf_known_failures[] = {
     {"*sweep_jnp_frexp_*", "*", UNKNOWN_PRIM("Frexp", "prims")},
     {"*sweep_fft_fft2__ortho_*", "eval:jit", COMPLEX_PROD},
     {"*sweep_st_multivariate_normal_logpdf_*", "*", UNKNOWN_PRIM("cholesky", "linalg (its own issue)")},
-    {"*sweep_lax_igamma_grad_a_*", "*", UNKNOWN_PRIM("igamma_grad_a", "special")},
 };
 const int conf_n_known_failures = (int)(sizeof conf_known_failures / sizeof conf_known_failures[0]);

@@ -308,6 +308,39 @@ static ft_jaxpr *check_text(runctx *rc, const char *file, const char *prefix) {
   return j;
 }
 
+/* Binds the values of j's sub-jaxpr constants from the entry's sub_consts
+ * (a list per sub-jaxpr with constvars, in ft_jaxpr_num_sub_consts's order:
+ * JAX's printout names them but does not carry their values). False, with
+ * a failed "<prefix>bind" check, when they do not fit. */
+static bool bind_subs(runctx *rc, ft_jaxpr *j, json_t *ent, const char *prefix) {
+  json_t *subs = json_object_get(ent, "sub_consts");
+  int want = ft_jaxpr_num_sub_consts(j);
+  char ck[48], why[512];
+  snprintf(ck, sizeof ck, "%sbind", prefix);
+  if (!want && !json_array_size(subs)) return true;
+  if ((int)json_array_size(subs) != want) {
+    snprintf(why, sizeof why, "the program has %d sub-jaxprs with constants; the case captured %d",
+             want, (int)json_array_size(subs));
+    note(rc, ck, CONF_FAIL, why);
+    return false;
+  }
+  bool ok = true;
+  for (int k = 0; ok && k < want; k++) {
+    ft_array *a[MAXA] = {0};
+    int n = 0;
+    ok = load_arrays(rc, json_array_get(subs, (size_t)k), a, &n);
+    ft_ctx_clear_error(rc->ctx);
+    if (!ok) snprintf(why, sizeof why, "cannot read the constants of sub-jaxpr %d", k);
+    else if (ft_jaxpr_bind_sub_consts(rc->ctx, j, k, n, a)) {
+      snprintf(why, sizeof why, "%s", ft_ctx_error(rc->ctx));
+      ok = false;
+    }
+    free_arrays(a, n);
+  }
+  note(rc, ck, ok ? CONF_PASS : CONF_FAIL, ok ? "" : why);
+  return ok;
+}
+
 /* The primitive names of a manifest entry. */
 static int prim_names(json_t *ent, const char **names, int max) {
   int n = 0;
@@ -448,6 +481,10 @@ static void run_transform(runctx *rc, const char *t, json_t *tent, const ft_jaxp
   }
   /* JAX's own transformed program, in our parser and engines */
   ft_jaxpr *tj = check_text(rc, json_string_value(json_object_get(tent, "jaxpr")), pre);
+  if (tj && !bind_subs(rc, tj, tent, pre)) {
+    ft_jaxpr_free(tj);
+    tj = NULL;
+  }
   if (tj && rc->o->roundtrip) {
     ft_array *all[MAXA];
     int n = 0;
@@ -575,6 +612,10 @@ static void run_case(runctx *rc, const char *name, json_t *c, bool golden) {
   ft_array *in[MAXA] = {0}, *want[MAXA] = {0};
   int n_in = 0, n_want = 0, n_consts = 0;
   ft_jaxpr *j = check_text(rc, json_string_value(json_object_get(c, "jaxpr")), "");
+  if (j && !bind_subs(rc, j, c, "")) {
+    ft_jaxpr_free(j);
+    j = NULL;
+  }
   bool ok = load_arrays(rc, json_object_get(c, "consts"), in, &n_in);
   n_consts = n_in;
   ok = ok && load_arrays(rc, json_object_get(c, "inputs"), in, &n_in) &&

@@ -37,6 +37,12 @@ row population_count "$int_only"
 row mulhi "$int_only"
 row platform_index "$int_only"
 row add "$every"
+# issue 17 leftovers (branch prims2)
+nonlin='eval jvp batch egraph lower; transpose: not linear'
+row igamma "$nonlin"
+row igammac "$nonlin"
+row log2 "$nonlin"
+row igamma_grad_a 'eval batch egraph lower; jvp: unsupported: JAX defines no JVP rule for igamma_grad_a ("Differentiation rule for '"'"'igamma_grad_a'"'"' not implemented"); transpose: not linear'
 row all_gather 'not parsed (no entry in src/ir/prims.def)'
 
 # one row per listed primitive, and a summary whose counts add up

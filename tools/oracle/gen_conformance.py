@@ -1129,6 +1129,37 @@ def reduction_length(jaxpr):
     return n
 
 
+def closed_subs(jaxpr):
+    """The sub-jaxprs with constants of jaxpr (a jit whose closed jaxpr keeps
+    NumPy constants: jnp.piecewise's tables in sici and spence), depth first,
+    equations in order, params sorted by name as JAX prints them, a shared
+    one once: ft_jaxpr_num_sub_consts's order. JAX's printout names their
+    constvars but not the values, so the case carries them (sub_consts)."""
+    seen, out = set(), []
+
+    def visit(v):
+        if isinstance(v, (tuple, list)):
+            for x in v:
+                visit(x)
+            return
+        inner = getattr(v, "jaxpr", None)
+        if not hasattr(v, "consts") or inner is None or not hasattr(inner, "eqns"):
+            return
+        if id(inner) in seen:
+            return
+        seen.add(id(inner))
+        if inner.constvars:
+            out.append(v)
+        walk(inner)
+
+    def walk(j):
+        for e in j.eqns:
+            for _, v in sorted(e.params.items()):
+                visit(v)
+    walk(jaxpr)
+    return out
+
+
 def capture(f, args, name, pack):
     """Printout, arrays and metadata of one (possibly transformed) function."""
     import jax
@@ -1147,6 +1178,9 @@ def capture(f, args, name, pack):
            "consts": [pack.add(c) for c in closed.consts],
            "inputs": [pack.add(np.asarray(a, dtype=av.dtype)) for a, av in zip(args, closed.in_avals)],
            "outputs": []}
+    subs = closed_subs(closed.jaxpr)
+    if subs:
+        ent["sub_consts"] = [[pack.add(np.asarray(c)) for c in s.consts] for s in subs]
     if eager:
         ent["outputs_from"] = "eager"
     for o, av in zip(outs, closed.out_avals):

@@ -912,8 +912,11 @@ def prune(out):
         new = bytearray()
         ents = [c] + [c["transforms"][t] for t in sorted(c["transforms"])]
         for e in ents:
-            for key in ("consts", "inputs", "outputs"):
-                for a in e.get(key, []):
+            for key in ("consts", "inputs", "outputs", "sub_consts"):
+                arrays = e.get(key, [])
+                if key == "sub_consts":
+                    arrays = [a for sub in arrays for a in sub]
+                for a in arrays:
                     blob = old[a["offset"]:a["offset"] + a["length"]]
                     a["offset"] = len(new)
                     new += blob

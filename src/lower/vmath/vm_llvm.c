@@ -94,7 +94,8 @@ int ft_vm_link_into(LLVMModuleRef dst, char **err)
          * stay calls: inlined into every use they made a kernel's O2
          * compile take minutes. The bits are the same either way. */
         const char *nm = LLVMGetValueName(f);
-        if (strstr(nm, "zeta") || strstr(nm, "polygamma")) {
+        if (strstr(nm, "zeta") || strstr(nm, "polygamma") || strstr(nm, "igamma") ||
+            strstr(nm, "vm_ig_")) {
             LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                                     LLVMCreateEnumAttribute(ctx, noinl, 0));
             continue;
