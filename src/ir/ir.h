@@ -408,6 +408,10 @@ const ft_pval *ft_params_default_shared(ft_prim p);
  * against the inputs here too. */
 ft_status ft_infer(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in,
                    const ft_aval *in, int *n_out, ft_aval *out, int max_out);
+/* shape_linalg.c: the rules of the linear-algebra primitives; false when p
+ * is not one (then nothing is touched), else *st and *n_out are set. */
+bool ft_infer_linalg(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in, const ft_aval *in,
+                     ft_aval *out, int max_out, int *n_out, ft_status *st);
 /* Field `name` of a dimension-numbers param (GatherDimensionNumbers,
  * ScatterDimensionNumbers, ConvDimensionNumbers): from JAX's printed text
  * `Name(field=(1, 2), ...)`, or item `pos` of a positional tuple of int

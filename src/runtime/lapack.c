@@ -57,17 +57,9 @@ ft_status ft_lapack_batch(ft_ctx *ctx, const char *what, int64_t nbatch, ft_lapa
  * two lists merge without touching each other. */
 
 /* cholesky, triangular_solve, lu, ... (factorizations and solves) */
-static ft_rule_into_fn solve_rule(ft_prim p) {
-  switch (p) {
-  default: return NULL;
-  }
-}
+static ft_rule_into_fn solve_rule(ft_prim p) { return ft_solve_rule_for(p); }
 
-static size_t solve_scratch(const ft_eqn *e) {
-  switch (e->prim) {
-  default: return 0;
-  }
-}
+static size_t solve_scratch(const ft_eqn *e) { return ft_solve_rule_scratch(e); }
 
 /* qr, eigh, svd, ... (orthogonal and spectral decompositions) */
 static ft_rule_into_fn spectral_rule(ft_prim p) {

@@ -190,6 +190,12 @@ typedef void (*ft_lapack_member_fn)(void *arg, int64_t b);
 ft_status ft_lapack_batch(ft_ctx *ctx, const char *what, int64_t nbatch, ft_lapack_member_fn member,
                           void *arg);
 
+/* interp_solve.c: the bodies of cholesky, cholesky_update,
+ * triangular_solve, lu, lu_pivots_to_permutation, tridiagonal_solve and
+ * symmetric_product (NULL / 0 for other primitives). */
+ft_rule_into_fn ft_solve_rule_for(ft_prim p);
+size_t ft_solve_rule_scratch(const ft_eqn *e);
+
 /* (the dispatch to these bodies, ft_linalg_rule_into_for and friends, is
  * declared in runtime.h next to ft_rule_into_for, which falls through to it) */
 
