@@ -791,8 +791,8 @@ FT_API ft_val *ft_triangular_solve(ft_val *a, ft_val *b, const ft_triangular_opt
  * swaps), permutation i32 [..., m]. Any of the outputs may be NULL.
  * Returns 3 or -1. */
 FT_API int ft_lu(ft_val *a, ft_val **lu, ft_val **pivots, ft_val **permutation);
-/* jnp.linalg.solve: x with a x = b; a [..., n, n], b [..., n] or
- * [..., n, k]. Computed as JAX's CPU path does (LU with partial pivoting,
+/* jnp.linalg.solve: x with a x = b; a [n, n] and b [n], or a [..., n, n]
+ * and b [..., n, k] (as JAX >= 0.5: a batch of vectors is b[..., None]). Computed as JAX's CPU path does (LU with partial pivoting,
  * then two triangular solves), differentiated through the factorization. */
 FT_API ft_val *ft_linalg_solve(ft_val *a, ft_val *b);
 /* jnp.linalg.inv: solve(a, I). */

@@ -28,15 +28,37 @@ void *ft_lapack_align(void *scratch) {
   return (void *)((p + FT_LAPACK_ALIGN - 1) & ~(uintptr_t)(FT_LAPACK_ALIGN - 1));
 }
 
+/* Blocked 32 x 32 so both sides stay in cache; the elements are copied as
+ * integers of their size (plain bytes: NaN payloads kept). */
+#define TO_COL(T)                                                                       \
+  do {                                                                                  \
+    T *d = dst;                                                                         \
+    const T *s = src;                                                                   \
+    for (int64_t i0 = 0; i0 < rows; i0 += 32)                                           \
+      for (int64_t j0 = 0; j0 < cols; j0 += 32)                                         \
+        for (int64_t i = i0; i < rows && i < i0 + 32; i++)                              \
+          for (int64_t j = j0; j < cols && j < j0 + 32; j++) d[i + j * dst_ld] = s[i * src_ld + j]; \
+  } while (0)
+
+typedef struct {
+  uint64_t lo, hi;
+} u128_pair;
+
 void ft_lapack_to_colmajor(void *dst, int64_t dst_ld, const void *src, int64_t src_ld, int64_t rows,
                            int64_t cols, size_t esz) {
+  switch (esz) {
+  case 4: TO_COL(uint32_t); return;
+  case 8: TO_COL(uint64_t); return;
+  case 16: TO_COL(u128_pair); return;
+  default: break;
+  }
   unsigned char *d = dst;
   const unsigned char *s = src;
-  /* elementwise by size so the copy is plain bytes (NaN payloads kept) */
   for (int64_t j = 0; j < cols; j++)
     for (int64_t i = 0; i < rows; i++)
       memcpy(d + (size_t)(i + j * dst_ld) * esz, s + (size_t)(i * src_ld + j) * esz, esz);
 }
+#undef TO_COL
 
 ft_status ft_lapack_batch(ft_ctx *ctx, const char *what, int64_t nbatch, ft_lapack_member_fn member,
                           void *arg) {

@@ -126,12 +126,14 @@ ft_val *ft_linalg_solve(ft_val *a, ft_val *b) {
   if (!root || !check_mat(root, "solve", a, true, false)) return NULL;
   const ft_aval *aa = &a->v->aval, *ba = &b->v->aval;
   char s0[128], s1[128];
-  bool vec = ba->rank == aa->rank - 1;
+  /* JAX >= 0.5: b is one vector [n] (for an unbatched a) or [..., n, k] */
+  bool vec = ba->rank == 1 && aa->rank == 2;
   bool ok = (vec || ba->rank == aa->rank) && ba->dtype == aa->dtype;
   for (int i = 0; ok && i < aa->rank - 1; i++) ok = ba->dims[i] == aa->dims[i];
   if (!ok) {
-    ft__fail(root, FT_ERR_SHAPE, "solve: b must be [..., n] or [..., n, k] of a's dtype and batch "
-             "dims for a %s, got %s", ft_aval_str(aa, s0, sizeof s0), ft_aval_str(ba, s1, sizeof s1));
+    ft__fail(root, FT_ERR_SHAPE, "solve: Invalid shapes for solve: %s, %s (b must be [n] for a [n, n], "
+             "or [..., n, k] of a's dtype and batch dims; for a batch of vectors use b[..., None])",
+             ft_aval_str(aa, s0, sizeof s0), ft_aval_str(ba, s1, sizeof s1));
     return NULL;
   }
   ft_val *lu, *perm;
