@@ -49,14 +49,14 @@ static bool same_batch(const ft_aval *a, int ra, const ft_aval *b, int rb) {
   return true;
 }
 
-/* Writes NaN over n elements of dtype dt (complex: NaN + 0i, as
- * np.full(nan, complex) gives). */
+/* Writes NaN over n elements of dtype dt (complex: NaN + NaN i, as JAX's
+ * CPU cholesky gives). */
 static void fill_nan(void *p, int64_t n, ft_dtype dt) {
   for (int64_t i = 0; i < n; i++) switch (dt) {
     case FT_F32: ((float *)p)[i] = NAN; break;
     case FT_F64: ((double *)p)[i] = NAN; break;
-    case FT_C64: ((float *)p)[2 * i] = NAN, ((float *)p)[2 * i + 1] = 0; break;
-    default: ((double *)p)[2 * i] = NAN, ((double *)p)[2 * i + 1] = 0; break;
+    case FT_C64: ((float *)p)[2 * i] = ((float *)p)[2 * i + 1] = NAN; break;
+    default: ((double *)p)[2 * i] = ((double *)p)[2 * i + 1] = NAN; break;
     }
 }
 

@@ -256,6 +256,74 @@ START_TEST(test_other_solves) {
 }
 END_TEST
 
+/* ---------------------------------------------------------------- complex */
+/* c128 values captured from JAX 0.12.0.1 (cholesky_p.bind, lax.linalg), to
+ * 1e-15 relative: the conjugation conventions of each flag. */
+static void check_c128(const ft_array *a, int n, const double (*want)[2], const char *what) {
+  ck_assert_int_eq(ft_array_size(a), n);
+  for (int i = 0; i < n; i++) {
+    double re, im;
+    ft_get_c128(a, i, &re, &im);
+    double s = 1e-15 * (1 + fabs(want[i][0]) + fabs(want[i][1]));
+    ck_assert_msg((isnan(want[i][0]) && isnan(re) && isnan(im)) ||
+                      (fabs(re - want[i][0]) <= s && fabs(im - want[i][1]) <= s),
+                  "%s element %d: got %.17g%+.17gj, want %.17g%+.17gj", what, i, re, im, want[i][0], want[i][1]);
+  }
+}
+
+START_TEST(test_complex) {
+  /* Hermitian positive definite; cholesky keeps the input's upper triangle */
+  double a[18] = {4, 0, 1, -2, 0, 0.5, 1, 2, 6, 0, 1, 0, 0, -0.5, 1, 0, 3, 0};
+  ft_array *A = ARR(FT_C128, 2, D(3, 3), a);
+  ft_array *o = run1("{ lambda ; a:c128[3,3]. let b:c128[3,3] = cholesky a in (b,) }", 1, &A);
+  check_c128(o, 9, (const double[][2]){{2, 0}, {1, -2}, {0, 0.5}, {0.5, 1}, {2.179449471770337, 0}, {1, 0},
+                                       {0, -0.25}, {0.5735393346764044, 0.057353933467640436}, {1.614082760546911, 0}},
+             "cholesky");
+  ft_array_free(o);
+  /* not positive definite: NaN + NaN i, as JAX */
+  double np_[8] = {1, 0, 1, -2, 1, 2, 1, 0};
+  ft_array *Bm = ARR(FT_C128, 2, D(2, 2), np_);
+  o = run1("{ lambda ; a:c128[2,2]. let b:c128[2,2] = cholesky a in (b,) }", 1, &Bm);
+  check_c128(o, 4, (const double[][2]){{NAN, NAN}, {NAN, NAN}, {NAN, NAN}, {NAN, NAN}}, "cholesky not PD");
+  ft_array_free(o), ft_array_free(Bm);
+  /* lu */
+  ft_array *lo[3];
+  ck_assert_int_eq(run("{ lambda ; a:c128[3,3]. let b:c128[3,3] c:i32[3] d:i32[3] = lu a in (b, c, d) }",
+                       1, &A, 3, lo), FT_OK);
+  check_c128(lo[0], 9, (const double[][2]){{4, 0}, {1, -2}, {0, 0.5}, {0.25, 0.5}, {4.75, 0}, {1.25, -0.125},
+                                           {0, -0.125}, {0.2631578947368421, 0.02631578947368421},
+                                           {2.6052631578947367, 0}}, "lu");
+  check_i64s(lo[1], 3, I(0, 1, 2));
+  for (int k = 0; k < 3; k++) ft_array_free(lo[k]);
+  ft_array_free(A);
+  /* triangular_solve, lower, left, each transpose/conjugate combination */
+  double t[18] = {2, 1, 0, 0, 0, 0, 1, -1, 3, 0, 0, 0, 0.5, 0, 0, 2, 1, -1};
+  double b[12] = {1, 0, 0, 2, 3, -1, 1, 0, 0.5, 0, -1, 0};
+  static const double want[4][6][2] = {
+      {{0.4, -0.2}, {0.4, 0.8}, {0.9333333333333332, -0.1333333333333333}, {-0.06666666666666672, -0.13333333333333333},
+       {0.8999999999999999, -0.8666666666666665}, {-0.6000000000000001, -0.8666666666666667}},
+      {{0.3916666666666667, 0.575}, {0.35000000000000003, 0.7833333333333334}, {1.1666666666666665, -0.5},
+       {0, 0.3333333333333333}, {0.25, 0.25}, {-0.5, -0.5}},
+      {{-0.008333333333333331, -0.44166666666666665}, {-0.45000000000000007, 0.8166666666666669},
+       {1.1666666666666665, -0.16666666666666666}, {0, -0.3333333333333333}, {0.25, -0.25}, {-0.5, 0.5}},
+      {{0.4, 0.2}, {-0.4, 0.8}, {0.9333333333333332, -0.5333333333333333}, {0.7333333333333334, -0.13333333333333333},
+       {1.5666666666666664, 0.19999999999999984}, {0.2666666666666668, 0.8}},
+  };
+  static const char *flags[4] = {"transpose_a=False conjugate_a=False", "transpose_a=True conjugate_a=False",
+                                 "transpose_a=True conjugate_a=True", "transpose_a=False conjugate_a=True"};
+  for (int f = 0; f < 4; f++) {
+    ft_array *in[2] = {ARR(FT_C128, 2, D(3, 3), t), ARR(FT_C128, 2, D(3, 2), b)};
+    char text[512];
+    snprintf(text, sizeof text,
+             "{ lambda ; a:c128[3,3] b:c128[3,2]. let c:c128[3,2] = triangular_solve[left_side=True "
+             "lower=True unit_diagonal=False %s] a b in (c,) }", flags[f]);
+    o = run1(text, 2, in);
+    check_c128(o, 6, want[f], flags[f]);
+    ft_array_free(o), ft_array_free(in[0]), ft_array_free(in[1]);
+  }
+}
+END_TEST
+
 /* ------------------------------------------------------------ bad input */
 START_TEST(test_bad_input) {
   static const struct {
@@ -521,6 +589,7 @@ int main(void) {
   tcase_add_test(tc, test_pivots_to_permutation);
   tcase_add_test(tc, test_other_solves);
   tcase_add_test(tc, test_bad_input);
+  tcase_add_test(tc, test_complex);
   tcase_add_test(tc, test_jit_matches_interpreter_across_threads);
   tcase_add_test(tc, test_tracing_api);
   tcase_add_test(tc, test_singular);
