@@ -486,8 +486,7 @@ END_TEST
 /* ------------------------------------------------------------- AD, vmap */
 /* f(a) = sum(w * g(a)) for a program g of one matrix; its gradient against
  * central differences (f64, tolerance 1e-6 relative). */
-static void check_grad(const char *text, int n, const double *a0) {
-  ft_jaxpr *j = parse(text);
+static void check_grad_of(ft_jaxpr *j, const char *text, int n, const double *a0) {
   ft_jaxpr *g = ft_grad(C, j, 1, (const int[]){0}, false);
   ck_assert_msg(g != NULL, "grad: %s\n%s", ft_ctx_error(C), text);
   ft_array *x = mat64(2, D(n, n), a0), *gr = NULL;
@@ -509,6 +508,8 @@ static void check_grad(const char *text, int n, const double *a0) {
   ft_array_free(x), ft_array_free(gr);
   ft_jaxpr_free(g), ft_jaxpr_free(j);
 }
+
+static void check_grad(const char *text, int n, const double *a0) { check_grad_of(parse(text), text, n, a0); }
 
 static const double SPD3[9] = {4, 1, 0.5, 1, 3, 0.25, 0.5, 0.25, 2};
 static const double GEN3[9] = {1, 2, 0.5, 3, -1, 2, 0.25, 1, 4};
@@ -542,6 +543,28 @@ START_TEST(test_grads) {
              "    e:f64[3,3] = mul b b\n"
              "    f:f64[] = reduce_sum[axes=(0, 1) out_sharding=None] e\n"
              "  in (f,) }", 3, GEN3);
+}
+END_TEST
+
+/* The C API's compositions, differentiated through lu: sum(w * solve(a,
+ * b)) + sum(w * inv(a)) + det(a) + logabsdet(a), with fixed b and w. */
+static int trace_api_loss(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *u) {
+  (void)max_out, (void)u;
+  int64_t d[2] = {3, 3};
+  double bw[9] = {1, -2, 0.5, 0.25, 3, -1, 2, 1, -0.5};
+  ft_val *w = ft_constant(t, FT_F64, 2, d, bw);
+  ft_val *x = ft_linalg_solve(in[0], w), *iv = ft_inv(in[0]), *s, *l;
+  if (!x || !iv || ft_slogdet(in[0], &s, &l) < 0) return -1;
+  ft_val *v = ft_add(ft_sum(ft_mul(w, x), -1, NULL, false), ft_sum(ft_mul(w, iv), -1, NULL, false));
+  out[0] = ft_add(ft_add(v, ft_det(in[0])), l);
+  return out[0] ? 1 : -1;
+}
+
+START_TEST(test_api_grads) {
+  ft_aval av = AV(FT_F64, 2, D(3, 3));
+  ft_jaxpr *j = ft_trace(C, trace_api_loss, NULL, 1, &av);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  check_grad_of(j, "solve + inv + det + slogdet (C API)", 3, GEN3);
 }
 END_TEST
 
@@ -594,6 +617,7 @@ int main(void) {
   tcase_add_test(tc, test_tracing_api);
   tcase_add_test(tc, test_singular);
   tcase_add_test(tc, test_grads);
+  tcase_add_test(tc, test_api_grads);
   tcase_add_test(tc, test_vmap_is_stacking);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
