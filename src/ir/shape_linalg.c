@@ -192,11 +192,51 @@ static bool solve_prim(ft_prim p) {
   }
 }
 
+bool ft_lstuple_ok(const ft_pval *v) {
+  if (v->tag != FT_PV_TUPLE || v->n != 4) return false;
+  bool ints = true, jaxprs = true;
+  for (int i = 0; i < 4; i++) {
+    ints &= v->u.items[i].tag == FT_PV_INT && v->u.items[i].u.i >= 0;
+    jaxprs &= (v->u.items[i].tag == FT_PV_JAXPR && v->u.items[i].u.jaxpr) || v->u.items[i].tag == FT_PV_NONE;
+  }
+  return ints || jaxprs;
+}
+
+/* custom_linear_solve: operands are the consts of matvec, vecmat, solve and
+ * transpose_solve (const_lengths), then b; the results are solve's, which
+ * takes its consts and b. */
+static ft_status rule_custom_linear_solve(L *l) {
+  const ft_pval *cl = param(l, "const_lengths"), *js = param(l, "jaxprs");
+  if (!cl || !js || !ft_lstuple_ok(cl) || !ft_lstuple_ok(js) || cl->u.items[0].tag != FT_PV_INT ||
+      js->u.items[2].tag != FT_PV_JAXPR)
+    return fail(l, FT_ERR_TYPE, "needs const_lengths (4 ints) and jaxprs with a solve jaxpr");
+  int64_t nc = 0, off[4];
+  for (int i = 0; i < 4; i++) off[i] = nc, nc += cl->u.items[i].u.i;
+  const ft_jaxpr *sv = js->u.items[2].u.jaxpr;
+  int64_t nb = l->n_in - nc, ns = cl->u.items[2].u.i;
+  if (nb < 0 || sv->n_in != ns + nb || sv->n_out != nb)
+    return fail(l, FT_ERR_SHAPE,
+                "%d operands do not fit const_lengths (%lld consts) and a solve jaxpr of %d inputs "
+                "and %d outputs", l->n_in, (long long)nc, sv->n_in, sv->n_out);
+  for (int64_t k = 0; k < ns + nb; k++) {
+    const ft_aval *want = &sv->invars[k]->aval, *got = &l->in[k < ns ? off[2] + k : nc + k - ns];
+    if (want->dtype != got->dtype || want->rank != got->rank ||
+        memcmp(want->dims, got->dims, sizeof(int64_t) * (size_t)want->rank))
+      return fail(l, FT_ERR_SHAPE, "solve jaxpr input %lld is %s but the operand is %s", (long long)k,
+                  S(l, want), S(l, got));
+  }
+  for (int k = 0; k < sv->n_out; k++) {
+    ft_status st = put(l, sv->outvars[k]->aval);
+    if (st) return st;
+  }
+  return FT_OK;
+}
+
 bool ft_infer_linalg(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in, const ft_aval *in,
                      ft_aval *out, int max_out, int *n_out, ft_status *st) {
-  if (!solve_prim(p)) return false;
+  if (!solve_prim(p) && p != FT_P_CUSTOM_LINEAR_SOLVE) return false;
   L l = {.ctx = ctx, .p = p, .params = params, .n_in = n_in, .in = in, .out = out, .max_out = max_out};
-  *st = rule_solve(&l);
+  *st = p == FT_P_CUSTOM_LINEAR_SOLVE ? rule_custom_linear_solve(&l) : rule_solve(&l);
   *n_out = l.n_out;
   return true;
 }

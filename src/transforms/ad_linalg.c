@@ -28,8 +28,12 @@ bool ad_linalg_prim(ft_prim p) {
   }
 }
 
+#define CLS_TODO "unsupported: custom_linear_solve runs forward only so far (its implicit " \
+                 "derivative, transpose and batching rules are not built; docs/linalg.md)"
+
 const char *ad_linalg_jvp_status(ft_prim p) {
   switch (p) {
+  case FT_P_CUSTOM_LINEAR_SOLVE: return CLS_TODO;
   case FT_P_CHOLESKY_UPDATE:
     return "unsupported: JAX defines no JVP rule for cholesky_update "
            "(\"Differentiation rule for 'cholesky_update' not implemented\")";
@@ -40,7 +44,12 @@ const char *ad_linalg_jvp_status(ft_prim p) {
   }
 }
 
+const char *ad_linalg_transpose_status(ft_prim p) {
+  return p == FT_P_CUSTOM_LINEAR_SOLVE ? CLS_TODO : NULL;
+}
+
 const char *ad_linalg_batch_status(ft_prim p) {
+  if (p == FT_P_CUSTOM_LINEAR_SOLVE) return CLS_TODO;
   if (p == FT_P_CHOLESKY_UPDATE)
     return "unsupported: JAX's cholesky_update has no batching rule (supports_batching=False)";
   return NULL;

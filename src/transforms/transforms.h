@@ -312,6 +312,7 @@ bool ad_index_prim(ft_prim p);
 bool ad_linalg_prim(ft_prim p);
 const char *ad_linalg_jvp_status(ft_prim p);
 const char *ad_linalg_batch_status(ft_prim p);
+const char *ad_linalg_transpose_status(ft_prim p);
 bool jvp_linalg(jvp_call *c);
 bool tr_linalg(tr_call *c);
 bool jvp_index(jvp_call *c);

@@ -40,6 +40,7 @@ const char *ft_transpose_rule_status(ft_prim p) {
     return NULL;
   case FT_P_TRIANGULAR_SOLVE: case FT_P_TRIDIAGONAL_SOLVE: /* ad_linalg.c: linear in b */
     return NULL;
+  case FT_P_CUSTOM_LINEAR_SOLVE: return ad_linalg_transpose_status(p);
   default: return TR_NOT_LINEAR;
   }
 }

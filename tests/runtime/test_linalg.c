@@ -568,6 +568,43 @@ START_TEST(test_api_grads) {
 }
 END_TEST
 
+/* custom_linear_solve runs forward (its solve jaxpr on its consts and b);
+ * its derivative, batching and compilation are refused by name. */
+static const char *CLS =
+    "{ lambda ; a:f64[] b:f64[2]. let\n"
+    "    c:f64[2] = custom_linear_solve[\n"
+    "      const_lengths=_LinearSolveTuple(matvec=1, vecmat=0, solve=1, transpose_solve=0)\n"
+    "      jaxprs=_LinearSolveTuple(matvec={ lambda ; a:f64[] b:f64[2]. let c:f64[2] = mul a b in (c,) }, "
+    "vecmat=None, solve={ lambda ; a:f64[] b:f64[2]. let c:f64[2] = div b a in (c,) }, transpose_solve=None)\n"
+    "    ] a a b\n"
+    "  in (c,) }";
+
+START_TEST(test_custom_linear_solve_forward) {
+  ft_jaxpr *j = parse(CLS);
+  char *s = ft_jaxpr_print(C, j);
+  ck_assert_msg(s && !strcmp(s, CLS), "printed\n%s", s);
+  free(s);
+  ft_array *in[2] = {mat64(0, NULL, F(2)), mat64(1, D(2), F(2, 5))}, *o = NULL;
+  ck_assert_int_eq(ft_eval(C, j, 2, in, 1, &o), FT_OK);
+  check_f64s(o, 2, F(1, 2.5));
+  ft_array_free(o);
+  ck_assert_ptr_null(ft_jvp(C, j));
+  ck_assert_msg(strstr(ft_ctx_error(C), "custom_linear_solve runs forward only") != NULL, "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(ft_vmap(C, j, (const int[]){FT_VMAP_NONE, 0}, NULL, 3));
+  ck_assert_msg(strstr(ft_ctx_error(C), "custom_linear_solve runs forward only") != NULL, "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(ft_jit(C, j, NULL)); /* strict: an interpreter step is refused */
+  ck_assert_msg(strstr(ft_ctx_error(C), "equation 0 (custom_linear_solve)") != NULL, "%s", ft_ctx_error(C));
+  ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.allow_fallback = true});
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
+  ck_assert_int_eq(ft_call(fn, 2, in, 1, &o), FT_OK);
+  check_f64s(o, 2, F(1, 2.5));
+  ft_array_free(o);
+  ft_fn_free(fn);
+  ft_array_free(in[0]), ft_array_free(in[1]);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 START_TEST(test_vmap_is_stacking) {
   ft_jaxpr *j = parse("{ lambda ; a:f64[3,3] b:f64[3,2]. let\n"
                       "    c:f64[3,3] = cholesky a\n"
@@ -618,6 +655,7 @@ int main(void) {
   tcase_add_test(tc, test_singular);
   tcase_add_test(tc, test_grads);
   tcase_add_test(tc, test_api_grads);
+  tcase_add_test(tc, test_custom_linear_solve_forward);
   tcase_add_test(tc, test_vmap_is_stacking);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

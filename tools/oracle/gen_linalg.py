@@ -141,6 +141,10 @@ def register():
     L("lu_solve", lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b), [general(4), U((4, 2))])
     L("lu_pivots_to_permutation", lambda p: ll.lu_pivots_to_permutation(p, 5),
       [lambda rng, d: np.array([2, 3, 2, 4], np.int32)], ("f32",), ())
+    # custom_linear_solve runs forward only so far (docs/linalg.md)
+    L("solve", jnp.linalg.solve, [general(4), U((4,))], F, ())
+    L("solve_matrix", jnp.linalg.solve, [general(3), U((3, 2))], F, ())
+    L("inv", jnp.linalg.inv, [general(4)], F, ())
     L("det", jnp.linalg.det, [general(4)], F, FWD)
     L("slogdet", lambda a: jnp.linalg.slogdet(a), [general(5)], F, FWD)
 
