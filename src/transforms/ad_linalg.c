@@ -28,12 +28,10 @@ bool ad_linalg_prim(ft_prim p) {
   }
 }
 
-#define CLS_TODO "unsupported: custom_linear_solve runs forward only so far (its implicit " \
-                 "derivative, transpose and batching rules are not built; docs/linalg.md)"
+#define CLS_TODO "unsupported: custom_linear_solve has no batching rule yet (docs/linalg.md)"
 
 const char *ad_linalg_jvp_status(ft_prim p) {
   switch (p) {
-  case FT_P_CUSTOM_LINEAR_SOLVE: return CLS_TODO;
   case FT_P_CHOLESKY_UPDATE:
     return "unsupported: JAX defines no JVP rule for cholesky_update "
            "(\"Differentiation rule for 'cholesky_update' not implemented\")";
@@ -45,7 +43,8 @@ const char *ad_linalg_jvp_status(ft_prim p) {
 }
 
 const char *ad_linalg_transpose_status(ft_prim p) {
-  return p == FT_P_CUSTOM_LINEAR_SOLVE ? CLS_TODO : NULL;
+  (void)p;
+  return NULL; /* custom_linear_solve: linear in b */
 }
 
 const char *ad_linalg_batch_status(ft_prim p) {
@@ -365,6 +364,92 @@ static bool tr_tridiagonal_solve(tr_call *c) {
   return !t->failed;
 }
 
+/* --------------------------------------------------- custom_linear_solve */
+typedef struct cls_layout {
+  int64_t len[4], off[4], nc; /* const counts and offsets of matvec, vecmat, solve, transpose_solve */
+  int nb;
+} cls_layout;
+
+static bool cls_read(tx *t, const ft_eqn *e, const ft_pval *ps, cls_layout *L) {
+  const ft_pval *cl = pget(e->prim, ps, "const_lengths");
+  if (!cl || !ft_lstuple_ok(cl) || cl->u.items[0].tag != FT_PV_INT)
+    return tx_fail(t, FT_ERR_TYPE, "%s of custom_linear_solve: bad const_lengths", t->what), false;
+  L->nc = 0;
+  for (int i = 0; i < 4; i++) L->len[i] = cl->u.items[i].u.i, L->off[i] = L->nc, L->nc += L->len[i];
+  L->nb = e->n_in - (int)L->nc;
+  if (L->nb < 0 || e->n_in > 256 || e->n_out != L->nb)
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "%s of custom_linear_solve: %d operands", t->what, e->n_in), false;
+  return true;
+}
+
+/* JAX's _custom_linear_solve_jvp: x = solve(b); x' = solve(b' - matvec'(x))
+ * where matvec' is the JVP of matvec in its consts (the tangents of the
+ * solves' consts do not enter: the solve is the inverse of matvec). */
+bool jvp_custom_linear_solve(jvp_state *s, jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  cls_layout L;
+  if (!cls_read(t, e, e->params, &L)) return false;
+  ft_var *x[256], *rhs[256], *in[256];
+  if (!tx_emitn(t, e->prim, c->params, e->n_in, c->x, e->n_out, x)) return false;
+  for (int k = 0; k < e->n_out; k++) c->y[k] = x[k];
+  for (int k = 0; k < L.nb; k++) rhs[k] = c->dx[L.nc + k];
+  bool mv_dot = false;
+  for (int64_t i = 0; i < L.len[0]; i++) mv_dot |= c->dx[L.off[0] + i] != NULL;
+  if (mv_dot) {
+    const ft_pval *js = pget(e->prim, e->params, "jaxprs");
+    const ft_jaxpr *mv = js && ft_lstuple_ok(js) && js->u.items[0].tag == FT_PV_JAXPR ? js->u.items[0].u.jaxpr : NULL;
+    if (!mv || mv->n_const || mv->n_in != L.len[0] + L.nb || mv->n_out != L.nb)
+      return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of custom_linear_solve: its matvec jaxpr does not fit"), false;
+    ft_var *pin[256], *tin[256], *pout[256], *tout[256];
+    for (int64_t i = 0; i < L.len[0]; i++) pin[i] = c->x[L.off[0] + i], tin[i] = c->dx[L.off[0] + i];
+    for (int k = 0; k < L.nb; k++) pin[L.len[0] + k] = x[k], tin[L.len[0] + k] = NULL;
+    if (!jvp_into(s, t, mv, pin, tin, pout, tout)) return false;
+    for (int k = 0; k < L.nb; k++)
+      if (tout[k]) rhs[k] = rhs[k] ? tx_sub(t, rhs[k], tout[k]) : tx_neg(t, tout[k]);
+  }
+  bool any = false;
+  for (int k = 0; k < L.nb; k++) any |= rhs[k] != NULL;
+  if (!any) return !t->failed;
+  for (int64_t i = 0; i < L.nc; i++) in[i] = c->x[i];
+  for (int k = 0; k < L.nb; k++) in[L.nc + k] = rhs[k] ? rhs[k] : tx_zeros(t, &e->in[L.nc + k]->aval);
+  if (t->failed) return false;
+  return tx_emitn(t, e->prim, c->params, e->n_in, in, e->n_out, c->dy);
+}
+
+/* JAX's _linear_solve_transpose_rule: the same primitive with matvec and
+ * vecmat, solve and transpose_solve swapped, on the cotangents. */
+static bool tr_custom_linear_solve(tr_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  cls_layout L;
+  if (!cls_read(t, e, c->params, &L)) return false;
+  for (int64_t i = 0; i < L.nc; i++)
+    if (c->lin[i]) return tx_fail(t, FT_ERR_UNSUPPORTED, "transpose of custom_linear_solve: it is not linear in its consts"), false;
+  const ft_pval *js = pget(e->prim, c->params, "jaxprs"), *cl = pget(e->prim, c->params, "const_lengths");
+  if (!js || !ft_lstuple_ok(js) || js->u.items[3].tag != FT_PV_JAXPR)
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "transpose of custom_linear_solve: transpose_solve required for "
+                   "backwards mode automatic differentiation of custom_linear_solve"), false;
+  static const int swap[4] = {1, 0, 3, 2};
+  ft_pval *ps = tx_params(t, e->prim);
+  ft_pval ncl = ft_pv_tuple(t->a, 4), njs = ft_pv_tuple(t->a, 4);
+  if (!ps || !ncl.u.items || !njs.u.items) return tx_nomem(t), false;
+  ft_var *in[256], *out[256];
+  int n = 0;
+  for (int i = 0; i < 4; i++) {
+    ncl.u.items[i] = cl->u.items[swap[i]];
+    njs.u.items[i] = js->u.items[swap[i]];
+    for (int64_t k = 0; k < L.len[swap[i]]; k++) in[n++] = c->x[L.off[swap[i]] + k];
+  }
+  pset(e->prim, ps, "const_lengths", ncl);
+  pset(e->prim, ps, "jaxprs", njs);
+  for (int k = 0; k < L.nb; k++) in[n++] = c->ct[k] ? c->ct[k] : tx_zeros(t, &e->out[k]->aval);
+  if (t->failed || !tx_emitn(t, e->prim, ps, n, in, L.nb, out)) return false;
+  for (int k = 0; k < L.nb; k++)
+    if (c->lin[L.nc + k]) c->ct_x[L.nc + k] = out[k];
+  return true;
+}
+
 /* ---------------------------------------------------------------- entry */
 bool jvp_linalg(jvp_call *c) {
   switch (c->e->prim) {
@@ -384,6 +469,7 @@ bool tr_linalg(tr_call *c) {
   switch (c->e->prim) {
   case FT_P_TRIANGULAR_SOLVE: return tr_triangular_solve(c);
   case FT_P_TRIDIAGONAL_SOLVE: return tr_tridiagonal_solve(c);
+  case FT_P_CUSTOM_LINEAR_SOLVE: return tr_custom_linear_solve(c);
   default:
     tx_fail(c->t, FT_ERR_UNSUPPORTED, "transpose of %s: not linear", ft_prim_get(c->e->prim)->name);
     return false;

@@ -315,6 +315,7 @@ const char *ad_linalg_batch_status(ft_prim p);
 const char *ad_linalg_transpose_status(ft_prim p);
 bool jvp_linalg(jvp_call *c);
 bool tr_linalg(tr_call *c);
+bool jvp_custom_linear_solve(jvp_state *s, jvp_call *c);
 bool jvp_index(jvp_call *c);
 bool transpose_index(tr_call *c);
 

@@ -796,7 +796,8 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_CUSTOM_LIN: return tr_custom_lin(s, c); /* custom.c: calls bwd */
   case FT_P_COND: return tr_cond(s, c);
   case FT_P_SCAN: return tr_scan(s, c);
-  case FT_P_TRIANGULAR_SOLVE: case FT_P_TRIDIAGONAL_SOLVE: return tr_linalg(c); /* ad_linalg.c */
+  case FT_P_TRIANGULAR_SOLVE: case FT_P_TRIDIAGONAL_SOLVE: case FT_P_CUSTOM_LINEAR_SOLVE:
+    return tr_linalg(c); /* ad_linalg.c */
   default: {
     const char *why = ft_transpose_rule_status(e->prim);
     tx_fail(c->t, FT_ERR_UNSUPPORTED, "transpose of %s: %s", ft_prim_get(e->prim)->name,

