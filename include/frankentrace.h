@@ -789,6 +789,44 @@ typedef struct ft_conv_opts {
 } ft_conv_opts;
 FT_API ft_val *ft_conv(ft_val *lhs, ft_val *rhs, const ft_conv_opts *opts);
 
+/* ---- linear algebra (src/trace/linalg.c, docs/linalg.md): jnp.linalg and
+ * jax.lax.linalg over leading batch dims (equal in every operand), f32 and
+ * f64 (and c64/c128 for cholesky, triangular_solve and lu). Failures are
+ * values, as in JAX on CPU: a matrix that is not positive definite gives
+ * a NaN Cholesky factor, a singular one infs/NaNs from the solves. Each
+ * returns NULL (or -1) with the error on the trace for bad shapes/dtypes. */
+/* jnp.linalg.cholesky: the lower factor L of (a + a^H) / 2 (the upper
+ * triangle zero). a: [..., n, n]. */
+FT_API ft_val *ft_cholesky(ft_val *a);
+/* lax.linalg.triangular_solve's options (a zeroed struct or NULL: solve
+ * x a = b with a upper triangular, as lax's defaults). */
+typedef struct ft_triangular_opts {
+  bool left_side;      /* solve op(a) x = b instead of x op(a) = b */
+  bool lower;          /* a is lower triangular (only that triangle is read) */
+  bool transpose_a;    /* op(a) = a^T (a^H with conjugate_a) */
+  bool conjugate_a;
+  bool unit_diagonal;  /* a's diagonal is taken as ones */
+} ft_triangular_opts;
+/* lax.linalg.triangular_solve: a [..., m, m]; b [..., m, n] (left_side)
+ * or [..., n, m]. */
+FT_API ft_val *ft_triangular_solve(ft_val *a, ft_val *b, const ft_triangular_opts *opts);
+/* lax.linalg.lu: lu [..., m, n] (L below the diagonal, unit diagonal
+ * implied; U on and above), pivots i32 [..., min(m, n)] (0-based row
+ * swaps), permutation i32 [..., m]. Any of the outputs may be NULL.
+ * Returns 3 or -1. */
+FT_API int ft_lu(ft_val *a, ft_val **lu, ft_val **pivots, ft_val **permutation);
+/* jnp.linalg.solve: x with a x = b; a [n, n] and b [n], or a [..., n, n]
+ * and b [..., n, k] (as JAX >= 0.5: a batch of vectors is b[..., None]). Computed as JAX's CPU path does (LU with partial pivoting,
+ * then two triangular solves), differentiated through the factorization. */
+FT_API ft_val *ft_linalg_solve(ft_val *a, ft_val *b);
+/* jnp.linalg.inv: solve(a, I). */
+FT_API ft_val *ft_inv(ft_val *a);
+/* jnp.linalg.slogdet: sign and log|det| from the LU factors (sign 0 and
+ * logabsdet -inf for a singular matrix). Returns 2 or -1. */
+FT_API int ft_slogdet(ft_val *a, ft_val **sign, ft_val **logabsdet);
+/* jnp.linalg.det: sign * exp(logabsdet). */
+FT_API ft_val *ft_det(ft_val *a);
+
 /* ---- custom rules (src/trace/custom.c): jax.custom_jvp and jax.custom_vjp.
  * fn is traced into call_jaxpr, which evaluation runs; the rules are traced
  * into jaxprs that the transforms use instead of differentiating fn

@@ -28,14 +28,15 @@ int main(int argc, char **argv) {
       return 2;
     } else fx = argv[i];
   }
-  char g[4096], c[4096], l[4096], sw[4096], p2[4096], lax[4096];
+  char g[4096], c[4096], l[4096], sw[4096], p2[4096], la[4096], lax[4096];
   snprintf(g, sizeof g, "%s/golden", fx);
   snprintf(c, sizeof c, "%s/conformance", fx);
   snprintf(l, sizeof l, "%s/loops", fx);
   snprintf(sw, sizeof sw, "%s/sweep", fx);
   snprintf(p2, sizeof p2, "%s/program2", fx);
+  snprintf(la, sizeof la, "%s/linalg", fx);
   snprintf(lax, sizeof lax, "%s/conformance/LAX_PRIMITIVES.json", fx);
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, sw, p2}, .n_more = 3};
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, sw, p2, la}, .n_more = 4};
   if (dump_path && !(o.dump = fopen(dump_path, "w"))) {
     perror(dump_path);
     return 2;

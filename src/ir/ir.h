@@ -234,7 +234,10 @@ typedef enum ft_pkind {
   FT_PK_JAXPRS,   /* a tuple of closed sub-jaxprs */
   FT_PK_DOTDIMS,  /* ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)) */
   FT_PK_PADCFG,   /* ((lo, hi, interior), ...) */
-  FT_PK_RULE      /* a function: a name (JAX prints Python rules so) or a jaxpr (C tracing) */
+  FT_PK_RULE,     /* a function: a name (JAX prints Python rules so) or a jaxpr (C tracing) */
+  FT_PK_LSTUPLE   /* custom_linear_solve's _LinearSolveTuple(matvec=, vecmat=, solve=,
+                     transpose_solve=): a tuple of 4 ints, or of 4 closed jaxprs or None,
+                     each jaxpr printed as a program of its own (str(ClosedJaxpr)) */
 } ft_pkind;
 
 typedef struct ft_param_spec {
@@ -412,6 +415,10 @@ const ft_pval *ft_params_default_shared(ft_prim p);
  * against the inputs here too. */
 ft_status ft_infer(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in,
                    const ft_aval *in, int *n_out, ft_aval *out, int max_out);
+/* shape_linalg.c: the rules of the linear-algebra primitives; false when p
+ * is not one (then nothing is touched), else *st and *n_out are set. */
+bool ft_infer_linalg(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in, const ft_aval *in,
+                     ft_aval *out, int max_out, int *n_out, ft_status *st);
 /* Field `name` of a dimension-numbers param (GatherDimensionNumbers,
  * ScatterDimensionNumbers, ConvDimensionNumbers): from JAX's printed text
  * `Name(field=(1, 2), ...)`, or item `pos` of a positional tuple of int
@@ -506,6 +513,11 @@ struct ft_jaxpr *ft_parse_subjaxpr(ft_parser *p);
 /* Length of the hoisted-jaxpr name at pos (0: none). */
 size_t ft_parse_jaxpr_name_len(const ft_parser *p);
 struct ft_jaxpr *ft_parse_named_ref(ft_parser *p, size_t start, size_t n);
+/* A closed jaxpr printed as a program of its own inside a param (its own
+ * `let name = { ... } in` hoists, in a scope of their own). */
+struct ft_jaxpr *ft_parse_closed_program(ft_parser *p);
+/* Whether v is a _LinearSolveTuple value: 4 ints, or 4 jaxprs or None. */
+bool ft_lstuple_ok(const ft_pval *v);
 /* A param value of the given kind at pos (parse_params.c). */
 ft_pval ft_parse_param_value(ft_parser *p, ft_prim prim, const ft_param_spec *spec);
 /* Rewrites values older JAX printed into 0.10.2's form (trivial jit params

@@ -53,8 +53,8 @@ bool ft_pval_eq(const ft_pval *a, const ft_pval *b) {
 }
 
 /* Defaults in prims.def are simple literals: None, True, False, an integer,
- * or (). Anything richer would belong in the parser; this keeps the IR's
- * table independent of it. */
+ * a float (symmetric_product's alpha=1.0) or (). Anything richer would
+ * belong in the parser; this keeps the IR's table independent of it. */
 static ft_pval default_value(const char *t) {
   if (!t || !strcmp(t, "None")) return ft_pv_none();
   if (!strcmp(t, "True")) return ft_pv_bool(true);
@@ -62,6 +62,12 @@ static ft_pval default_value(const char *t) {
   if (!strcmp(t, "()")) return (ft_pval){.tag = FT_PV_TUPLE};
   char *end;
   long long v = strtoll(t, &end, 10);
+  if (*end == '.') {
+    ft_pval f = {.tag = FT_PV_FLOAT};
+    f.u.f = strtod(t, &end);
+    FT_ASSERT(*end == 0);
+    return f;
+  }
   FT_ASSERT(*end == 0); /* a prims.def default this function does not know */
   return ft_pv_int(v);
 }

@@ -923,6 +923,21 @@ static void parse_hoisted(ft_parser *p) {
   }
 }
 
+static void check_named(ft_parser *p, ft_jaxpr *top);
+
+ft_jaxpr *ft_parse_closed_program(ft_parser *p) {
+  ft_named *named = p->named;
+  int n = p->n_named, cap = p->cap_named;
+  p->named = NULL, p->n_named = p->cap_named = 0; /* its own hoisted names */
+  parse_hoisted(p);
+  ft_parse_skip_ws(p);
+  ft_jaxpr *j = oom_check(p, ft_jaxpr_new(p->arena));
+  parse_jaxpr_into(p, j);
+  check_named(p, j);
+  p->named = named, p->n_named = n, p->cap_named = cap;
+  return j;
+}
+
 static ft_named *named_of(ft_parser *p, const ft_jaxpr *j) {
   for (int i = 0; i < p->n_named; i++)
     if (p->named[i].j == j) return &p->named[i];

@@ -224,6 +224,7 @@ static const char *kind_name(ft_pkind k) {
   case FT_PK_DOTDIMS: return "dimension numbers ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))";
   case FT_PK_PADCFG: return "a tuple of (low, high, interior) triples";
   case FT_PK_RULE: return "a function name or a jaxpr";
+  case FT_PK_LSTUPLE: return "_LinearSolveTuple(matvec=, vecmat=, solve=, transpose_solve=)";
   }
   return "a value";
 }
@@ -346,6 +347,7 @@ static bool coerce(const ft_param_spec *spec, ft_pval *v) {
   case FT_PK_PADCFG: return is_padcfg(v);
   case FT_PK_RULE:
     return v->tag == FT_PV_NONE || v->tag == FT_PV_JAXPR || (v->tag == FT_PV_STR && is_name(v->s));
+  case FT_PK_LSTUPLE: return ft_lstuple_ok(v);
   }
   return false;
 }
@@ -383,6 +385,40 @@ static ft_pval parse_jaxprs(ft_parser *p) {
   ft_pval v = ft_pv_tuple(p->arena, n);
   if (n && v.tag != FT_PV_TUPLE) ft_parse_fail(p, p->pos, "out of memory");
   for (int i = 0; i < n; i++) v.u.items[i] = ft_pv_jaxpr(js[i]);
+  return v;
+}
+
+static bool at_none(const ft_parser *p);
+
+/* custom_linear_solve's `_LinearSolveTuple(matvec=X, vecmat=X, solve=X,
+ * transpose_solve=X)`: X an int (const_lengths), None, or a closed jaxpr
+ * printed as a program of its own (str(ClosedJaxpr): its own hoisted
+ * `let name = { ... } in`, from column 0). */
+static ft_pval parse_lstuple(ft_parser *p) {
+  static const char *const fields[4] = {"matvec", "vecmat", "solve", "transpose_solve"};
+  static const char head[] = "_LinearSolveTuple(";
+  if (!starts_with(p, head)) ft_parse_fail(p, p->pos, "expected '_LinearSolveTuple('");
+  p->pos += sizeof head - 1;
+  ft_pval v = ft_pv_tuple(p->arena, 4);
+  if (v.tag != FT_PV_TUPLE) ft_parse_fail(p, p->pos, "out of memory");
+  for (int i = 0; i < 4; i++) {
+    ft_parse_skip_ws(p);
+    if (i) {
+      ft_parse_expect(p, ',', "',' between the fields of _LinearSolveTuple");
+      ft_parse_skip_ws(p);
+    }
+    size_t n = strlen(fields[i]);
+    if (!starts_with(p, fields[i]) || peek_at(p, p->pos + n) != '=')
+      ft_parse_fail(p, p->pos, "expected '%s=' in _LinearSolveTuple", fields[i]);
+    p->pos += n + 1;
+    ft_parse_skip_ws(p);
+    char c = ft_parse_peek(p);
+    if (at_none(p)) p->pos += 4, v.u.items[i] = ft_pv_none();
+    else if (c == '{' || starts_with(p, "let ")) v.u.items[i] = ft_pv_jaxpr(ft_parse_closed_program(p));
+    else v.u.items[i] = parse_value(p);
+  }
+  ft_parse_skip_ws(p);
+  ft_parse_expect(p, ')', "')' to close _LinearSolveTuple");
   return v;
 }
 
@@ -425,6 +461,7 @@ ft_pval ft_parse_param_value(ft_parser *p, ft_prim prim, const ft_param_spec *sp
   if (spec->kind == FT_PK_JAXPR_OR_NONE && at_none(p)) p->pos += 4, v = ft_pv_none();
   else if (spec->kind == FT_PK_JAXPR || spec->kind == FT_PK_JAXPR_OR_NONE) v = ft_pv_jaxpr(jaxpr_or_name(p));
   else if (spec->kind == FT_PK_JAXPRS) v = parse_jaxprs(p);
+  else if (spec->kind == FT_PK_LSTUPLE) v = parse_lstuple(p);
   else if (spec->kind == FT_PK_NAME) v = parse_name(p), normalize_name(p, &v);
   else if (spec->kind == FT_PK_RULE && ft_parse_peek(p) == '{') v = ft_pv_jaxpr(ft_parse_subjaxpr(p));
   else if (spec->kind == FT_PK_RULE) v = parse_name(p), normalize_name(p, &v);

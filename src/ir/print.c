@@ -319,6 +319,31 @@ static bool all_jaxprs(const ft_pval *v) {
   return true;
 }
 
+/* custom_linear_solve's params, as JAX prints the namedtuple: one text,
+ * each jaxpr str(ClosedJaxpr), a program printed on its own (its own
+ * names and hoisting) from column 0. */
+static ft_pdoc *lstuple_doc(pctx *pc, const ft_pval *v) {
+  static const char *const fields[4] = {"matvec", "vecmat", "solve", "transpose_solve"};
+  ft_buf b = {0};
+  ft_buf_puts(&b, "_LinearSolveTuple(");
+  for (int i = 0; i < v->n && i < 4; i++) {
+    const ft_pval *x = &v->u.items[i];
+    ft_buf_puts(&b, i ? ", " : "");
+    ft_buf_puts(&b, fields[i]);
+    ft_buf_puts(&b, "=");
+    if (x->tag == FT_PV_JAXPR) {
+      char *s = ft_jaxpr_print(NULL, x->u.jaxpr);
+      if (!s) pc->pp.oom = true;
+      else ft_buf_puts(&b, s);
+      free(s);
+    } else {
+      str_pval(&b, x);
+    }
+  }
+  ft_buf_puts(&b, ")");
+  return text_of_buf(pc, &b);
+}
+
 /* pp_kv_pair: `name=value`, sub-jaxprs as nested documents. */
 static ft_pdoc *kv_doc(pctx *pc, const ft_param_spec *spec, const ft_pval *v) {
   ft_pp *pp = &pc->pp;
@@ -327,7 +352,9 @@ static ft_pdoc *kv_doc(pctx *pc, const ft_param_spec *spec, const ft_pval *v) {
   ft_buf_puts(&b, "=");
   ft_pdoc *key = text_of_buf(pc, &b);
   ft_pdoc *val;
-  if (v->tag == FT_PV_JAXPR) {
+  if (spec->kind == FT_PK_LSTUPLE && v->tag == FT_PV_TUPLE) {
+    val = lstuple_doc(pc, v);
+  } else if (v->tag == FT_PV_JAXPR) {
     val = jaxpr_doc(pc, v->u.jaxpr);
   } else if (all_jaxprs(v)) {
     val = jaxprs_doc(pc, v);

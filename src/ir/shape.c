@@ -1823,8 +1823,16 @@ static ft_status dispatch(R *r) {
   case FT_P_RANDOM_WRAP: case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE: case FT_P_THREEFRY2X32:
   case FT_P_RNG_BIT_GENERATOR:
     return rule_random(r);
-  default:
+  default: {
+    ft_status st = FT_OK;
+    int n = 0;
+    if (ft_infer_linalg(r->ctx, r->p, r->params, r->n_in, r->in, r->out + r->n_out,
+                        r->max_out - r->n_out, &n, &st)) { /* shape_linalg.c */
+      r->n_out += n;
+      return st;
+    }
     return fail(r, FT_ERR_UNSUPPORTED, "no shape rule (internal: add one to shape.c)");
+  }
   }
 }
 

@@ -214,6 +214,9 @@ ft_control *ft_control_new(ft_ctx *ctx, const ft_eqn *e, const ft_plan_options *
   case FT_P_CUSTOM_LIN: /* never run forward: the interpreter step reports it */
     *why = "custom_lin is only meaningful under transposition";
     goto unfit;
+  case FT_P_CUSTOM_LINEAR_SOLVE: /* an interpreter step (its solve jaxpr takes some operands) */
+    *why = "custom_linear_solve is not compiled yet (docs/linalg.md)";
+    goto unfit;
   default: js[n++] = param_jaxpr(e, "call_jaxpr"); break;
   }
   for (int i = 0; i < n; i++) {

@@ -86,6 +86,7 @@ static ft_interp_rule rule_for(ft_prim p) {
     if (p == FT_P_CONV_GENERAL_DILATED) return ft_interp_conv;
     if (p == FT_P_TOP_K) return ft_interp_top_k;
     if (ft_rule_into_for(p) == ft_random_into) return ft_interp_via_into;
+    if (ft_linalg_rule_into_for(p)) return ft_interp_via_into; /* lapack.c */
     return NULL;
   }
   return NULL;

@@ -3,6 +3,7 @@
  * primitives jit/pjit, custom_jvp_call and custom_vjp_call, which evaluate
  * their inner jaxpr (their rules only matter to transforms). custom_lin
  * refuses to run: it only exists to be transposed. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime.h"
@@ -209,6 +210,26 @@ done:
   return st;
 }
 
+/* custom_linear_solve (JAX's _custom_linear_solve_impl): the solve jaxpr on
+ * its consts and b (the shape rule checked the counts and avals). */
+static ft_status linear_solve_eval(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  const ft_pval *cl = ft_eqn_param(e, "const_lengths"), *js = ft_eqn_param(e, "jaxprs");
+  int64_t nc = 0, off = 0;
+  for (int i = 0; i < 4; i++) {
+    if (i == 2) off = nc;
+    nc += cl->u.items[i].u.i;
+  }
+  const ft_jaxpr *sv = js->u.items[2].u.jaxpr;
+  int64_t ns = cl->u.items[2].u.i, nb = e->n_in - nc;
+  ft_array **args = malloc(sizeof *args * (size_t)(ns + nb + 1));
+  if (!args) return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  for (int64_t k = 0; k < ns; k++) args[k] = in[off + k];
+  for (int64_t k = 0; k < nb; k++) args[ns + k] = in[nc + k];
+  ft_status st = call(ctx, sv, (int)(ns + nb), args, out);
+  free(args);
+  return st;
+}
+
 ft_status ft_interp_control(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
   switch (e->prim) {
   case FT_P_COND: return cond_eval(ctx, e, in, out);
@@ -217,6 +238,7 @@ ft_status ft_interp_control(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
   case FT_P_JIT: case FT_P_REMAT2: return call(ctx, param_jaxpr(e, "jaxpr"), e->n_in, in, out);
   case FT_P_CUSTOM_JVP_CALL:
   case FT_P_CUSTOM_VJP_CALL: return call(ctx, param_jaxpr(e, "call_jaxpr"), e->n_in, in, out);
+  case FT_P_CUSTOM_LINEAR_SOLVE: return linear_solve_eval(ctx, e, in, out);
   case FT_P_CUSTOM_LIN: /* as JAX's custom_lin impl: forward mode cannot run a bwd rule */
     return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
                         "custom_lin is only meaningful under transposition: a custom_vjp function "

@@ -409,8 +409,11 @@ bool bt_control(bt_call *c) {
   case FT_P_SCAN: return batch_scan(c);
   case FT_P_JIT: case FT_P_REMAT2: return batch_call(c, "jaxpr");
   case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return batch_call(c, "call_jaxpr");
-  default:
-    tx_fail(c->t, FT_ERR_INTERNAL, "vmap: %s is not control flow", ft_prim_get(c->e->prim)->name);
+  default: {
+    const char *why = ft_batch_rule_status(c->e->prim);
+    if (why) tx_fail(c->t, FT_ERR_UNSUPPORTED, "vmap of %s: %s", ft_prim_get(c->e->prim)->name, why);
+    else tx_fail(c->t, FT_ERR_INTERNAL, "vmap: %s is not control flow", ft_prim_get(c->e->prim)->name);
     return false;
+  }
   }
 }

@@ -18,8 +18,9 @@
 #include "vmap.h"
 
 const char *ft_batch_rule_status(ft_prim p) {
-  (void)p;
-  return NULL; /* every primitive has a rule (some through the lane loop) */
+  /* every primitive has a rule (some through the lane loop) but
+   * cholesky_update, which JAX does not batch either (ad_linalg.c) */
+  return ad_linalg_batch_status(p);
 }
 
 bool bt_uses_lane_loop(ft_prim p) {
@@ -566,6 +567,9 @@ bool bt_rule(bt_call *c) {
   case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE:
     return rule_front_unary(c);
   case FT_P_RANDOM_FOLD_IN: return rule_broadcasting(c);
+  case FT_P_CHOLESKY: case FT_P_CHOLESKY_UPDATE: case FT_P_TRIANGULAR_SOLVE: case FT_P_LU:
+  case FT_P_LU_PIVOTS_TO_PERMUTATION: case FT_P_TRIDIAGONAL_SOLVE: case FT_P_SYMMETRIC_PRODUCT:
+    return bt_linalg(c); /* ad_linalg.c: batch dims to the front */
   case FT_P_IOTA: case FT_P_EMPTY2: case FT_P_EMPTY: case FT_P_PLATFORM_INDEX:
     /* no operands: never mapped */
   default:

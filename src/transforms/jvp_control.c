@@ -333,7 +333,11 @@ bool jvp_control(jvp_state *s, jvp_call *c) {
   case FT_P_JIT: case FT_P_REMAT2: return jvp_jit(s, c);
   case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return jvp_custom_call(s, c); /* custom.c */
   case FT_P_CUSTOM_LIN: return jvp_custom_lin(c);
-  default:
-    return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp: no rule for %s", ft_prim_get(c->e->prim)->name), false;
+  case FT_P_CUSTOM_LINEAR_SOLVE: return jvp_custom_linear_solve(s, c); /* ad_linalg.c */
+  default: {
+    const char *why = ft_jvp_rule_status(c->e->prim);
+    return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(c->e->prim)->name,
+                   why ? why : "no rule"), false;
+  }
   }
 }

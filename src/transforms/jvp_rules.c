@@ -30,7 +30,7 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_ZETA: return JVP_NO_RULE_ZETA;
   case FT_P_IGAMMA_GRAD_A: return JVP_NO_RULE_IGAMMA_GRAD_A;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
-  default: return NULL;
+  default: return ad_linalg_jvp_status(p); /* ad_linalg.c */
   }
 }
 
@@ -504,6 +504,7 @@ bool jvp_rule(jvp_call *c) {
   const char *why = ft_jvp_rule_status(e->prim);
   if (why) return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(e->prim)->name, why), false;
   if (ad_index_prim(e->prim)) return jvp_index(c); /* gather, scatter*, top_k, cummax/min */
+  if (ad_linalg_prim(e->prim)) return jvp_linalg(c); /* cholesky, triangular_solve, lu, ... */
   switch (ft_prim_get(e->prim)->family) {
   case FT_FAM_UNARY: return unary(c);
   case FT_FAM_BINARY: return binary(c);

@@ -255,6 +255,14 @@ bool transpose_rule(tr_state *s, tr_call *c);
  * them, and their JVP and transpose rules (jvp_rule and transpose_rule
  * dispatch to these). */
 bool ad_index_prim(ft_prim p);
+/* ad_linalg.c: cholesky, triangular_solve, lu, tridiagonal_solve, ... (issue 20) */
+bool ad_linalg_prim(ft_prim p);
+const char *ad_linalg_jvp_status(ft_prim p);
+const char *ad_linalg_batch_status(ft_prim p);
+const char *ad_linalg_transpose_status(ft_prim p);
+bool jvp_linalg(jvp_call *c);
+bool tr_linalg(tr_call *c);
+bool jvp_custom_linear_solve(jvp_state *s, jvp_call *c);
 bool jvp_index(jvp_call *c);
 bool transpose_index(tr_call *c);
 

@@ -38,6 +38,9 @@ const char *ft_transpose_rule_status(ft_prim p) {
     return NULL;
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_CONV_GENERAL_DILATED: /* ad_window.c */
     return NULL;
+  case FT_P_TRIANGULAR_SOLVE: case FT_P_TRIDIAGONAL_SOLVE: /* ad_linalg.c: linear in b */
+    return NULL;
+  case FT_P_CUSTOM_LINEAR_SOLVE: return ad_linalg_transpose_status(p);
   default: return TR_NOT_LINEAR;
   }
 }
@@ -793,6 +796,8 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_CUSTOM_LIN: return tr_custom_lin(s, c); /* custom.c: calls bwd */
   case FT_P_COND: return tr_cond(s, c);
   case FT_P_SCAN: return tr_scan(s, c);
+  case FT_P_TRIANGULAR_SOLVE: case FT_P_TRIDIAGONAL_SOLVE: case FT_P_CUSTOM_LINEAR_SOLVE:
+    return tr_linalg(c); /* ad_linalg.c */
   default: {
     const char *why = ft_transpose_rule_status(e->prim);
     tx_fail(c->t, FT_ERR_UNSUPPORTED, "transpose of %s: %s", ft_prim_get(e->prim)->name,

@@ -84,6 +84,8 @@ const char *ft_batch_rule_status(ft_prim p);
 bool bt_uses_lane_loop(ft_prim p);
 /* Batches a non-control-flow equation with at least one mapped input. */
 bool bt_rule(bt_call *c);
+/* ad_linalg.c */
+bool bt_linalg(bt_call *c);
 
 /* ===================================================== batching_control.c */
 

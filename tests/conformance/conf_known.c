@@ -24,6 +24,9 @@
   "yet (issue 17 §1, being added by the '" who "' work); the program is refused, never run "     \
   "wrongly"
 
+#define CLS_SHARED "print: JAX hoists a jaxpr object shared by custom_linear_solve equations " \
+                   "(each printed inside _LinearSolveTuple as a program of its own, so the " \
+                   "sharing is not in the text); our printout hoists what the text shows"
 
 #define COMPLEX_PROD "eval: reduce_prod of complex64 (jnp.fft's norm=\"ortho\"/\"forward\" multiplies " \
                      "the axis lengths as complex numbers) is not in the interpreter yet; refused " \
@@ -122,6 +125,17 @@ const conf_known conf_known_failures[] = {
     {"*sweep_st_beta_cdf_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
     {"*sweep_jnp_frexp_*", "*", UNKNOWN_PRIM("Frexp", "prims")},
     {"*sweep_fft_fft2__ortho_*", "eval:jit", COMPLEX_PROD},
-    {"*sweep_st_multivariate_normal_logpdf_*", "*", UNKNOWN_PRIM("cholesky", "linalg (its own issue)")},
+    /* JAX hoists a jaxpr object that several custom_linear_solve equations
+     * share (the transposed solve reuses the forward one's matvec) as
+     * `let jaxpr = ... in`, unreferenced in the text: each tuple prints its
+     * jaxprs as programs of their own, so the sharing is not in the text and
+     * our printout hoists only what the text shows. Values all match. */
+    {"linalg_solve_f32", "jvp:print", CLS_SHARED},
+    {"linalg_solve_f32", "vjp:print", CLS_SHARED},
+    {"linalg_solve_matrix_f32", "jvp:print", CLS_SHARED},
+    {"linalg_solve_matrix_f32", "vjp:print", CLS_SHARED},
+    {"linalg_inv_f32", "jvp:print", CLS_SHARED},
+    {"linalg_inv_f32", "vjp:print", CLS_SHARED},
+    {"*linalg_solve_grad_f*", "print", CLS_SHARED},
 };
 const int conf_n_known_failures = (int)(sizeof conf_known_failures / sizeof conf_known_failures[0]);
