@@ -187,7 +187,7 @@ static ft_status record_locked(ft_ctx *ctx, ft_ledger *lg, const ft_ledger_event
   if (call && lg->opt.calls == FT_LEDGER_CALLS_NONE) return FT_OK;
   if (lg->broken)
     return ft_set_error(ctx, FT_ERR_IO, "ledger %s: an earlier write failed and could not be "
-                        "undone; reopen it after 'ftledger recover'", lg->dir);
+                        "undone; reopen it after 'ftledger recover %s'", lg->dir, lg->dir);
   json_t *rec = json_object(), *ins = json_array(), *outs = json_array();
   ft_status st = rec && ins && outs ? FT_OK : FT_ERR_NOMEM;
   if (st) ft_set_error(ctx, st, "ledger: out of memory");
