@@ -332,6 +332,54 @@ static ft_jaxpr *parse_text(const char *text) {
   return j;
 }
 
+/* Integer reductions and scans wrap as XLA's do (two's complement), in the
+ * interpreter (without undefined behaviour: the sanitized build runs this)
+ * and bitwise alike in the JIT. Columns of a:i64[3,2] / a:i32[3,2]:
+ * (MAX, 1, 1) and (MIN, -1, MIN). */
+START_TEST(int_reductions_wrap) {
+  static const struct {
+    const char *eqn, *out;
+    int64_t want64[6], want32[6];
+  } cases[] = {
+      {"reduce_sum[axes=(0,) out_sharding=None] a", "[2]",
+       {INT64_MIN + 1, -1}, {INT32_MIN + 1, -1}},
+      {"reduce_prod[axes=(0,) out_sharding=None] a", "[2]", {INT64_MAX, 0}, {INT32_MAX, 0}},
+      {"reduce_max[axes=(0,) out_sharding=None] a", "[2]", {INT64_MAX, -1}, {INT32_MAX, -1}},
+      {"reduce_min[axes=(0,) out_sharding=None] a", "[2]", {1, INT64_MIN}, {1, INT32_MIN}},
+      {"cumsum[axis=0 reverse=False] a", "[3,2]",
+       {INT64_MAX, INT64_MIN, INT64_MIN, INT64_MAX, INT64_MIN + 1, -1},
+       {INT32_MAX, INT32_MIN, INT32_MIN, INT32_MAX, INT32_MIN + 1, -1}},
+      {"cumprod[axis=0 reverse=True] a", "[3,2]",
+       {INT64_MAX, 0, 1, INT64_MIN, 1, INT64_MIN}, {INT32_MAX, 0, 1, INT32_MIN, 1, INT32_MIN}},
+  };
+  for (int w = 0; w < 2; w++) {
+    const char *dt = w ? "i32" : "i64";
+    int64_t v[6] = {w ? INT32_MAX : INT64_MAX, w ? INT32_MIN : INT64_MIN, 1, -1, 1,
+                    w ? INT32_MIN : INT64_MIN};
+    const int64_t dims[2] = {3, 2};
+    ft_array *in = ft_array_new(C, w ? FT_I32 : FT_I64, 2, dims);
+    ck_assert_ptr_nonnull(in);
+    for (int i = 0; i < 6; i++) ft_set_i64(in, i, v[i]);
+    for (size_t c = 0; c < FT_COUNTOF(cases); c++) {
+      char text[256];
+      snprintf(text, sizeof text, "{ lambda ; a:%s[3,2]. let b:%s%s = %s in (b,) }", dt, dt,
+               cases[c].out, cases[c].eqn);
+      ft_jaxpr *j = parse_text(text);
+      ft_array *out = NULL;
+      ck_assert_msg(ft_eval(C, j, 1, &in, 1, &out) == FT_OK, "%s: %s", text, ft_ctx_error(C));
+      for (int64_t i = 0; i < ft_array_size(out); i++)
+        ck_assert_msg(ft_get_i64(out, i) == (w ? cases[c].want32[i] : cases[c].want64[i]),
+                      "%s: element %lld is %lld", text, (long long)i, (long long)ft_get_i64(out, i));
+      bool strict = true;
+      ck_assert_int_eq(jit_vs_interp(text, j, 1, &in, &(ft_jit_options){.no_cache = true}, &strict), 0);
+      ft_array_free(out);
+      ft_jaxpr_free(j);
+    }
+    ft_array_free(in);
+  }
+}
+END_TEST
+
 /* Sums over more than two canonical blocks (4096) with a tail, strided
  * (axis 0) and contiguous (axis 1) runs, all axes, through views
  * (transpose, slice, rev, broadcast) and fused producers; f32, f64, i32. */
@@ -969,6 +1017,7 @@ static Suite *suite(void) {
   tcase_add_test(t, mlp_loss_and_grad);
   tcase_add_loop_test(t, elementwise_all_dtypes, 0, (int)FT_COUNTOF(NATIVE));
   tcase_add_test(t, reductions_and_views);
+  tcase_add_test(t, int_reductions_wrap);
   tcase_add_test(t, fused_reductions);
   tcase_add_test(t, maxmin_lanes);
   tcase_add_test(t, column_sums);
