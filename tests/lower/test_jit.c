@@ -380,6 +380,63 @@ START_TEST(int_reductions_wrap) {
 }
 END_TEST
 
+/* NaN bits: every float elementwise primitive, on all pairs of special
+ * values (infinities, signed zeros, NaNs of both signs, ...), gives the
+ * same bits in both engines, NaN sign and payload included (one program per
+ * dtype, so the kernels are fused as a real program's would be). */
+START_TEST(nan_bits_elementwise) {
+  static const char *const un[] = {"neg", "sign", "floor", "ceil", "round[rounding_method=0]",
+    "round[rounding_method=1]", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin",
+    "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt",
+    "rsqrt", "cbrt", "square", "abs", "erf", "erfc", "erf_inv", "integer_pow[y=3]",
+    "integer_pow[y=-2]", "integer_pow[y=0]", "copy", "lgamma", "digamma"};
+  static const char *const bin[] = {"add", "sub", "mul", "div", "rem", "pow", "max", "min",
+    "atan2", "nextafter"};
+  static const double v[] = {INFINITY, -INFINITY, 0.0, -0.0, NAN, -NAN, -1.0, 1.0, 2.0, -2.0,
+                             0.5, -0.5, 1e30, -1e30, 3.0, -7.5};
+  enum { NV = FT_COUNTOF(v), N = NV * NV };
+  static const char *const dts[] = {"f32", "f64", "f16", "bf16"};
+  static const ft_dtype dtv[] = {FT_F32, FT_F64, FT_F16, FT_BF16};
+  for (int d = 0; d < 4; d++) {
+    tb t = {0};
+    char T[32], rhs[96];
+    snprintf(T, sizeof T, "%s[%d]", dts[d], N);
+    tb_put(&t, "{ lambda ; a:%s b:%s. let\n", T, T);
+    for (size_t i = 0; i < FT_COUNTOF(un); i++) {
+      snprintf(rhs, sizeof rhs, "%s a", un[i]);
+      tb_eqn(&t, T, rhs);
+    }
+    for (size_t i = 0; i < FT_COUNTOF(bin); i++) {
+      snprintf(rhs, sizeof rhs, "%s a b", bin[i]);
+      tb_eqn(&t, T, rhs);
+    }
+    tb_put(&t, "  in (%s) }\n", t.outs);
+    ft_jaxpr *j = parse_text(t.p);
+    free(t.p);
+    const int64_t dims[1] = {N};
+    ft_array *in[2];
+    for (int k = 0; k < 2; k++) {
+      in[k] = ft_array_new(C, dtv[d], 1, dims);
+      ck_assert_ptr_nonnull(in[k]);
+      for (int i = 0; i < N; i++) {
+        double x = k ? v[i % NV] : v[i / NV];
+        if (dtv[d] == FT_F16 || dtv[d] == FT_BF16) { /* the sign of -NaN kept */
+          uint16_t h = dtv[d] == FT_F16 ? ft_f64_to_f16(x) : ft_f64_to_bf16(x);
+          ((uint16_t *)ft_array_data(in[k]))[i] = h;
+        } else {
+          ft_set_f64(in[k], i, x);
+        }
+      }
+    }
+    bool strict = true;
+    ck_assert_int_eq(jit_vs_interp(dts[d], j, 2, in, &(ft_jit_options){.no_cache = true}, &strict), 0);
+    ck_assert_msg(strict, "%s: NaN bits differ between the JIT and the interpreter", dts[d]);
+    ft_array_free(in[0]), ft_array_free(in[1]);
+    ft_jaxpr_free(j);
+  }
+}
+END_TEST
+
 /* Sums over more than two canonical blocks (4096) with a tail, strided
  * (axis 0) and contiguous (axis 1) runs, all axes, through views
  * (transpose, slice, rev, broadcast) and fused producers; f32, f64, i32. */
@@ -1018,6 +1075,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(t, elementwise_all_dtypes, 0, (int)FT_COUNTOF(NATIVE));
   tcase_add_test(t, reductions_and_views);
   tcase_add_test(t, int_reductions_wrap);
+  tcase_add_test(t, nan_bits_elementwise);
   tcase_add_test(t, fused_reductions);
   tcase_add_test(t, maxmin_lanes);
   tcase_add_test(t, column_sums);
