@@ -437,6 +437,62 @@ START_TEST(nan_bits_elementwise) {
 }
 END_TEST
 
+/* Which NaN reduce_max/reduce_min return, when NaNs of several signs and
+ * payloads meet: the JIT's lanes and tree and the interpreter's fold agree
+ * bit for bit (an order-free rule: the greatest positive NaN, else the
+ * negative NaN of greatest magnitude, else the extreme). 37 elements (two
+ * lane blocks and a tail), 40 random mixes of +-NaN (payloads 0 and 1),
+ * +-inf, +-0 and 1.0, every float dtype. */
+START_TEST(nan_bits_maxmin_reductions) {
+  static const char *const dts[] = {"f32", "f64", "f16", "bf16"};
+  static const ft_dtype dtv[] = {FT_F32, FT_F64, FT_F16, FT_BF16};
+  enum { N = 37 };
+  const int64_t dims[1] = {N};
+  uint64_t seed = 18;
+  for (int d = 0; d < 4; d++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "{ lambda ; a:%s[%d]. let b:%s[] = reduce_max[axes=(0,) out_sharding=None] a\n"
+             "    c:%s[] = reduce_min[axes=(0,) out_sharding=None] a in (b, c) }",
+             dts[d], N, dts[d], dts[d]);
+    ft_jaxpr *j = parse_text(text);
+    int w = ft_dtype_bits(dtv[d]);
+    uint64_t sign = UINT64_C(1) << (w - 1);
+    uint64_t qnan = w == 64 ? UINT64_C(0x7ff8000000000000) : w == 32 ? 0x7fc00000u : dtv[d] == FT_F16 ? 0x7e00 : 0x7fc0;
+    uint64_t inf = w == 64 ? UINT64_C(0x7ff0000000000000) : w == 32 ? 0x7f800000u : dtv[d] == FT_F16 ? 0x7c00 : 0x7f80;
+    uint64_t one = w == 64 ? UINT64_C(0x3ff0000000000000) : w == 32 ? 0x3f800000u : dtv[d] == FT_F16 ? 0x3c00 : 0x3f80;
+    const uint64_t pick[8] = {qnan, qnan | sign, qnan | 1, qnan | 1 | sign, inf, inf | sign, sign, 0};
+    for (int trial = 0; trial < 40; trial++) {
+      ft_array *in = ft_array_new(C, dtv[d], 1, dims);
+      ck_assert_ptr_nonnull(in);
+      for (int i = 0; i < N; i++) {
+        uint64_t r = jt_rng(&seed), v = r % 3 ? one : pick[(r >> 8) % 8];
+        memcpy((char *)ft_array_data(in) + (size_t)i * (size_t)(w / 8), &v, (size_t)(w / 8));
+      }
+      bool strict = true;
+      ck_assert_int_eq(jit_vs_interp(dts[d], j, 1, &in, &(ft_jit_options){.no_cache = true}, &strict), 0);
+      ck_assert_msg(strict, "%s trial %d: NaN bits differ between the JIT and the interpreter", dts[d], trial);
+      ft_array_free(in);
+    }
+    ft_jaxpr_free(j);
+  }
+  /* the rule itself, in the interpreter: +NaN (payload 1) over +NaN, -NaN, inf */
+  const float xs[5] = {1.0f, -INFINITY, INFINITY, 2.0f, -1.0f};
+  ft_array *in = ft_array_new(C, FT_F32, 1, (const int64_t[]){5});
+  memcpy(ft_array_data(in), xs, sizeof xs);
+  uint32_t *u = ft_array_data(in);
+  u[0] = 0xffc00000u, u[3] = 0x7fc00001u, u[4] = 0x7fc00000u;
+  ft_jaxpr *j = parse_text("{ lambda ; a:f32[5]. let b:f32[] = reduce_max[axes=(0,) out_sharding=None] a\n"
+                           "    c:f32[] = reduce_min[axes=(0,) out_sharding=None] a in (b, c) }");
+  ft_array *out[2] = {0};
+  ck_assert_int_eq(ft_eval(C, j, 1, &in, 2, out), FT_OK);
+  ck_assert_uint_eq(*(uint32_t *)ft_array_data(out[0]), 0x7fc00001u);
+  ck_assert_uint_eq(*(uint32_t *)ft_array_data(out[1]), 0x7fc00001u);
+  ft_array_free(out[0]), ft_array_free(out[1]), ft_array_free(in);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 /* Sums over more than two canonical blocks (4096) with a tail, strided
  * (axis 0) and contiguous (axis 1) runs, all axes, through views
  * (transpose, slice, rev, broadcast) and fused producers; f32, f64, i32. */
@@ -1076,6 +1132,7 @@ static Suite *suite(void) {
   tcase_add_test(t, reductions_and_views);
   tcase_add_test(t, int_reductions_wrap);
   tcase_add_test(t, nan_bits_elementwise);
+  tcase_add_test(t, nan_bits_maxmin_reductions);
   tcase_add_test(t, fused_reductions);
   tcase_add_test(t, maxmin_lanes);
   tcase_add_test(t, column_sums);
