@@ -173,7 +173,8 @@ static int cmd_replay(const char *cmd, const opts *o, ft_ctx *ctx) {
              JS(d, "why"));
     if (r.first_bad_seq) printf("first divergence: record %lld\n", (long long)r.first_bad_seq);
     if (r.health != FT_LEDGER_CLEAN)
-      printf("note: the log reads as %s; run 'ftledger verify'\n", health_name(r.health));
+      printf("note: the log reads as %s; run 'ftledger %s %s'\n", health_name(r.health),
+             r.health == FT_LEDGER_TORN ? "recover" : "repair", o->pos[0]);
     json_decref(rep);
   }
   int code = r.diverged ? EXIT_SOFT : EXIT_OK;

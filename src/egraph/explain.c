@@ -31,7 +31,6 @@ typedef struct {
 } prover;
 
 #define MAX_STEPS 1000000
-#define MAX_DEPTH 2000
 
 static uint32_t new_cells(prover *X, uint32_t n) {
   if (X->ncells + n > X->cap) {
@@ -68,31 +67,56 @@ static bool sb_put(sbuf *b, const char *s) {
   return true;
 }
 
-/* Prints term id t (its term-level kids, recursively). */
-static bool print_id(const ft_egraph *eg, uint32_t t, sbuf *b) {
-  const ft_enode_rec *r = &eg->nodes[t];
-  char op[256];
-  ft_egraph_format_op(eg, r->op, eg->par + r->poff, r->pbytes, op, sizeof op);
-  if (!r->nkids) return sb_put(b, op);
-  if (!sb_put(b, "(") || !sb_put(b, op)) return false;
-  const uint32_t *k = eg->ex_kids + eg->ex_koff[t];
-  for (uint32_t i = 0; i < r->nkids; i++)
-    if (!sb_put(b, " ") || !print_id(eg, k[i], b)) return false;
-  return sb_put(b, ")");
-}
+/* Prints the current term (cell 0) with an explicit stack: a term is as
+ * deep as the program's longest chain of equations, far beyond what a
+ * thread's stack holds if each level were a call. A frame is a cell (kid
+ * cells unfolded during the proof) or a term id (term-level kids), and the
+ * next child to print; a folded cell becomes the frame of its term id. */
+typedef struct {
+  uint32_t x, next;
+  bool is_cell;
+} pframe;
 
-static bool print_cell(prover *X, uint32_t c, sbuf *b) {
-  const cell *cl = &X->cells[c];
-  if (cl->kid0 == FT_EGRAPH_NONE) return print_id(X->eg, cl->id, b);
+static bool print_cell(prover *X, uint32_t c0, sbuf *b) {
   const ft_egraph *eg = X->eg;
-  const ft_enode_rec *r = &eg->nodes[cl->id];
+  size_t cap = 64, sp = 0;
+  pframe *st = malloc(cap * sizeof *st);
+  if (!st) return false;
+  st[sp++] = (pframe){c0, 0, true};
+  bool ok = true;
   char op[256];
-  ft_egraph_format_op(eg, r->op, eg->par + r->poff, r->pbytes, op, sizeof op);
-  if (!sb_put(b, "(") || !sb_put(b, op)) return false;
-  uint32_t k0 = cl->kid0;
-  for (uint32_t i = 0; i < r->nkids; i++)
-    if (!sb_put(b, " ") || !print_cell(X, k0 + i, b)) return false;
-  return sb_put(b, ")");
+  while (sp && ok) {
+    pframe *f = &st[sp - 1];
+    if (f->is_cell && X->cells[f->x].kid0 == FT_EGRAPH_NONE) *f = (pframe){X->cells[f->x].id, 0, false};
+    uint32_t id = f->is_cell ? X->cells[f->x].id : f->x;
+    const ft_enode_rec *r = &eg->nodes[id];
+    if (f->next == 0) {
+      ft_egraph_format_op(eg, r->op, eg->par + r->poff, r->pbytes, op, sizeof op);
+      if (!r->nkids) {
+        ok = sb_put(b, op);
+        sp--;
+        continue;
+      }
+      ok = sb_put(b, "(") && sb_put(b, op);
+    }
+    if (ok && f->next < r->nkids) {
+      uint32_t j = f->next++;
+      pframe kid = f->is_cell ? (pframe){X->cells[f->x].kid0 + j, 0, true}
+                              : (pframe){eg->ex_kids[eg->ex_koff[id] + j], 0, false};
+      ok = sb_put(b, " ");
+      if (ok && sp == cap) {
+        pframe *ns = realloc(st, 2 * cap * sizeof *ns);
+        if (!ns) ok = false;
+        else st = ns, cap *= 2;
+      }
+      if (ok) st[sp++] = kid;
+    } else if (ok) {
+      ok = sb_put(b, ")");
+      sp--;
+    }
+  }
+  free(st);
+  return ok;
 }
 
 /* Appends a step: the whole current term, and how it was reached. */
@@ -161,43 +185,79 @@ static edge *forest_path(prover *X, uint32_t a, uint32_t b, size_t *n) {
   return e;
 }
 
-/* Rewrites cell c, currently showing term a, into term b, emitting steps. */
-static void prove(prover *X, uint32_t c, uint32_t a, uint32_t b, int depth) {
-  if (X->fail || a == b) return;
-  ft_egraph *eg = X->eg;
-  if (depth > MAX_DEPTH) {
-    X->fail = true;
-    ft_egraph_fail(eg, FT_EGRAPH_EINVAL, "explain: congruence nesting deeper than %d", MAX_DEPTH);
-    return;
+/* Rewrites cell c0, currently showing term a, into term b, emitting steps.
+ * A congruence edge rewrites each child cell in turn before the cell takes
+ * the edge's far end; the nesting is an explicit stack of frames (a cell,
+ * its forest path, the edge and the child being rewritten), not recursion,
+ * so a proof as deep as the term does not overflow the stack. */
+typedef struct {
+  uint32_t c, j;
+  edge *path;
+  size_t n, i;
+} prove_frame;
+
+static bool push_proof(prover *X, prove_frame **st, size_t *sp, size_t *cap, uint32_t c,
+                       uint32_t a, uint32_t b) {
+  if (a == b) return true;
+  if (*sp == *cap) {
+    size_t nc = *cap ? *cap * 2 : 16;
+    prove_frame *ns = realloc(*st, nc * sizeof *ns);
+    if (!ns) return false;
+    *st = ns, *cap = nc;
   }
   size_t n = 0;
   edge *path = forest_path(X, a, b, &n);
-  if (!path) {
-    X->fail = true;
-    ft_egraph_fail(eg, FT_EGRAPH_ENOMEM, "out of memory");
-    return;
-  }
-  for (size_t i = 0; i < n && !X->fail; i++) {
-    edge e = path[i];
-    if (e.just == FT_EJUST_CONGRUENCE) {
-      uint32_t nk = eg->nodes[e.from].nkids;
-      if (X->cells[c].kid0 == FT_EGRAPH_NONE) { /* unfold: the cell shows e.from */
-        uint32_t k0 = new_cells(X, nk);
-        if (k0 == FT_EGRAPH_NONE) break;
-        for (uint32_t j = 0; j < nk; j++)
-          X->cells[k0 + j] = (cell){eg->ex_kids[eg->ex_koff[e.from] + j], FT_EGRAPH_NONE};
-        X->cells[c].kid0 = k0;
-      }
-      const uint32_t *fk = eg->ex_kids + eg->ex_koff[e.from];
-      const uint32_t *tk = eg->ex_kids + eg->ex_koff[e.to];
-      for (uint32_t j = 0; j < nk && !X->fail; j++) prove(X, X->cells[c].kid0 + j, fk[j], tk[j], depth + 1);
-      X->cells[c].id = e.to;
-    } else {
+  if (!path) return false;
+  (*st)[(*sp)++] = (prove_frame){c, 0, path, n, 0};
+  return true;
+}
+
+static void prove(prover *X, uint32_t c0, uint32_t a, uint32_t b) {
+  ft_egraph *eg = X->eg;
+  prove_frame *st = NULL;
+  size_t sp = 0, cap = 0;
+  if (!push_proof(X, &st, &sp, &cap, c0, a, b)) goto oom;
+  while (sp && !X->fail) {
+    prove_frame *f = &st[sp - 1];
+    if (f->i == f->n) {
+      free(f->path);
+      sp--;
+      continue;
+    }
+    edge e = f->path[f->i];
+    uint32_t c = f->c;
+    if (e.just != FT_EJUST_CONGRUENCE) {
       X->cells[c] = (cell){e.to, FT_EGRAPH_NONE};
       step(X, e.just == FT_EJUST_USER ? -2 : (int)e.just, !e.forward);
+      f->i++;
+      continue;
     }
+    uint32_t nk = eg->nodes[e.from].nkids;
+    if (f->j == 0 && X->cells[c].kid0 == FT_EGRAPH_NONE) { /* unfold: the cell shows e.from */
+      uint32_t k0 = new_cells(X, nk);
+      if (k0 == FT_EGRAPH_NONE) break;
+      for (uint32_t j = 0; j < nk; j++)
+        X->cells[k0 + j] = (cell){eg->ex_kids[eg->ex_koff[e.from] + j], FT_EGRAPH_NONE};
+      X->cells[c].kid0 = k0;
+    }
+    if (f->j < nk) {
+      uint32_t j = f->j++;
+      uint32_t fk = eg->ex_kids[eg->ex_koff[e.from] + j], tk = eg->ex_kids[eg->ex_koff[e.to] + j];
+      if (!push_proof(X, &st, &sp, &cap, X->cells[c].kid0 + j, fk, tk)) goto oom;
+      continue;
+    }
+    X->cells[c].id = e.to;
+    f->i++, f->j = 0;
   }
-  free(path);
+  goto out;
+oom:
+  if (!X->fail) {
+    X->fail = true;
+    ft_egraph_fail(eg, FT_EGRAPH_ENOMEM, "out of memory");
+  }
+out:
+  while (sp) free(st[--sp].path);
+  free(st);
 }
 
 ft_egraph_status ft_egraph_explain_ids(ft_egraph *eg, const ft_egraph_rules *rs, ft_enode a,
@@ -217,7 +277,7 @@ ft_egraph_status ft_egraph_explain_ids(ft_egraph *eg, const ft_egraph_rules *rs,
   }
   X.cells[0] = (cell){a, FT_EGRAPH_NONE};
   step(&X, -1, false);
-  prove(&X, 0, a, b, 0);
+  prove(&X, 0, a, b);
   free(X.mark);
   free(X.cells);
   if (X.fail) {

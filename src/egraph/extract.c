@@ -310,7 +310,10 @@ ft_egraph_term *ft_egraph_extract(ft_egraph *eg, const ft_eclass *roots, size_t 
   bool cycle = false;
   if (mode == FT_EXTRACT_DAG) {
     uint32_t *tree_best = malloc(n * 4 + 4);
-    if (!tree_best) goto out;
+    if (!tree_best) {
+      ft_egraph_fail(eg, FT_EGRAPH_ENOMEM, "out of memory");
+      goto out;
+    }
     memcpy(tree_best, X.best, n * 4);
     if (!dag_costs(&X, sets)) {
       free(tree_best);
@@ -370,28 +373,54 @@ static void sb_put(sbuf *b, const char *s) {
   b->n += l;
 }
 
-static void print_node(const ft_egraph *eg, const ft_egraph_term *t, uint32_t i, sbuf *b) {
-  const ft_egraph_term_node *nd = &t->nodes[i];
+/* Prints node i of t and its subterms with an explicit stack (a term can
+ * be as deep as it has nodes: a long chain of equations is one path). Each
+ * frame is a node and the next child to print. Returns false when out of
+ * memory. Depth is bounded by t->nnodes: children come before parents. */
+typedef struct {
+  uint32_t node, next;
+} print_frame;
+
+static bool print_tree(const ft_egraph *eg, const ft_egraph_term *t, uint32_t root, sbuf *b) {
+  print_frame *st = malloc((t->nnodes ? t->nnodes : 1) * sizeof *st);
+  if (!st) return false;
+  size_t sp = 0;
+  st[sp++] = (print_frame){root, 0};
   char op[256];
-  ft_egraph_format_op(eg, nd->op, nd->params, nd->pbytes, op, sizeof op);
-  if (!nd->nkids) {
-    sb_put(b, op);
-    return;
+  while (sp && !b->oom) {
+    print_frame *f = &st[sp - 1];
+    const ft_egraph_term_node *nd = &t->nodes[f->node];
+    if (f->next == 0) {
+      ft_egraph_format_op(eg, nd->op, nd->params, nd->pbytes, op, sizeof op);
+      if (!nd->nkids) {
+        sb_put(b, op);
+        sp--;
+        continue;
+      }
+      sb_put(b, "(");
+      sb_put(b, op);
+    }
+    if (f->next < nd->nkids) {
+      uint32_t k = nd->kids[f->next++];
+      sb_put(b, " ");
+      if (sp == t->nnodes) { /* a child not before its parent: not a term DAG */
+        b->oom = true;
+        break;
+      }
+      st[sp++] = (print_frame){k, 0};
+    } else {
+      sb_put(b, ")");
+      sp--;
+    }
   }
-  sb_put(b, "(");
-  sb_put(b, op);
-  for (uint32_t k = 0; k < nd->nkids; k++) {
-    sb_put(b, " ");
-    print_node(eg, t, nd->kids[k], b);
-  }
-  sb_put(b, ")");
+  free(st);
+  return !b->oom;
 }
 
 char *ft_egraph_term_print(const ft_egraph *eg, const ft_egraph_term *t, size_t r) {
   if (!t || r >= t->nroots) return NULL;
   sbuf b = {0};
-  print_node(eg, t, t->roots[r], &b);
-  if (b.oom) {
+  if (!print_tree(eg, t, t->roots[r], &b)) {
     free(b.s);
     return NULL;
   }

@@ -831,7 +831,7 @@ static ft_egraph_rules *load_rules(ft_tsession *S, ft_egraph *eg) {
   size_t n1 = strlen(ft_tensor_rules_exact()), n2 = strlen(ft_tensor_rules_algebraic());
   size_t n3 = o->extra_rules ? strlen(o->extra_rules) : 0;
   char *all = malloc(n1 + n2 + n3 + 4);
-  if (!all) return NULL;
+  if (!all) return ft_egraph_fail(eg, FT_EGRAPH_ENOMEM, "out of memory"), NULL;
   size_t w = 0;
   memcpy(all + w, ft_tensor_rules_exact(), n1), w += n1, all[w++] = '\n';
   if (o->tier == FT_OPT_ALGEBRAIC) memcpy(all + w, ft_tensor_rules_algebraic(), n2), w += n2, all[w++] = '\n';
@@ -840,12 +840,12 @@ static ft_egraph_rules *load_rules(ft_tsession *S, ft_egraph *eg) {
   if (o->only) {
     char *f = filter_rules(all, o->only);
     free(all);
-    if (!f) return NULL;
+    if (!f) return ft_egraph_fail(eg, FT_EGRAPH_ENOMEM, "out of memory"), NULL;
     all = f;
     if (n3) { /* extra rules always run */
       size_t fl = strlen(all);
       char *g = realloc(all, fl + n3 + 2);
-      if (!g) return free(all), NULL;
+      if (!g) return free(all), ft_egraph_fail(eg, FT_EGRAPH_ENOMEM, "out of memory"), NULL;
       all = g;
       memcpy(all + fl, o->extra_rules, n3);
       all[fl + n3] = '\n';
@@ -1106,6 +1106,9 @@ static bool level_init(ft_tsession *S, level *L, const ft_jaxpr *src) {
   tc->op_constvar = ft_egraph_intern(tc->eg, "constvar");
   tc->op_const = ft_egraph_intern(tc->eg, "const");
   tc->op_proj = ft_egraph_intern(tc->eg, "proj");
+  if (tc->op_arg == FT_EGRAPH_NONE || tc->op_constvar == FT_EGRAPH_NONE ||
+      tc->op_const == FT_EGRAPH_NONE || tc->op_proj == FT_EGRAPH_NONE)
+    return false; /* interning ran out of memory */
   ft_egraph_analysis an = {sizeof(ft_tdata), tc, an_make, an_merge, an_modify, an_describe};
   if (ft_egraph_set_analysis(tc->eg, &an) != FT_EGRAPH_OK) return false;
   return ft_tensor_register(tc->eg, tc);
@@ -1133,9 +1136,13 @@ static ft_jaxpr *opt_jaxpr(ft_tsession *S, const ft_jaxpr *src, ft_jaxpr *dst) {
   }
   if (!add_jaxpr(&L, src)) {
     if (!S->failed) {
+      /* An allocation that failed on this side leaves no e-graph error. */
       char msg[1200];
-      snprintf(msg, sizeof msg, "building the e-graph failed: %s", ft_egraph_error(eg));
-      session_fail(S, ft_egraph_status_of(eg) == FT_EGRAPH_ECONFLICT ? FT_ERR_INTERNAL : FT_ERR_NOMEM, msg);
+      ft_egraph_status es = ft_egraph_status_of(eg);
+      bool oom = es == FT_EGRAPH_OK || es == FT_EGRAPH_ENOMEM || L.tc.oom;
+      snprintf(msg, sizeof msg, "building the e-graph failed: %s",
+               oom ? "out of memory" : ft_egraph_error(eg));
+      session_fail(S, oom ? FT_ERR_NOMEM : FT_ERR_INTERNAL, msg);
     }
     goto out;
   }

@@ -49,7 +49,9 @@ ft_ledger_health ft_lscan_health(const ft_lscan *s) {
 /* ---- records ---- */
 
 /* Checks every line of the log; fills records (the valid prefix), the first
- * bad seq, complete_len and the torn/corrupt verdict for a partial last line. */
+ * bad seq, complete_len and the torn/corrupt verdict for a partial last line.
+ * complete_len stops before a bad line past the parity's coverage (known
+ * once check_log_parity ran: tail_ok). */
 static void walk_records(ft_lscan *s) {
   char prev[33];
   memcpy(prev, zero_hex, 33);
@@ -66,6 +68,13 @@ static void walk_records(ft_lscan *s) {
     if (!why && strcmp(json_string_value(json_object_get(rec, "prev")), prev))
       why = "chain broken: prev is not the sum of the record before";
     if (rec) snprintf(prev, sizeof prev, "%s", json_string_value(json_object_get(rec, "sum")));
+    if (why && s->tail_ok && at >= s->covered) {
+      /* Past what parity covers nothing was committed (log.tail is the
+       * commit point): a line there that is not the next record is an
+       * interrupted write, torn like a partial line; recover cuts it. */
+      json_decref(rec);
+      break;
+    }
     if (why) {
       problem(s, "corrupt", "log.jsonl", (int64_t)at, expect, why);
       if (!s->first_bad_seq) s->first_bad_seq = expect;

@@ -69,18 +69,16 @@ ft_status ft_ledger_put_object(ft_ledger *lg, ft_ctx *ctx, const void *data, siz
  * rename; the scratch file is a crash leftover like any .tmp (recover and
  * close remove it; verify ignores it). Where the exchange is unsupported (or
  * log.tail does not exist yet) a plain rename does the same job. */
-static int write_tail(ft_ledger *lg) {
+static int write_tail_at(ft_ledger *lg, const char *path, char *tmp) {
   uint64_t base = lg->stripe_index * (uint64_t)lg->k * lg->block;
   ft_lpar_header h = {(uint32_t)lg->k, (uint32_t)lg->m, (uint32_t)lg->block, FT_LPAR_TAIL, 0, {0}};
   ft_lpar_header_encode(&h, lg->tailbuf);
   ft_lpar_entry_build(&lg->rs, lg->block, lg->stripe_index, lg->log_len - base, lg->stripe,
                       lg->tailbuf + FT_LPAR_HEADER);
   bool sync = lg->opt.fsync == FT_LEDGER_FSYNC_EVERY;
-  char *path = ft_lio_path("%s/parity/log.tail", lg->dir);
-  char *tmp = ft_lio_path("%s/parity/log.tail.tmp", lg->dir);
-  int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   size_t n = FT_LPAR_HEADER + lg->entry_size;
-  int r = path && fd >= 0 ? 0 : -1;
+  int r = fd >= 0 ? 0 : -1;
   if (!r) r = ft_lio_pwrite(fd, lg->tailbuf, n, 0);
   if (!r) r = ftruncate(fd, (off_t)n); /* a leftover of another size */
   if (!r && sync) r = ft_lio_fsync(fd);
@@ -98,11 +96,20 @@ static int write_tail(ft_ledger *lg) {
     *slash = 0;
     r = ft_lio_fsync_dir(tmp);
     e = errno;
+    *slash = '/';
   }
-  free(path);
-  free(tmp);
   errno = e;
   return r;
+}
+
+/* The two paths write_tail_at needs (malloc'd), or false: out of memory. */
+static bool tail_paths(const ft_ledger *lg, char **path, char **tmp) {
+  *path = ft_lio_path("%s/parity/log.tail", lg->dir);
+  *tmp = ft_lio_path("%s/parity/log.tail.tmp", lg->dir);
+  if (*path && *tmp) return true;
+  free(*path), free(*tmp);
+  *path = *tmp = NULL;
+  return false;
 }
 
 /* Reloads the growing stripe from the log (after open or a rollback). */
@@ -130,6 +137,11 @@ ft_status ft_ledger_append_line(ft_ledger *lg, ft_ctx *ctx, const char *line, si
   size_t sw = (size_t)lg->k * lg->block;
   bool sync = lg->opt.fsync == FT_LEDGER_FSYNC_EVERY;
   const char *what = "append to", *file = "log.jsonl";
+  /* Everything this append allocates, before the first byte is written. */
+  char *tail_path, *tail_tmp;
+  if (!tail_paths(lg, &tail_path, &tail_tmp))
+    return ft_set_error(ctx, FT_ERR_NOMEM, "ledger %s: out of memory (nothing was written)",
+                        lg->dir);
   if (ft_lio_pwrite(lg->logfd, line, len, old_log) || (sync && ft_lio_fsync(lg->logfd))) goto fail;
   /* Feed the line through the stripe buffer; each full stripe gets its entry. */
   what = "write parity";
@@ -152,10 +164,12 @@ ft_status ft_ledger_append_line(ft_ledger *lg, ft_ctx *ctx, const char *line, si
   if (sync && lg->par_len != old_par && ft_lio_fsync(lg->parfd)) goto fail;
   lg->log_len = old_log + len;
   file = "parity/log.tail";
-  if (write_tail(lg)) goto fail;
+  if (write_tail_at(lg, tail_path, tail_tmp)) goto fail;
+  free(tail_path), free(tail_tmp);
   return FT_OK;
 fail:;
   int e = errno;
+  free(tail_path), free(tail_tmp);
   rollback(lg, old_log, old_par);
   return ft_set_error(ctx, FT_ERR_IO, "ledger %s: cannot %s %s: %s%s", lg->dir, what, file,
                       strerror(e), lg->broken ? " (and the rollback failed)" : "");
@@ -205,7 +219,10 @@ static ft_status create_fresh(ft_ctx *ctx, ft_ledger *lg) {
   if (ft_lio_write_atomic(path, hdr, sizeof hdr, sync)) st = io_error(ctx, "create", path);
   free(path);
   lg->par_len = FT_LPAR_HEADER;
-  if (!st && write_tail(lg)) st = io_error(ctx, "create", "parity/log.tail");
+  char *tp = NULL, *tt = NULL;
+  if (!st && !tail_paths(lg, &tp, &tt)) st = ft_set_error(ctx, FT_ERR_NOMEM, "ledger: out of memory");
+  if (!st && write_tail_at(lg, tp, tt)) st = io_error(ctx, "create", "parity/log.tail");
+  free(tp), free(tt);
   return st;
 }
 
@@ -268,6 +285,20 @@ static ft_status check_complete_stripes(ft_ctx *ctx, ft_ledger *lg) {
   return st;
 }
 
+/* The ftledger command that mends a ledger not left as a clean close
+ * leaves it: 'recover' for an interrupted write (a torn tail, parity behind
+ * the log), 'repair' for damage, which recover refuses (a garbage line, a
+ * flipped byte). The read-only scan decides, as recover itself would. */
+static const char *mend_command(const char *dir) {
+  ft_ctx *scratch = ft_ctx_new(NULL);
+  ft_lscan s;
+  const char *cmd = "recover";
+  if (scratch && !ft_lscan_run(scratch, dir, &s) && s.corrupt) cmd = "repair";
+  if (scratch) ft_lscan_free(&s);
+  ft_ctx_free(scratch);
+  return cmd;
+}
+
 /* The state of an existing ledger: parameters, parity position, last record.
  * Refuses anything that is not exactly how a clean close leaves it, and
  * anything whose log or parity blocks do not match their hashes. */
@@ -295,15 +326,11 @@ static ft_status load_existing(ft_ctx *ctx, ft_ledger *lg, const uint8_t *hdr, s
   free(tpath);
   if (!ok) {
     free(tail);
-    /* Name the command that fixes it: recover mends a torn tail and catches
-     * parity up, but refuses a log damaged elsewhere, which needs repair. */
-    ft_lscan s;
-    bool corrupt = ft_lscan_run(ctx, lg->dir, &s) == FT_OK && s.corrupt;
-    ft_lscan_free(&s);
-    if (corrupt)
-      return ft_set_error(ctx, FT_ERR_IO, "ledger %s: not cleanly closed, and damaged beyond a "
-                          "torn tail ('ftledger verify %s' lists it); run 'ftledger repair %s'",
-                          lg->dir, lg->dir, lg->dir);
+    const char *cmd = mend_command(lg->dir);
+    if (!strcmp(cmd, "repair"))
+      return ft_set_error(ctx, FT_ERR_IO, "ledger %s: not cleanly closed and damaged (the log "
+                          "does not match its parity); not opened for writing; run 'ftledger "
+                          "repair %s'", lg->dir, lg->dir);
     return ft_set_error(ctx, FT_ERR_IO, "ledger %s: not cleanly closed (torn tail or parity "
                         "behind the log); run 'ftledger recover %s' or open with auto_recover",
                         lg->dir, lg->dir);
@@ -336,7 +363,7 @@ static ft_status load_existing(ft_ctx *ctx, ft_ledger *lg, const uint8_t *hdr, s
     if (buf[want - 1] != '\n') {
       free(buf);
       return ft_set_error(ctx, FT_ERR_IO, "ledger %s: log.jsonl does not end with a record; "
-                          "run 'ftledger verify'", lg->dir);
+                          "run 'ftledger verify %s'", lg->dir, lg->dir);
     }
     size_t start = want - 1;
     while (start > 0 && buf[start - 1] != '\n') start--;
@@ -345,7 +372,7 @@ static ft_status load_existing(ft_ctx *ctx, ft_ledger *lg, const uint8_t *hdr, s
       if (why) {
         free(buf);
         return ft_set_error(ctx, FT_ERR_IO, "ledger %s: last record is damaged (%s); run "
-                            "'ftledger verify'", lg->dir, why);
+                            "'ftledger verify %s'", lg->dir, why, lg->dir);
       }
       break;
     }

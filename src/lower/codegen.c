@@ -28,7 +28,15 @@ typedef struct cg {
   LLVMValueRef fn;        /* the function being built */
   const ft_program *p;
   char *err;
+  bool oom;               /* an allocation failed: ft_codegen_program returns 2 */
 } cg;
+
+/* calloc that marks the generator out of memory when it fails. */
+static void *cg_calloc(cg *G, size_t n, size_t size) {
+  void *q = calloc(n, size);
+  if (!q) G->oom = true;
+  return q;
+}
 
 static LLVMTypeRef ty(cg *G, ft_dtype dt) {
   switch (dt) {
@@ -873,12 +881,12 @@ static int kbuf_slot(kctx *K, int buf) {
   return K->nb++;
 }
 
-static bool kctx_init(kctx *K, const ft_kernel *k) {
+static bool kctx_init(cg *G, kctx *K, const ft_kernel *k) {
   memset(K, 0, sizeof *K);
   K->k = k;
   K->cap = k->n_nodes + k->n_stores + 2;
-  K->bufs = calloc((size_t)K->cap, sizeof *K->bufs);
-  K->ptrs = calloc((size_t)K->cap, sizeof *K->ptrs);
+  K->bufs = cg_calloc(G, (size_t)K->cap, sizeof *K->bufs);
+  K->ptrs = cg_calloc(G, (size_t)K->cap, sizeof *K->ptrs);
   return K->bufs && K->ptrs;
 }
 
@@ -902,7 +910,7 @@ static LLVMValueRef elem_ptr(cg *G, LLVMTypeRef t, LLVMValueRef base, LLVMValueR
 /* The loop body: every node, then the stores. */
 static bool emit_body(cg *G, kctx *K) {
   const ft_kernel *k = K->k;
-  LLVMValueRef *v = calloc((size_t)k->n_nodes + 1, sizeof *v);
+  LLVMValueRef *v = cg_calloc(G, (size_t)k->n_nodes + 1, sizeof *v);
   if (!v) return false;
   int64_t cst[FT_MAX_RANK], s = 1;
   for (int d = k->rank - 1; d >= 0; d--) cst[d] = s, s *= k->dims[d];
@@ -1083,7 +1091,7 @@ static LLVMValueRef emit_entry(cg *G, const char *name, kctx *K, LLVMValueRef bo
   add_attr(G, f, LLVMAttributeFunctionIndex, "nounwind");
   LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(G->c, f, "entry");
   LLVMPositionBuilderAtEnd(G->b, bb);
-  LLVMValueRef *cargs = calloc((size_t)K->nb + 2, sizeof *cargs);
+  LLVMValueRef *cargs = cg_calloc(G, (size_t)K->nb + 2, sizeof *cargs);
   if (!cargs) return NULL;
   for (int i = 0; i < K->nb; i++) {
     LLVMValueRef slot = c64(G, K->bufs[i]);
@@ -1107,7 +1115,7 @@ static LLVMValueRef emit_entry(cg *G, const char *name, kctx *K, LLVMValueRef bo
 static LLVMValueRef new_body(cg *G, const ft_kernel *k, const int *bufs, int nb) {
   const char *name = k->name;
   int alias_in = ft_kernel_inplace_input(G->p, k);
-  LLVMTypeRef *args = calloc((size_t)nb + 2, sizeof *args);
+  LLVMTypeRef *args = cg_calloc(G, (size_t)nb + 2, sizeof *args);
   if (!args) return NULL;
   for (int i = 0; i < nb; i++) args[i] = G->ptr;
   args[nb] = G->i64;
@@ -1129,7 +1137,7 @@ static bool emit_loop_body_fn(cg *G, kctx *K_, LLVMValueRef body);
 
 static bool emit_loop_kernel(cg *G, const ft_kernel *k) {
   kctx K;
-  bool ok = kctx_init(&K, k);
+  bool ok = kctx_init(G, &K, k);
   for (int i = 0; ok && i < k->n_nodes; i++)
     if (k->nodes[i].kind == FT_KN_LOAD && k->nodes[i].acc.buf >= 0) ok = kbuf_slot(&K, k->nodes[i].acc.buf) >= 0;
   for (int i = 0; ok && i < k->n_stores; i++) ok = kbuf_slot(&K, k->stores[i].buf) >= 0;
@@ -1787,7 +1795,7 @@ static bool reduce16(cg *G, kctx *K, rk *R, LLVMValueRef p0, int64_t n, ft_dtype
   LLVMValueRef accs = entry_alloca(G, lanes_t), totp = entry_alloca(G, vt);
   LLVMValueRef tmp = entry_alloca(G, LLVMArrayType(t, 16));
   output_bases(G, R, p0);
-  LLVMValueRef *kb0 = calloc((size_t)k->n_nodes + 1, sizeof *kb0);
+  LLVMValueRef *kb0 = cg_calloc(G, (size_t)k->n_nodes + 1, sizeof *kb0);
   if (!kb0) return false;
   for (int i = 0; i < k->n_nodes; i++) kb0[i] = R->kbase[i];
   LLVMValueRef ident = vsplat(G, vt, fconst(G, dt, sum ? 0.0 : 1.0));
@@ -1878,14 +1886,14 @@ static bool emit_reduce_body(cg *G, kctx *K, rk *R, LLVMValueRef body) {
 
 static bool emit_reduce_kernel(cg *G, const ft_kernel *k) {
   kctx K;
-  bool ok = kctx_init(&K, k);
+  bool ok = kctx_init(G, &K, k);
   rk R = {.k = k, .K = &K};
   size_t nn = (size_t)k->n_nodes + 1;
-  R.kbase = calloc(nn, sizeof *R.kbase);
-  R.nseg = calloc(nn, sizeof *R.nseg);
-  R.segdim = calloc(nn, sizeof *R.segdim);
-  R.segst = calloc(nn, sizeof *R.segst);
-  R.v = calloc(nn, sizeof *R.v);
+  R.kbase = cg_calloc(G, nn, sizeof *R.kbase);
+  R.nseg = cg_calloc(G, nn, sizeof *R.nseg);
+  R.segdim = cg_calloc(G, nn, sizeof *R.segdim);
+  R.segst = cg_calloc(G, nn, sizeof *R.segst);
+  R.v = cg_calloc(G, nn, sizeof *R.v);
   ok = ok && R.kbase && R.nseg && R.segdim && R.segst && R.v;
   for (int i = 0; ok && i < k->n_nodes; i++)
     if (k->nodes[i].kind == FT_KN_LOAD && k->nodes[i].acc.buf >= 0) ok = kbuf_slot(&K, k->nodes[i].acc.buf) >= 0;
@@ -1925,9 +1933,10 @@ int ft_codegen_program(void *module, const ft_program *p, char **err) {
     bool ok = k->kind == FT_KER_LOOP ? emit_loop_kernel(&G, k) : emit_reduce_kernel(&G, k);
     if (!ok) {
       char msg[128];
-      snprintf(msg, sizeof msg, "codegen: kernel %s could not be generated", k->name);
+      snprintf(msg, sizeof msg, G.oom ? "codegen: out of memory generating kernel %s"
+                                      : "codegen: kernel %s could not be generated", k->name);
       *err = strdup(msg);
-      bad = 1;
+      bad = G.oom || !*err ? 2 : 1;
     }
   }
   LLVMDisposeBuilder(G.b);
@@ -1935,7 +1944,7 @@ int ft_codegen_program(void *module, const ft_program *p, char **err) {
     char *vmsg = NULL;
     if (LLVMVerifyModule(G.m, LLVMReturnStatusAction, &vmsg)) {
       *err = strdup(vmsg ? vmsg : "codegen: the module does not verify");
-      bad = 1;
+      bad = *err ? 1 : 2;
     }
     LLVMDisposeMessage(vmsg);
   }

@@ -217,7 +217,7 @@ static char *vm_subset_make(LLVMModuleRef m, LLVMValueRef *need, int n, void **b
     if (*bc)
       memcpy(*bc, LLVMGetBufferStart(mb), *len);
     else
-      err = LLVMCreateMessage("jit: out of memory extracting the math library subset");
+      err = LLVMCreateMessage("out of memory extracting the math library subset");
     if (mb) LLVMDisposeMemoryBuffer(mb);
   }
   LLVMDisposeModule(s);
@@ -225,7 +225,8 @@ static char *vm_subset_make(LLVMModuleRef m, LLVMValueRef *need, int n, void **b
   return err;
 }
 
-/* Links the math functions m calls into m (as ft_vm_link_into). */
+/* Links the math functions m calls into m (as ft_vm_link_into): 0, 1 with
+ * *err, or 2 when out of memory (with *err). */
 static int vm_link(LLVMModuleRef m, char **err) {
   LLVMValueRef need[VM_MAX_NEEDS];
   int n = vm_needs(m, need);
@@ -235,8 +236,8 @@ static int vm_link(LLVMModuleRef m, char **err) {
   for (int i = 0; i < n; i++) klen += strlen(LLVMGetValueName(need[i])) + 1;
   char *key = malloc(klen);
   if (!key) {
-    *err = LLVMCreateMessage("jit: out of memory");
-    return 1;
+    *err = LLVMCreateMessage("out of memory");
+    return 2;
   }
   key[0] = 0;
   for (int i = 0; i < n; i++) strcat(strcat(key, LLVMGetValueName(need[i])), ",");
@@ -252,7 +253,7 @@ static int vm_link(LLVMModuleRef m, char **err) {
   if (!bc) {
     if ((*err = vm_subset_make(m, need, n, &bc, &len))) {
       free(key);
-      return 1;
+      return !bc && len ? 2 : 1;
     }
     pthread_mutex_lock(&vm_mu);
     int i = 0;
@@ -345,15 +346,19 @@ static ft_status emit_part_run(emit_part *u) {
   LLVMDisposeTargetData(td);
   char *err = NULL;
   double t0 = now_ms();
-  if (ft_codegen_program(m, u->p, &err) || (u->entry && ft_aot_codegen_entry(m, u->p, u->entry, &err))) {
-    part_fail(u, u->entry ? FT_ERR_UNSUPPORTED : FT_ERR_INTERNAL, err ? err : "codegen failed", NULL);
+  int cgr = ft_codegen_program(m, u->p, &err);
+  if (cgr || (u->entry && ft_aot_codegen_entry(m, u->p, u->entry, &err))) {
+    part_fail(u, cgr == 2 ? FT_ERR_NOMEM : u->entry ? FT_ERR_UNSUPPORTED : FT_ERR_INTERNAL,
+              err ? err : cgr == 2 ? "codegen: out of memory" : "codegen failed", NULL);
     free(err);
     goto done;
   }
   if (u->keep) drop_other_kernels(m, u);
   char *lerr = NULL;
-  if (vm_link(m, &lerr)) {
-    part_fail(u, FT_ERR_INTERNAL, lerr ? lerr : "linking the math library failed", NULL);
+  int lr = vm_link(m, &lerr);
+  if (lr) {
+    part_fail(u, lr == 2 ? FT_ERR_NOMEM : FT_ERR_INTERNAL,
+              lerr ? lerr : "linking the math library failed", NULL);
     LLVMDisposeMessage(lerr);
     goto done;
   }

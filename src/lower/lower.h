@@ -275,7 +275,8 @@ ft_status ft_program_run_step(ft_ctx *ctx, const ft_program *p, const ft_step *s
 /* Code generation needs LLVM types; the entry point is declared in
  * codegen.h-like form here with opaque pointers so jit.c and aot.c share it:
  * builds every kernel of p into the LLVM module `module` (an LLVMModuleRef),
- * declaring the math functions it calls. Returns 0, or 1 with *err (malloc'd). */
+ * declaring the math functions it calls. Returns 0, 1 with *err (malloc'd),
+ * or 2 when out of memory (*err may then be NULL). */
 int ft_codegen_program(void *module, const ft_program *p, char **err);
 
 /* ==================================================================== jit.c */

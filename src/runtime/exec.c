@@ -100,14 +100,15 @@ int64_t ft_exec_grain(int64_t extent, int64_t work) {
 }
 
 /* --------------------------------------------------------------- building */
-/* Waves by depth (Kahn's algorithm); false on a cycle. */
-static bool compute_waves(ft_exec *x, const ft_exec_task *t) {
+/* Waves by depth (Kahn's algorithm): FT_OK, FT_ERR_INVALID_ARG on a cycle,
+ * FT_ERR_NOMEM. */
+static ft_status compute_waves(ft_exec *x, const ft_exec_task *t) {
   int n = x->n;
   int *indeg = calloc((size_t)n + 1, sizeof *indeg);
   int *nsucc = calloc((size_t)n + 1, sizeof *nsucc);
   int *queue = malloc(((size_t)n + 1) * sizeof *queue);
   int *sstart = NULL, *succ = NULL;
-  bool ok = false;
+  ft_status ok = FT_ERR_NOMEM;
   if (!indeg || !nsucc || !queue) goto done;
   int64_t ne = 0;
   for (int i = 0; i < n; i++) {
@@ -137,7 +138,7 @@ static bool compute_waves(ft_exec *x, const ft_exec_task *t) {
       if (--indeg[s] == 0) queue[qt++] = s;
     }
   }
-  ok = qt == n;
+  ok = qt == n ? FT_OK : FT_ERR_INVALID_ARG;
 done:
   free(indeg), free(nsucc), free(queue), free(sstart), free(succ);
   return ok;
@@ -283,9 +284,10 @@ ft_exec *ft_exec_new(ft_ctx *ctx, int n, const ft_exec_task *tasks, const ft_exe
       goto fail;
     }
   }
-  if (!compute_waves(x, tasks)) {
-    ft_set_error(ctx, FT_ERR_INVALID_ARG, "executor: the task graph has a cycle (or memory "
-                 "ran out)");
+  ft_status wst = compute_waves(x, tasks);
+  if (wst == FT_ERR_NOMEM) goto nomem;
+  if (wst) {
+    ft_set_error(ctx, FT_ERR_INVALID_ARG, "executor: the task graph has a cycle");
     goto fail;
   }
   if (!build_items(x)) goto nomem;

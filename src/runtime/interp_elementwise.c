@@ -46,11 +46,18 @@ static bool operand_stride(const ft_array *a, int64_t n, int64_t *stride) {
 }
 
 /* A copy of a broadcast to shape `to` (same rank; each dim 1 or equal),
- * for operands such as f32[2,1] against f32[2,4], which lax ops accept. */
-static ft_array *broadcast_to(ft_ctx *ctx, const ft_array *a, const ft_aval *to) {
-  if (a->aval.rank != to->rank) return NULL;
-  for (int d = 0; d < to->rank; d++)
-    if (a->aval.dims[d] != 1 && a->aval.dims[d] != to->dims[d]) return NULL;
+ * for operands such as f32[2,1] against f32[2,4], which lax ops accept.
+ * NULL with the error on ctx: operand k's shape, or out of memory. */
+static ft_array *broadcast_to(ft_ctx *ctx, const ft_array *a, const ft_aval *to, int k) {
+  bool fits = a->aval.rank == to->rank;
+  for (int d = 0; fits && d < to->rank; d++)
+    if (a->aval.dims[d] != 1 && a->aval.dims[d] != to->dims[d]) fits = false;
+  if (!fits) {
+    char s1[128], s2[128];
+    ft_set_error(ctx, FT_ERR_SHAPE, "operand %d is %s but the result is %s", k,
+                 ft_aval_str(&a->aval, s1, sizeof s1), ft_aval_str(to, s2, sizeof s2));
+    return NULL;
+  }
   ft_aval av = ft_aval_make(a->aval.dtype, to->rank, to->dims);
   ft_array *o = ft_array_alloc(ctx, &av);
   if (!o) return NULL;
@@ -85,14 +92,11 @@ static ft_status check_operands(ft_ctx *ctx, const ft_eqn *e, ft_array *const *i
   for (int k = 0; k < n_in; k++) {
     o->ops[k] = in[k];
     if (operand_stride(in[k], n, &strides[k])) continue;
-    o->tmp[k] = o->ops[k] = broadcast_to(ctx, in[k], &e->out[0]->aval);
+    o->tmp[k] = o->ops[k] = broadcast_to(ctx, in[k], &e->out[0]->aval, k);
     strides[k] = 1;
     if (!o->ops[k]) {
-      char s1[128], s2[128];
       free_operands(o);
-      return ft_set_error(ctx, FT_ERR_SHAPE, "operand %d is %s but the result is %s", k,
-                          ft_aval_str(&in[k]->aval, s1, sizeof s1),
-                          ft_aval_str(&e->out[0]->aval, s2, sizeof s2));
+      return ft_ctx_status(ctx);
     }
   }
   return FT_OK;

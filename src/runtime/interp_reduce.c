@@ -100,6 +100,55 @@ static double fold_max(double a, double b, bool is_max) {
   return is_max ? (a > b ? a : b) : (a < b ? a : b);
 }
 
+/* A float's bits as an integer in the float order, -0 < +0 (the JIT's
+ * order_key, codegen.c): the magnitude bits flipped when the sign is set.
+ * A positive NaN lands above +inf, a negative one below -inf. f32 and the
+ * 16-bit types key their f32 bits, f64 its own. An involution. */
+static int64_t order_key(int64_t bits, bool f64) {
+  return bits < 0 ? bits ^ (f64 ? INT64_MAX : INT32_MAX) : bits;
+}
+static int64_t maxmin_key(double v, bool f64) {
+  if (f64) {
+    int64_t b;
+    memcpy(&b, &v, 8);
+    return order_key(b, true);
+  }
+  float f = (float)v;
+  int32_t b;
+  memcpy(&b, &f, 4);
+  return order_key(b, false);
+}
+static double key_float(int64_t k, bool f64) {
+  int64_t b = order_key(k, f64);
+  if (f64) {
+    double v;
+    memcpy(&v, &b, 8);
+    return v;
+  }
+  int32_t w = (int32_t)b;
+  float f;
+  memcpy(&f, &w, 4);
+  return f;
+}
+
+/* reduce_max/reduce_min of floats: NaN wins, -0 < +0 (XLA's max/min), in
+ * an order-free form that gives the JIT's lanes and tree the same result
+ * as this sequential fold, bit for bit: the largest and smallest keys; a
+ * positive NaN present gives the largest key (the greatest such NaN), else
+ * a negative NaN the smallest, else the extreme. */
+static double reduce_maxmin_float(const ft_array *a, int64_t base, const red_plan *p, bool mx,
+                                  bool f64) {
+  int64_t kpinf = maxmin_key(INFINITY, f64), kninf = maxmin_key(-INFINITY, f64);
+  int64_t hi = kninf, lo = kpinf;
+  for (int64_t k = 0; k < p->K; k++) {
+    int64_t x = maxmin_key(ft_get_f64(a, base + p->roff[k]), f64);
+    if (x > hi) hi = x;
+    if (x < lo) lo = x;
+  }
+  int64_t r = hi > kpinf ? hi : lo < kninf ? lo : mx ? hi : lo;
+  return key_float(r, f64);
+}
+
 static ft_status reduce_float(const ft_eqn *e, const ft_array *a, ft_array *o, const red_plan *p,
                               void *buf) {
   ft_dtype dt = a->aval.dtype;
@@ -121,9 +170,7 @@ static ft_status reduce_float(const ft_eqn *e, const ft_array *a, ft_array *o, c
       }
       break;
     case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN: {
-      bool mx = e->prim == FT_P_REDUCE_MAX;
-      r = mx ? -INFINITY : INFINITY;
-      for (int64_t k = 0; k < p->K; k++) r = fold_max(r, ft_get_f64(a, base + p->roff[k]), mx);
+      r = reduce_maxmin_float(a, base, p, e->prim == FT_P_REDUCE_MAX, f64);
       break;
     }
     case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: {

@@ -247,9 +247,17 @@ bad ledger-diff-one 2 "diff" -- "$FTLEDGER" diff o
 bad ledger-show-seq 2 "--seq takes a record number \\(1, 2, ...\\), not 'x'" -- "$FTLEDGER" show lg --seq x
 bad ledger-export-dir 3 "cannot write 'o'|'o'" -- "$FTLEDGER" export lg --html o
 bad ledger-export-nodir 3 "nodir/x.html" -- "$FTLEDGER" export lg --html nodir/x.html
+# A line past what parity covers was never committed: torn, and the hint
+# names the command that mends it (recover), which then lets appends go on.
 printf 'garbage\n' >>lg/log.jsonl
-bad ledger-corrupt 4 "corrupt log.jsonl @[0-9]+ \\(record 2\\): not JSON" -- "$FTLEDGER" verify lg
-bad ledger-corrupt-append 1 "--ledger lg: ledger lg: not cleanly closed, and damaged beyond a torn tail \\('ftledger verify lg' lists it\\); run 'ftledger repair lg'" -- "$FTC" --ledger lg print sin.jaxpr
+bad ledger-garbage-line 1 "torn +log.jsonl @[0-9]+ \\(record 2\\): torn last record" -- "$FTLEDGER" verify lg
+bad ledger-garbage-append 1 "--ledger lg: ledger lg: not cleanly closed \\(torn tail or parity behind the log\\); run 'ftledger recover lg'" -- "$FTC" --ledger lg print sin.jaxpr
+"$FTLEDGER" recover lg >/dev/null 2>&1
+bad ledger-recovered-append 0 "sin" -- "$FTC" --ledger lg print sin.jaxpr
+# A flipped byte inside the committed log is damage: repair, named with the directory.
+printf 'X' | dd of=lg/log.jsonl bs=1 seek=20 conv=notrunc 2>/dev/null
+bad ledger-corrupt 4 "corrupt +log.jsonl" -- "$FTLEDGER" verify lg
+bad ledger-corrupt-append 1 "--ledger lg: ledger lg: log.jsonl is damaged .*run 'ftledger repair lg'" -- "$FTC" --ledger lg print sin.jaxpr
 # A torn tail: the message names the command that mends it, which does.
 "$FTC" --ledger lg-torn print sin.jaxpr >/dev/null 2>&1
 printf '{"kind":"par' >>lg-torn/log.jsonl  # a record cut short by a crash

@@ -364,6 +364,36 @@ static long double ref_elem(void *user, int64_t i) {
   return r->f2((long double)ft_get_f64(r->x, i), (long double)ft_get_f64(r->y, i));
 }
 
+/* FT_CONF_NAN_DIAG=1: prints each output where got and JAX's want are both
+ * NaN at an element but with other bits (sign or payload). */
+static void nan_diag(runctx *rc, const char *eng, ft_array **out, ft_array **want, int n) {
+  for (int k = 0; k < n; k++) {
+    if (!out[k] || ft_array_nbytes(out[k]) != ft_array_nbytes(want[k])) continue;
+    ft_aval av = ft_array_aval(want[k]);
+    int w = ft_dtype_bits(av.dtype) / 8;
+    if (!ft_dtype_is_float(av.dtype) && !ft_dtype_is_complex(av.dtype)) continue;
+    if (ft_dtype_is_complex(av.dtype)) w /= 2;
+    const unsigned char *g = ft_array_data(out[k]), *x = ft_array_data(want[k]);
+    size_t ne = ft_array_nbytes(want[k]) / (size_t)w;
+    for (size_t i = 0; i < ne; i++) {
+      uint64_t gb = 0, wb = 0;
+      memcpy(&gb, g + i * (size_t)w, (size_t)w), memcpy(&wb, x + i * (size_t)w, (size_t)w);
+      if (gb == wb) continue;
+      ft_dtype pt = w == 2 ? av.dtype : w == 4 ? FT_F32 : FT_F64;
+      if (ft_dtype_is_complex(av.dtype)) pt = w == 4 ? FT_F32 : FT_F64;
+      int eb = pt == FT_F16 ? 5 : pt == FT_BF16 ? 8 : pt == FT_F32 ? 8 : 11;
+      int mb = w * 8 - 1 - eb;
+      uint64_t em = ((UINT64_C(1) << eb) - 1) << mb, mm = (UINT64_C(1) << mb) - 1;
+      bool gn = (gb & em) == em && (gb & mm), wn = (wb & em) == em && (wb & mm);
+      if (gn && wn) {
+        fprintf(stderr, "nandiag %s %s out%d[%zu] %s: got 0x%llx want 0x%llx\n", rc->name, eng, k, i,
+                ft_dtype_name(av.dtype), (unsigned long long)gb, (unsigned long long)wb);
+        break;
+      }
+    }
+  }
+}
+
 /* Runs j on in[] with every engine and compares with want[]. tol_ent: the
  * manifest entry with primitives and reduction_length. stat_prim: when not
  * NULL, the interpreter's errors are recorded under that primitive. */
@@ -432,6 +462,7 @@ static void check_eval(runctx *rc, const ft_jaxpr *j, ft_array **in, int n_in, f
       }
     }
     note(rc, ck, why[0] ? CONF_FAIL : CONF_PASS, why);
+    if (getenv("FT_CONF_NAN_DIAG")) nan_diag(rc, ENGINES[e].name, out, want, n_out);
     free_arrays(out, n_out), free_arrays(alt, n_out);
   }
   for (int i = 0; i < n_in; i++)

@@ -909,10 +909,59 @@ static void *long_chain(void *arg) {
   }
   ck_assert_uint_eq(at, 0);
   ck_assert_uint_eq(t->nodes[0].op, x);
+  /* and prints without recursing: "(f (f ... x))", N deep */
+  char *pr = ft_egraph_term_print(eg, t, 0), *want = nested("", N, "x", "");
+  ck_assert_ptr_nonnull(pr);
+  ck_assert_int_eq(strcmp(pr, want), 0);
+  free(pr);
+  free(want);
   ft_egraph_term_free(t);
   ft_egraph_free(eg);
   return NULL;
 }
+
+/* A proof as deep as a long chain: f^N(x) = f^N(y) after x = y is N nested
+ * congruences. Explained on a 1 MiB stack without recursing (it used to
+ * recurse once per level in the proof and in printing each step): the
+ * proof is the two whole terms, one user union apart. */
+static void *deep_proof(void *arg) {
+  (void)arg;
+  enum { N = 100000 };
+  ft_egraph *eg = ft_egraph_new();
+  ck_assert_int_eq(ft_egraph_enable_explanations(eg), FT_EGRAPH_OK);
+  uint32_t f = ft_egraph_intern(eg, "f");
+  ft_enode a = ft_egraph_add_termnode(eg, ft_egraph_intern(eg, "x"), NULL, 0, NULL, 0);
+  ft_enode b = ft_egraph_add_termnode(eg, ft_egraph_intern(eg, "y"), NULL, 0, NULL, 0);
+  ck_assert_int_eq(ft_egraph_union(eg, a, b), 1);
+  for (int i = 0; i < N; i++) {
+    a = ft_egraph_add_termnode(eg, f, NULL, 0, &a, 1);
+    b = ft_egraph_add_termnode(eg, f, NULL, 0, &b, 1);
+  }
+  ck_assert_int_eq(ft_egraph_rebuild(eg), FT_EGRAPH_OK);
+  ft_egraph_proof pf;
+  ck_assert_int_eq(ft_egraph_explain_ids(eg, NULL, a, b, &pf), FT_EGRAPH_OK);
+  ck_assert_uint_eq(pf.nsteps, 2);
+  char *wa = nested("", N, "x", ""), *wb = nested("", N, "y", "");
+  ck_assert_int_eq(strcmp(pf.steps[0].term, wa), 0);
+  ck_assert_int_eq(strcmp(pf.steps[1].term, wb), 0);
+  ck_assert_int_eq(pf.steps[1].rule, -2); /* the user's union */
+  free(wa);
+  free(wb);
+  ft_egraph_proof_free(&pf);
+  ft_egraph_free(eg);
+  return NULL;
+}
+
+START_TEST(explain_deep_chain) {
+  pthread_attr_t at;
+  pthread_t th;
+  ck_assert_int_eq(pthread_attr_init(&at), 0);
+  ck_assert_int_eq(pthread_attr_setstacksize(&at, (size_t)1 << 20), 0);
+  ck_assert_int_eq(pthread_create(&th, &at, deep_proof, NULL), 0);
+  ck_assert_int_eq(pthread_join(th, NULL), 0);
+  pthread_attr_destroy(&at);
+}
+END_TEST
 
 START_TEST(extract_long_chain) {
   pthread_attr_t at;
@@ -1020,6 +1069,7 @@ static Suite *egraph_suite(void) {
   tcase_add_test(tc, extract_dag_shares);
   tcase_add_test(tc, rule_parse_errors);
   tcase_add_test(tc, nesting_limit);
+  tcase_add_test(tc, explain_deep_chain);
   tcase_add_test(tc, extract_long_chain);
   suite_add_tcase(s, tc);
   return s;

@@ -332,6 +332,167 @@ static ft_jaxpr *parse_text(const char *text) {
   return j;
 }
 
+/* Integer reductions and scans wrap as XLA's do (two's complement), in the
+ * interpreter (without undefined behaviour: the sanitized build runs this)
+ * and bitwise alike in the JIT. Columns of a:i64[3,2] / a:i32[3,2]:
+ * (MAX, 1, 1) and (MIN, -1, MIN). */
+START_TEST(int_reductions_wrap) {
+  static const struct {
+    const char *eqn, *out;
+    int64_t want64[6], want32[6];
+  } cases[] = {
+      {"reduce_sum[axes=(0,) out_sharding=None] a", "[2]",
+       {INT64_MIN + 1, -1}, {INT32_MIN + 1, -1}},
+      {"reduce_prod[axes=(0,) out_sharding=None] a", "[2]", {INT64_MAX, 0}, {INT32_MAX, 0}},
+      {"reduce_max[axes=(0,) out_sharding=None] a", "[2]", {INT64_MAX, -1}, {INT32_MAX, -1}},
+      {"reduce_min[axes=(0,) out_sharding=None] a", "[2]", {1, INT64_MIN}, {1, INT32_MIN}},
+      {"cumsum[axis=0 reverse=False] a", "[3,2]",
+       {INT64_MAX, INT64_MIN, INT64_MIN, INT64_MAX, INT64_MIN + 1, -1},
+       {INT32_MAX, INT32_MIN, INT32_MIN, INT32_MAX, INT32_MIN + 1, -1}},
+      {"cumprod[axis=0 reverse=True] a", "[3,2]",
+       {INT64_MAX, 0, 1, INT64_MIN, 1, INT64_MIN}, {INT32_MAX, 0, 1, INT32_MIN, 1, INT32_MIN}},
+  };
+  for (int w = 0; w < 2; w++) {
+    const char *dt = w ? "i32" : "i64";
+    int64_t v[6] = {w ? INT32_MAX : INT64_MAX, w ? INT32_MIN : INT64_MIN, 1, -1, 1,
+                    w ? INT32_MIN : INT64_MIN};
+    const int64_t dims[2] = {3, 2};
+    ft_array *in = ft_array_new(C, w ? FT_I32 : FT_I64, 2, dims);
+    ck_assert_ptr_nonnull(in);
+    for (int i = 0; i < 6; i++) ft_set_i64(in, i, v[i]);
+    for (size_t c = 0; c < FT_COUNTOF(cases); c++) {
+      char text[256];
+      snprintf(text, sizeof text, "{ lambda ; a:%s[3,2]. let b:%s%s = %s in (b,) }", dt, dt,
+               cases[c].out, cases[c].eqn);
+      ft_jaxpr *j = parse_text(text);
+      ft_array *out = NULL;
+      ck_assert_msg(ft_eval(C, j, 1, &in, 1, &out) == FT_OK, "%s: %s", text, ft_ctx_error(C));
+      for (int64_t i = 0; i < ft_array_size(out); i++)
+        ck_assert_msg(ft_get_i64(out, i) == (w ? cases[c].want32[i] : cases[c].want64[i]),
+                      "%s: element %lld is %lld", text, (long long)i, (long long)ft_get_i64(out, i));
+      bool strict = true;
+      ck_assert_int_eq(jit_vs_interp(text, j, 1, &in, &(ft_jit_options){.no_cache = true}, &strict), 0);
+      ft_array_free(out);
+      ft_jaxpr_free(j);
+    }
+    ft_array_free(in);
+  }
+}
+END_TEST
+
+/* NaN bits: every float elementwise primitive, on all pairs of special
+ * values (infinities, signed zeros, NaNs of both signs, ...), gives the
+ * same bits in both engines, NaN sign and payload included (one program per
+ * dtype, so the kernels are fused as a real program's would be). */
+START_TEST(nan_bits_elementwise) {
+  static const char *const un[] = {"neg", "sign", "floor", "ceil", "round[rounding_method=0]",
+    "round[rounding_method=1]", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin",
+    "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt",
+    "rsqrt", "cbrt", "square", "abs", "erf", "erfc", "erf_inv", "integer_pow[y=3]",
+    "integer_pow[y=-2]", "integer_pow[y=0]", "copy", "lgamma", "digamma"};
+  static const char *const bin[] = {"add", "sub", "mul", "div", "rem", "pow", "max", "min",
+    "atan2", "nextafter"};
+  static const double v[] = {INFINITY, -INFINITY, 0.0, -0.0, NAN, -NAN, -1.0, 1.0, 2.0, -2.0,
+                             0.5, -0.5, 1e30, -1e30, 3.0, -7.5};
+  enum { NV = FT_COUNTOF(v), N = NV * NV };
+  static const char *const dts[] = {"f32", "f64", "f16", "bf16"};
+  static const ft_dtype dtv[] = {FT_F32, FT_F64, FT_F16, FT_BF16};
+  for (int d = 0; d < 4; d++) {
+    tb t = {0};
+    char T[32], rhs[96];
+    snprintf(T, sizeof T, "%s[%d]", dts[d], N);
+    tb_put(&t, "{ lambda ; a:%s b:%s. let\n", T, T);
+    for (size_t i = 0; i < FT_COUNTOF(un); i++) {
+      snprintf(rhs, sizeof rhs, "%s a", un[i]);
+      tb_eqn(&t, T, rhs);
+    }
+    for (size_t i = 0; i < FT_COUNTOF(bin); i++) {
+      snprintf(rhs, sizeof rhs, "%s a b", bin[i]);
+      tb_eqn(&t, T, rhs);
+    }
+    tb_put(&t, "  in (%s) }\n", t.outs);
+    ft_jaxpr *j = parse_text(t.p);
+    free(t.p);
+    const int64_t dims[1] = {N};
+    ft_array *in[2];
+    for (int k = 0; k < 2; k++) {
+      in[k] = ft_array_new(C, dtv[d], 1, dims);
+      ck_assert_ptr_nonnull(in[k]);
+      for (int i = 0; i < N; i++) {
+        double x = k ? v[i % NV] : v[i / NV];
+        if (dtv[d] == FT_F16 || dtv[d] == FT_BF16) { /* the sign of -NaN kept */
+          uint16_t h = dtv[d] == FT_F16 ? ft_f64_to_f16(x) : ft_f64_to_bf16(x);
+          ((uint16_t *)ft_array_data(in[k]))[i] = h;
+        } else {
+          ft_set_f64(in[k], i, x);
+        }
+      }
+    }
+    bool strict = true;
+    ck_assert_int_eq(jit_vs_interp(dts[d], j, 2, in, &(ft_jit_options){.no_cache = true}, &strict), 0);
+    ck_assert_msg(strict, "%s: NaN bits differ between the JIT and the interpreter", dts[d]);
+    ft_array_free(in[0]), ft_array_free(in[1]);
+    ft_jaxpr_free(j);
+  }
+}
+END_TEST
+
+/* Which NaN reduce_max/reduce_min return, when NaNs of several signs and
+ * payloads meet: the JIT's lanes and tree and the interpreter's fold agree
+ * bit for bit (an order-free rule: the greatest positive NaN, else the
+ * negative NaN of greatest magnitude, else the extreme). 37 elements (two
+ * lane blocks and a tail), 40 random mixes of +-NaN (payloads 0 and 1),
+ * +-inf, +-0 and 1.0, every float dtype. */
+START_TEST(nan_bits_maxmin_reductions) {
+  static const char *const dts[] = {"f32", "f64", "f16", "bf16"};
+  static const ft_dtype dtv[] = {FT_F32, FT_F64, FT_F16, FT_BF16};
+  enum { N = 37 };
+  const int64_t dims[1] = {N};
+  uint64_t seed = 18;
+  for (int d = 0; d < 4; d++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "{ lambda ; a:%s[%d]. let b:%s[] = reduce_max[axes=(0,) out_sharding=None] a\n"
+             "    c:%s[] = reduce_min[axes=(0,) out_sharding=None] a in (b, c) }",
+             dts[d], N, dts[d], dts[d]);
+    ft_jaxpr *j = parse_text(text);
+    int w = ft_dtype_bits(dtv[d]);
+    uint64_t sign = UINT64_C(1) << (w - 1);
+    uint64_t qnan = w == 64 ? UINT64_C(0x7ff8000000000000) : w == 32 ? 0x7fc00000u : dtv[d] == FT_F16 ? 0x7e00 : 0x7fc0;
+    uint64_t inf = w == 64 ? UINT64_C(0x7ff0000000000000) : w == 32 ? 0x7f800000u : dtv[d] == FT_F16 ? 0x7c00 : 0x7f80;
+    uint64_t one = w == 64 ? UINT64_C(0x3ff0000000000000) : w == 32 ? 0x3f800000u : dtv[d] == FT_F16 ? 0x3c00 : 0x3f80;
+    const uint64_t pick[8] = {qnan, qnan | sign, qnan | 1, qnan | 1 | sign, inf, inf | sign, sign, 0};
+    for (int trial = 0; trial < 40; trial++) {
+      ft_array *in = ft_array_new(C, dtv[d], 1, dims);
+      ck_assert_ptr_nonnull(in);
+      for (int i = 0; i < N; i++) {
+        uint64_t r = jt_rng(&seed), v = r % 3 ? one : pick[(r >> 8) % 8];
+        memcpy((char *)ft_array_data(in) + (size_t)i * (size_t)(w / 8), &v, (size_t)(w / 8));
+      }
+      bool strict = true;
+      ck_assert_int_eq(jit_vs_interp(dts[d], j, 1, &in, &(ft_jit_options){.no_cache = true}, &strict), 0);
+      ck_assert_msg(strict, "%s trial %d: NaN bits differ between the JIT and the interpreter", dts[d], trial);
+      ft_array_free(in);
+    }
+    ft_jaxpr_free(j);
+  }
+  /* the rule itself, in the interpreter: +NaN (payload 1) over +NaN, -NaN, inf */
+  const float xs[5] = {1.0f, -INFINITY, INFINITY, 2.0f, -1.0f};
+  ft_array *in = ft_array_new(C, FT_F32, 1, (const int64_t[]){5});
+  memcpy(ft_array_data(in), xs, sizeof xs);
+  uint32_t *u = ft_array_data(in);
+  u[0] = 0xffc00000u, u[3] = 0x7fc00001u, u[4] = 0x7fc00000u;
+  ft_jaxpr *j = parse_text("{ lambda ; a:f32[5]. let b:f32[] = reduce_max[axes=(0,) out_sharding=None] a\n"
+                           "    c:f32[] = reduce_min[axes=(0,) out_sharding=None] a in (b, c) }");
+  ft_array *out[2] = {0};
+  ck_assert_int_eq(ft_eval(C, j, 1, &in, 2, out), FT_OK);
+  ck_assert_uint_eq(*(uint32_t *)ft_array_data(out[0]), 0x7fc00001u);
+  ck_assert_uint_eq(*(uint32_t *)ft_array_data(out[1]), 0x7fc00001u);
+  ft_array_free(out[0]), ft_array_free(out[1]), ft_array_free(in);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 /* Sums over more than two canonical blocks (4096) with a tail, strided
  * (axis 0) and contiguous (axis 1) runs, all axes, through views
  * (transpose, slice, rev, broadcast) and fused producers; f32, f64, i32. */
@@ -969,6 +1130,9 @@ static Suite *suite(void) {
   tcase_add_test(t, mlp_loss_and_grad);
   tcase_add_loop_test(t, elementwise_all_dtypes, 0, (int)FT_COUNTOF(NATIVE));
   tcase_add_test(t, reductions_and_views);
+  tcase_add_test(t, int_reductions_wrap);
+  tcase_add_test(t, nan_bits_elementwise);
+  tcase_add_test(t, nan_bits_maxmin_reductions);
   tcase_add_test(t, fused_reductions);
   tcase_add_test(t, maxmin_lanes);
   tcase_add_test(t, column_sums);
