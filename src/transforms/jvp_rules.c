@@ -26,6 +26,7 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_BITCAST_CONVERT_TYPE: return JVP_NO_RULE_BITCAST;
   case FT_P_ZETA: return JVP_NO_RULE_ZETA;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
+  case FT_P_QR: return ft_spectral_jvp_status(p); /* linalg2 */
   default: return NULL;
   }
 }
@@ -482,6 +483,7 @@ bool jvp_rule(jvp_call *c) {
   const char *why = ft_jvp_rule_status(e->prim);
   if (why) return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(e->prim)->name, why), false;
   if (ad_index_prim(e->prim)) return jvp_index(c); /* gather, scatter*, top_k, cummax/min */
+  if (ad_spectral_prim(e->prim)) return jvp_spectral(c); /* eigh, svd, qr (linalg2) */
   switch (ft_prim_get(e->prim)->family) {
   case FT_FAM_UNARY: return unary(c);
   case FT_FAM_BINARY: return binary(c);
