@@ -112,8 +112,7 @@ static bool reshape_perm(const ft_eqn *e, const ft_aval *a, int64_t *perm) {
  * optimization_barrier have several. */
 bool ft_routine_all_outputs(const ft_eqn *e) {
   return e->prim == FT_P_SORT || e->prim == FT_P_TOP_K || e->prim == FT_P_UNSTACK ||
-         e->prim == FT_P_OPTIMIZATION_BARRIER || e->prim == FT_P_QR || e->prim == FT_P_EIGH ||
-         e->prim == FT_P_SVD;
+         e->prim == FT_P_OPTIMIZATION_BARRIER || ft_linalg_writes_all(e);
 }
 
 /* cumsum/cumprod/cummax/cummin on the dtypes of the native folds below. */

@@ -18,6 +18,8 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
  * runs single-threaded; parallelism belongs to the executor's row blocks. */
 static void blas_init(void) { openblas_set_num_threads(1); }
 
+void ft_blas_single_thread(void) { pthread_once(&blas_once, blas_init); }
+
 /* OpenBLAS takes a work buffer from its pool for every call running at
  * once; when the pool is short it maps a new one (128 MiB in 0.3.21 on
  * x86_64, seen as the length of its mmap) and, if that fails, retries for

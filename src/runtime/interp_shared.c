@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "runtime.h"
+#include "runtime/lapack.h"
 
 ft_rule_into_fn ft_rule_into_for(ft_prim p) {
   switch (p) {
@@ -38,11 +39,10 @@ ft_rule_into_fn ft_rule_into_for(ft_prim p) {
   case FT_P_REDUCE_XOR:
     return ft_reduce_into;
   case FT_P_DOT_GENERAL: return ft_dot_into;
-  case FT_P_QR: case FT_P_EIGH: case FT_P_SVD: return ft_spectral_into; /* linalg2 */
   case FT_P_RANDOM_SEED: case FT_P_RANDOM_BITS: case FT_P_RANDOM_SPLIT: case FT_P_RANDOM_FOLD_IN:
   case FT_P_RANDOM_WRAP: case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE: case FT_P_THREEFRY2X32:
     return ft_random_into; /* (rng_bit_generator has no body: docs/random.md) */
-  default: return NULL;
+  default: return ft_linalg_rule_into_for(p); /* LAPACK-backed linear algebra: lapack.c */
   }
 }
 
@@ -63,8 +63,7 @@ size_t ft_rule_scratch(const ft_eqn *e) {
   case FT_P_REDUCE_XOR:
     return ft_reduce_scratch(e);
   case FT_P_DOT_GENERAL: return ft_dot_scratch(e);
-  case FT_P_QR: case FT_P_EIGH: case FT_P_SVD: return ft_spectral_scratch(e); /* linalg2 */
-  default: return 0;
+  default: return ft_linalg_rule_scratch(e);
   }
 }
 

@@ -20,19 +20,14 @@
  * routine step run the same calls with the same workspace and agree
  * bitwise; OpenBLAS runs single-threaded, so the bits do not depend on the
  * thread count either. Complex operands are refused with a message. */
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "lapack_spectral.h"
-#include "runtime.h"
+#include "runtime/lapack.h"
 
-static pthread_once_t lapack_once = PTHREAD_ONCE_INIT;
-/* OpenBLAS's results change with its thread count (MACHINE-FACTS.md). */
-static void lapack_init(void) { openblas_set_num_threads(1); }
+typedef int ft_lapack_int;
 
 /* One decomposition's geometry: a batch of m x n matrices. */
 typedef struct sp_geom {
@@ -54,7 +49,7 @@ static bool sp_query(sp_geom *g) {
   g->lwork = 1, g->liwork = 1;
   if (g->m == 0 || g->n == 0) return true;
   if (g->m > INT_MAX / 8 || g->n > INT_MAX / 8 || g->m * g->n > INT_MAX) return false;
-  pthread_once(&lapack_once, lapack_init);
+  ft_blas_single_thread(); /* OpenBLAS's bits change with its thread count */
   ft_lapack_int m = (ft_lapack_int)g->m, n = (ft_lapack_int)g->n, k = (ft_lapack_int)g->k;
   ft_lapack_int q = -1, info = 0, iw = 0, ld1 = m, ldu = m, ldvt = (ft_lapack_int)g->vrows;
   double dw[2] = {0, 0}, dd = 0;
@@ -276,6 +271,7 @@ ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
   char *S = (char *)(((uintptr_t)scratch + SP_ALIGN - 1) / SP_ALIGN * SP_ALIGN);
   sp_parts P = sp_layout(&g);
   int64_t m = g.m, n = g.n, k = g.k;
+  ft_blas_single_thread();
   if (!ft_blas_enter()) return ft_blas_nomem(ctx);
   for (int64_t b = 0; b < g.batch; b++) {
     const char *a = (const char *)in[0]->data + (size_t)(b * m * n) * es;

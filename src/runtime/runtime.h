@@ -198,6 +198,8 @@ bool ft_gemm_f32_block(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
                        const float *b, int64_t ldb, float *c, int64_t ldc, int64_t blk);
 bool ft_gemm_f64_block(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                        const double *b, int64_t ldb, double *c, int64_t ldc, int64_t blk);
+/* Pins OpenBLAS to one thread (once per process; LAPACK calls, lapack.h). */
+void ft_blas_single_thread(void);
 /* Brackets an OpenBLAS call: false (nothing entered) when a new work buffer
  * might be needed and the address space has no room for one. */
 bool ft_blas_enter(void);
@@ -284,6 +286,14 @@ size_t ft_spectral_scratch(const ft_eqn *e);
 /* The rule body above for e's primitive (NULL: none), and its scratch bytes. */
 ft_rule_into_fn ft_rule_into_for(ft_prim p);
 size_t ft_rule_scratch(const ft_eqn *e);
+/* lapack.c: the rule body of a linear-algebra primitive (NULL: p is not one), its
+ * scratch bytes (FT_LAPACK_ALIGN included), and whether it writes every
+ * result (the planner then gives dropped results a buffer too). Called by
+ * ft_rule_into_for / ft_rule_scratch (interp_shared.c), interp.c's rule_for
+ * and routines.c's ft_routine_all_outputs. */
+ft_rule_into_fn ft_linalg_rule_into_for(ft_prim p);
+size_t ft_linalg_rule_scratch(const ft_eqn *e);
+bool ft_linalg_writes_all(const ft_eqn *e);
 /* (the parts of ft_rule_scratch that live next to their bodies) */
 size_t ft_reduce_window_scratch(const ft_eqn *e);
 size_t ft_top_k_scratch(const ft_eqn *e);
