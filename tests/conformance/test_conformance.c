@@ -33,6 +33,7 @@ static const conf_known SANITIZER_SKIP[] = {
 #endif
 
 static bool sweep_set; /* argv[1] == "sweep" */
+static bool spectral_set; /* argv[1] == "spectral": fixtures/spectral (linalg2) */
 
 START_TEST(conformance_vs_jax) {
   const char *root = getenv("FT_FIXTURES");
@@ -48,6 +49,12 @@ START_TEST(conformance_vs_jax) {
   if (sweep_set) {
     o.golden_dir = o.conf_dir = NULL;
     o.more_dirs[0] = sw, o.more_dirs[1] = p2, o.n_more = 2;
+  }
+  char spec[4096];
+  snprintf(spec, sizeof spec, "%s/spectral", root);
+  if (spectral_set) {
+    o.golden_dir = o.conf_dir = NULL;
+    o.more_dirs[0] = spec, o.n_more = 1;
   }
   o.interp_only = getenv("FT_CONF_INTERP_ONLY") != NULL;
 #ifdef CONF_SANITIZED
@@ -76,13 +83,15 @@ START_TEST(conformance_vs_jax) {
   ck_assert_int_eq(r, 0);
   /* the sweep: 1,398 cases as captured (tools/oracle/README.md: a partial
    * capture; the issue's target is 1,500) */
-  if (!o.only) ck_assert_int_ge(cases, sweep_set ? 1398 : 800);
+  /* fixtures/spectral: 61 cases (tools/oracle/gen_spectral.py) */
+  if (!o.only) ck_assert_int_ge(cases, spectral_set ? 61 : sweep_set ? 1398 : 800);
   ck_assert_msg(fails == 0, "%d cases fail (see the FAIL lines above)", fails);
 }
 END_TEST
 
 int main(int argc, char **argv) {
   sweep_set = argc > 1 && !strcmp(argv[1], "sweep");
+  spectral_set = argc > 1 && !strcmp(argv[1], "spectral");
   Suite *s = suite_create("conformance");
   TCase *t = tcase_create("all");
   tcase_set_timeout(t, 600);
