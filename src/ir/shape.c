@@ -1830,6 +1830,21 @@ static ft_status rule_svd(R *r) {
   return put(r, vt);
 }
 
+static ft_status rule_eig(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, true))) return st;
+  const ft_aval *a = &r->in[0];
+  ft_aval c = *a;
+  c.weak_type = false;
+  c.dtype = a->dtype == FT_F32 || a->dtype == FT_C64 ? FT_C64 : FT_C128;
+  ft_aval w = c;
+  w.rank--;
+  if ((st = put(r, w))) return st;
+  if (opt_bool(r, "compute_left_eigenvectors", false) && (st = put(r, c))) return st;
+  if (opt_bool(r, "compute_right_eigenvectors", true) && (st = put(r, c))) return st;
+  return FT_OK;
+}
+
 static ft_status rule_qr(R *r) {
   ft_status st;
   if ((st = spectral_operand(r, false))) return st;
@@ -1885,6 +1900,7 @@ static ft_status dispatch(R *r) {
   case FT_P_QR: return rule_qr(r); /* linalg2 */
   case FT_P_EIGH: return rule_eigh(r);
   case FT_P_SVD: return rule_svd(r);
+  case FT_P_EIG: return rule_eig(r);
   case FT_P_GATHER: return rule_gather(r);
   case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN:
   case FT_P_SCATTER_MAX: case FT_P_SCATTER_SUB: return rule_scatter(r);

@@ -7,7 +7,12 @@
  *         (compute_uv=False); JAX's empty-matrix results when m or n is 0;
  *   qr    ?geqrf, then ?orgqr on the reflectors (JAX's householder_product)
  *         laid out as _qr_lowering lays them (padded to m x m when
- *         full_matrices and m > n); r is the upper triangle.
+ *         full_matrices and m > n); r is the upper triangle;
+ *   eig   ?geev (jobvl/jobvr from compute_left/right_eigenvectors); the
+ *         eigenvalues wr + i wi, and the eigenvectors unpacked from LAPACK's
+ *         real storage of conjugate pairs (columns j, j+1 hold re and im of
+ *         the vector of w[j], and its conjugate is w[j+1]'s), as jaxlib's
+ *         geev kernel unpacks them.
  *
  * A batch member whose LAPACK call reports info != 0 (no convergence) gets
  * NaN in every result, as JAX's lowering writes. Matrices are row-major
@@ -34,7 +39,7 @@ typedef struct sp_geom {
   ft_prim p;
   bool f64;
   int64_t batch, m, n, k;
-  bool full, uv, lower;
+  bool full, uv, lower, left, right; /* left/right: eig's eigenvectors */
   int64_t ucols, vrows;      /* svd: u is m x ucols, vt is vrows x n; qr: q is m x ucols */
   ft_lapack_int lwork, liwork;
 } sp_geom;
@@ -72,6 +77,13 @@ static bool sp_query(sp_geom *g) {
     else sgesdd_(jobz, &m, &n, &sd, &ld1, &sd, &sd, &ldu, &sd, &ldvt, sw, &q, iwq, &info, 1);
     need = g->f64 ? dw[0] : sw[0];
     ineed = 8.0 * (double)k;
+    break;
+  }
+  case FT_P_EIG: {
+    const char *jl = g->left ? "V" : "N", *jr = g->right ? "V" : "N";
+    if (g->f64) dgeev_(jl, jr, &n, &dd, &n, &dd, &dd, &dd, &n, &dd, &n, dw, &q, &info, 1, 1);
+    else sgeev_(jl, jr, &n, &sd, &n, &sd, &sd, &sd, &n, &sd, &n, sw, &q, &info, 1, 1);
+    need = g->f64 ? dw[0] : sw[0];
     break;
   }
   case FT_P_QR: {
@@ -126,6 +138,13 @@ static ft_status sp_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, sp_
     if (e->n_out != (g->uv ? 3 : 1))
       return ft_set_error(ctx, FT_ERR_TYPE, "svd: expects %d results", g->uv ? 3 : 1);
     break;
+  case FT_P_EIG:
+    if (g->m != g->n) return ft_set_error(ctx, FT_ERR_SHAPE, "eig: operand must be square");
+    g->left = ft_param_bool(e, "compute_left_eigenvectors", false);
+    g->right = ft_param_bool(e, "compute_right_eigenvectors", true);
+    if (e->n_out != 1 + g->left + g->right)
+      return ft_set_error(ctx, FT_ERR_TYPE, "eig: expects %d results", 1 + g->left + g->right);
+    break;
   case FT_P_QR:
     if (ft_param_bool(e, "pivoting", false))
       return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "qr: pivoting=True is not supported");
@@ -152,11 +171,12 @@ static sp_parts sp_layout(const sp_geom *g) {
   sp_parts P;
 #define PART(f, bytes) (P.f = off, off += sp_round(bytes))
   PART(a, (size_t)(g->m * g->n) * es);
-  bool svd_uv = g->p == FT_P_SVD && g->uv;
-  PART(u, (size_t)(svd_uv || g->p == FT_P_QR ? g->m * g->ucols : 0) * es);
-  PART(vt, (size_t)(svd_uv ? g->vrows * g->n : 0) * es);
+  bool svd_uv = g->p == FT_P_SVD && g->uv, eig = g->p == FT_P_EIG;
+  /* eig: u holds VL, vt VR, tau wr, w wi */
+  PART(u, (size_t)(svd_uv || g->p == FT_P_QR ? g->m * g->ucols : eig ? g->n * g->n : 0) * es);
+  PART(vt, (size_t)(svd_uv || eig ? (eig ? g->n : g->vrows) * g->n : 0) * es);
   PART(tau, (size_t)g->k * es);
-  PART(w, (size_t)(g->p == FT_P_EIGH ? g->n : g->k) * es);
+  PART(w, (size_t)(g->p == FT_P_EIGH || eig ? g->n : g->k) * es);
   PART(work, (size_t)g->lwork * es);
   PART(iwork, (size_t)g->liwork * sizeof(ft_lapack_int));
 #undef PART
@@ -259,6 +279,49 @@ static ft_lapack_int qr_one(const sp_geom *g, char *S, const sp_parts *P, const 
   return info;
 }
 
+/* Element i of a real array of either precision. */
+static double ld(const void *p, bool f64, int64_t i) {
+  return f64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
+}
+
+/* Complex element i (re, im) of a c64 (f64 false) or c128 array. */
+static void stc(void *p, bool f64, int64_t i, double re, double im) {
+  st(p, f64, 2 * i, re);
+  st(p, f64, 2 * i + 1, im);
+}
+
+/* LAPACK's real eigenvectors (column-major n x n V) to complex row-major
+ * out: a real w[j] (wi == 0) has column j; a pair (wi[j] > 0 then its
+ * conjugate) has re = column j, im = +/- column j+1. */
+static void unpack_vectors(void *out, const void *V, const void *wi, int64_t n, bool f) {
+  for (int64_t j = 0; j < n; j++) {
+    bool pair = ld(wi, f, j) != 0 && j + 1 < n;
+    for (int64_t i = 0; i < n; i++) {
+      double re = ld(V, f, i + j * n), im = pair ? ld(V, f, i + (j + 1) * n) : 0.0;
+      stc(out, f, i * n + j, re, im);
+      if (pair) stc(out, f, i * n + j + 1, re, -im);
+    }
+    if (pair) j++;
+  }
+}
+
+static ft_lapack_int eig_one(const sp_geom *g, char *S, const sp_parts *P, const void *a, void *w,
+                             void *vl, void *vr) {
+  ft_lapack_int n = (ft_lapack_int)g->n, info = 0, lw = g->lwork;
+  void *A = off_ptr(S, P->a), *VL = off_ptr(S, P->u), *VR = off_ptr(S, P->vt);
+  void *wr = off_ptr(S, P->tau), *wi = off_ptr(S, P->w), *work = off_ptr(S, P->work);
+  const char *jl = g->left ? "V" : "N", *jr = g->right ? "V" : "N";
+  bool f = g->f64;
+  to_cm(A, a, g->n, g->n, f);
+  if (f) dgeev_(jl, jr, &n, A, &n, wr, wi, VL, &n, VR, &n, work, &lw, &info, 1, 1);
+  else sgeev_(jl, jr, &n, A, &n, wr, wi, VL, &n, VR, &n, work, &lw, &info, 1, 1);
+  if (info != 0) return info;
+  for (int64_t j = 0; j < g->n; j++) stc(w, f, j, ld(wr, f, j), ld(wi, f, j));
+  if (g->left) unpack_vectors(vl, VL, wi, g->n, f);
+  if (g->right) unpack_vectors(vr, VR, wi, g->n, f);
+  return 0;
+}
+
 ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                            ft_array *const *out, void *scratch) {
   if (e->n_in != 1) return ft_set_error(ctx, FT_ERR_TYPE, "%s: expects 1 operand",
@@ -296,6 +359,18 @@ ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
       if (info) {
         fill(s, f, k, NAN);
         if (g.uv) fill(u, f, m * g.ucols, NAN), fill(vt, f, g.vrows * n, NAN);
+      }
+      break;
+    }
+    case FT_P_EIG: {
+      char *w = (char *)out[0]->data + (size_t)(b * n) * 2 * es;
+      char *vl = g.left ? (char *)out[1]->data + (size_t)(b * n * n) * 2 * es : NULL;
+      char *vr = g.right ? (char *)out[1 + g.left]->data + (size_t)(b * n * n) * 2 * es : NULL;
+      if (n > 0) info = eig_one(&g, S, &P, a, w, vl, vr);
+      if (info) {
+        fill(w, f, 2 * n, NAN);
+        if (vl) fill(vl, f, 2 * n * n, NAN);
+        if (vr) fill(vr, f, 2 * n * n, NAN);
       }
       break;
     }

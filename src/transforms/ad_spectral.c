@@ -181,7 +181,7 @@ static bool jvp_svd(jvp_call *c) {
 }
 
 bool ad_spectral_prim(ft_prim p) {
-  return p == FT_P_EIGH || p == FT_P_SVD || p == FT_P_QR;
+  return p == FT_P_EIGH || p == FT_P_SVD || p == FT_P_QR || p == FT_P_EIG;
 }
 
 bool jvp_spectral(jvp_call *c) {
@@ -198,6 +198,9 @@ const char *ft_spectral_jvp_status(ft_prim p) {
   if (p == FT_P_QR)
     return "unsupported: JAX's qr JVP solves with the triangular factor (triangular_solve), "
            "which this branch does not have yet";
+  if (p == FT_P_EIG)
+    return "unsupported: JAX's eig JVP solves with the eigenvectors (an LU solve), which this "
+           "branch does not have yet";
   return NULL;
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generate fixtures/spectral/ (family `spectral`): JAX 0.12's jnp.linalg
-qr, eigh, eigvalsh, svd, norm (ord=2, 'nuc'), pinv, lstsq and matrix_rank,
+qr, eigh, eigvalsh, svd, eig, eigvals, norm (ord=2, 'nuc'), pinv, lstsq and matrix_rank,
 and the PCA and least-squares programs, in the conformance fixture format
 of gen_conformance.py (whose capture, transform and manifest code this
 reuses). Each case in f32 and f64 (x64_ prefix), with JAX's jvp, vjp (grad
@@ -10,7 +10,7 @@ degenerate (repeated eigenvalues, rank deficiency: JAX's derivatives are
 inf/NaN there, and ours must be the same), single and batched.
 
 Eigenvector and singular-vector signs are not unique, but JAX on CPU calls
-LAPACK (syevd, gesdd, geqrf+orgqr) and so do we, on the same column-major
+LAPACK (syevd, gesdd, geqrf+orgqr, geev) and so do we, on the same column-major
 matrices: the signs are compared exactly, as JAX gives them.
 
 Usage:
@@ -115,6 +115,13 @@ def register():
     reg("qr__wide", la.qr, [unif((3, 5))], ("vmap",))
     reg("qr__r", lambda a: la.qr(a, mode="r"), [unif((4, 4))], ())
     reg("qr__batched", la.qr, [unif((2, 4, 3))], ())
+
+    # ---- eig (its JVP solves with the eigenvectors: LU, not on this branch)
+    reg("eig__5", la.eig, [unif((5, 5))], ("vmap",))
+    reg("eig__batched", la.eig, [unif((2, 4, 4))], ())
+    reg("eigvals__rotation", la.eigvals, [lambda r: np.array([[0.0, -1.0], [1.0, 0.0]])], ())
+    reg("eig__left", lambda a: __import__("jax").lax.linalg.eig(a, compute_left_eigenvectors=True),
+        [unif((4, 4))], ())
 
     # ---- functions built on svd
     reg("norm__2", lambda a: la.norm(a, 2), [unif((4, 3))], ("grad", "vmap"))
