@@ -1845,6 +1845,37 @@ static ft_status rule_eig(R *r) {
   return FT_OK;
 }
 
+/* schur (t, [vs]), hessenberg (a, taus[n-1]), tridiagonal (a, d[n], e[n-1],
+ * taus[n-1]; d and e real). */
+static ft_status rule_reduction(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, true))) return st;
+  const ft_aval *a = &r->in[0];
+  ft_aval m = *a, v = spectral_real(*a);
+  m.weak_type = v.weak_type = false;
+  v.rank--;
+  int64_t n = a->dims[a->rank - 1];
+  if ((st = put(r, m))) return st;
+  switch (r->p) {
+  case FT_P_SCHUR:
+    if (opt_bool(r, "sort_eig_vals", false))
+      return fail(r, FT_ERR_UNSUPPORTED, "sort_eig_vals=True is not supported (nor on JAX's CPU)");
+    return opt_bool(r, "compute_schur_vectors", true) ? put(r, m) : FT_OK;
+  case FT_P_HESSENBERG:
+    m.rank--;
+    m.dims[m.rank - 1] = n > 0 ? n - 1 : 0;
+    return put(r, m);
+  default: /* tridiagonal */
+    if (n == 0) return fail(r, FT_ERR_SHAPE, "operand %s must not be empty", S(r, a));
+    if ((st = put(r, v))) return st;
+    v.dims[v.rank - 1] = n - 1;
+    if ((st = put(r, v))) return st;
+    m.rank--;
+    m.dims[m.rank - 1] = n - 1;
+    return put(r, m);
+  }
+}
+
 static ft_status rule_qr(R *r) {
   ft_status st;
   if ((st = spectral_operand(r, false))) return st;
@@ -1901,6 +1932,7 @@ static ft_status dispatch(R *r) {
   case FT_P_EIGH: return rule_eigh(r);
   case FT_P_SVD: return rule_svd(r);
   case FT_P_EIG: return rule_eig(r);
+  case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: return rule_reduction(r);
   case FT_P_GATHER: return rule_gather(r);
   case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN:
   case FT_P_SCATTER_MAX: case FT_P_SCATTER_SUB: return rule_scatter(r);

@@ -12,7 +12,11 @@
  *         eigenvalues wr + i wi, and the eigenvectors unpacked from LAPACK's
  *         real storage of conjugate pairs (columns j, j+1 hold re and im of
  *         the vector of w[j], and its conjugate is w[j+1]'s), as jaxlib's
- *         geev kernel unpacks them.
+ *         geev kernel unpacks them;
+ *   schur ?gees, jobvs 'V' when compute_schur_vectors, no sorting (JAX's
+ *         CPU lowering refuses sort_eig_vals);
+ *   hessenberg ?gehrd (ilo = 1, ihi = n): LAPACK's packed result and taus;
+ *   tridiagonal ?sytrd, uplo from lower: packed result, d, e and taus.
  *
  * A batch member whose LAPACK call reports info != 0 (no convergence) gets
  * NaN in every result, as JAX's lowering writes. Matrices are row-major
@@ -86,6 +90,28 @@ static bool sp_query(sp_geom *g) {
     need = g->f64 ? dw[0] : sw[0];
     break;
   }
+  case FT_P_SCHUR: {
+    ft_lapack_int sdim = 0;
+    const char *jv = g->uv ? "V" : "N";
+    if (g->f64) dgees_(jv, "N", NULL, &n, &dd, &n, &sdim, &dd, &dd, &dd, &n, dw, &q, NULL, &info, 1, 1);
+    else sgees_(jv, "N", NULL, &n, &sd, &n, &sdim, &sd, &sd, &sd, &n, sw, &q, NULL, &info, 1, 1);
+    need = g->f64 ? dw[0] : sw[0];
+    break;
+  }
+  case FT_P_HESSENBERG: {
+    ft_lapack_int one = 1;
+    if (g->f64) dgehrd_(&n, &one, &n, &dd, &n, &dd, dw, &q, &info);
+    else sgehrd_(&n, &one, &n, &sd, &n, &sd, sw, &q, &info);
+    need = g->f64 ? dw[0] : sw[0];
+    break;
+  }
+  case FT_P_TRIDIAGONAL: {
+    const char *uplo = g->lower ? "L" : "U";
+    if (g->f64) dsytrd_(uplo, &n, &dd, &n, &dd, &dd, &dd, dw, &q, &info, 1);
+    else ssytrd_(uplo, &n, &sd, &n, &sd, &sd, &sd, sw, &q, &info, 1);
+    need = g->f64 ? dw[0] : sw[0];
+    break;
+  }
   case FT_P_QR: {
     ft_lapack_int qc = (ft_lapack_int)g->ucols;
     if (g->f64) dgeqrf_(&m, &n, &dd, &ld1, &dd, dw, &q, &info);
@@ -145,6 +171,23 @@ static ft_status sp_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, sp_
     if (e->n_out != 1 + g->left + g->right)
       return ft_set_error(ctx, FT_ERR_TYPE, "eig: expects %d results", 1 + g->left + g->right);
     break;
+  case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: {
+    int want = 2;
+    if (g->m != g->n) return ft_set_error(ctx, FT_ERR_SHAPE, "%s: operand must be square", name);
+    if (e->prim == FT_P_SCHUR) {
+      if (ft_param_bool(e, "sort_eig_vals", false))
+        return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
+                            "schur: sort_eig_vals=True (JAX's CPU lowering refuses it too)");
+      g->uv = ft_param_bool(e, "compute_schur_vectors", true);
+      want = g->uv ? 2 : 1;
+    }
+    if (e->prim == FT_P_TRIDIAGONAL) {
+      g->lower = ft_param_bool(e, "lower", true);
+      want = 4;
+    }
+    if (e->n_out != want) return ft_set_error(ctx, FT_ERR_TYPE, "%s: expects %d results", name, want);
+    break;
+  }
   case FT_P_QR:
     if (ft_param_bool(e, "pivoting", false))
       return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "qr: pivoting=True is not supported");
@@ -171,11 +214,15 @@ static sp_parts sp_layout(const sp_geom *g) {
   sp_parts P;
 #define PART(f, bytes) (P.f = off, off += sp_round(bytes))
   PART(a, (size_t)(g->m * g->n) * es);
-  bool svd_uv = g->p == FT_P_SVD && g->uv, eig = g->p == FT_P_EIG;
+  bool svd_uv = g->p == FT_P_SVD && g->uv;
+  /* schur: vt holds VS, tau wr, w wi; hessenberg/tridiagonal: tau their
+   * taus, w tridiagonal's d, u its e */
+  bool eig = g->p == FT_P_EIG || g->p == FT_P_SCHUR || g->p == FT_P_HESSENBERG ||
+             g->p == FT_P_TRIDIAGONAL;
   /* eig: u holds VL, vt VR, tau wr, w wi */
   PART(u, (size_t)(svd_uv || g->p == FT_P_QR ? g->m * g->ucols : eig ? g->n * g->n : 0) * es);
   PART(vt, (size_t)(svd_uv || eig ? (eig ? g->n : g->vrows) * g->n : 0) * es);
-  PART(tau, (size_t)g->k * es);
+  PART(tau, (size_t)(eig ? g->n : g->k) * es);
   PART(w, (size_t)(g->p == FT_P_EIGH || eig ? g->n : g->k) * es);
   PART(work, (size_t)g->lwork * es);
   PART(iwork, (size_t)g->liwork * sizeof(ft_lapack_int));
@@ -322,6 +369,46 @@ static ft_lapack_int eig_one(const sp_geom *g, char *S, const sp_parts *P, const
   return 0;
 }
 
+/* schur, hessenberg, tridiagonal: the packed matrix comes back in a, the
+ * other results in order (schur: vs; hessenberg: taus; tridiagonal: d, e,
+ * taus). */
+static ft_lapack_int reduce_one(const sp_geom *g, char *S, const sp_parts *P, const void *a,
+                                ft_array *const *out, int64_t b) {
+  ft_lapack_int n = (ft_lapack_int)g->n, info = 0, lw = g->lwork, one = 1, sdim = 0;
+  void *A = off_ptr(S, P->a), *VS = off_ptr(S, P->vt), *tau = off_ptr(S, P->tau);
+  void *wi = off_ptr(S, P->w), *e = off_ptr(S, P->u), *work = off_ptr(S, P->work);
+  bool f = g->f64;
+  size_t es = f ? sizeof(double) : sizeof(float);
+  int64_t nn = g->n * g->n, n1 = g->n - 1;
+  to_cm(A, a, g->n, g->n, f);
+  switch (g->p) {
+  case FT_P_SCHUR: {
+    const char *jv = g->uv ? "V" : "N";
+    if (f) dgees_(jv, "N", NULL, &n, A, &n, &sdim, tau, wi, VS, &n, work, &lw, NULL, &info, 1, 1);
+    else sgees_(jv, "N", NULL, &n, A, &n, &sdim, tau, wi, VS, &n, work, &lw, NULL, &info, 1, 1);
+    if (info) return info;
+    if (g->uv) from_cm((char *)out[1]->data + (size_t)(b * nn) * es, VS, g->n, g->n, g->n, f);
+    break;
+  }
+  case FT_P_HESSENBERG:
+    if (f) dgehrd_(&n, &one, &n, A, &n, tau, work, &lw, &info);
+    else sgehrd_(&n, &one, &n, A, &n, tau, work, &lw, &info);
+    if (info) return info;
+    memcpy((char *)out[1]->data + (size_t)(b * n1) * es, tau, (size_t)n1 * es);
+    break;
+  default: /* tridiagonal */
+    if (f) dsytrd_(g->lower ? "L" : "U", &n, A, &n, wi, e, tau, work, &lw, &info, 1);
+    else ssytrd_(g->lower ? "L" : "U", &n, A, &n, wi, e, tau, work, &lw, &info, 1);
+    if (info) return info;
+    memcpy((char *)out[1]->data + (size_t)(b * g->n) * es, wi, (size_t)g->n * es);
+    memcpy((char *)out[2]->data + (size_t)(b * n1) * es, e, (size_t)n1 * es);
+    memcpy((char *)out[3]->data + (size_t)(b * n1) * es, tau, (size_t)n1 * es);
+    break;
+  }
+  from_cm((char *)out[0]->data + (size_t)(b * nn) * es, A, g->n, g->n, g->n, f);
+  return 0;
+}
+
 ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                            ft_array *const *out, void *scratch) {
   if (e->n_in != 1) return ft_set_error(ctx, FT_ERR_TYPE, "%s: expects 1 operand",
@@ -372,6 +459,15 @@ ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
         if (vl) fill(vl, f, 2 * n * n, NAN);
         if (vr) fill(vr, f, 2 * n * n, NAN);
       }
+      break;
+    }
+    case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: {
+      if (n > 0) info = reduce_one(&g, S, &P, a, out, b);
+      if (info) /* every result of this member to NaN */
+        for (int o = 0; o < e->n_out; o++) {
+          int64_t per = ft_aval_size(&out[o]->aval) / g.batch;
+          fill((char *)out[o]->data + (size_t)(b * per) * es, f, per, NAN);
+        }
       break;
     }
     default: { /* qr */

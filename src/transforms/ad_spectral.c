@@ -181,7 +181,8 @@ static bool jvp_svd(jvp_call *c) {
 }
 
 bool ad_spectral_prim(ft_prim p) {
-  return p == FT_P_EIGH || p == FT_P_SVD || p == FT_P_QR || p == FT_P_EIG;
+  return p == FT_P_EIGH || p == FT_P_SVD || p == FT_P_QR || p == FT_P_EIG || p == FT_P_SCHUR ||
+         p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL;
 }
 
 bool jvp_spectral(jvp_call *c) {
@@ -201,6 +202,8 @@ const char *ft_spectral_jvp_status(ft_prim p) {
   if (p == FT_P_EIG)
     return "unsupported: JAX's eig JVP solves with the eigenvectors (an LU solve), which this "
            "branch does not have yet";
+  if (p == FT_P_SCHUR || p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL)
+    return "unsupported: JAX defines no derivative for this decomposition";
   return NULL;
 }
 

@@ -26,7 +26,8 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_BITCAST_CONVERT_TYPE: return JVP_NO_RULE_BITCAST;
   case FT_P_ZETA: return JVP_NO_RULE_ZETA;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
-  case FT_P_QR: case FT_P_EIG: return ft_spectral_jvp_status(p); /* linalg2 */
+  case FT_P_QR: case FT_P_EIG: case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL:
+    return ft_spectral_jvp_status(p); /* linalg2 */
   default: return NULL;
   }
 }
