@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Generate fixtures/spectral/ (family `spectral`): JAX 0.12's jnp.linalg
-qr, eigh, eigvalsh, svd, eig, eigvals, norm (ord=2, 'nuc'), pinv, lstsq and matrix_rank,
+qr, eigh, eigvalsh, svd, eig, eigvals, norm (ord=2, 'nuc'), pinv, lstsq and
+matrix_rank, jax.scipy.linalg.schur and hessenberg, lax.linalg.tridiagonal,
 and the PCA and least-squares programs, in the conformance fixture format
 of gen_conformance.py (whose capture, transform and manifest code this
 reuses). Each case in f32 and f64 (x64_ prefix), with JAX's jvp, vjp (grad
@@ -122,6 +123,18 @@ def register():
     reg("eigvals__rotation", la.eigvals, [lambda r: np.array([[0.0, -1.0], [1.0, 0.0]])], ())
     reg("eig__left", lambda a: __import__("jax").lax.linalg.eig(a, compute_left_eigenvectors=True),
         [unif((4, 4))], ())
+
+    # ---- schur, hessenberg, tridiagonal (JAX defines no derivative)
+    import jax.scipy.linalg as jsl
+    from jax import lax
+    reg("schur__5", jsl.schur, [unif((5, 5))], ("vmap",))
+    reg("schur__values_only", lambda a: lax.linalg.schur(a, compute_schur_vectors=False),
+        [unif((4, 4))], ())
+    reg("hessenberg__5", jsl.hessenberg, [unif((5, 5))], ("vmap",))
+    reg("hessenberg__raw", lax.linalg.hessenberg, [unif((2, 4, 4))], ())
+    reg("tridiagonal__lower", lax.linalg.tridiagonal, [lambda r: sym(r, 5)], ("vmap",))
+    reg("tridiagonal__upper", lambda a: lax.linalg.tridiagonal(a, lower=False),
+        [lambda r: sym(r, 4, (2,))], ())
 
     # ---- functions built on svd
     reg("norm__2", lambda a: la.norm(a, 2), [unif((4, 3))], ("grad", "vmap"))
