@@ -626,6 +626,10 @@ FT_API int ft_svd(ft_val *a, bool full_matrices, bool compute_uv, ft_val **u, ft
  * 'complete' (q [..., m, m], r [..., m, n]) or 'r' (r only; returns 1). */
 typedef enum ft_qr_mode { FT_QR_REDUCED, FT_QR_COMPLETE, FT_QR_R } ft_qr_mode;
 FT_API int ft_qr(ft_val *a, ft_qr_mode mode, ft_val **q, ft_val **r);
+/* jnp.linalg.eig(a) (compute_vectors) or eigvals(a): w [..., n] and right
+ * eigenvectors v [..., n, n], complex (c64 for f32 a), unsorted, as LAPACK's
+ * geev gives them. */
+FT_API int ft_eig(ft_val *a, bool compute_vectors, ft_val **w, ft_val **v);
 typedef enum ft_fft_type { FT_FFT = 0, FT_IFFT = 1, FT_RFFT = 2, FT_IRFFT = 3 } ft_fft_type;
 /* n (1..3) fft_lengths over the trailing axes. */
 FT_API ft_val *ft_fft(ft_val *x, ft_fft_type type, int n, const int64_t *fft_lengths);

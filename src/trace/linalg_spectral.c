@@ -1,6 +1,6 @@
 /* src/trace/linalg_spectral.c: the C tracing API of jnp.linalg's spectral
  * and orthogonal decompositions (include/frankentrace.h: ft_eigh, ft_svd,
- * ft_qr), emitting the equations jnp.linalg emits (without its jit
+ * ft_qr, ft_eig), emitting the equations jnp.linalg emits (without its jit
  * wrappers): eigh symmetrizes its input as (a + a^T) / 2 first, as
  * jnp.linalg.eigh(symmetrize_input=True) does. */
 #include "trace.h"
@@ -67,6 +67,19 @@ int ft_svd(ft_val *a, bool full_matrices, bool compute_uv, ft_val **u, ft_val **
     if (u) *u = out[1];
     if (vh) *vh = out[2];
   }
+  return n;
+}
+
+int ft_eig(ft_val *a, bool compute_vectors, ft_val **w, ft_val **v) {
+  ft_tracer *root = root_one(a, "eig");
+  ft_pval *ps = root ? ft__params(root, FT_P_EIG) : NULL;
+  if (!ps) return -1;
+  ft__set(ps, FT_P_EIG, "compute_right_eigenvectors", ft_pv_bool(compute_vectors));
+  ft_val *out[2];
+  int n = ft__emit(root, FT_P_EIG, 1, &a, ps, out, 2);
+  if (n != (compute_vectors ? 2 : 1)) return -1;
+  if (w) *w = out[0];
+  if (compute_vectors && v) *v = out[1];
   return n;
 }
 

@@ -35,6 +35,10 @@ static int f_qr_r(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, vo
   (void)t, (void)max_out, (void)user;
   return ft_qr(in[0], FT_QR_R, NULL, &out[0]);
 }
+static int f_eig(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out, (void)user;
+  return ft_eig(in[0], true, &out[0], &out[1]);
+}
 /* sum(w * [1, 2, ...]) + sum(v): a loss through eigenvalues and vectors */
 static int f_eigh_loss(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
   (void)max_out, (void)user;
@@ -109,6 +113,25 @@ START_TEST(svd_qr_known_answer) {
   ft_array_free(out[0]);
   ft_jaxpr_free(j);
   ft_array_free(in);
+}
+END_TEST
+
+/* A rotation: the complex pair +-i and its eigenvectors, JAX's bits. */
+START_TEST(eig_known_answer) {
+  int64_t d2[2] = {2, 2};
+  ft_aval av = mat(FT_F64, 2, d2);
+  ft_jaxpr *j = ft_trace(C, f_eig, NULL, 1, &av);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  double a[4] = {0, -1, 1, 0};
+  ft_array *in = ft_array_from_data(C, FT_F64, 2, d2, a), *out[2] = {0};
+  run_eval(j, in, 2, out);
+  ck_assert_int_eq(ft_array_aval(out[0]).dtype, FT_C128);
+  expect_hex(out[0], 4, (const double[]){0.0, 1.0, 0.0, -1.0});
+  const double h = 0x1.6a09e667f3bccp-1;
+  expect_hex(out[1], 8, (const double[]){h, 0.0, h, -0.0, 0.0, -h, 0.0, h});
+  for (int i = 0; i < 2; i++) ft_array_free(out[i]);
+  ft_array_free(in);
+  ft_jaxpr_free(j);
 }
 END_TEST
 
@@ -198,6 +221,7 @@ int main(void) {
   tcase_set_timeout(t, 120);
   tcase_add_test(t, eigh_known_answer);
   tcase_add_test(t, svd_qr_known_answer);
+  tcase_add_test(t, eig_known_answer);
   tcase_add_test(t, nan_input_gives_nan);
   tcase_add_test(t, misuse_is_an_error);
   tcase_add_test(t, bitwise_across_engines_and_threads);
