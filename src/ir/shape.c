@@ -1876,6 +1876,24 @@ static ft_status rule_reduction(R *r) {
   }
 }
 
+static ft_status rule_householder_product(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, false))) return st;
+  const ft_aval *a = &r->in[0], *t = &r->in[1];
+  int64_t m = a->dims[a->rank - 2], n = a->dims[a->rank - 1];
+  if (m < n)
+    return fail(r, FT_ERR_SHAPE, "the first operand %s must have at least as many rows as columns",
+                S(r, a));
+  bool ok = t->dtype == a->dtype && t->rank == a->rank - 1 && t->dims[t->rank - 1] <= n;
+  for (int d = 0; ok && d < a->rank - 2; d++) ok = t->dims[d] == a->dims[d];
+  if (!ok)
+    return fail(r, FT_ERR_SHAPE, "taus %s must be [..., k] of %s's dtype and batch, k <= %lld",
+                S(r, t), S(r, a), (long long)n);
+  ft_aval q = *a;
+  q.weak_type = false;
+  return put(r, q);
+}
+
 static ft_status rule_qr(R *r) {
   ft_status st;
   if ((st = spectral_operand(r, false))) return st;
@@ -1932,6 +1950,7 @@ static ft_status dispatch(R *r) {
   case FT_P_EIGH: return rule_eigh(r);
   case FT_P_SVD: return rule_svd(r);
   case FT_P_EIG: return rule_eig(r);
+  case FT_P_HOUSEHOLDER_PRODUCT: return rule_householder_product(r);
   case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: return rule_reduction(r);
   case FT_P_GATHER: return rule_gather(r);
   case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN:

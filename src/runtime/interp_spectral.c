@@ -16,7 +16,8 @@
  *   schur ?gees, jobvs 'V' when compute_schur_vectors, no sorting (JAX's
  *         CPU lowering refuses sort_eig_vals);
  *   hessenberg ?gehrd (ilo = 1, ihi = n): LAPACK's packed result and taus;
- *   tridiagonal ?sytrd, uplo from lower: packed result, d, e and taus.
+ *   tridiagonal ?sytrd, uplo from lower: packed result, d, e and taus;
+ *   householder_product ?orgqr on a (m x n) with the k taus of operand 2.
  *
  * A batch member whose LAPACK call reports info != 0 (no convergence) gets
  * NaN in every result, as JAX's lowering writes. Matrices are row-major
@@ -112,6 +113,11 @@ static bool sp_query(sp_geom *g) {
     need = g->f64 ? dw[0] : sw[0];
     break;
   }
+  case FT_P_HOUSEHOLDER_PRODUCT:
+    if (g->f64) dorgqr_(&m, &n, &k, &dd, &m, &dd, dw, &q, &info);
+    else sorgqr_(&m, &n, &k, &sd, &m, &sd, sw, &q, &info);
+    need = g->f64 ? dw[0] : sw[0];
+    break;
   case FT_P_QR: {
     ft_lapack_int qc = (ft_lapack_int)g->ucols;
     if (g->f64) dgeqrf_(&m, &n, &dd, &ld1, &dd, dw, &q, &info);
@@ -186,6 +192,14 @@ static ft_status sp_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, sp_
       want = 4;
     }
     if (e->n_out != want) return ft_set_error(ctx, FT_ERR_TYPE, "%s: expects %d results", name, want);
+    break;
+  }
+  case FT_P_HOUSEHOLDER_PRODUCT: {
+    const ft_aval *t = e->n_in == 2 ? &e->in[1]->aval : NULL;
+    if (!t || t->rank != a->rank - 1 || t->dtype != a->dtype || g->m < g->n ||
+        t->dims[t->rank - 1] > g->n)
+      return ft_set_error(ctx, FT_ERR_SHAPE, "householder_product: bad operands");
+    g->k = t->dims[t->rank - 1];
     break;
   }
   case FT_P_QR:
@@ -411,13 +425,17 @@ static ft_lapack_int reduce_one(const sp_geom *g, char *S, const sp_parts *P, co
 
 ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                            ft_array *const *out, void *scratch) {
-  if (e->n_in != 1) return ft_set_error(ctx, FT_ERR_TYPE, "%s: expects 1 operand",
-                                        ft_prim_get(e->prim)->name);
+  int want_in = e->prim == FT_P_HOUSEHOLDER_PRODUCT ? 2 : 1;
+  if (e->n_in != want_in)
+    return ft_set_error(ctx, FT_ERR_TYPE, "%s: expects %d operand(s)", ft_prim_get(e->prim)->name,
+                        want_in);
   sp_geom g;
   ft_status s0 = sp_geometry(ctx, e, &in[0]->aval, &g);
   if (s0 || !out) return s0;
   bool f = g.f64;
   size_t es = f ? sizeof(double) : sizeof(float);
+  if (!scratch) /* the caller must give ft_spectral_scratch(e) bytes */
+    return ft_set_error(ctx, FT_ERR_INTERNAL, "%s: no scratch", ft_prim_get(e->prim)->name);
   char *S = (char *)(((uintptr_t)scratch + SP_ALIGN - 1) / SP_ALIGN * SP_ALIGN);
   sp_parts P = sp_layout(&g);
   int64_t m = g.m, n = g.n, k = g.k;
@@ -470,6 +488,20 @@ ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
         }
       break;
     }
+    case FT_P_HOUSEHOLDER_PRODUCT: {
+      ft_lapack_int mm = (ft_lapack_int)m, nn = (ft_lapack_int)n, kk = (ft_lapack_int)k;
+      ft_lapack_int lw = g.lwork;
+      void *A = S + P.a, *work = S + P.work;
+      const char *tau = (const char *)in[1]->data + (size_t)(b * k) * es;
+      char *q = (char *)out[0]->data + (size_t)(b * m * n) * es;
+      if (n == 0) break;
+      to_cm(A, a, m, n, f);
+      if (f) dorgqr_(&mm, &nn, &kk, A, &mm, (const double *)(const void *)tau, work, &lw, &info);
+      else sorgqr_(&mm, &nn, &kk, A, &mm, (const float *)(const void *)tau, work, &lw, &info);
+      if (info) fill(q, f, m * n, NAN);
+      else from_cm(q, A, m, n, m, f);
+      break;
+    }
     default: { /* qr */
       int64_t rrows = g.full ? m : k;
       char *q = (char *)out[0]->data + (size_t)(b * m * g.ucols) * es;
@@ -490,6 +522,6 @@ ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
 
 size_t ft_spectral_scratch(const ft_eqn *e) {
   sp_geom g;
-  if (e->n_in != 1 || sp_geometry(NULL, e, &e->in[0]->aval, &g)) return 0;
+  if (e->n_in < 1 || sp_geometry(NULL, e, &e->in[0]->aval, &g)) return 0;
   return sp_scratch_bytes(&g);
 }

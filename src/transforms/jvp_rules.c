@@ -27,6 +27,7 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_ZETA: return JVP_NO_RULE_ZETA;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
   case FT_P_QR: case FT_P_EIG: case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL:
+  case FT_P_HOUSEHOLDER_PRODUCT:
     return ft_spectral_jvp_status(p); /* linalg2 */
   default: return NULL;
   }

@@ -132,6 +132,7 @@ def register():
         [unif((4, 4))], ())
     reg("hessenberg__5", jsl.hessenberg, [unif((5, 5))], ("vmap",))
     reg("hessenberg__raw", lax.linalg.hessenberg, [unif((2, 4, 4))], ())
+    reg("hessenberg__calc_q", lambda a: jsl.hessenberg(a, calc_q=True), [unif((4, 4))], ("vmap",))
     reg("tridiagonal__lower", lax.linalg.tridiagonal, [lambda r: sym(r, 5)], ("vmap",))
     reg("tridiagonal__upper", lambda a: lax.linalg.tridiagonal(a, lower=False),
         [lambda r: sym(r, 4, (2,))], ())
