@@ -624,6 +624,28 @@ FT_API int ft_sort_multi(int n, ft_val *const *xs, int dimension, bool is_stable
                          ft_val **out);
 /* The k largest along the last axis of x (values, int32 indices); returns 2 or -1. */
 FT_API int ft_top_k(ft_val *x, int k, ft_val **values, ft_val **indices);
+
+/* ---- jnp.linalg: spectral and orthogonal decompositions (issue 20,
+ * docs/linalg-spectral.md). Matrices are the last two axes of a (f32 or
+ * f64; leading axes are a batch). Each returns its number of results, or
+ * -1 with the error on the trace. Results are written only where the
+ * pointer is not NULL. */
+/* jnp.linalg.eigh(a, UPLO='L' if lower else 'U', symmetrize_input):
+ * eigenvalues w [..., n] ascending and eigenvectors v [..., n, n] (column
+ * j for w[j]), with the signs LAPACK's syevd gives, as JAX on CPU. */
+FT_API int ft_eigh(ft_val *a, bool lower, bool symmetrize_input, ft_val **w, ft_val **v);
+/* jnp.linalg.svd(a, full_matrices, compute_uv): u, s (descending), vh;
+ * with compute_uv false only s (returns 1). */
+FT_API int ft_svd(ft_val *a, bool full_matrices, bool compute_uv, ft_val **u, ft_val **s,
+                  ft_val **vh);
+/* jnp.linalg.qr(a, mode): 'reduced' (q [..., m, k], r [..., k, n]),
+ * 'complete' (q [..., m, m], r [..., m, n]) or 'r' (r only; returns 1). */
+typedef enum ft_qr_mode { FT_QR_REDUCED, FT_QR_COMPLETE, FT_QR_R } ft_qr_mode;
+FT_API int ft_qr(ft_val *a, ft_qr_mode mode, ft_val **q, ft_val **r);
+/* jnp.linalg.eig(a) (compute_vectors) or eigvals(a): w [..., n] and right
+ * eigenvectors v [..., n, n], complex (c64 for f32 a), unsorted, as LAPACK's
+ * geev gives them. */
+FT_API int ft_eig(ft_val *a, bool compute_vectors, ft_val **w, ft_val **v);
 typedef enum ft_fft_type { FT_FFT = 0, FT_IFFT = 1, FT_RFFT = 2, FT_IRFFT = 3 } ft_fft_type;
 /* n (1..3) fft_lengths over the trailing axes. */
 FT_API ft_val *ft_fft(ft_val *x, ft_fft_type type, int n, const int64_t *fft_lengths);

@@ -1762,6 +1762,158 @@ static ft_status rule_empty(R *r) {
   return put(r, ft_aval_make(dt, n, dims));
 }
 
+/* ------------------------------------ spectral linear algebra (linalg2) */
+
+/* subset_by_index: None or the whole range (0, k), the only form JAX's CPU
+ * lowering accepts. */
+static ft_status spectral_subset(R *r, int64_t k) {
+  const ft_pval *pv = param(r, "subset_by_index");
+  if (!pv) return FT_OK;
+  int64_t v[2];
+  int n = 0;
+  if (ft_pv_get_ints(pv, v, 2, &n) && n == 2 && v[0] == 0 && v[1] == k) return FT_OK;
+  return fail(r, FT_ERR_UNSUPPORTED,
+              "subset_by_index other than None or (0, %lld) is not supported on CPU "
+              "(JAX's CPU lowering refuses it too)", (long long)k);
+}
+
+/* The operand of a matrix decomposition: rank >= 2, f32/f64/c64/c128. */
+static ft_status spectral_operand(R *r, bool square) {
+  const ft_aval *a = &r->in[0];
+  ft_status st;
+  if ((st = check_dtype(r, 0, K_INEXACT, "operand"))) return st;
+  if (a->rank < 2)
+    return fail(r, FT_ERR_SHAPE, "operand %s must have rank >= 2 (a matrix, or a batch of them)",
+                S(r, a));
+  if (square && a->dims[a->rank - 1] != a->dims[a->rank - 2])
+    return fail(r, FT_ERR_SHAPE, "operand %s must be square in its last two axes", S(r, a));
+  return FT_OK;
+}
+
+static ft_aval spectral_real(ft_aval o) {
+  if (o.dtype == FT_C64) o.dtype = FT_F32;
+  if (o.dtype == FT_C128) o.dtype = FT_F64;
+  return o;
+}
+
+static ft_status rule_eigh(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, true))) return st;
+  const ft_aval *a = &r->in[0];
+  if ((st = spectral_subset(r, a->dims[a->rank - 1]))) return st;
+  ft_aval w = spectral_real(*a);
+  w.rank--;
+  w.weak_type = false;
+  ft_aval v = *a;
+  v.weak_type = false;
+  if ((st = put(r, v))) return st;
+  return put(r, w);
+}
+
+static ft_status rule_svd(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, false))) return st;
+  const ft_aval *a = &r->in[0];
+  int rk = a->rank;
+  int64_t m = a->dims[rk - 2], n = a->dims[rk - 1], k = m < n ? m : n;
+  if ((st = spectral_subset(r, k))) return st;
+  bool full = opt_bool(r, "full_matrices", true), uv = opt_bool(r, "compute_uv", true);
+  ft_aval s = spectral_real(*a);
+  s.rank--;
+  s.dims[rk - 2] = k;
+  s.weak_type = false;
+  if ((st = put(r, s)) || !uv) return st;
+  ft_aval u = *a, vt = *a;
+  u.weak_type = vt.weak_type = false;
+  u.dims[rk - 1] = full ? m : k;
+  vt.dims[rk - 2] = full ? n : k;
+  if ((st = put(r, u))) return st;
+  return put(r, vt);
+}
+
+static ft_status rule_eig(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, true))) return st;
+  const ft_aval *a = &r->in[0];
+  ft_aval c = *a;
+  c.weak_type = false;
+  c.dtype = a->dtype == FT_F32 || a->dtype == FT_C64 ? FT_C64 : FT_C128;
+  ft_aval w = c;
+  w.rank--;
+  if ((st = put(r, w))) return st;
+  if (opt_bool(r, "compute_left_eigenvectors", false) && (st = put(r, c))) return st;
+  if (opt_bool(r, "compute_right_eigenvectors", true) && (st = put(r, c))) return st;
+  return FT_OK;
+}
+
+/* schur (t, [vs]), hessenberg (a, taus[n-1]), tridiagonal (a, d[n], e[n-1],
+ * taus[n-1]; d and e real). */
+static ft_status rule_reduction(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, true))) return st;
+  const ft_aval *a = &r->in[0];
+  ft_aval m = *a, v = spectral_real(*a);
+  m.weak_type = v.weak_type = false;
+  v.rank--;
+  int64_t n = a->dims[a->rank - 1];
+  if ((st = put(r, m))) return st;
+  switch (r->p) {
+  case FT_P_SCHUR:
+    if (opt_bool(r, "sort_eig_vals", false))
+      return fail(r, FT_ERR_UNSUPPORTED, "sort_eig_vals=True is not supported (nor on JAX's CPU)");
+    return opt_bool(r, "compute_schur_vectors", true) ? put(r, m) : FT_OK;
+  case FT_P_HESSENBERG:
+    m.rank--;
+    m.dims[m.rank - 1] = n > 0 ? n - 1 : 0;
+    return put(r, m);
+  default: /* tridiagonal */
+    if (n == 0) return fail(r, FT_ERR_SHAPE, "operand %s must not be empty", S(r, a));
+    if ((st = put(r, v))) return st;
+    v.dims[v.rank - 1] = n - 1;
+    if ((st = put(r, v))) return st;
+    m.rank--;
+    m.dims[m.rank - 1] = n - 1;
+    return put(r, m);
+  }
+}
+
+static ft_status rule_householder_product(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, false))) return st;
+  const ft_aval *a = &r->in[0], *t = &r->in[1];
+  int64_t m = a->dims[a->rank - 2], n = a->dims[a->rank - 1];
+  if (m < n)
+    return fail(r, FT_ERR_SHAPE, "the first operand %s must have at least as many rows as columns",
+                S(r, a));
+  bool ok = t->dtype == a->dtype && t->rank == a->rank - 1 && t->dims[t->rank - 1] <= n;
+  for (int d = 0; ok && d < a->rank - 2; d++) ok = t->dims[d] == a->dims[d];
+  if (!ok)
+    return fail(r, FT_ERR_SHAPE, "taus %s must be [..., k] of %s's dtype and batch, k <= %lld",
+                S(r, t), S(r, a), (long long)n);
+  ft_aval q = *a;
+  q.weak_type = false;
+  return put(r, q);
+}
+
+static ft_status rule_qr(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, false))) return st;
+  if (opt_bool(r, "pivoting", false))
+    return fail(r, FT_ERR_UNSUPPORTED,
+                "pivoting=True (column-pivoted QR, LAPACK geqp3) is not supported");
+  if (!param(r, "full_matrices")) return fail(r, FT_ERR_TYPE, "missing param full_matrices");
+  const ft_aval *a = &r->in[0];
+  int rk = a->rank;
+  int64_t m = a->dims[rk - 2], n = a->dims[rk - 1], k = m < n ? m : n;
+  bool full = opt_bool(r, "full_matrices", false);
+  ft_aval q = *a, rr = *a;
+  q.weak_type = rr.weak_type = false;
+  q.dims[rk - 1] = full ? m : k;
+  rr.dims[rk - 2] = full ? m : k;
+  if ((st = put(r, q))) return st;
+  return put(r, rr);
+}
+
 /* ---------------------------------------------------------------- entry */
 
 static ft_status dispatch(R *r) {
@@ -1795,6 +1947,12 @@ static ft_status dispatch(R *r) {
   case FT_P_FFT: return rule_fft(r);
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: return rule_complex_parts(r);
   case FT_P_TOP_K: return rule_top_k(r);
+  case FT_P_QR: return rule_qr(r); /* linalg2 */
+  case FT_P_EIGH: return rule_eigh(r);
+  case FT_P_SVD: return rule_svd(r);
+  case FT_P_EIG: return rule_eig(r);
+  case FT_P_HOUSEHOLDER_PRODUCT: return rule_householder_product(r);
+  case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: return rule_reduction(r);
   case FT_P_GATHER: return rule_gather(r);
   case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN:
   case FT_P_SCATTER_MAX: case FT_P_SCATTER_SUB: return rule_scatter(r);

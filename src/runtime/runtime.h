@@ -278,6 +278,11 @@ ft_status ft_random_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_a
 void ft_threefry2x32(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1, uint32_t out[2]);
 /* random_bits of width bw (8, 16, 32, 64) from one threefry key: n elements. */
 void ft_threefry_bits(uint32_t k0, uint32_t k1, int bw, int64_t n, void *out);
+/* interp_spectral.c (linalg2): eigh, svd and qr through LAPACK; scratch:
+ * ft_spectral_scratch (the column-major copies and LAPACK's workspace). */
+ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                           ft_array *const *out, void *scratch);
+size_t ft_spectral_scratch(const ft_eqn *e);
 /* The rule body above for e's primitive (NULL: none), and its scratch bytes. */
 ft_rule_into_fn ft_rule_into_for(ft_prim p);
 size_t ft_rule_scratch(const ft_eqn *e);

@@ -554,6 +554,9 @@ bool bt_rule(bt_call *c) {
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: return rule_unary(c); /* elementwise */
   case FT_P_COMPLEX: return rule_broadcasting(c);
   case FT_P_TOP_K: return rule_top_k(c);
+  case FT_P_QR: case FT_P_EIGH: case FT_P_SVD: case FT_P_EIG: case FT_P_SCHUR:
+  case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: case FT_P_HOUSEHOLDER_PRODUCT:
+    return bt_spectral(c); /* linalg2 */
   case FT_P_POLYNOMIAL: return rule_broadcasting(c); /* JAX: defbroadcasting */
   case FT_P_OPTIMIZATION_BARRIER: /* each value keeps its batch dim (JAX's batcher) */
     for (int i = 0; i < c->n_in; i++) c->yb[i] = c->xb[i];

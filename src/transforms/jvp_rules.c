@@ -30,6 +30,9 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_ZETA: return JVP_NO_RULE_ZETA;
   case FT_P_IGAMMA_GRAD_A: return JVP_NO_RULE_IGAMMA_GRAD_A;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
+  case FT_P_QR: case FT_P_EIG: case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL:
+  case FT_P_HOUSEHOLDER_PRODUCT:
+    return ft_spectral_jvp_status(p); /* linalg2 */
   default: return ad_linalg_jvp_status(p); /* ad_linalg.c */
   }
 }
@@ -505,6 +508,7 @@ bool jvp_rule(jvp_call *c) {
   if (why) return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(e->prim)->name, why), false;
   if (ad_index_prim(e->prim)) return jvp_index(c); /* gather, scatter*, top_k, cummax/min */
   if (ad_linalg_prim(e->prim)) return jvp_linalg(c); /* cholesky, triangular_solve, lu, ... */
+  if (ad_spectral_prim(e->prim)) return jvp_spectral(c); /* eigh, svd, qr (linalg2) */
   switch (ft_prim_get(e->prim)->family) {
   case FT_FAM_UNARY: return unary(c);
   case FT_FAM_BINARY: return binary(c);

@@ -275,6 +275,16 @@ bool ad_complex_transpose(tr_call *c);
 /* The transpose of fft with fft_type RFFT (rfft) or IRFFT (!rfft). */
 bool ad_fft_real_transpose(tr_call *c, bool rfft);
 
+/* ========================================================== ad_spectral.c */
+
+/* eigh, svd, qr (linalg2): JVP rules as JAX's and the batching rule (the
+ * batch axis to the front). ft_spectral_jvp_status: NULL or why not. */
+bool ad_spectral_prim(ft_prim p);
+bool jvp_spectral(jvp_call *c);
+const char *ft_spectral_jvp_status(ft_prim p);
+struct bt_call;
+bool bt_spectral(struct bt_call *c);
+
 /* ============================================================ ad_window.c */
 
 /* JVP of reduce_window_max/min; transposes of reduce_window_sum and of

@@ -52,6 +52,8 @@ static const char *const EXACT_PRIMS[] = {
 static const char *const REDUCE_PRIMS[] = {
     "reduce_sum", "reduce_prod", "cumsum", "cumprod", "dot_general", "reduce_window_sum",
     "conv_general_dilated", "fft", "scatter-add", "scatter-mul", "scatter-sub",
+    /* LAPACK (linalg2): the reduction class, n = the matrix size */
+    "eigh", "svd", "qr", "eig", "schur", "hessenberg", "tridiagonal", "householder_product",
 };
 
 /* Float arithmetic that XLA may fuse (FMA) or rewrite (x/c -> x*(1/c)). */

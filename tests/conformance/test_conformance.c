@@ -22,7 +22,7 @@
 
 
 static bool sweep_set;  /* argv[1] == "sweep" */
-static bool linalg_set; /* argv[1] == "linalg": fixtures/linalg (issue 20) */
+static bool linalg_set; /* argv[1] == "linalg": fixtures/linalg and fixtures/spectral (issue 20) */
 
 START_TEST(conformance_vs_jax) {
   const char *root = getenv("FT_FIXTURES");
@@ -40,9 +40,11 @@ START_TEST(conformance_vs_jax) {
     o.golden_dir = o.conf_dir = NULL;
     o.more_dirs[0] = sw, o.more_dirs[1] = p2, o.n_more = 2;
   }
+  char spec[4096];
+  snprintf(spec, sizeof spec, "%s/spectral", root);
   if (linalg_set) {
     o.golden_dir = o.conf_dir = NULL;
-    o.more_dirs[0] = la, o.n_more = 1;
+    o.more_dirs[0] = la, o.more_dirs[1] = spec, o.n_more = 2;
   }
   o.interp_only = getenv("FT_CONF_INTERP_ONLY") != NULL;
 #ifdef CONF_SANITIZED
@@ -70,7 +72,8 @@ START_TEST(conformance_vs_jax) {
   ck_assert_int_eq(r, 0);
   /* the sweep: 1,398 cases as captured (tools/oracle/README.md: a partial
    * capture; the issue's target is 1,500) */
-  if (!o.only) ck_assert_int_ge(cases, linalg_set ? 60 : sweep_set ? 1398 : 800);
+  /* fixtures/linalg (gen_linalg.py) and fixtures/spectral: 83 cases (gen_spectral.py) */
+  if (!o.only) ck_assert_int_ge(cases, linalg_set ? 60 + 83 : sweep_set ? 1398 : 800);
   ck_assert_msg(fails == 0, "%d cases fail (see the FAIL lines above)", fails);
 }
 END_TEST

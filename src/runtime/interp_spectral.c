@@ -1,0 +1,527 @@
+/* src/runtime/interp_spectral.c: eigh, svd and qr through LAPACK, as
+ * JAX 0.12's CPU lowering computes them (docs/linalg-spectral.md):
+ *
+ *   eigh  ?syevd, jobz 'V', uplo 'L' when lower=True else 'U'; eigenvalues
+ *         ascending (LAPACK's order, which sort_eigenvalues asks for);
+ *   svd   ?gesdd, jobz 'A' (full_matrices), 'S' (thin) or 'N'
+ *         (compute_uv=False); JAX's empty-matrix results when m or n is 0;
+ *   qr    ?geqrf, then ?orgqr on the reflectors (JAX's householder_product)
+ *         laid out as _qr_lowering lays them (padded to m x m when
+ *         full_matrices and m > n); r is the upper triangle;
+ *   eig   ?geev (jobvl/jobvr from compute_left/right_eigenvectors); the
+ *         eigenvalues wr + i wi, and the eigenvectors unpacked from LAPACK's
+ *         real storage of conjugate pairs (columns j, j+1 hold re and im of
+ *         the vector of w[j], and its conjugate is w[j+1]'s), as jaxlib's
+ *         geev kernel unpacks them;
+ *   schur ?gees, jobvs 'V' when compute_schur_vectors, no sorting (JAX's
+ *         CPU lowering refuses sort_eig_vals);
+ *   hessenberg ?gehrd (ilo = 1, ihi = n): LAPACK's packed result and taus;
+ *   tridiagonal ?sytrd, uplo from lower: packed result, d, e and taus;
+ *   householder_product ?orgqr on a (m x n) with the k taus of operand 2.
+ *
+ * A batch member whose LAPACK call reports info != 0 (no convergence) gets
+ * NaN in every result, as JAX's lowering writes. Matrices are row-major
+ * here and column-major for LAPACK: each member is transposed into the
+ * scratch, so LAPACK sees the same matrix (and the same triangle) that
+ * XLA's column-major layout gives it in JAX, and the results are transposed
+ * back. These are rule bodies shared with the JIT (runtime.h): the scratch,
+ * whose size comes from LAPACK's own workspace queries on the shape alone,
+ * holds the copies and the workspace, so the interpreter and a compiled
+ * routine step run the same calls with the same workspace and agree
+ * bitwise; OpenBLAS runs single-threaded, so the bits do not depend on the
+ * thread count either. Complex operands are refused with a message. */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime/lapack.h"
+
+typedef int ft_lapack_int;
+
+/* One decomposition's geometry: a batch of m x n matrices. */
+typedef struct sp_geom {
+  ft_prim p;
+  bool f64;
+  int64_t batch, m, n, k;
+  bool full, uv, lower, left, right; /* left/right: eig's eigenvectors */
+  int64_t ucols, vrows;      /* svd: u is m x ucols, vt is vrows x n; qr: q is m x ucols */
+  ft_lapack_int lwork, liwork;
+} sp_geom;
+
+enum { SP_ALIGN = 64 };
+
+static size_t sp_round(size_t b) { return (b + SP_ALIGN - 1) / SP_ALIGN * SP_ALIGN; }
+
+/* The workspace LAPACK asks for (lwork = -1 queries). Returns false when
+ * a size does not fit LAPACK's 32-bit integers. */
+static bool sp_query(sp_geom *g) {
+  g->lwork = 1, g->liwork = 1;
+  if (g->m == 0 || g->n == 0) return true;
+  if (g->m > INT_MAX / 8 || g->n > INT_MAX / 8 || g->m * g->n > INT_MAX) return false;
+  ft_blas_single_thread(); /* OpenBLAS's bits change with its thread count */
+  ft_lapack_int m = (ft_lapack_int)g->m, n = (ft_lapack_int)g->n, k = (ft_lapack_int)g->k;
+  ft_lapack_int q = -1, info = 0, iw = 0, ld1 = m, ldu = m, ldvt = (ft_lapack_int)g->vrows;
+  double dw[2] = {0, 0}, dd = 0;
+  float sw[2] = {0, 0}, sd = 0;
+  double need = 1, ineed = 1;
+  if (ldvt < 1) ldvt = 1;
+  switch (g->p) {
+  case FT_P_EIGH: {
+    const char *uplo = g->lower ? "L" : "U";
+    if (g->f64) dsyevd_("V", uplo, &n, &dd, &n, &dd, dw, &q, &iw, &q, &info, 1, 1);
+    else ssyevd_("V", uplo, &n, &sd, &n, &sd, sw, &q, &iw, &q, &info, 1, 1);
+    need = g->f64 ? dw[0] : sw[0];
+    ineed = iw;
+    break;
+  }
+  case FT_P_SVD: {
+    const char *jobz = !g->uv ? "N" : g->full ? "A" : "S";
+    ft_lapack_int iwq[1];
+    if (g->f64) dgesdd_(jobz, &m, &n, &dd, &ld1, &dd, &dd, &ldu, &dd, &ldvt, dw, &q, iwq, &info, 1);
+    else sgesdd_(jobz, &m, &n, &sd, &ld1, &sd, &sd, &ldu, &sd, &ldvt, sw, &q, iwq, &info, 1);
+    need = g->f64 ? dw[0] : sw[0];
+    ineed = 8.0 * (double)k;
+    break;
+  }
+  case FT_P_EIG: {
+    const char *jl = g->left ? "V" : "N", *jr = g->right ? "V" : "N";
+    if (g->f64) dgeev_(jl, jr, &n, &dd, &n, &dd, &dd, &dd, &n, &dd, &n, dw, &q, &info, 1, 1);
+    else sgeev_(jl, jr, &n, &sd, &n, &sd, &sd, &sd, &n, &sd, &n, sw, &q, &info, 1, 1);
+    need = g->f64 ? dw[0] : sw[0];
+    break;
+  }
+  case FT_P_SCHUR: {
+    ft_lapack_int sdim = 0;
+    const char *jv = g->uv ? "V" : "N";
+    if (g->f64) dgees_(jv, "N", NULL, &n, &dd, &n, &sdim, &dd, &dd, &dd, &n, dw, &q, NULL, &info, 1, 1);
+    else sgees_(jv, "N", NULL, &n, &sd, &n, &sdim, &sd, &sd, &sd, &n, sw, &q, NULL, &info, 1, 1);
+    need = g->f64 ? dw[0] : sw[0];
+    break;
+  }
+  case FT_P_HESSENBERG: {
+    ft_lapack_int one = 1;
+    if (g->f64) dgehrd_(&n, &one, &n, &dd, &n, &dd, dw, &q, &info);
+    else sgehrd_(&n, &one, &n, &sd, &n, &sd, sw, &q, &info);
+    need = g->f64 ? dw[0] : sw[0];
+    break;
+  }
+  case FT_P_TRIDIAGONAL: {
+    const char *uplo = g->lower ? "L" : "U";
+    if (g->f64) dsytrd_(uplo, &n, &dd, &n, &dd, &dd, &dd, dw, &q, &info, 1);
+    else ssytrd_(uplo, &n, &sd, &n, &sd, &sd, &sd, sw, &q, &info, 1);
+    need = g->f64 ? dw[0] : sw[0];
+    break;
+  }
+  case FT_P_HOUSEHOLDER_PRODUCT:
+    if (g->f64) dorgqr_(&m, &n, &k, &dd, &m, &dd, dw, &q, &info);
+    else sorgqr_(&m, &n, &k, &sd, &m, &sd, sw, &q, &info);
+    need = g->f64 ? dw[0] : sw[0];
+    break;
+  case FT_P_QR: {
+    ft_lapack_int qc = (ft_lapack_int)g->ucols;
+    if (g->f64) dgeqrf_(&m, &n, &dd, &ld1, &dd, dw, &q, &info);
+    else sgeqrf_(&m, &n, &sd, &ld1, &sd, sw, &q, &info);
+    need = g->f64 ? dw[0] : sw[0];
+    if (g->f64) dorgqr_(&m, &qc, &k, &dd, &ld1, &dd, dw, &q, &info);
+    else sorgqr_(&m, &qc, &k, &sd, &ld1, &sd, sw, &q, &info);
+    double o = g->f64 ? dw[0] : sw[0];
+    if (o > need) need = o;
+    break;
+  }
+  default: return false;
+  }
+  if (info != 0 || !(need >= 0) || need > INT_MAX / 2 || ineed > INT_MAX / 2) return false;
+  /* the query's float may round the size down; a little more changes nothing */
+  g->lwork = (ft_lapack_int)need + 16;
+  g->liwork = ineed < 1 ? 1 : (ft_lapack_int)ineed;
+  return true;
+}
+
+/* Reads e against the operand's aval into g; errors on ctx (may be NULL). */
+static ft_status sp_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, sp_geom *g) {
+  const char *name = ft_prim_get(e->prim)->name;
+  memset(g, 0, sizeof *g);
+  g->p = e->prim;
+  if (a->dtype == FT_C64 || a->dtype == FT_C128)
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
+                        "%s: complex operands (%s) are not supported by the CPU kernels yet; "
+                        "f32 and f64 are", name, ft_dtype_name(a->dtype));
+  if (a->dtype != FT_F32 && a->dtype != FT_F64)
+    return ft_set_error(ctx, FT_ERR_TYPE, "%s: operand dtype %s (expects f32 or f64)", name,
+                        ft_dtype_name(a->dtype));
+  if (a->rank < 2) return ft_set_error(ctx, FT_ERR_SHAPE, "%s: operand must have rank >= 2", name);
+  g->f64 = a->dtype == FT_F64;
+  g->m = a->dims[a->rank - 2], g->n = a->dims[a->rank - 1];
+  g->k = g->m < g->n ? g->m : g->n;
+  g->batch = 1;
+  for (int d = 0; d < a->rank - 2; d++) g->batch *= a->dims[d];
+  switch (e->prim) {
+  case FT_P_EIGH:
+    if (g->m != g->n) return ft_set_error(ctx, FT_ERR_SHAPE, "eigh: operand must be square");
+    g->lower = ft_param_bool(e, "lower", true);
+    if (e->n_out != 2) return ft_set_error(ctx, FT_ERR_TYPE, "eigh: expects 2 results");
+    break;
+  case FT_P_SVD:
+    g->full = ft_param_bool(e, "full_matrices", true);
+    g->uv = ft_param_bool(e, "compute_uv", true);
+    g->ucols = g->full ? g->m : g->k;
+    g->vrows = g->full ? g->n : g->k;
+    if (e->n_out != (g->uv ? 3 : 1))
+      return ft_set_error(ctx, FT_ERR_TYPE, "svd: expects %d results", g->uv ? 3 : 1);
+    break;
+  case FT_P_EIG:
+    if (g->m != g->n) return ft_set_error(ctx, FT_ERR_SHAPE, "eig: operand must be square");
+    g->left = ft_param_bool(e, "compute_left_eigenvectors", false);
+    g->right = ft_param_bool(e, "compute_right_eigenvectors", true);
+    if (e->n_out != 1 + g->left + g->right)
+      return ft_set_error(ctx, FT_ERR_TYPE, "eig: expects %d results", 1 + g->left + g->right);
+    break;
+  case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: {
+    int want = 2;
+    if (g->m != g->n) return ft_set_error(ctx, FT_ERR_SHAPE, "%s: operand must be square", name);
+    if (e->prim == FT_P_SCHUR) {
+      if (ft_param_bool(e, "sort_eig_vals", false))
+        return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
+                            "schur: sort_eig_vals=True (JAX's CPU lowering refuses it too)");
+      g->uv = ft_param_bool(e, "compute_schur_vectors", true);
+      want = g->uv ? 2 : 1;
+    }
+    if (e->prim == FT_P_TRIDIAGONAL) {
+      g->lower = ft_param_bool(e, "lower", true);
+      want = 4;
+    }
+    if (e->n_out != want) return ft_set_error(ctx, FT_ERR_TYPE, "%s: expects %d results", name, want);
+    break;
+  }
+  case FT_P_HOUSEHOLDER_PRODUCT: {
+    const ft_aval *t = e->n_in == 2 ? &e->in[1]->aval : NULL;
+    if (!t || t->rank != a->rank - 1 || t->dtype != a->dtype || g->m < g->n ||
+        t->dims[t->rank - 1] > g->n)
+      return ft_set_error(ctx, FT_ERR_SHAPE, "householder_product: bad operands");
+    g->k = t->dims[t->rank - 1];
+    break;
+  }
+  case FT_P_QR:
+    if (ft_param_bool(e, "pivoting", false))
+      return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "qr: pivoting=True is not supported");
+    g->full = ft_param_bool(e, "full_matrices", false);
+    g->ucols = g->full ? g->m : g->k;
+    if (e->n_out != 2) return ft_set_error(ctx, FT_ERR_TYPE, "qr: expects 2 results");
+    break;
+  default: return ft_set_error(ctx, FT_ERR_INTERNAL, "%s: not a spectral primitive", name);
+  }
+  if (!sp_query(g))
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
+                        "%s: a %lld x %lld matrix is too large for LAPACK's 32-bit sizes", name,
+                        (long long)g->m, (long long)g->n);
+  return FT_OK;
+}
+
+/* Scratch layout (each part 64-byte aligned from an aligned base). */
+typedef struct sp_parts {
+  size_t a, u, vt, tau, w, work, iwork, end;
+} sp_parts;
+
+static sp_parts sp_layout(const sp_geom *g) {
+  size_t es = g->f64 ? sizeof(double) : sizeof(float), off = 0;
+  sp_parts P;
+#define PART(f, bytes) (P.f = off, off += sp_round(bytes))
+  PART(a, (size_t)(g->m * g->n) * es);
+  bool svd_uv = g->p == FT_P_SVD && g->uv;
+  /* schur: vt holds VS, tau wr, w wi; hessenberg/tridiagonal: tau their
+   * taus, w tridiagonal's d, u its e */
+  bool eig = g->p == FT_P_EIG || g->p == FT_P_SCHUR || g->p == FT_P_HESSENBERG ||
+             g->p == FT_P_TRIDIAGONAL;
+  /* eig: u holds VL, vt VR, tau wr, w wi */
+  PART(u, (size_t)(svd_uv || g->p == FT_P_QR ? g->m * g->ucols : eig ? g->n * g->n : 0) * es);
+  PART(vt, (size_t)(svd_uv || eig ? (eig ? g->n : g->vrows) * g->n : 0) * es);
+  PART(tau, (size_t)(eig ? g->n : g->k) * es);
+  PART(w, (size_t)(g->p == FT_P_EIGH || eig ? g->n : g->k) * es);
+  PART(work, (size_t)g->lwork * es);
+  PART(iwork, (size_t)g->liwork * sizeof(ft_lapack_int));
+#undef PART
+  P.end = off;
+  return P;
+}
+
+static size_t sp_scratch_bytes(const sp_geom *g) { return sp_layout(g).end + SP_ALIGN; }
+
+/* Stores v in element i of either precision. */
+static void st(void *p, bool f64, int64_t i, double v) {
+  if (f64) ((double *)p)[i] = v;
+  else ((float *)p)[i] = (float)v;
+}
+/* Copies elements (exact: f32 values go through double unchanged). */
+static void cp(void *dst, int64_t di, const void *src, int64_t si, bool f64) {
+  if (f64) ((double *)dst)[di] = ((const double *)src)[si];
+  else ((float *)dst)[di] = ((const float *)src)[si];
+}
+
+/* Row-major r x c (src) into column-major (dst, ld = r), and back. */
+static void to_cm(void *dst, const void *src, int64_t r, int64_t c, bool f64) {
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < c; j++) cp(dst, i + j * r, src, i * c + j, f64);
+}
+static void from_cm(void *dst, const void *src, int64_t r, int64_t c, int64_t ldc, bool f64) {
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < c; j++) cp(dst, i * c + j, src, i + j * ldc, f64);
+}
+
+static void fill(void *p, bool f64, int64_t n, double v) {
+  for (int64_t i = 0; i < n; i++) st(p, f64, i, v);
+}
+
+/* An r x c identity (row-major). */
+static void eye(void *p, bool f64, int64_t r, int64_t c) {
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < c; j++) st(p, f64, i * c + j, i == j ? 1.0 : 0.0);
+}
+
+static char *off_ptr(char *base, size_t off) { return base + off; }
+
+static ft_lapack_int eigh_one(const sp_geom *g, char *S, const sp_parts *P, const void *a,
+                              void *v, void *w) {
+  ft_lapack_int n = (ft_lapack_int)g->n, info = 0, lw = g->lwork, liw = g->liwork;
+  void *A = off_ptr(S, P->a), *work = off_ptr(S, P->work);
+  ft_lapack_int *iwork = (ft_lapack_int *)(void *)off_ptr(S, P->iwork);
+  const char *uplo = g->lower ? "L" : "U";
+  to_cm(A, a, g->n, g->n, g->f64);
+  if (g->f64) dsyevd_("V", uplo, &n, A, &n, w, work, &lw, iwork, &liw, &info, 1, 1);
+  else ssyevd_("V", uplo, &n, A, &n, w, work, &lw, iwork, &liw, &info, 1, 1);
+  if (info == 0) from_cm(v, A, g->n, g->n, g->n, g->f64);
+  return info;
+}
+
+static ft_lapack_int svd_one(const sp_geom *g, char *S, const sp_parts *P, const void *a, void *s,
+                             void *u, void *vt) {
+  ft_lapack_int m = (ft_lapack_int)g->m, n = (ft_lapack_int)g->n, info = 0, lw = g->lwork;
+  ft_lapack_int ldvt = g->vrows > 0 ? (ft_lapack_int)g->vrows : 1;
+  void *A = off_ptr(S, P->a), *U = off_ptr(S, P->u), *VT = off_ptr(S, P->vt);
+  void *work = off_ptr(S, P->work);
+  ft_lapack_int *iwork = (ft_lapack_int *)(void *)off_ptr(S, P->iwork);
+  const char *jobz = !g->uv ? "N" : g->full ? "A" : "S";
+  to_cm(A, a, g->m, g->n, g->f64);
+  if (g->f64) dgesdd_(jobz, &m, &n, A, &m, s, U, &m, VT, &ldvt, work, &lw, iwork, &info, 1);
+  else sgesdd_(jobz, &m, &n, A, &m, s, U, &m, VT, &ldvt, work, &lw, iwork, &info, 1);
+  if (info == 0 && g->uv) {
+    from_cm(u, U, g->m, g->ucols, g->m, g->f64);
+    from_cm(vt, VT, g->vrows, g->n, g->vrows, g->f64);
+  }
+  return info;
+}
+
+/* JAX's _qr_lowering: geqrf, then orgqr on the reflectors laid out as an
+ * m x ucols matrix (the first columns of geqrf's result, zero-padded). */
+static ft_lapack_int qr_one(const sp_geom *g, char *S, const sp_parts *P, const void *a, void *q,
+                            void *r) {
+  ft_lapack_int m = (ft_lapack_int)g->m, n = (ft_lapack_int)g->n, k = (ft_lapack_int)g->k;
+  ft_lapack_int qc = (ft_lapack_int)g->ucols, info = 0, lw = g->lwork;
+  void *A = off_ptr(S, P->a), *Q = off_ptr(S, P->u), *tau = off_ptr(S, P->tau);
+  void *work = off_ptr(S, P->work);
+  bool f = g->f64;
+  to_cm(A, a, g->m, g->n, f);
+  if (f) dgeqrf_(&m, &n, A, &m, tau, work, &lw, &info);
+  else sgeqrf_(&m, &n, A, &m, tau, work, &lw, &info);
+  if (info != 0) return info;
+  int64_t rrows = g->full ? g->m : g->k;
+  for (int64_t i = 0; i < rrows; i++)
+    for (int64_t j = 0; j < g->n; j++) {
+      if (i <= j) cp(r, i * g->n + j, A, i + j * g->m, f);
+      else st(r, f, i * g->n + j, 0.0);
+    }
+  int64_t copy = g->ucols < g->n ? g->ucols : g->n;
+  memcpy(Q, A, (size_t)(g->m * copy) * (f ? sizeof(double) : sizeof(float)));
+  fill((char *)Q + (size_t)(g->m * copy) * (f ? sizeof(double) : sizeof(float)), f,
+       g->m * (g->ucols - copy), 0.0);
+  if (f) dorgqr_(&m, &qc, &k, Q, &m, tau, work, &lw, &info);
+  else sorgqr_(&m, &qc, &k, Q, &m, tau, work, &lw, &info);
+  if (info == 0) from_cm(q, Q, g->m, g->ucols, g->m, f);
+  return info;
+}
+
+/* Element i of a real array of either precision. */
+static double ld(const void *p, bool f64, int64_t i) {
+  return f64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
+}
+
+/* Complex element i (re, im) of a c64 (f64 false) or c128 array. */
+static void stc(void *p, bool f64, int64_t i, double re, double im) {
+  st(p, f64, 2 * i, re);
+  st(p, f64, 2 * i + 1, im);
+}
+
+/* LAPACK's real eigenvectors (column-major n x n V) to complex row-major
+ * out: a real w[j] (wi == 0) has column j; a pair (wi[j] > 0 then its
+ * conjugate) has re = column j, im = +/- column j+1. */
+static void unpack_vectors(void *out, const void *V, const void *wi, int64_t n, bool f) {
+  for (int64_t j = 0; j < n; j++) {
+    bool pair = ld(wi, f, j) != 0 && j + 1 < n;
+    for (int64_t i = 0; i < n; i++) {
+      double re = ld(V, f, i + j * n), im = pair ? ld(V, f, i + (j + 1) * n) : 0.0;
+      stc(out, f, i * n + j, re, im);
+      if (pair) stc(out, f, i * n + j + 1, re, -im);
+    }
+    if (pair) j++;
+  }
+}
+
+static ft_lapack_int eig_one(const sp_geom *g, char *S, const sp_parts *P, const void *a, void *w,
+                             void *vl, void *vr) {
+  ft_lapack_int n = (ft_lapack_int)g->n, info = 0, lw = g->lwork;
+  void *A = off_ptr(S, P->a), *VL = off_ptr(S, P->u), *VR = off_ptr(S, P->vt);
+  void *wr = off_ptr(S, P->tau), *wi = off_ptr(S, P->w), *work = off_ptr(S, P->work);
+  const char *jl = g->left ? "V" : "N", *jr = g->right ? "V" : "N";
+  bool f = g->f64;
+  to_cm(A, a, g->n, g->n, f);
+  if (f) dgeev_(jl, jr, &n, A, &n, wr, wi, VL, &n, VR, &n, work, &lw, &info, 1, 1);
+  else sgeev_(jl, jr, &n, A, &n, wr, wi, VL, &n, VR, &n, work, &lw, &info, 1, 1);
+  if (info != 0) return info;
+  for (int64_t j = 0; j < g->n; j++) stc(w, f, j, ld(wr, f, j), ld(wi, f, j));
+  if (g->left) unpack_vectors(vl, VL, wi, g->n, f);
+  if (g->right) unpack_vectors(vr, VR, wi, g->n, f);
+  return 0;
+}
+
+/* schur, hessenberg, tridiagonal: the packed matrix comes back in a, the
+ * other results in order (schur: vs; hessenberg: taus; tridiagonal: d, e,
+ * taus). */
+static ft_lapack_int reduce_one(const sp_geom *g, char *S, const sp_parts *P, const void *a,
+                                ft_array *const *out, int64_t b) {
+  ft_lapack_int n = (ft_lapack_int)g->n, info = 0, lw = g->lwork, one = 1, sdim = 0;
+  void *A = off_ptr(S, P->a), *VS = off_ptr(S, P->vt), *tau = off_ptr(S, P->tau);
+  void *wi = off_ptr(S, P->w), *e = off_ptr(S, P->u), *work = off_ptr(S, P->work);
+  bool f = g->f64;
+  size_t es = f ? sizeof(double) : sizeof(float);
+  int64_t nn = g->n * g->n, n1 = g->n - 1;
+  to_cm(A, a, g->n, g->n, f);
+  switch (g->p) {
+  case FT_P_SCHUR: {
+    const char *jv = g->uv ? "V" : "N";
+    if (f) dgees_(jv, "N", NULL, &n, A, &n, &sdim, tau, wi, VS, &n, work, &lw, NULL, &info, 1, 1);
+    else sgees_(jv, "N", NULL, &n, A, &n, &sdim, tau, wi, VS, &n, work, &lw, NULL, &info, 1, 1);
+    if (info) return info;
+    if (g->uv) from_cm((char *)out[1]->data + (size_t)(b * nn) * es, VS, g->n, g->n, g->n, f);
+    break;
+  }
+  case FT_P_HESSENBERG:
+    if (f) dgehrd_(&n, &one, &n, A, &n, tau, work, &lw, &info);
+    else sgehrd_(&n, &one, &n, A, &n, tau, work, &lw, &info);
+    if (info) return info;
+    memcpy((char *)out[1]->data + (size_t)(b * n1) * es, tau, (size_t)n1 * es);
+    break;
+  default: /* tridiagonal */
+    if (f) dsytrd_(g->lower ? "L" : "U", &n, A, &n, wi, e, tau, work, &lw, &info, 1);
+    else ssytrd_(g->lower ? "L" : "U", &n, A, &n, wi, e, tau, work, &lw, &info, 1);
+    if (info) return info;
+    memcpy((char *)out[1]->data + (size_t)(b * g->n) * es, wi, (size_t)g->n * es);
+    memcpy((char *)out[2]->data + (size_t)(b * n1) * es, e, (size_t)n1 * es);
+    memcpy((char *)out[3]->data + (size_t)(b * n1) * es, tau, (size_t)n1 * es);
+    break;
+  }
+  from_cm((char *)out[0]->data + (size_t)(b * nn) * es, A, g->n, g->n, g->n, f);
+  return 0;
+}
+
+ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                           ft_array *const *out, void *scratch) {
+  int want_in = e->prim == FT_P_HOUSEHOLDER_PRODUCT ? 2 : 1;
+  if (e->n_in != want_in)
+    return ft_set_error(ctx, FT_ERR_TYPE, "%s: expects %d operand(s)", ft_prim_get(e->prim)->name,
+                        want_in);
+  sp_geom g;
+  ft_status s0 = sp_geometry(ctx, e, &in[0]->aval, &g);
+  if (s0 || !out) return s0;
+  bool f = g.f64;
+  size_t es = f ? sizeof(double) : sizeof(float);
+  if (!scratch) /* the caller must give ft_spectral_scratch(e) bytes */
+    return ft_set_error(ctx, FT_ERR_INTERNAL, "%s: no scratch", ft_prim_get(e->prim)->name);
+  char *S = (char *)(((uintptr_t)scratch + SP_ALIGN - 1) / SP_ALIGN * SP_ALIGN);
+  sp_parts P = sp_layout(&g);
+  int64_t m = g.m, n = g.n, k = g.k;
+  ft_blas_single_thread();
+  if (!ft_blas_enter()) return ft_blas_nomem(ctx);
+  for (int64_t b = 0; b < g.batch; b++) {
+    const char *a = (const char *)in[0]->data + (size_t)(b * m * n) * es;
+    ft_lapack_int info = 0;
+    switch (g.p) {
+    case FT_P_EIGH: {
+      char *v = (char *)out[0]->data + (size_t)(b * n * n) * es;
+      char *w = (char *)out[1]->data + (size_t)(b * n) * es;
+      if (n > 0) info = eigh_one(&g, S, &P, a, v, w);
+      if (info) fill(v, f, n * n, NAN), fill(w, f, n, NAN);
+      break;
+    }
+    case FT_P_SVD: {
+      char *s = (char *)out[0]->data + (size_t)(b * k) * es;
+      char *u = g.uv ? (char *)out[1]->data + (size_t)(b * m * g.ucols) * es : NULL;
+      char *vt = g.uv ? (char *)out[2]->data + (size_t)(b * g.vrows * n) * es : NULL;
+      if (k == 0) { /* JAX's _empty_svd: identities of the requested shapes */
+        if (g.uv) eye(u, f, m, g.ucols), eye(vt, f, g.vrows, n);
+        break;
+      }
+      info = svd_one(&g, S, &P, a, s, u, vt);
+      if (info) {
+        fill(s, f, k, NAN);
+        if (g.uv) fill(u, f, m * g.ucols, NAN), fill(vt, f, g.vrows * n, NAN);
+      }
+      break;
+    }
+    case FT_P_EIG: {
+      char *w = (char *)out[0]->data + (size_t)(b * n) * 2 * es;
+      char *vl = g.left ? (char *)out[1]->data + (size_t)(b * n * n) * 2 * es : NULL;
+      char *vr = g.right ? (char *)out[1 + g.left]->data + (size_t)(b * n * n) * 2 * es : NULL;
+      if (n > 0) info = eig_one(&g, S, &P, a, w, vl, vr);
+      if (info) {
+        fill(w, f, 2 * n, NAN);
+        if (vl) fill(vl, f, 2 * n * n, NAN);
+        if (vr) fill(vr, f, 2 * n * n, NAN);
+      }
+      break;
+    }
+    case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: {
+      if (n > 0) info = reduce_one(&g, S, &P, a, out, b);
+      if (info) /* every result of this member to NaN */
+        for (int o = 0; o < e->n_out; o++) {
+          int64_t per = ft_aval_size(&out[o]->aval) / g.batch;
+          fill((char *)out[o]->data + (size_t)(b * per) * es, f, per, NAN);
+        }
+      break;
+    }
+    case FT_P_HOUSEHOLDER_PRODUCT: {
+      ft_lapack_int mm = (ft_lapack_int)m, nn = (ft_lapack_int)n, kk = (ft_lapack_int)k;
+      ft_lapack_int lw = g.lwork;
+      void *A = S + P.a, *work = S + P.work;
+      const char *tau = (const char *)in[1]->data + (size_t)(b * k) * es;
+      char *q = (char *)out[0]->data + (size_t)(b * m * n) * es;
+      if (n == 0) break;
+      to_cm(A, a, m, n, f);
+      if (f) dorgqr_(&mm, &nn, &kk, A, &mm, (const double *)(const void *)tau, work, &lw, &info);
+      else sorgqr_(&mm, &nn, &kk, A, &mm, (const float *)(const void *)tau, work, &lw, &info);
+      if (info) fill(q, f, m * n, NAN);
+      else from_cm(q, A, m, n, m, f);
+      break;
+    }
+    default: { /* qr */
+      int64_t rrows = g.full ? m : k;
+      char *q = (char *)out[0]->data + (size_t)(b * m * g.ucols) * es;
+      char *r = (char *)out[1]->data + (size_t)(b * rrows * n) * es;
+      if (k == 0) { /* _qr_lowering: q = eye(m, k'), r = zeros */
+        eye(q, f, m, g.ucols), fill(r, f, rrows * n, 0.0);
+        break;
+      }
+      info = qr_one(&g, S, &P, a, q, r);
+      if (info) fill(q, f, m * g.ucols, NAN), fill(r, f, rrows * n, NAN);
+      break;
+    }
+    }
+  }
+  ft_blas_leave();
+  return FT_OK;
+}
+
+size_t ft_spectral_scratch(const ft_eqn *e) {
+  sp_geom g;
+  if (e->n_in < 1 || sp_geometry(NULL, e, &e->in[0]->aval, &g)) return 0;
+  return sp_scratch_bytes(&g);
+}

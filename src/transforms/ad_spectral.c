@@ -1,0 +1,221 @@
+/* src/transforms/ad_spectral.c: JVP and batching rules of eigh, svd and
+ * qr (docs/linalg-spectral.md), written after JAX 0.12's _eigh_jvp_rule,
+ * _svd_jvp_rule and qr_jvp_rule with the same operations in the same
+ * order, so the tangent programs are JAX's (transposition then gives its
+ * reverse mode). Matrices are the last two axes; leading axes are a batch
+ * (dot_general batch dimensions). The rules read the primal results of the
+ * equation itself; where JAX's rule binds a second decomposition (svd with
+ * compute_uv=False needs u and vt) a thin svd is emitted, as JAX's is. */
+#include <string.h>
+
+#include "transforms.h"
+#include "vmap.h"
+
+/* ------------------------------------------------------------- helpers */
+
+/* x @ y over the last two axes (leading axes batch), x or y transposed
+ * when tx_ / ty_ (JAX's _H on real matrices). */
+static ft_var *mm(tx *t, ft_var *x, bool tx_, ft_var *y, bool ty_) {
+  if (!x || !y) return NULL;
+  int r = x->aval.rank;
+  if (y->aval.rank != r) return tx_fail(t, FT_ERR_SHAPE, "%s: matmul of different ranks", t->what);
+  int64_t b[FT_MAX_RANK], xc = tx_ ? r - 2 : r - 1, yc = ty_ ? r - 1 : r - 2;
+  for (int i = 0; i < r - 2; i++) b[i] = i;
+  ft_pval dims = ft_pv_tuple(t->a, 2), p0 = ft_pv_tuple(t->a, 2), p1 = ft_pv_tuple(t->a, 2);
+  if (!dims.u.items || !p0.u.items || !p1.u.items) return tx_nomem(t);
+  p0.u.items[0] = ft_pv_ints(t->a, 1, &xc);
+  p0.u.items[1] = ft_pv_ints(t->a, 1, &yc);
+  p1.u.items[0] = ft_pv_ints(t->a, r - 2, b);
+  p1.u.items[1] = ft_pv_ints(t->a, r - 2, b);
+  dims.u.items[0] = p0;
+  dims.u.items[1] = p1;
+  ft_pval *ps = tx_params(t, FT_P_DOT_GENERAL);
+  if (!ps) return NULL;
+  pset(FT_P_DOT_GENERAL, ps, "dimension_numbers", dims);
+  ft_var *d = tx_emit(t, FT_P_DOT_GENERAL, ps, 2, (ft_var *[]){x, y});
+  /* dot_general puts x's free axis before y's: with x transposed its free
+   * axis is x's last, already first among the free ones */
+  return d;
+}
+
+/* Swaps the last two axes (JAX's _T). */
+static ft_var *mT(tx *t, ft_var *x) {
+  if (!x) return NULL;
+  int r = x->aval.rank;
+  int64_t p[FT_MAX_RANK];
+  for (int i = 0; i < r; i++) p[i] = i;
+  p[r - 1] = r - 2, p[r - 2] = r - 1;
+  return tx_transpose(t, x, r, p);
+}
+
+/* The identity mask (bool) of shape like's shape, over its last two axes:
+ * iota(r-2) == iota(r-1), as lax._eye builds it. */
+static ft_var *eye_mask(tx *t, const ft_aval *like) {
+  ft_var *io[2];
+  for (int k = 0; k < 2; k++) {
+    ft_pval *ip = tx_params(t, FT_P_IOTA);
+    if (!ip) return NULL;
+    pset(FT_P_IOTA, ip, "dimension", ft_pv_int(like->rank - 2 + k));
+    pset(FT_P_IOTA, ip, "dtype", ft_pv_dtype(FT_I32));
+    pset(FT_P_IOTA, ip, "shape", ft_pv_ints(t->a, like->rank, like->dims));
+    io[k] = tx_emit(t, FT_P_IOTA, ip, 0, NULL);
+  }
+  return tx_binop(t, FT_P_EQ, io[0], io[1]);
+}
+
+/* The identity of like's aval (dtype too). */
+static ft_var *eye_of(tx *t, const ft_aval *like) {
+  return tx_convert(t, eye_mask(t, like), like->dtype);
+}
+
+/* The diagonal of x [..., n, n] -> [..., n]: a strided slice of the
+ * flattened matrix (the diagonal's elements exactly). */
+static ft_var *diag_of(tx *t, ft_var *x) {
+  if (!x) return NULL;
+  int r = x->aval.rank;
+  int64_t n = x->aval.dims[r - 1], dims[FT_MAX_RANK], s[FT_MAX_RANK], l[FT_MAX_RANK],
+          st[FT_MAX_RANK];
+  for (int i = 0; i < r - 2; i++) dims[i] = x->aval.dims[i], s[i] = 0, l[i] = dims[i], st[i] = 1;
+  dims[r - 2] = n * n;
+  ft_var *flat = tx_reshape(t, x, r - 1, dims);
+  s[r - 2] = 0, l[r - 2] = n * n, st[r - 2] = n + 1;
+  ft_var *d = tx_slice(t, flat, s, l, st);
+  return d;
+}
+
+/* v [..., k] broadcast to [..., rows, k] (row_axis: v[..., None, :]) or
+ * [..., k, cols] (v[..., :, None]). */
+static ft_var *bc_vec(tx *t, ft_var *v, bool as_row, int64_t other) {
+  if (!v) return NULL;
+  int r = v->aval.rank;
+  int64_t dims[FT_MAX_RANK], bd[FT_MAX_RANK];
+  for (int i = 0; i < r - 1; i++) dims[i] = v->aval.dims[i], bd[i] = i;
+  int64_t k = v->aval.dims[r - 1];
+  if (as_row) dims[r - 1] = other, dims[r] = k, bd[r - 1] = r;
+  else dims[r - 1] = k, dims[r] = other, bd[r - 1] = r - 1;
+  return tx_bcast(t, v, r + 1, dims, bd);
+}
+
+/* ---------------------------------------------------------------- jvp */
+
+/* JAX's _eigh_jvp_rule: with F[i,j] = 1/(w_j - w_i) off the diagonal and
+ * 0 on it, and S = v^T da v, dv = v (F * S) and dw = diag(S). */
+static bool jvp_eigh(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *v = c->y[0], *w = c->y[1], *da = c->dx[0];
+  if (!da) return true;
+  int64_t n = v->aval.dims[v->aval.rank - 1];
+  ft_var *eye = eye_of(t, &v->aval);
+  ft_var *dw = tx_sub(t, bc_vec(t, w, true, n), bc_vec(t, w, false, n));
+  ft_var *F = tx_sub(t, tx_integer_pow(t, tx_add(t, dw, eye), -1), eye);
+  ft_var *S = mm(t, mm(t, v, true, da, false), false, v, false);
+  c->dy[0] = mm(t, v, false, tx_mul(t, F, S), false);
+  c->dy[1] = diag_of(t, S);
+  return !t->failed;
+}
+
+/* JAX's _svd_jvp_rule (real case). */
+static bool jvp_svd(jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  ft_var *A = c->x[0], *dA = c->dx[0];
+  if (!dA) return true;
+  int r = A->aval.rank;
+  int64_t m = A->aval.dims[r - 2], n = A->aval.dims[r - 1];
+  bool uv = pget_bool(FT_P_SVD, c->params, "compute_uv", true);
+  bool full = pget_bool(FT_P_SVD, c->params, "full_matrices", true);
+  if (uv && full && m != n)
+    return tx_fail(t, FT_ERR_UNSUPPORTED,
+                   "jvp of svd: Singular value decomposition JVP not implemented for full "
+                   "matrices (JAX's message; full_matrices=True with a %lld x %lld operand)",
+                   (long long)m, (long long)n), false;
+  ft_var *s = c->y[0], *U, *Vt;
+  if (uv) {
+    U = c->y[1], Vt = c->y[2];
+  } else { /* JAX binds a thin svd with compute_uv=True for u and vt */
+    ft_pval *ps = params_clone(t->a, FT_P_SVD, c->params);
+    if (!ps) return tx_nomem(t), false;
+    pset(FT_P_SVD, ps, "compute_uv", ft_pv_bool(true));
+    pset(FT_P_SVD, ps, "full_matrices", ft_pv_bool(false));
+    ft_var *o[3];
+    if (!tx_emitn(t, FT_P_SVD, ps, 1, &A, 3, o)) return false;
+    U = o[1], Vt = o[2];
+  }
+  (void)e;
+  int64_t k = s->aval.dims[s->aval.rank - 1];
+  ft_var *V = mT(t, Vt);
+  ft_var *dS = mm(t, mm(t, U, true, dA, false), false, V, false);
+  c->dy[0] = diag_of(t, dS);
+  if (!uv) return !t->failed;
+  ft_var *s_row = bc_vec(t, s, true, k), *s_col = bc_vec(t, s, false, k); /* s[j], s[i] */
+  ft_var *s_diffs = tx_mul(t, tx_add(t, s_row, s_col), tx_sub(t, s_row, s_col));
+  ft_var *eye = eye_of(t, &dS->aval);
+  ft_var *F = tx_sub(t, tx_div(t, tx_lit(t, s->aval.dtype, 1.0), tx_add(t, s_diffs, eye)), eye);
+  ft_var *dSS = tx_mul(t, s_row, dS), *SdS = tx_mul(t, s_col, dS);
+  ft_var *s_zeros = tx_convert(t, tx_binop(t, FT_P_EQ, s, tx_lit(t, s->aval.dtype, 0.0)),
+                               s->aval.dtype);
+  ft_var *s_inv = tx_sub(t, tx_div(t, tx_lit(t, s->aval.dtype, 1.0), tx_add(t, s, s_zeros)),
+                         s_zeros);
+  ft_var *s_inv_mat = tx_select(t, eye_mask(t, &dS->aval), tx_zeros(t, &dS->aval),
+                                bc_vec(t, s_inv, true, k));
+  ft_var *dUdV_diag = tx_mul(t, tx_mul(t, tx_lit(t, s->aval.dtype, 0.5), tx_sub(t, dS, mT(t, dS))),
+                             s_inv_mat);
+  ft_var *dU = mm(t, U, false, tx_add(t, tx_mul(t, F, tx_add(t, dSS, mT(t, dSS))), dUdV_diag),
+                  false);
+  ft_var *dV = mm(t, V, false, tx_mul(t, F, tx_add(t, SdS, mT(t, SdS))), false);
+  if (m > n) {
+    ft_var *dAV = mm(t, dA, false, V, false);
+    ft_var *sm = bc_vec(t, s, true, m);
+    dU = tx_add(t, dU, tx_div(t, tx_sub(t, dAV, mm(t, U, false, mm(t, U, true, dAV, false), false)),
+                              sm));
+  }
+  if (n > m) {
+    ft_var *dAHU = mm(t, dA, true, U, false);
+    ft_var *sn = bc_vec(t, s, true, n);
+    dV = tx_add(t, dV, tx_div(t, tx_sub(t, dAHU, mm(t, V, false, mm(t, Vt, false, dAHU, false), false)),
+                              sn));
+  }
+  c->dy[1] = dU;
+  c->dy[2] = mT(t, dV);
+  return !t->failed;
+}
+
+bool ad_spectral_prim(ft_prim p) {
+  return p == FT_P_EIGH || p == FT_P_SVD || p == FT_P_QR || p == FT_P_EIG || p == FT_P_SCHUR ||
+         p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL || p == FT_P_HOUSEHOLDER_PRODUCT;
+}
+
+bool jvp_spectral(jvp_call *c) {
+  switch (c->e->prim) {
+  case FT_P_EIGH: return jvp_eigh(c);
+  case FT_P_SVD: return jvp_svd(c);
+  default:
+    return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(c->e->prim)->name,
+                   ft_spectral_jvp_status(c->e->prim)), false;
+  }
+}
+
+const char *ft_spectral_jvp_status(ft_prim p) {
+  if (p == FT_P_QR)
+    return "unsupported: JAX's qr JVP solves with the triangular factor (triangular_solve), "
+           "which this branch does not have yet";
+  if (p == FT_P_EIG)
+    return "unsupported: JAX's eig JVP solves with the eigenvectors (an LU solve), which this "
+           "branch does not have yet";
+  if (p == FT_P_SCHUR || p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL ||
+      p == FT_P_HOUSEHOLDER_PRODUCT)
+    return "unsupported: JAX defines no derivative for this decomposition";
+  return NULL;
+}
+
+/* ----------------------------------------------------------- batching */
+
+/* The decompositions work on the last two axes: the batch axis goes to
+ * the front and every result is batched there. */
+bool bt_spectral(bt_call *c) {
+  ft_var *x[2];
+  for (int i = 0; i < c->n_in && i < 2; i++) /* householder_product: both, mapped or not */
+    x[i] = bt_match(c->t, c->x[i], c->xb[i], 0, c->s->size);
+  for (int k = 0; k < c->n_out; k++) c->yb[k] = 0;
+  return tx_emitn(c->t, c->e->prim, c->params, c->n_in < 2 ? c->n_in : 2, x, c->n_out, c->y);
+}

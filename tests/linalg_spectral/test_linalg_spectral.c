@@ -1,0 +1,234 @@
+/* tests/linalg_spectral/test_linalg_spectral.c: ft_eigh, ft_svd, ft_qr
+ * (docs/linalg-spectral.md). Known answers are JAX 0.12's on CPU, bit for
+ * bit (hex floats printed by float.hex()): the same LAPACK routines on the
+ * same column-major matrices give the same bits, signs included. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frankentrace.h"
+
+static ft_ctx *C;
+static void setup(void) { C = ft_ctx_new(NULL); }
+static void teardown(void) { ft_ctx_free(C); }
+
+static ft_aval mat(ft_dtype dt, int rank, const int64_t *dims) {
+  ft_aval a = {.dtype = dt, .rank = rank};
+  for (int i = 0; i < rank; i++) a.dims[i] = dims[i];
+  return a;
+}
+
+static int f_eigh(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out, (void)user;
+  return ft_eigh(in[0], true, true, &out[0], &out[1]);
+}
+static int f_svd(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out, (void)user;
+  return ft_svd(in[0], false, true, &out[0], &out[1], &out[2]);
+}
+static int f_qr(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out, (void)user;
+  return ft_qr(in[0], FT_QR_REDUCED, &out[0], &out[1]);
+}
+static int f_qr_r(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out, (void)user;
+  return ft_qr(in[0], FT_QR_R, NULL, &out[0]);
+}
+static int f_eig(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out, (void)user;
+  return ft_eig(in[0], true, &out[0], &out[1]);
+}
+/* sum(w * [1, 2, ...]) + sum(v): a loss through eigenvalues and vectors */
+static int f_eigh_loss(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)max_out, (void)user;
+  ft_val *w, *v;
+  if (ft_eigh(in[0], true, true, &w, &v) != 2) return -1;
+  int64_t n = ft_val_aval(w).dims[0];
+  ft_val *k = ft_iota(t, FT_F64, 1, &n, 0);
+  ft_val *sw = ft_reduce_sum(ft_mul(w, k), 1, (int[]){0});
+  ft_val *sv = ft_reduce_sum(v, 2, (int[]){0, 1});
+  out[0] = ft_add(sw, sv);
+  return out[0] ? 1 : -1;
+}
+
+/* Runs j through ft_eval; returns outputs (caller frees). */
+static void run_eval(ft_jaxpr *j, ft_array *in, int n_out, ft_array **out) {
+  ck_assert_msg(ft_eval(C, j, 1, &in, n_out, out) == FT_OK, "%s", ft_ctx_error(C));
+}
+
+static void expect_hex(const ft_array *a, int n, const double *want) {
+  const double *d = ft_array_data(a);
+  for (int i = 0; i < n; i++)
+    ck_assert_msg(memcmp(&d[i], &want[i], 8) == 0, "element %d: got %a want %a", i, d[i], want[i]);
+}
+
+START_TEST(eigh_known_answer) {
+  int64_t d2[2] = {2, 2};
+  ft_aval av = mat(FT_F64, 2, d2);
+  ft_jaxpr *j = ft_trace(C, f_eigh, NULL, 1, &av);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  double a[4] = {2, 1, 1, 2};
+  ft_array *in = ft_array_from_data(C, FT_F64, 2, d2, a), *out[2] = {0};
+  run_eval(j, in, 2, out);
+  expect_hex(out[0], 2, (const double[]){0x1.0000000000000p+0, 0x1.8000000000000p+1});
+  expect_hex(out[1], 4, (const double[]){-0x1.6a09e667f3bccp-1, 0x1.6a09e667f3bccp-1,
+                                         0x1.6a09e667f3bccp-1, 0x1.6a09e667f3bccp-1});
+  for (int i = 0; i < 2; i++) ft_array_free(out[i]);
+  ft_array_free(in);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
+START_TEST(svd_qr_known_answer) {
+  int64_t d[2] = {3, 2};
+  ft_aval av = mat(FT_F64, 2, d);
+  double a[6] = {1, 2, 3, 4, 5, 6};
+  ft_array *in = ft_array_from_data(C, FT_F64, 2, d, a), *out[3] = {0};
+  ft_jaxpr *j = ft_trace(C, f_svd, NULL, 1, &av);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  run_eval(j, in, 3, out);
+  expect_hex(out[0], 6, (const double[]){-0x1.d6ba6398cb406p-3, 0x1.c45500a49cb1dp-1,
+                                         -0x1.0cab5a56a44e2p-1, 0x1.ed1f5f0944f19p-3,
+                                         -0x1.a3a81bc715cc3p-1, -0x1.9b8aa23ff470fp-2});
+  expect_hex(out[1], 2, (const double[]){0x1.30d10b51174fap+3, 0x1.075267dc7c418p-1});
+  expect_hex(out[2], 4, (const double[]){-0x1.3d4013615e66cp-1, -0x1.91ddaf8f30055p-1,
+                                         -0x1.91ddaf8f30055p-1, 0x1.3d4013615e66cp-1});
+  for (int i = 0; i < 3; i++) ft_array_free(out[i]), out[i] = NULL;
+  ft_jaxpr_free(j);
+  j = ft_trace(C, f_qr, NULL, 1, &av);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  run_eval(j, in, 2, out);
+  expect_hex(out[0], 6, (const double[]){-0x1.5a2cd8c69d618p-3, 0x1.cb4ec140a0230p-1,
+                                         -0x1.03a1a294f6094p-1, 0x1.1aa69e4f27779p-2,
+                                         -0x1.b0b80ef844ba1p-1, -0x1.615045e2f155cp-2});
+  expect_hex(out[1], 4, (const double[]){-0x1.7aa10d193c22dp+2, -0x1.dbfdaa1118664p+2, 0.0,
+                                         0x1.a7f9ed76bb33ep-1});
+  for (int i = 0; i < 2; i++) ft_array_free(out[i]), out[i] = NULL;
+  ft_jaxpr_free(j);
+  j = ft_trace(C, f_qr_r, NULL, 1, &av);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  run_eval(j, in, 1, out);
+  ck_assert_int_eq(ft_array_aval(out[0]).dims[0], 2);
+  ft_array_free(out[0]);
+  ft_jaxpr_free(j);
+  ft_array_free(in);
+}
+END_TEST
+
+/* A rotation: the complex pair +-i and its eigenvectors, JAX's bits. */
+START_TEST(eig_known_answer) {
+  int64_t d2[2] = {2, 2};
+  ft_aval av = mat(FT_F64, 2, d2);
+  ft_jaxpr *j = ft_trace(C, f_eig, NULL, 1, &av);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  double a[4] = {0, -1, 1, 0};
+  ft_array *in = ft_array_from_data(C, FT_F64, 2, d2, a), *out[2] = {0};
+  run_eval(j, in, 2, out);
+  ck_assert_int_eq(ft_array_aval(out[0]).dtype, FT_C128);
+  expect_hex(out[0], 4, (const double[]){0.0, 1.0, 0.0, -1.0});
+  const double h = 0x1.6a09e667f3bccp-1;
+  expect_hex(out[1], 8, (const double[]){h, 0.0, h, -0.0, 0.0, -h, 0.0, h});
+  for (int i = 0; i < 2; i++) ft_array_free(out[i]);
+  ft_array_free(in);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
+/* A NaN anywhere: JAX's results are all NaN (LAPACK fails or propagates). */
+START_TEST(nan_input_gives_nan) {
+  int64_t d2[2] = {2, 2};
+  ft_aval av = mat(FT_F64, 2, d2);
+  double a[4] = {1, NAN, NAN, 1};
+  ft_array *in = ft_array_from_data(C, FT_F64, 2, d2, a), *out[3] = {0};
+  ft_trace_fn fs[2] = {f_eigh, f_svd};
+  int nouts[2] = {2, 3};
+  for (int k = 0; k < 2; k++) {
+    ft_jaxpr *j = ft_trace(C, fs[k], NULL, 1, &av);
+    ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+    run_eval(j, in, nouts[k], out);
+    for (int o = 0; o < nouts[k]; o++) {
+      const double *v = ft_array_data(out[o]);
+      ft_aval oa = ft_array_aval(out[o]);
+      int64_t n = 1;
+      for (int q = 0; q < oa.rank; q++) n *= oa.dims[q];
+      for (int64_t i = 0; i < n; i++) ck_assert(isnan(v[i]));
+      ft_array_free(out[o]), out[o] = NULL;
+    }
+    ft_jaxpr_free(j);
+  }
+  ft_array_free(in);
+}
+END_TEST
+
+START_TEST(misuse_is_an_error) {
+  int64_t d1[1] = {3}, d2[2] = {2, 3};
+  ft_aval v = mat(FT_F64, 1, d1), r = mat(FT_F64, 2, d2), i = mat(FT_I32, 2, d2);
+  ck_assert_ptr_null(ft_trace(C, f_svd, NULL, 1, &v));
+  ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "rank >= 2"));
+  ck_assert_ptr_null(ft_trace(C, f_eigh, NULL, 1, &r));
+  ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "square"));
+  ck_assert_ptr_null(ft_trace(C, f_qr, NULL, 1, &i));
+  ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "dtype"));
+}
+END_TEST
+
+/* grad of a loss through eigh, then vmap of it, run by the interpreter and
+ * by the JIT with 1, 2 and 8 executor threads: one set of bits. */
+START_TEST(bitwise_across_engines_and_threads) {
+  int64_t d[3] = {6, 5, 5};
+  ft_aval av = mat(FT_F64, 2, d + 1);
+  ft_jaxpr *j = ft_trace(C, f_eigh_loss, NULL, 1, &av);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr *g = ft_grad(C, j, 1, (int[]){0}, false);
+  ck_assert_msg(g != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr *vg = ft_vmap(C, g, (int[]){0}, (int[]){0}, 6);
+  ck_assert_msg(vg != NULL, "%s", ft_ctx_error(C));
+  double x[6 * 25];
+  uint64_t s = 12345;
+  for (int i = 0; i < 6 * 25; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = (double)(s >> 11) / 9007199254740992.0 - 0.5;
+  }
+  ft_array *in = ft_array_from_data(C, FT_F64, 3, d, x), *ref = NULL;
+  run_eval(vg, in, 1, &ref);
+  const double *rv = ft_array_data(ref);
+  for (int i = 0; i < 6 * 25; i++) ck_assert(isfinite(rv[i]));
+  int threads[3] = {1, 2, 8};
+  for (int k = 0; k < 3; k++) {
+    ft_ctx *c2 = ft_ctx_new(&(ft_ctx_options){.num_threads = threads[k]});
+    ft_fn *fn = ft_jit(c2, vg, NULL);
+    ck_assert_msg(fn != NULL, "%s", ft_ctx_error(c2));
+    ft_array *o = NULL;
+    ck_assert_msg(ft_call(fn, 1, &in, 1, &o) == FT_OK, "%s", ft_ctx_error(c2));
+    ck_assert_msg(!memcmp(ft_array_data(o), rv, sizeof x), "threads=%d differs", threads[k]);
+    ft_array_free(o);
+    ft_fn_free(fn);
+    ft_ctx_free(c2);
+  }
+  ft_array_free(ref);
+  ft_array_free(in);
+  ft_jaxpr_free(vg);
+  ft_jaxpr_free(g);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("linalg_spectral");
+  TCase *t = tcase_create("all");
+  tcase_add_checked_fixture(t, setup, teardown);
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, eigh_known_answer);
+  tcase_add_test(t, svd_qr_known_answer);
+  tcase_add_test(t, eig_known_answer);
+  tcase_add_test(t, nan_input_gives_nan);
+  tcase_add_test(t, misuse_is_an_error);
+  tcase_add_test(t, bitwise_across_engines_and_threads);
+  suite_add_tcase(s, t);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Generate fixtures/spectral/ (family `spectral`): JAX 0.12's jnp.linalg
+qr, eigh, eigvalsh, svd, eig, eigvals, norm (ord=2, 'nuc'), pinv, lstsq and
+matrix_rank, jax.scipy.linalg.schur and hessenberg, lax.linalg.tridiagonal,
+and the PCA and least-squares programs, in the conformance fixture format
+of gen_conformance.py (whose capture, transform and manifest code this
+reuses). Each case in f32 and f64 (x64_ prefix), with JAX's jvp, vjp (grad
+for a scalar output) and vmap where JAX defines them; inputs are
+well-conditioned, ill-conditioned (close singular values/eigenvalues) and
+degenerate (repeated eigenvalues, rank deficiency: JAX's derivatives are
+inf/NaN there, and ours must be the same), single and batched.
+
+Eigenvector and singular-vector signs are not unique, but JAX on CPU calls
+LAPACK (syevd, gesdd, geqrf+orgqr, geev) and so do we, on the same column-major
+matrices: the signs are compared exactly, as JAX gives them.
+
+Usage:
+  .venv-oracle/bin/python tools/oracle/gen_spectral.py            # -> fixtures/spectral
+  .venv-oracle/bin/python tools/oracle/gen_spectral.py --list
+Deterministic: seeds are crc32(case name).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import gen_conformance as gc  # noqa: E402  (capture, transforms, manifest)
+
+import numpy as np  # noqa: E402
+
+ROOT = gc.ROOT
+FAMILY = "spectral"
+D = ("jvp", "vjp", "vmap")
+
+
+def sym(rng, n, batch=()):
+    a = rng.uniform(-1.0, 1.0, size=batch + (n, n))
+    return a + np.swapaxes(a, -1, -2)
+
+
+def with_spectrum(rng, w):
+    """Q diag(w) Q^T with a seeded orthogonal Q."""
+    q, _ = np.linalg.qr(rng.standard_normal((len(w), len(w))))
+    return (q * np.asarray(w, dtype=np.float64)) @ q.T
+
+
+def with_singular(rng, m, n, s):
+    u, _ = np.linalg.qr(rng.standard_normal((m, m)))
+    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    k = min(m, n)
+    d = np.zeros((m, n))
+    d[np.arange(k), np.arange(k)] = s
+    return u @ d @ v.T
+
+
+def unif(shape):
+    return lambda rng: rng.uniform(-1.0, 1.0, size=shape)
+
+
+def reg(name, fn, makers, transforms=D, dtypes=("f32", "f64")):
+    for dtn in dtypes:
+        cname = f"{'x64_' if dtn == 'f64' else ''}spec_{name}_{dtn}"
+        ts = tuple(transforms)
+        if "vjp" in ts:
+            ts = tuple(t if t != "vjp" else _vjp_or_grad(fn, makers) for t in ts)
+
+        def b(rng, fn=fn, makers=makers, dtn=dtn):
+            return fn, [np.asarray(m(rng)).astype(gc.dt(dtn)) for m in makers]
+        gc.case(cname, FAMILY, name.split("__")[0], ts)(b)
+
+
+def _vjp_or_grad(fn, makers):
+    import jax
+    rng = np.random.default_rng(0)
+    out = jax.eval_shape(fn, *[np.asarray(m(rng), np.float32) for m in makers])
+    leaves = jax.tree_util.tree_leaves(out)
+    if len(leaves) == 1 and leaves[0].shape == () and gc.is_float_aval(leaves[0]):
+        return "grad"
+    return "vjp"
+
+
+def register():
+    import jax.numpy as jnp
+    la = jnp.linalg
+
+    # ---- eigh / eigvalsh
+    reg("eigh__4", la.eigh, [lambda r: sym(r, 4)])
+    reg("eigh__batched", la.eigh, [lambda r: sym(r, 3, (2,))])
+    reg("eigh__upper_nosym", lambda a: la.eigh(a, UPLO="U", symmetrize_input=False),
+        [unif((4, 4))], ("vmap",))
+    reg("eigh__close", la.eigh, [lambda r: with_spectrum(r, [1.0, 1.0 + 1e-3, 5.0])])
+    reg("eigh__repeated", la.eigh, [lambda r: with_spectrum(r, [2.0, 2.0, -1.0])])
+    reg("eigvalsh__5", la.eigvalsh, [lambda r: sym(r, 5)])
+    reg("eigvalsh__sum", lambda a: jnp.sum(la.eigvalsh(a) * jnp.arange(1.0, 4.0, dtype=a.dtype)),
+        [lambda r: sym(r, 3)], ("grad", "vmap"))
+
+    # ---- svd
+    reg("svd__square", la.svd, [unif((4, 4))])
+    reg("svd__thin_tall", lambda a: la.svd(a, full_matrices=False), [unif((5, 3))])
+    reg("svd__thin_wide", lambda a: la.svd(a, full_matrices=False), [unif((3, 5))])
+    reg("svd__full_tall", la.svd, [unif((5, 3))], ("vmap",))  # JAX: no JVP for full m != n
+    reg("svd__full_wide", la.svd, [unif((2, 4))], ("vmap",))
+    reg("svd__values", lambda a: la.svd(a, compute_uv=False), [unif((4, 3))])
+    reg("svd__batched", lambda a: la.svd(a, full_matrices=False), [unif((2, 4, 3))])
+    reg("svd__illcond", lambda a: la.svd(a, full_matrices=False),
+        [lambda r: with_singular(r, 4, 3, [1.0, 1e-3, 1e-6])], ("jvp", "vmap"))
+    reg("svd__rank_deficient", lambda a: la.svd(a, full_matrices=False),
+        [lambda r: with_singular(r, 4, 3, [2.0, 1.0, 0.0])], ("jvp",), dtypes=("f64",))
+
+    # ---- qr (its JVP solves with r: triangular_solve, not on this branch)
+    reg("qr__reduced", la.qr, [unif((5, 3))], ("vmap",))
+    reg("qr__complete", lambda a: la.qr(a, mode="complete"), [unif((5, 3))], ("vmap",))
+    reg("qr__wide", la.qr, [unif((3, 5))], ("vmap",))
+    reg("qr__r", lambda a: la.qr(a, mode="r"), [unif((4, 4))], ())
+    reg("qr__batched", la.qr, [unif((2, 4, 3))], ())
+
+    # ---- eig (its JVP solves with the eigenvectors: LU, not on this branch)
+    reg("eig__5", la.eig, [unif((5, 5))], ("vmap",))
+    reg("eig__batched", la.eig, [unif((2, 4, 4))], ())
+    reg("eigvals__rotation", la.eigvals, [lambda r: np.array([[0.0, -1.0], [1.0, 0.0]])], ())
+    reg("eig__left", lambda a: __import__("jax").lax.linalg.eig(a, compute_left_eigenvectors=True),
+        [unif((4, 4))], ())
+
+    # ---- schur, hessenberg, tridiagonal (JAX defines no derivative)
+    import jax.scipy.linalg as jsl
+    from jax import lax
+    reg("schur__5", jsl.schur, [unif((5, 5))], ("vmap",))
+    reg("schur__values_only", lambda a: lax.linalg.schur(a, compute_schur_vectors=False),
+        [unif((4, 4))], ())
+    reg("hessenberg__5", jsl.hessenberg, [unif((5, 5))], ("vmap",))
+    reg("hessenberg__raw", lax.linalg.hessenberg, [unif((2, 4, 4))], ())
+    reg("hessenberg__calc_q", lambda a: jsl.hessenberg(a, calc_q=True), [unif((4, 4))], ("vmap",))
+    reg("tridiagonal__lower", lax.linalg.tridiagonal, [lambda r: sym(r, 5)], ("vmap",))
+    reg("tridiagonal__upper", lambda a: lax.linalg.tridiagonal(a, lower=False),
+        [lambda r: sym(r, 4, (2,))], ())
+
+    # ---- functions built on svd
+    reg("norm__2", lambda a: la.norm(a, 2), [unif((4, 3))], ("grad", "vmap"))
+    reg("norm__nuc", lambda a: la.norm(a, "nuc"), [unif((3, 4))], ("grad", "vmap"))
+    reg("norm__fro", lambda a: la.norm(a, "fro"), [unif((3, 4))], ("grad",))
+    reg("pinv__tall", la.pinv, [unif((4, 3))], ("jvp", "vmap"))
+    reg("lstsq__vec", lambda a, b: la.lstsq(a, b)[0], [unif((5, 3)), unif((5,))])
+    reg("lstsq__mat", lambda a, b: la.lstsq(a, b), [unif((5, 3)), unif((5, 2))], ("vmap",))
+    reg("matrix_rank__deficient", la.matrix_rank,
+        [lambda r: with_singular(r, 4, 3, [2.0, 1.0, 0.0])], ("vmap",))
+
+    # ---- programs
+    def pca_eigh(x):
+        xc = x - jnp.mean(x, axis=0)
+        cov = xc.T @ xc / (x.shape[0] - 1)
+        w, v = la.eigh(cov)
+        z = xc @ v[:, -2:]
+        return jnp.sum(z ** 2) + jnp.sum(w)
+
+    def pca_svd(x):
+        xc = x - jnp.mean(x, axis=0)
+        _, s, vt = la.svd(xc, full_matrices=False)
+        z = xc @ vt[:2].T
+        return jnp.sum(s[:2] ** 2) / (x.shape[0] - 1) + 0.1 * jnp.sum(z ** 2)
+
+    def least_squares(a, b):
+        x = la.lstsq(a, b)[0]
+        r = a @ x - b
+        return jnp.sum(r ** 2) + jnp.sum(x ** 2)
+
+    pca_data = lambda r: r.standard_normal((8, 3)) * np.array([3.0, 1.0, 0.3])
+    reg("prog__pca_eigh", pca_eigh, [pca_data], ("grad", "vmap"))
+    reg("prog__pca_svd", pca_svd, [pca_data], ("grad", "vmap"))
+    reg("prog__least_squares", least_squares, [unif((6, 3)), unif((6,))], ("grad", "vmap"))
+
+
+if __name__ == "__main__":
+    gc.main(register=register, out_default=os.path.join(ROOT, "fixtures", FAMILY),
+            script=os.path.abspath(__file__), generator="tools/oracle/gen_spectral.py",
+            doc=__doc__, lax_json=False)
