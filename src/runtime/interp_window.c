@@ -52,6 +52,15 @@ static double rnd(ft_dtype dt, double v) {
   return dt == FT_F32 ? f : ft_round_to(dt, f);
 }
 
+/* ft_get_f64 with the f32/f64 loads inline (the same value). */
+static inline double ld_f64(const ft_array *a, int64_t i) {
+  switch (a->aval.dtype) {
+  case FT_F32: return ((const float *)a->data)[i];
+  case FT_F64: return ((const double *)a->data)[i];
+  default: return ft_get_f64(a, i);
+  }
+}
+
 /* XLA's max/min: a NaN operand wins; -0 < +0. */
 static double fmaxmin(double a, double b, bool is_max) {
   if (a != a) return a;
@@ -143,6 +152,43 @@ static int64_t window_elems(const window *w, const ft_aval *x, const int64_t *xs
   return n;
 }
 
+/* reduce_window's tables, one per axis: tab[i][y*wd[i] + k] is the offset
+ * along axis i of output position y and window position k, or -1 for a
+ * hole or a pad, so a window's offsets need no division (n: int64s). */
+static int64_t window_tab_size(const window *w, const ft_aval *o) {
+  int64_t n = 0;
+  for (int i = 0; i < w->rank; i++) n += o->dims[i] * w->wd[i];
+  return n;
+}
+
+static void window_tabs(const window *w, const ft_aval *x, const ft_aval *o, const int64_t *xst,
+                        int64_t *t, int64_t **tab) {
+  for (int i = 0; i < w->rank; i++) {
+    tab[i] = t, t += o->dims[i] * w->wd[i];
+    for (int64_t y = 0; y < o->dims[i]; y++)
+      for (int64_t k = 0; k < w->wd[i]; k++) {
+        int64_t q = unpad(y * w->ws[i] + k * w->wdl[i], w->lo[i], w->bd[i], x->dims[i]);
+        tab[i][y * w->wd[i] + k] = q < 0 ? -1 : q * xst[i];
+      }
+  }
+}
+
+/* window_elems through the tables: the same offsets in the same order. */
+static int64_t window_elems_tab(const window *w, int64_t *const *tab, const int64_t *idx,
+                                int64_t *offs) {
+  int64_t k[FT_MAX_RANK] = {0}, n = 0;
+  if (prod(w->rank, w->wd) == 0) return 0;
+  do {
+    int64_t off = 0;
+    for (int i = 0; i < w->rank && off >= 0; i++) {
+      int64_t d = tab[i][idx[i] * w->wd[i] + k[i]];
+      off = d < 0 ? -1 : off + d;
+    }
+    if (off >= 0) offs[n++] = off;
+  } while (next_index(w->rank, w->wd, k));
+  return n;
+}
+
 /* One output element of reduce_window_* from the m operand elements offs
  * (complex operands: sums only, checked by the caller). */
 static void window_reduce(ft_prim p, const ft_array *x, const int64_t *offs, int64_t m,
@@ -161,7 +207,7 @@ static void window_reduce(ft_prim p, const ft_array *x, const int64_t *offs, int
   } else if (ft_dtype_is_float(dt)) {
     double acc = p == FT_P_REDUCE_WINDOW_SUM ? 0.0 : is_max ? -INFINITY : INFINITY;
     for (int64_t k = 0; k < m; k++) {
-      double v = ft_get_f64(x, offs[k]);
+      double v = ld_f64(x, offs[k]);
       acc = p == FT_P_REDUCE_WINDOW_SUM ? rnd(dt, acc + v) : fmaxmin(acc, v, is_max);
     }
     ft_set_f64(o, oi, acc);
@@ -189,12 +235,15 @@ ft_status ft_interp_reduce_window(ft_ctx *ctx, const ft_eqn *e, ft_array *const 
   return ft_interp_via_into(ctx, e, in, out);
 }
 
-/* The scratch of reduce_window: the offsets of one window (int64 each). */
+/* The scratch of reduce_window: the offsets of one window, then the
+ * per-axis tables (int64 each). */
 size_t ft_reduce_window_scratch(const ft_eqn *e) {
   window w;
-  if (window_of(NULL, e, e->in[0]->aval.rank, &w)) return 0;
+  if (e->n_out < 1 || e->out[0]->aval.rank != e->in[0]->aval.rank ||
+      window_of(NULL, e, e->in[0]->aval.rank, &w))
+    return 0;
   int64_t wn = prod(w.rank, w.wd);
-  return sizeof(int64_t) * (size_t)(wn > 0 ? wn : 1);
+  return sizeof(int64_t) * (size_t)((wn > 0 ? wn : 1) + window_tab_size(&w, &e->out[0]->aval));
 }
 
 ft_status ft_reduce_window_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
@@ -209,9 +258,12 @@ ft_status ft_reduce_window_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *i
   ft_array *o = out[0];
   int64_t xst[FT_MAX_RANK], idx[FT_MAX_RANK] = {0};
   c_strides(&x->aval, xst);
-  int64_t n = ft_array_size(o), *offs = scratch;
+  int64_t n = ft_array_size(o), *offs = scratch, wn = prod(w.rank, w.wd), *tab[FT_MAX_RANK];
+  if (o->aval.rank != w.rank)
+    return ft_set_error(ctx, FT_ERR_SHAPE, "reduce_window: the result rank differs from the operand's");
+  window_tabs(&w, &x->aval, &o->aval, xst, offs + (wn > 0 ? wn : 1), tab);
   for (int64_t i = 0; i < n; i++, next_index(o->aval.rank, o->aval.dims, idx)) {
-    int64_t m = window_elems(&w, &x->aval, xst, idx, offs);
+    int64_t m = window_elems_tab(&w, tab, idx, offs);
     window_reduce(e->prim, x, offs, m, o, i);
   }
   return FT_OK;
@@ -422,14 +474,6 @@ size_t ft_conv_scratch(const ft_eqn *e) {
   return conv_scratch_of(&c, l, r, o);
 }
 
-static inline double conv_ld(const ft_array *a, int64_t i) {
-  switch (a->aval.dtype) {
-  case FT_F32: return ((const float *)a->data)[i];
-  case FT_F64: return ((const double *)a->data)[i];
-  default: return ft_get_f64(a, i);
-  }
-}
-
 static bool conv_float(const conv_plan *c, const ft_array *l, const ft_array *r, ft_array *o,
                        const int64_t *lst, const int64_t *rst, char *scratch) {
   conv_geo g;
@@ -462,7 +506,7 @@ static bool conv_float(const conv_plan *c, const ft_array *l, const ft_array *r,
           do {
             int64_t ro = (q * g.OG + oo) * rst[c->rs[0]] + i * rst[c->rs[1]];
             for (int s = 0; s < c->ns; s++) ro += k[s] * rst[c->rs[2 + s]];
-            double v = conv_ld(r, ro);
+            double v = ld_f64(r, ro);
             if (g.f64) ((double *)(void *)W)[kk * g.OG + oo] = v;
             else ((float *)(void *)W)[kk * g.OG + oo] = (float)v;
             kk++;
@@ -484,7 +528,7 @@ static bool conv_float(const conv_plan *c, const ft_array *l, const ft_array *r,
               int64_t d = tab[s][y[s] * kd[s] + k[s]];
               off = d < 0 ? -1 : off + d;
             }
-            double v = off < 0 ? 0.0 : conv_ld(l, off);
+            double v = off < 0 ? 0.0 : ld_f64(l, off);
             if (g.f64) ((double *)(void *)X)[kk] = v;
             else ((float *)(void *)X)[kk] = (float)v;
             kk++;
