@@ -57,6 +57,7 @@ size_t ft_rule_scratch(const ft_eqn *e) {
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
     return ft_reduce_window_scratch(e);
   case FT_P_TOP_K: return ft_top_k_scratch(e);
+  case FT_P_CONV_GENERAL_DILATED: return ft_conv_scratch(e);
   case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD: return ft_select_and_scratch(e);
   case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD: case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN:
   case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_ARGMAX: case FT_P_ARGMIN:

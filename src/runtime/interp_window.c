@@ -12,12 +12,13 @@
  * flip); feature_group_count and batch_group_count split the features and
  * the batch as StableHLO's convolution specifies.
  *
- * Summation order (docs/determinism.md): every float sum here is
- * sequential, starting from +0.0 and adding the terms in row-major order of
- * the window (for convolutions: input feature of the group outermost, then
- * the spatial window row-major), rounding each product and each partial sum
- * to the result dtype (no FMA). Holes and pads are skipped (they would add
- * exact zeros). */
+ * Summation order (docs/determinism.md): reduce_window_sum is sequential,
+ * starting from +0.0 and adding the terms in row-major order of the window,
+ * rounding each partial sum to the result dtype (no FMA); holes and pads are
+ * skipped (they would add exact zeros). Float convolutions are im2col + the
+ * shared GEMM (ft_gemm_f32/f64, the dot_general kernel): their order is
+ * OpenBLAS's for the shapes, the same in the interpreter and the JIT, on any
+ * thread count. Integer convolutions wrap, in window order. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,15 @@ static double rnd(ft_dtype dt, double v) {
   if (dt == FT_F64) return v;
   float f = (float)v;
   return dt == FT_F32 ? f : ft_round_to(dt, f);
+}
+
+/* ft_get_f64 with the f32/f64 loads inline (the same value). */
+static inline double ld_f64(const ft_array *a, int64_t i) {
+  switch (a->aval.dtype) {
+  case FT_F32: return ((const float *)a->data)[i];
+  case FT_F64: return ((const double *)a->data)[i];
+  default: return ft_get_f64(a, i);
+  }
 }
 
 /* XLA's max/min: a NaN operand wins; -0 < +0. */
@@ -142,6 +152,43 @@ static int64_t window_elems(const window *w, const ft_aval *x, const int64_t *xs
   return n;
 }
 
+/* reduce_window's tables, one per axis: tab[i][y*wd[i] + k] is the offset
+ * along axis i of output position y and window position k, or -1 for a
+ * hole or a pad, so a window's offsets need no division (n: int64s). */
+static int64_t window_tab_size(const window *w, const ft_aval *o) {
+  int64_t n = 0;
+  for (int i = 0; i < w->rank; i++) n += o->dims[i] * w->wd[i];
+  return n;
+}
+
+static void window_tabs(const window *w, const ft_aval *x, const ft_aval *o, const int64_t *xst,
+                        int64_t *t, int64_t **tab) {
+  for (int i = 0; i < w->rank; i++) {
+    tab[i] = t, t += o->dims[i] * w->wd[i];
+    for (int64_t y = 0; y < o->dims[i]; y++)
+      for (int64_t k = 0; k < w->wd[i]; k++) {
+        int64_t q = unpad(y * w->ws[i] + k * w->wdl[i], w->lo[i], w->bd[i], x->dims[i]);
+        tab[i][y * w->wd[i] + k] = q < 0 ? -1 : q * xst[i];
+      }
+  }
+}
+
+/* window_elems through the tables: the same offsets in the same order. */
+static int64_t window_elems_tab(const window *w, int64_t *const *tab, const int64_t *idx,
+                                int64_t *offs) {
+  int64_t k[FT_MAX_RANK] = {0}, n = 0;
+  if (prod(w->rank, w->wd) == 0) return 0;
+  do {
+    int64_t off = 0;
+    for (int i = 0; i < w->rank && off >= 0; i++) {
+      int64_t d = tab[i][idx[i] * w->wd[i] + k[i]];
+      off = d < 0 ? -1 : off + d;
+    }
+    if (off >= 0) offs[n++] = off;
+  } while (next_index(w->rank, w->wd, k));
+  return n;
+}
+
 /* One output element of reduce_window_* from the m operand elements offs
  * (complex operands: sums only, checked by the caller). */
 static void window_reduce(ft_prim p, const ft_array *x, const int64_t *offs, int64_t m,
@@ -160,7 +207,7 @@ static void window_reduce(ft_prim p, const ft_array *x, const int64_t *offs, int
   } else if (ft_dtype_is_float(dt)) {
     double acc = p == FT_P_REDUCE_WINDOW_SUM ? 0.0 : is_max ? -INFINITY : INFINITY;
     for (int64_t k = 0; k < m; k++) {
-      double v = ft_get_f64(x, offs[k]);
+      double v = ld_f64(x, offs[k]);
       acc = p == FT_P_REDUCE_WINDOW_SUM ? rnd(dt, acc + v) : fmaxmin(acc, v, is_max);
     }
     ft_set_f64(o, oi, acc);
@@ -188,12 +235,15 @@ ft_status ft_interp_reduce_window(ft_ctx *ctx, const ft_eqn *e, ft_array *const 
   return ft_interp_via_into(ctx, e, in, out);
 }
 
-/* The scratch of reduce_window: the offsets of one window (int64 each). */
+/* The scratch of reduce_window: the offsets of one window, then the
+ * per-axis tables (int64 each). */
 size_t ft_reduce_window_scratch(const ft_eqn *e) {
   window w;
-  if (window_of(NULL, e, e->in[0]->aval.rank, &w)) return 0;
+  if (e->n_out < 1 || e->out[0]->aval.rank != e->in[0]->aval.rank ||
+      window_of(NULL, e, e->in[0]->aval.rank, &w))
+    return 0;
   int64_t wn = prod(w.rank, w.wd);
-  return sizeof(int64_t) * (size_t)(wn > 0 ? wn : 1);
+  return sizeof(int64_t) * (size_t)((wn > 0 ? wn : 1) + window_tab_size(&w, &e->out[0]->aval));
 }
 
 ft_status ft_reduce_window_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
@@ -208,9 +258,12 @@ ft_status ft_reduce_window_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *i
   ft_array *o = out[0];
   int64_t xst[FT_MAX_RANK], idx[FT_MAX_RANK] = {0};
   c_strides(&x->aval, xst);
-  int64_t n = ft_array_size(o), *offs = scratch;
+  int64_t n = ft_array_size(o), *offs = scratch, wn = prod(w.rank, w.wd), *tab[FT_MAX_RANK];
+  if (o->aval.rank != w.rank)
+    return ft_set_error(ctx, FT_ERR_SHAPE, "reduce_window: the result rank differs from the operand's");
+  window_tabs(&w, &x->aval, &o->aval, xst, offs + (wn > 0 ? wn : 1), tab);
   for (int64_t i = 0; i < n; i++, next_index(o->aval.rank, o->aval.dims, idx)) {
-    int64_t m = window_elems(&w, &x->aval, xst, idx, offs);
+    int64_t m = window_elems_tab(&w, tab, idx, offs);
     window_reduce(e->prim, x, offs, m, o, i);
   }
   return FT_OK;
@@ -336,13 +389,11 @@ typedef struct conv_elem {
   const int64_t *y;                         /* output spatial index */
 } conv_elem;
 
+/* Integer convolutions: a wrapping sum per output element. */
 static void conv_one(const conv_plan *c, const ft_array *l, const ft_array *r, const int64_t *lst,
                      const int64_t *rst, const conv_elem *ce, ft_array *o, int64_t oi) {
-  ft_dtype odt = o->aval.dtype;
-  bool fl = ft_dtype_is_float(odt);
   int64_t I = r->aval.dims[c->rs[1]], kd[FT_MAX_RANK];
   for (int s = 0; s < c->ns; s++) kd[s] = r->aval.dims[c->rs[2 + s]];
-  double facc = 0.0;
   uint64_t iacc = 0;
   if (prod(c->ns, kd) > 0)
     for (int64_t i = 0; i < I; i++) {
@@ -357,22 +408,156 @@ static void conv_one(const conv_plan *c, const ft_array *l, const ft_array *r, c
           lo_ += q * lst[ax];
           ro += k[s] * rst[c->rs[2 + s]];
         }
-        if (!ok) continue;
-        if (fl) facc = rnd(odt, facc + rnd(odt, ft_get_f64(l, lo_) * ft_get_f64(r, ro)));
-        else iacc += (uint64_t)ft_get_i64(l, lo_) * (uint64_t)ft_get_i64(r, ro);
+        if (ok) iacc += (uint64_t)ft_get_i64(l, lo_) * (uint64_t)ft_get_i64(r, ro);
       } while (next_index(c->ns, kd, k));
     }
-  if (fl) ft_set_f64(o, oi, facc);
-  else ft_set_i64(o, oi, (int64_t)iacc);
+  ft_set_i64(o, oi, (int64_t)iacc);
 }
 
 ft_status ft_interp_conv(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
   return ft_interp_via_into(ctx, e, in, out);
 }
 
+/* Float convolutions: im2col + the shared GEMM (src/runtime/interp_linalg.c).
+ * The features split into G = feature_group_count * batch_group_count
+ * groups (one of the two is 1); group q reads lhs features [g*I, (g+1)*I)
+ * (g = q when feature-grouped) of lhs batches [b0, b0+NB) (b0 = q*NB when
+ * batch-grouped) and writes output features [q*OG, (q+1)*OG). For each
+ * group the patches X[P][K] (P = NB * output positions, row-major over the
+ * output batch then its spatial axes; K = I * window, input feature
+ * outermost, then the kernel's spatial axes in rhs_spec order; a hole or a
+ * pad is 0) times the kernel W[K][OG] gives C[P][OG], one ft_gemm call, so
+ * the interpreter and the JIT's routine step run the same kernel and the
+ * same shape-determined blocking: the bits depend on the shapes only. */
+typedef struct conv_geo {
+  int64_t N, O, I, G, NB, OG, K, P, S, KW;
+  bool f64;
+} conv_geo;
+
+static void conv_geo_of(const conv_plan *c, const ft_aval *l, const ft_aval *r, const ft_aval *o,
+                        conv_geo *g) {
+  g->N = l->dims[c->ls[0]], g->O = r->dims[c->rs[0]], g->I = r->dims[c->rs[1]];
+  g->G = c->fg * c->bg;
+  g->NB = g->N / c->bg;
+  g->OG = g->O / g->G;
+  g->KW = 1, g->S = 1;
+  for (int s = 0; s < c->ns; s++) g->KW *= r->dims[c->rs[2 + s]], g->S *= o->dims[c->os[2 + s]];
+  g->K = g->I * g->KW;
+  g->P = g->NB * g->S;
+  g->f64 = o->dtype == FT_F64;
+}
+
+static size_t conv_region(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Scratch of a float convolution: X, W and C of one group, in the compute
+ * precision (f64 for an f64 result, else f32), plus one operand-index
+ * table per spatial axis (output position x kernel position). */
+static size_t conv_scratch_of(const conv_plan *c, const ft_aval *l, const ft_aval *r,
+                              const ft_aval *o) {
+  conv_geo g;
+  conv_geo_of(c, l, r, o, &g);
+  size_t es = g.f64 ? sizeof(double) : sizeof(float), tab = 0;
+  for (int s = 0; s < c->ns; s++)
+    tab += (size_t)(o->dims[c->os[2 + s]] * r->dims[c->rs[2 + s]]);
+  return conv_region(es * (size_t)(g.P * g.K)) + conv_region(es * (size_t)(g.K * g.OG)) +
+         conv_region(es * (size_t)(g.P * g.OG)) + conv_region(sizeof(int64_t) * (tab + 1));
+}
+
+size_t ft_conv_scratch(const ft_eqn *e) {
+  if (e->n_in != 2 || e->n_out != 1 || !ft_dtype_is_float(e->out[0]->aval.dtype)) return 0;
+  const ft_aval *l = &e->in[0]->aval, *r = &e->in[1]->aval, *o = &e->out[0]->aval;
+  conv_plan c;
+  if (l->rank < 2 || r->rank != l->rank || o->rank != l->rank || conv_plan_of(NULL, e, l->rank, &c))
+    return 0;
+  int64_t O = r->dims[c.rs[0]], I = r->dims[c.rs[1]], N = l->dims[c.ls[0]];
+  if (l->dims[c.ls[1]] != I * c.fg || O % c.fg || O % c.bg || N % c.bg) return 0;
+  return conv_scratch_of(&c, l, r, o);
+}
+
+static bool conv_float(const conv_plan *c, const ft_array *l, const ft_array *r, ft_array *o,
+                       const int64_t *lst, const int64_t *rst, char *scratch) {
+  conv_geo g;
+  conv_geo_of(c, &l->aval, &r->aval, &o->aval, &g);
+  size_t es = g.f64 ? sizeof(double) : sizeof(float);
+  char *X = scratch, *W = X + conv_region(es * (size_t)(g.P * g.K));
+  char *C = W + conv_region(es * (size_t)(g.K * g.OG));
+  int64_t *tab[FT_MAX_RANK], ost[FT_MAX_RANK], od[FT_MAX_RANK], kd[FT_MAX_RANK];
+  int64_t *t = (int64_t *)(void *)(C + conv_region(es * (size_t)(g.P * g.OG)));
+  c_strides(&o->aval, ost);
+  /* tab[s][y*kd + k]: the lhs offset along spatial axis s of output
+   * position y and kernel position k, or -1 for a hole or a pad. */
+  for (int s = 0; s < c->ns; s++) {
+    int64_t ax = c->ls[2 + s];
+    od[s] = o->aval.dims[c->os[2 + s]], kd[s] = r->aval.dims[c->rs[2 + s]];
+    tab[s] = t, t += od[s] * kd[s];
+    for (int64_t y = 0; y < od[s]; y++)
+      for (int64_t k = 0; k < kd[s]; k++) {
+        int64_t q = unpad(y * c->ws[s] + k * c->rd[s], c->lo[s], c->ld[s], l->aval.dims[ax]);
+        tab[s][y * kd[s] + k] = q < 0 ? -1 : q * lst[ax];
+      }
+  }
+  for (int64_t q = 0; q < g.G; q++) {
+    int64_t gf = c->fg > 1 ? q : 0, b0 = c->bg > 1 ? q * g.NB : 0;
+    /* W[K][OG]: W[(i, k...)][o] = rhs[q*OG + o, i, k...] */
+    for (int64_t oo = 0; oo < g.OG; oo++) {
+      int64_t k[FT_MAX_RANK] = {0}, kk = 0;
+      for (int64_t i = 0; i < g.I; i++) {
+        if (g.KW > 0)
+          do {
+            int64_t ro = (q * g.OG + oo) * rst[c->rs[0]] + i * rst[c->rs[1]];
+            for (int s = 0; s < c->ns; s++) ro += k[s] * rst[c->rs[2 + s]];
+            double v = ld_f64(r, ro);
+            if (g.f64) ((double *)(void *)W)[kk * g.OG + oo] = v;
+            else ((float *)(void *)W)[kk * g.OG + oo] = (float)v;
+            kk++;
+          } while (next_index(c->ns, kd, k));
+      }
+    }
+    /* X[P][K]: one patch per output batch and position */
+    int64_t y[FT_MAX_RANK] = {0};
+    for (int64_t p = 0; p < g.P; p++) {
+      int64_t nb = b0 + p / (g.S ? g.S : 1);
+      int64_t base = nb * lst[c->ls[0]] + gf * g.I * lst[c->ls[1]];
+      int64_t k[FT_MAX_RANK] = {0}, kk = p * g.K;
+      if (g.KW > 0)
+        for (int64_t i = 0; i < g.I; i++) {
+          int64_t ib = base + i * lst[c->ls[1]];
+          do {
+            int64_t off = ib;
+            for (int s = 0; s < c->ns && off >= 0; s++) {
+              int64_t d = tab[s][y[s] * kd[s] + k[s]];
+              off = d < 0 ? -1 : off + d;
+            }
+            double v = off < 0 ? 0.0 : ld_f64(l, off);
+            if (g.f64) ((double *)(void *)X)[kk] = v;
+            else ((float *)(void *)X)[kk] = (float)v;
+            kk++;
+          } while (next_index(c->ns, kd, k));
+        }
+      if (!next_index(c->ns, od, y)) memset(y, 0, sizeof y);
+    }
+    bool ok = g.f64 ? ft_gemm_f64(g.P, g.OG, g.K, (double *)(void *)X, g.K, (double *)(void *)W, g.OG,
+                                  (double *)(void *)C, g.OG)
+                    : ft_gemm_f32(g.P, g.OG, g.K, (float *)(void *)X, g.K, (float *)(void *)W, g.OG,
+                                  (float *)(void *)C, g.OG);
+    if (!ok) return false;
+    /* C[P][OG] into out[b, q*OG + o, y...] */
+    memset(y, 0, sizeof y);
+    for (int64_t p = 0; p < g.P; p++) {
+      int64_t bn = p / (g.S ? g.S : 1), oi = bn * ost[c->os[0]];
+      for (int s = 0; s < c->ns; s++) oi += y[s] * ost[c->os[2 + s]];
+      for (int64_t oo = 0; oo < g.OG; oo++) {
+        double v = g.f64 ? ((double *)(void *)C)[p * g.OG + oo] : ((float *)(void *)C)[p * g.OG + oo];
+        ft_set_f64(o, oi + (q * g.OG + oo) * ost[c->os[1]], v);
+      }
+      if (!next_index(c->ns, od, y)) memset(y, 0, sizeof y);
+    }
+  }
+  return true;
+}
+
 ft_status ft_conv_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
                        void *scratch) {
-  (void)scratch;
   const ft_array *l = in[0], *r = in[1];
   conv_plan c;
   ft_status st;
@@ -392,6 +577,11 @@ ft_status ft_conv_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_arr
   int64_t lst[FT_MAX_RANK], rst[FT_MAX_RANK], idx[FT_MAX_RANK] = {0}, y[FT_MAX_RANK];
   c_strides(&l->aval, lst);
   c_strides(&r->aval, rst);
+  if (ft_dtype_is_float(odt)) {
+    if (ft_array_size(o) == 0) return FT_OK;
+    FT_ASSERT(scratch != NULL);
+    return conv_float(&c, l, r, o, lst, rst, scratch) ? FT_OK : ft_blas_nomem(ctx);
+  }
   int64_t og = O / c.fg, ob = O / c.bg, nbg = N / c.bg, n = ft_array_size(o);
   for (int64_t i = 0; i < n; i++, next_index(o->aval.rank, o->aval.dims, idx)) {
     int64_t bn = idx[c.os[0]], f = idx[c.os[1]];

@@ -297,6 +297,7 @@ bool ft_linalg_writes_all(const ft_eqn *e);
 /* (the parts of ft_rule_scratch that live next to their bodies) */
 size_t ft_reduce_window_scratch(const ft_eqn *e);
 size_t ft_top_k_scratch(const ft_eqn *e);
+size_t ft_conv_scratch(const ft_eqn *e);
 size_t ft_reduce_scratch(const ft_eqn *e);
 size_t ft_dot_scratch(const ft_eqn *e);
 /* Runs a rule body as an interpreter rule: allocates out[] and the scratch. */
