@@ -37,7 +37,10 @@ row population_count "$int_only"
 row mulhi "$int_only"
 row platform_index "$int_only"
 row add "$every"
-row all_gather 'not parsed (no entry in src/ir/prims.def)'
+spmd_jvp='jvp: unsupported: SPMD transforms are the next slice of issue 27 (docs/spmd.md)'
+spmd_tr='transpose: unsupported: transposes of shard_map and collectives (psum <-> pvary, all_gather <-> reduce_scatter, ppermute <-> its inverse) are the next slice of issue 27 (docs/spmd.md)'
+spmd_bt='batch: unsupported: vmap of shard_map and collectives is the next slice of issue 27 (docs/spmd.md)'
+row all_gather "eval egraph; $spmd_jvp; $spmd_tr; $spmd_bt; lower: unsupported: runs as an interpreter step: not compiled yet"
 
 # one row per listed primitive, and a summary whose counts add up
 n_list=$(grep -vc '^#' "$LIST")
