@@ -4,7 +4,8 @@
  * byte, and the interpreter's result equals JAX's bit for bit (the inputs
  * are small integers, so every sum is exact). Then: psum combines in index
  * order; bad axis names and mesh sizes fail with clear errors; the JIT
- * refuses shard_map with a message. */
+ * refuses shard_map with a message (and with allow_fallback runs it as an
+ * interpreter step, same bits); jvp of the linear cases is (f(x), f(t)). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,43 @@ static void path_of(char *buf, size_t n, const char *name, const char *ext) {
   snprintf(buf, n, "%s/spmd/%s%s", dir, name, ext);
 }
 
+/* The JIT runs shard_map as an interpreter step (allow_fallback): the
+ * same bits. */
+static void check_jit(const char *name, const ft_jaxpr *j, ft_array *in, const ft_array *want) {
+  ft_jit_options o = {0};
+  o.allow_fallback = true;
+  ft_fn *fn = ft_jit(C, j, &o);
+  ck_assert_msg(fn != NULL, "%s: %s", name, ft_ctx_error(C));
+  ft_array *got = NULL;
+  ck_assert_msg(ft_call(fn, 1, &in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_array_equal_bits(got, want), "%s: JIT != interpreter", name);
+  ft_array_free(got);
+  ft_fn_free(fn);
+}
+
+/* Every case but pmax/pmin is linear in x: jvp(f)(x, t) is (f(x), f(t)),
+ * bit for bit (the tangent runs the same operations on t). pmax/pmin
+ * refuse with the reason. */
+static void check_jvp(const char *name, const ft_jaxpr *j, ft_array *x, const ft_array *fx) {
+  ft_jaxpr *d = ft_jvp(C, j);
+  if (!strcmp(name, "pmax") || !strcmp(name, "pmin")) {
+    ck_assert_ptr_null(d);
+    ck_assert_msg(strstr(ft_ctx_error(C), "the JVP of pmax/pmin"), "%s", ft_ctx_error(C));
+    return;
+  }
+  ck_assert_msg(d != NULL, "%s: %s", name, ft_ctx_error(C));
+  ft_array *t = ft_array_clone(C, x);
+  float *tv = ft_array_data(t);
+  for (int64_t i = 0; i < ft_array_size(t); i++) tv[i] = (float)(i % 7) - 3.0f;
+  ft_array *in[2] = {x, t}, *out[2] = {0}, *ft_ = NULL;
+  ck_assert_msg(ft_eval(C, d, 2, in, 2, out) == FT_OK, "%s: jvp: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, j, 1, &t, 1, &ft_) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_array_equal_bits(out[0], fx), "%s: jvp primal differs", name);
+  ck_assert_msg(ft_array_equal_bits(out[1], ft_), "%s: jvp tangent is not f(t)", name);
+  ft_array_free(t), ft_array_free(out[0]), ft_array_free(out[1]), ft_array_free(ft_);
+  ft_jaxpr_free(d);
+}
+
 static void check_case(const char *name) {
   char p[1024];
   path_of(p, sizeof p, name, ".jaxpr");
@@ -53,6 +91,8 @@ static void check_case(const char *name) {
   ck_assert(in && want);
   ck_assert_msg(ft_eval(C, j, 1, &in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(got, want), "%s: result differs from JAX's", name);
+  check_jit(name, j, in, got);
+  check_jvp(name, j, in, got);
   ft_array_free(in);
   ft_array_free(want);
   ft_array_free(got);
