@@ -185,6 +185,23 @@ START_TEST(jit_refuses) {
 }
 END_TEST
 
+/* Reverse mode and vmap are the next slice: clear refusals, not a wrong
+ * program. */
+START_TEST(grad_and_vmap_refuse) {
+  ft_jaxpr *j = sum4("i", 4);
+  ck_assert_ptr_nonnull(j);
+  ft_jaxpr *v = ft_vjp_jaxpr(C, j);
+  ck_assert_ptr_null(v);
+  ck_assert_msg(strstr(ft_ctx_error(C), "reverse mode through shard_map"), "%s", ft_ctx_error(C));
+  int ax = 0;
+  v = ft_vmap(C, j, &ax, &ax, 2);
+  ck_assert_ptr_null(v);
+  ck_assert_msg(strstr(ft_ctx_error(C), "vmap of shard_map and collectives is the next slice"), "%s",
+                ft_ctx_error(C));
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("spmd");
   TCase *tc = tcase_create("spmd");
@@ -194,6 +211,7 @@ int main(void) {
   tcase_add_test(tc, psum_index_order);
   tcase_add_test(tc, bad_axis_and_mesh);
   tcase_add_test(tc, jit_refuses);
+  tcase_add_test(tc, grad_and_vmap_refuse);
   SRunner *r = srunner_create(s);
   suite_add_tcase(s, tc);
   srunner_run_all(r, CK_NORMAL);
