@@ -38,9 +38,8 @@ row mulhi "$int_only"
 row platform_index "$int_only"
 row add "$every"
 spmd_tr='transpose: unsupported: transposes of shard_map and collectives (psum <-> pvary, all_gather <-> reduce_scatter, ppermute <-> its inverse) are the next slice of issue 27 (docs/spmd.md)'
-spmd_bt='batch: unsupported: vmap of shard_map and collectives is the next slice of issue 27 (docs/spmd.md)'
-row all_gather "eval jvp egraph; $spmd_tr; $spmd_bt; lower: unsupported: runs as an interpreter step: not compiled yet"
-row pmax "eval; jvp: unsupported: the JVP of pmax/pmin (the tangent at the chosen index) is the next slice of issue 27 (docs/spmd.md); transpose: not linear; $spmd_bt; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only; lower: unsupported: runs as an interpreter step: not compiled yet"
+row all_gather "eval jvp batch egraph; $spmd_tr; lower: unsupported: runs as an interpreter step: not compiled yet"
+row pmax "eval batch; jvp: unsupported: the JVP of pmax/pmin (the tangent at the chosen index) is the next slice of issue 27 (docs/spmd.md); transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only; lower: unsupported: runs as an interpreter step: not compiled yet"
 
 # one row per listed primitive, and a summary whose counts add up
 n_list=$(grep -vc '^#' "$LIST")
