@@ -144,6 +144,7 @@ static ft_var *clone_var(cloner *c, const ft_var *v, bool define) {
   if (v->kind == FT_LIT) r = lit_clone(c->a, v);
   else if (v->kind == FT_DROP) r = ft_drop_new(c->a, &v->aval);
   else r = ft_var_new(c->a, &v->aval);
+  if (r && v->vma && !(r->vma = ft_arena_strndup(c->a, v->vma, strlen(v->vma)))) c->ok = false;
   if (!r || !vmap_set(&c->m, v, r)) c->ok = false;
   return r;
 }

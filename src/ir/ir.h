@@ -339,6 +339,10 @@ typedef struct ft_var {
     double f;           /* floats (exactly the value of the narrower type) */
   } lit;
   double lit_im;        /* complex literals: imaginary part */
+  /* Inside a shard_map body: the mesh axes the value varies over, as JAX
+   * 0.12 prints them after the type (`f32[2]{V:i}` holds "i"); in the
+   * arena, or NULL. Printed back; not a part of the aval (docs/spmd.md). */
+  const char *vma;
 } ft_var;
 
 typedef struct ft_eqn {
@@ -425,6 +429,32 @@ bool ft_infer_linalg(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in, co
  * tuples. Writes at most FT_MAX_RANK ints to out and their count to *n;
  * false when the field is missing or malformed. */
 bool ft_dimnums_field(const ft_pval *v, const char *name, int pos, int64_t *out, int *n);
+
+/* =========================================================== shape_spmd.c */
+/* shard_map and the named-axis collectives (docs/spmd.md). */
+#define FT_SPMD_MAX_AXES 8
+typedef struct ft_spmd_axis { char name[64]; int64_t size; } ft_spmd_axis;
+typedef struct ft_spmd_dim { int n; char names[FT_SPMD_MAX_AXES][64]; } ft_spmd_dim;
+/* Shape rules of FT_P_SHARD_MAP and the collectives (ft_infer calls it). */
+ft_status ft_infer_spmd(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in, const ft_aval *in,
+                        ft_aval *out, int max_out, int *n_out);
+/* psum, pmax, all_gather, ..., axis_index: the prims that name mesh axes. */
+bool ft_prim_is_collective(ft_prim p);
+/* The param holding a collective's axis names ("axes" or "axis_name"). */
+const char *ft_spmd_axis_param(ft_prim p);
+/* Axis names of a param (a name or a tuple of quoted names), copied out
+ * unquoted; -1 when v is not that or holds more than max. */
+int ft_spmd_names(const ft_pval *v, char (*names)[64], int max);
+/* The axes of a printed Mesh(...), in order; -1 when malformed. */
+int ft_spmd_mesh(const ft_pval *v, ft_spmd_axis *axes, int max);
+/* The per-dimension axis names of a printed P(...); -1 when malformed. */
+int ft_spmd_spec(const ft_pval *v, ft_spmd_dim *dims, int max);
+/* The size of the mesh axis `name`, or -1 when the mesh has none. */
+int64_t ft_spmd_axis_size(const ft_spmd_axis *mesh, int n_mesh, const char *name);
+/* The number of indices a collective eqn combines over (the product of its
+ * axes' sizes), after checking its axes exist in the mesh, axis_size,
+ * axis_index_groups and perm; -1 with the error on ctx. */
+int64_t ft_spmd_group_size(ft_ctx *ctx, const ft_eqn *e, const ft_spmd_axis *mesh, int n_mesh);
 
 /* ================================================================ print.c */
 /* (pp.c holds the layout engine and the number formatting; print.c builds

@@ -39,6 +39,7 @@ static ft_var *var_alloc(ft_arena *a, const ft_aval *aval, ft_var_kind k) {
   v->id = ft_arena_next_var_id(a);
   v->lit.u = 0;
   v->lit_im = 0;
+  v->vma = NULL;
   return v;
 }
 

@@ -667,6 +667,24 @@ static void add_binder(ft_parser *p, binders *b, ft_var *v, size_t pos, size_t l
   b->v[b->n] = v, b->pos[b->n] = pos, b->len[b->n++] = len;
 }
 
+/* `{V:i,j}` after a binder's type (JAX 0.12, check_vma): the axes the
+ * value varies over inside a shard_map body, kept as text to print back. */
+static void parse_vma(ft_parser *p, ft_var *v) {
+  size_t at = p->pos;
+  if (peek_at(p, p->pos + 1) != 'V' || peek_at(p, p->pos + 2) != ':')
+    ft_parse_fail(p, at, "unsupported type annotation (expected '{V:axes}', the varying mesh axes)");
+  size_t s = p->pos + 3, e = s;
+  while (e < p->len && p->src[e] != '}') {
+    char c = p->src[e];
+    if (!(c == ',' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+      ft_parse_fail(p, e, "expected a mesh axis name or '}' in '{V:...}'");
+    e++;
+  }
+  if (e >= p->len || e == s) ft_parse_fail(p, at, "'{V:' needs axis names and a closing '}'");
+  v->vma = oom_check(p, ft_arena_strndup(p->arena, p->src + s, e - s));
+  p->pos = e + 1;
+}
+
 /* `name:aval`; `_` makes a dropped variable. Not yet in scope. */
 static void parse_binder(ft_parser *p, binders *b) {
   ft_parse_skip_ws(p);
@@ -678,6 +696,7 @@ static void parse_binder(ft_parser *p, binders *b) {
   ft_aval av = parse_aval(p);
   bool drop = n == 1 && p->src[start] == '_';
   ft_var *v = oom_check(p, drop ? ft_drop_new(p->arena, &av) : ft_var_new(p->arena, &av));
+  if (ft_parse_peek(p) == '{') parse_vma(p, v);
   add_binder(p, b, v, start, n);
 }
 

@@ -261,6 +261,7 @@ static ft_pdoc *vars_doc(pctx *pc, ft_var *const *vs, int n, const char *sep, bo
       if (shapes) {
         ft_buf_puts(&b, ":");
         ft_print_aval(&b, &v->aval);
+        if (v->vma) ft_buf_printf(&b, "{V:%s}", v->vma);
       }
     }
     ft_pdoc *item = text_of_buf(pc, &b);

@@ -1977,6 +1977,11 @@ static ft_status dispatch(R *r) {
   case FT_P_SCAN: return rule_scan(r);
   case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_REMAT2: return rule_call(r);
   case FT_P_CUSTOM_LIN: return rule_custom_lin(r);
+  /* SPMD (issue 27): shape_spmd.c */
+  case FT_P_SHARD_MAP: case FT_P_PSUM: case FT_P_PSUM_INVARIANT: case FT_P_PMAX: case FT_P_PMIN:
+  case FT_P_PVARY: case FT_P_ALL_GATHER: case FT_P_REDUCE_SCATTER: case FT_P_ALL_TO_ALL:
+  case FT_P_PPERMUTE: case FT_P_AXIS_INDEX:
+    return ft_infer_spmd(r->ctx, r->p, r->params, r->n_in, r->in, r->out, r->max_out, &r->n_out);
   case FT_P_RANDOM_SEED: case FT_P_RANDOM_BITS: case FT_P_RANDOM_SPLIT: case FT_P_RANDOM_FOLD_IN:
   case FT_P_RANDOM_WRAP: case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE: case FT_P_THREEFRY2X32:
   case FT_P_RNG_BIT_GENERATOR:

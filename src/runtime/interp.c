@@ -85,6 +85,8 @@ static ft_interp_rule rule_for(ft_prim p) {
       return ft_interp_reduce_window;
     if (p == FT_P_CONV_GENERAL_DILATED) return ft_interp_conv;
     if (p == FT_P_TOP_K) return ft_interp_top_k;
+    if (p == FT_P_SHARD_MAP) return ft_interp_shard_map; /* interp_spmd.c */
+    if (ft_prim_is_collective(p)) return ft_interp_collective_outside;
     if (ft_rule_into_for(p) == ft_random_into) return ft_interp_via_into;
     if (ft_linalg_rule_into_for(p)) return ft_interp_via_into; /* lapack.c */
     return NULL;
@@ -100,6 +102,14 @@ const char *ft_eval_rule_status(ft_prim p) {
     return "unsupported: XLA's RngBitGenerator algorithms are not built (docs/random.md)";
   return "unsupported: no interpreter rule for this primitive yet";
 }
+
+ft_status ft_interp_eqn(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  ft_interp_rule rule = rule_for(e->prim);
+  if (!rule) return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "no interpreter rule");
+  return rule(ctx, e, in, out);
+}
+
+ft_array *ft_interp_lit(ft_ctx *ctx, const ft_var *v) { return lit_array(ctx, v); }
 
 /* The environment: one slot per variable id of the jaxpr's arena. */
 typedef struct env {

@@ -107,6 +107,16 @@ bool ft_param_bool(const ft_eqn *e, const char *name, bool dflt);
 typedef ft_status (*ft_interp_rule)(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                                     ft_array **out);
 
+/* One equation by its family's rule (interp_spmd.c runs a shard_map body's
+ * equations per index with it); in and out as for a rule. */
+ft_status ft_interp_eqn(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+/* A rank-0 array holding literal v's value (the caller frees it). */
+ft_array *ft_interp_lit(ft_ctx *ctx, const ft_var *v);
+/* interp_spmd.c: shard_map over a simulated axis; a collective met anywhere
+ * but the top level of a shard_map body (an error naming why). */
+ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+ft_status ft_interp_collective_outside(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+
 /* Allocates out[k] for every output of e with its aval. */
 ft_status ft_interp_alloc_outs(ft_ctx *ctx, const ft_eqn *e, ft_array **out);
 

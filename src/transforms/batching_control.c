@@ -401,6 +401,47 @@ static bool batch_call(bt_call *c, const char *pname) {
   return tx_emitn(t, p, ps, c->n_in, ops, c->n_out, c->y);
 }
 
+/* issue 27: spec with an unsplit leading dimension (the batch axis). */
+static ft_pval spec_front(tx *t, const ft_pval *spec) {
+  size_t n = spec->s ? strlen(spec->s) : 0;
+  char *r = ft_arena_alloc(t->a, n + 16);
+  if (!r || n < 3) return tx_nomem(t), ft_pv_none();
+  if (!strcmp(spec->s, "P()")) snprintf(r, n + 16, "P(None,)");
+  else snprintf(r, n + 16, "P(None, %s", spec->s + 2);
+  ft_pval v = *spec;
+  v.s = r;
+  return v;
+}
+
+static ft_pval specs_front(tx *t, const ft_pval *specs, const bool *b) {
+  ft_pval r = ft_pv_tuple(t->a, specs->n);
+  if (specs->n && r.tag != FT_PV_TUPLE) return tx_nomem(t), ft_pv_none();
+  for (int i = 0; i < specs->n; i++) r.u.items[i] = b[i] ? spec_front(t, &specs->u.items[i]) : specs->u.items[i];
+  return r;
+}
+
+/* shard_map: its body batched with the batch axis in front of every
+ * batched input and output, which the specs leave unsplit (P(None, ...)). */
+static bool batch_shard_map(bt_call *c) {
+  tx *t = c->t;
+  ft_prim p = c->e->prim;
+  const ft_jaxpr *j = pget_jaxpr(p, c->e->params, "jaxpr");
+  bool *in_b = bools(t, c->n_in), *ob = bools(t, c->n_out);
+  ft_var **ops = vars(t, c->n_in);
+  if (!in_b || !ob || !ops) return false;
+  front_ops(c, 0, c->n_in, NULL, ops, in_b);
+  ft_jaxpr *j2 = bt_batch_jaxpr(c->s->ctx, t->a, j, c->s->size, in_b, NULL, ob);
+  if (!j2) return sub_failed(c);
+  ft_pval *ps = ctl_params(c);
+  if (!ps) return false;
+  pset(p, ps, "jaxpr", ft_pv_jaxpr(j2));
+  pset(p, ps, "in_specs", specs_front(t, pget(p, ps, "in_specs"), in_b));
+  pset(p, ps, "out_specs", specs_front(t, pget(p, ps, "out_specs"), ob));
+  if (t->failed) return false;
+  for (int k = 0; k < c->n_out; k++) c->yb[k] = ob[k] ? 0 : BT_NOT_MAPPED;
+  return tx_emitn(t, p, ps, c->n_in, ops, c->n_out, c->y);
+}
+
 bool bt_control(bt_call *c) {
   if (bt_custom_needed(c->e)) return bt_custom(c); /* custom.c: rules batched with the call */
   switch (c->e->prim) {
@@ -408,6 +449,7 @@ bool bt_control(bt_call *c) {
   case FT_P_WHILE: return batch_while(c);
   case FT_P_SCAN: return batch_scan(c);
   case FT_P_JIT: case FT_P_REMAT2: return batch_call(c, "jaxpr");
+  case FT_P_SHARD_MAP: return batch_shard_map(c);
   case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return batch_call(c, "call_jaxpr");
   default: {
     const char *why = ft_batch_rule_status(c->e->prim);

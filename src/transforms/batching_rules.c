@@ -23,6 +23,29 @@ const char *ft_batch_rule_status(ft_prim p) {
   return ad_linalg_batch_status(p);
 }
 
+/* issue 27: a collective of a batched value (inside a vmapped shard_map
+ * body) is the collective of every example at once: the batch axis at the
+ * front and the collective's own dimension params shifted past it. */
+static bool rule_collective(bt_call *c) {
+  ft_prim p = c->e->prim;
+  if (p == FT_P_ALL_GATHER || p == FT_P_REDUCE_SCATTER || p == FT_P_ALL_TO_ALL) {
+    ft_var *x = bt_moveaxis(c->t, c->x[0], c->xb[0], 0);
+    const char *names[2] = {p == FT_P_ALL_GATHER ? "all_gather_dimension" : p == FT_P_REDUCE_SCATTER ?
+                            "scatter_dimension" : "split_axis", p == FT_P_ALL_TO_ALL ? "concat_axis" : NULL};
+    for (int i = 0; i < 2 && names[i]; i++) {
+      const ft_pval *v = pget(p, c->params, names[i]);
+      pset(p, c->params, names[i], ft_pv_int(v->u.i + 1));
+    }
+    c->yb[0] = 0;
+    return (c->y[0] = tx_emit(c->t, p, c->params, 1, &x)) != NULL;
+  }
+  for (int k = 0; k < c->n_in; k++) { /* elementwise over the batch: one equation per operand */
+    c->y[k] = tx_emit(c->t, p, c->params, 1, &c->x[k]);
+    c->yb[k] = c->xb[k];
+  }
+  return !c->t->failed;
+}
+
 bool bt_uses_lane_loop(ft_prim p) {
   switch (p) {
   case FT_P_GATHER: case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL:
@@ -525,6 +548,7 @@ static bool rule_reduce_window(bt_call *c) {
 
 bool bt_rule(bt_call *c) {
   ft_prim p = c->e->prim;
+  if (ft_prim_is_collective(p)) return rule_collective(c);
   if (bt_uses_lane_loop(p)) return bt_lane_loop(c);
   switch (ft_prim_get(p)->family) {
   case FT_FAM_UNARY: return rule_unary(c);

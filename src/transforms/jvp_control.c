@@ -309,6 +309,63 @@ static bool jvp_jit(jvp_state *s, jvp_call *c) {
   return ok && !t->failed;
 }
 
+/* ------------------------------------------------- shard_map (issue 27) */
+
+/* specs (a tuple of n partition specs) followed by the specs of the items
+ * with extra[i] set: the tangents travel split as their primals. */
+static ft_pval specs_with(tx *t, const ft_pval *specs, const bool *extra) {
+  int n = specs->n, m = n;
+  for (int i = 0; i < n; i++) m += extra[i];
+  ft_pval r = ft_pv_tuple(t->a, m);
+  if (m && r.tag != FT_PV_TUPLE) return tx_nomem(t), ft_pv_none();
+  for (int i = 0, k = n; i < n; i++) {
+    r.u.items[i] = specs->u.items[i];
+    if (extra[i]) r.u.items[k++] = specs->u.items[i];
+  }
+  return r;
+}
+
+/* shard_map: the JVP of its body, run per index as the body is; the
+ * tangent inputs and outputs take their primals' specs (as JAX's). */
+static bool jvp_shard_map(jvp_state *s, jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  const ft_jaxpr *inner = pget_jaxpr(e->prim, e->params, "jaxpr");
+  scratch sc = {0};
+  bool *nz = sc_alloc(&sc, (size_t)e->n_in + 1), *onz = sc_alloc(&sc, (size_t)e->n_out + 1);
+  ft_var **in = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * e->n_in + 2));
+  ft_var **out = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * e->n_out + 2));
+  bool ok = nz && onz && in && out;
+  if (!ok) tx_nomem(t);
+  for (int i = 0; ok && i < e->n_in; i++) nz[i] = c->dx[i] != NULL && var_inexact(c->x[i]);
+  ft_jaxpr *j = ok ? jvp_jaxpr(s, t->a, inner, nz, NULL, onz) : NULL;
+  if (ok && !j) ok = false;
+  if (ok) {
+    int ni = 0, no = e->n_out;
+    for (int i = 0; i < e->n_in; i++) in[ni++] = c->x[i];
+    for (int i = 0; i < e->n_in; i++)
+      if (nz[i]) in[ni++] = c->dx[i];
+    for (int k = 0; k < e->n_out; k++) no += onz[k];
+    ft_pval *ps = params_with(t, c);
+    ok = ps != NULL;
+    if (ok) {
+      pset(e->prim, ps, "jaxpr", ft_pv_jaxpr(j));
+      pset(e->prim, ps, "in_specs", specs_with(t, pget(e->prim, c->params, "in_specs"), nz));
+      pset(e->prim, ps, "out_specs", specs_with(t, pget(e->prim, c->params, "out_specs"), onz));
+      ok = !t->failed && emit_outs(t, e->prim, ps, ni, in, no, out);
+    }
+  }
+  if (ok) {
+    int m = e->n_out;
+    for (int k = 0; k < e->n_out; k++) {
+      c->y[k] = out[k];
+      c->dy[k] = onz[k] ? out[m++] : NULL;
+    }
+  }
+  sc_free(&sc);
+  return ok && !t->failed;
+}
+
 /* A custom_vjp_call read from a JAX printout names its bwd rule (`bwd=bwd`,
  * a Python function) without holding it: its derivative is that unknown
  * rule, not call_jaxpr's, so every derivative fails closed (JAX itself
@@ -331,6 +388,7 @@ bool jvp_control(jvp_state *s, jvp_call *c) {
   case FT_P_WHILE: return jvp_while(s, c);
   case FT_P_SCAN: return jvp_scan(s, c);
   case FT_P_JIT: case FT_P_REMAT2: return jvp_jit(s, c);
+  case FT_P_SHARD_MAP: return jvp_shard_map(s, c);
   case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return jvp_custom_call(s, c); /* custom.c */
   case FT_P_CUSTOM_LIN: return jvp_custom_lin(c);
   case FT_P_CUSTOM_LINEAR_SOLVE: return jvp_custom_linear_solve(s, c); /* ad_linalg.c */

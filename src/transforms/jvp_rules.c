@@ -30,6 +30,10 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_ZETA: return JVP_NO_RULE_ZETA;
   case FT_P_IGAMMA_GRAD_A: return JVP_NO_RULE_IGAMMA_GRAD_A;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
+  /* issue 27, first slice: not written yet (docs/spmd.md) */
+  case FT_P_PMAX: case FT_P_PMIN:
+    return "unsupported: the JVP of pmax/pmin (the tangent at the chosen index) is the next slice of "
+           "issue 27 (docs/spmd.md)";
   case FT_P_QR: case FT_P_EIG: case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL:
   case FT_P_HOUSEHOLDER_PRODUCT:
     return ft_spectral_jvp_status(p); /* linalg2 */
@@ -537,6 +541,14 @@ bool jvp_rule(jvp_call *c) {
   case FT_P_ARGMIN: case FT_P_REDUCE_XOR: case FT_P_PLATFORM_INDEX: case FT_P_EMPTY:
     return true;
   case FT_P_POLYNOMIAL: return polynomial(c);
+  /* issue 27: the collectives are linear: the same collective of the
+   * tangents (one equation per nonzero tangent of a variadic one). */
+  case FT_P_PSUM: case FT_P_PSUM_INVARIANT: case FT_P_PVARY: case FT_P_ALL_GATHER:
+  case FT_P_REDUCE_SCATTER: case FT_P_ALL_TO_ALL: case FT_P_PPERMUTE:
+    for (int k = 0; k < e->n_in; k++)
+      if (c->dx[k] && var_inexact(c->x[k])) c->dy[k] = tx_emit(c->t, e->prim, c->params, 1, &c->dx[k]);
+    return !c->t->failed;
+  case FT_P_AXIS_INDEX: return true; /* an integer result */
   case FT_P_STACK: case FT_P_UNSTACK: case FT_P_TILE: return layout(c); /* linear */
   case FT_P_OPTIMIZATION_BARRIER: return opt_barrier(c);
   case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:

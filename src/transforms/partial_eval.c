@@ -697,6 +697,9 @@ static bool pe_eqn(pe *p, const ft_eqn *e) {
   bool any = false;
   for (int i = 0; i < e->n_in; i++) any = any || is_unk(p, e->in[i]);
   if (!any) return tx_push_shared(&p->K, e);
+  if (e->prim == FT_P_SHARD_MAP) /* issue 27: not all_unknown, which would leave its primals unknown */
+    return tx_fail(&p->K, FT_ERR_UNSUPPORTED, "reverse mode through shard_map (splitting its body, with "
+                   "per-index residuals) is the next slice of issue 27 (docs/spmd.md); jvp works"), false;
   if (ft_prim_get(e->prim)->family != FT_FAM_CONTROL) return all_unknown(p, e);
   bool *uin = malloc((size_t)e->n_in + 1);
   if (!uin) return tx_nomem(&p->K), false;

@@ -34,6 +34,11 @@ const char *ft_transpose_rule_status(ft_prim p) {
   case FT_P_OPTIMIZATION_BARRIER: case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
     return NULL;
   case FT_P_WHILE: return TR_WHILE;
+  /* issue 27, first slice: linear, transposes not written yet (docs/spmd.md) */
+  case FT_P_SHARD_MAP: case FT_P_PSUM: case FT_P_PSUM_INVARIANT: case FT_P_PVARY: case FT_P_ALL_GATHER:
+  case FT_P_REDUCE_SCATTER: case FT_P_ALL_TO_ALL: case FT_P_PPERMUTE:
+    return "unsupported: transposes of shard_map and collectives (psum <-> pvary, all_gather <-> "
+           "reduce_scatter, ppermute <-> its inverse) are the next slice of issue 27 (docs/spmd.md)";
   case FT_P_GATHER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER: /* ad_index.c */
     return NULL;
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_CONV_GENERAL_DILATED: /* ad_window.c */

@@ -152,7 +152,7 @@ static bool batch_eqn(bt_state *s, tx *t, const ft_eqn *e, int idx) {
     for (int k = 0; k < e->n_out; k++) c.yb[k] = BT_NOT_MAPPED;
   } else {
     for (int k = 0; k < e->n_out; k++) c.y[k] = NULL, c.yb[k] = BT_NOT_MAPPED;
-    if (ft_prim_get(e->prim)->family == FT_FAM_CONTROL) {
+    if (ft_prim_get(e->prim)->family == FT_FAM_CONTROL || e->prim == FT_P_SHARD_MAP) {
       ok = bt_control(&c);
     } else {
       c.params = params_clone(t->a, e->prim, e->params);
