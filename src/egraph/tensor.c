@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "egraph/tensor.h"
+#include "ir/json.h"
 #include "ledger/ledger.h"
 #include "runtime/runtime.h"
 #include "transforms/transforms.h"
@@ -1224,14 +1225,19 @@ static bool record_ledger(ft_tsession *S, const ft_jaxpr *in, const ft_jaxpr *ou
   bool ok = tin && tout && fr;
   if (ok) {
     for (int i = 0; i < S->nfired; i++) fr[i] = (ft_ledger_rule){S->fired[i].name, S->fired[i].count, NULL};
-    char params[128];
-    snprintf(params, sizeof params, "{\"tier\":\"%s\"}", tier_name(S->o.tier));
+    ft_buf pb = {0}; /* {"tier":"NAME"} */
+    ft_buf_puts(&pb, "{");
+    ft_json_key(&pb, "tier");
+    ft_json_str(&pb, tier_name(S->o.tier));
+    ft_buf_puts(&pb, "}");
     ft_ledger_obj ins = {.name = "jaxpr", .data = tin, .len = strlen(tin)};
     ft_ledger_obj outs = {.name = "jaxpr", .data = tout, .len = strlen(tout)};
-    ft_ledger_event ev = {.kind = FT_LEDGER_OPTIMIZE, .op = "saturate", .params_json = params,
+    ft_ledger_event ev = {.kind = FT_LEDGER_OPTIMIZE, .op = "saturate", .params_json = pb.p,
                           .inputs = &ins, .n_inputs = 1, .outputs = &outs, .n_outputs = 1,
                           .fired = fr, .n_fired = S->nfired};
-    ok = ft_ledger_record(ctx, &ev) == FT_OK;
+    if (pb.failed) ft_set_error(ctx, FT_ERR_NOMEM, "optimize: out of memory printing the ledger record");
+    ok = !pb.failed && ft_ledger_record(ctx, &ev) == FT_OK;
+    free(pb.p);
   } else {
     ft_set_error(ctx, FT_ERR_NOMEM, "optimize: out of memory printing the ledger record");
   }

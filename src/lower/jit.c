@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ir/json.h"
 #include "lower/lower.h"
 #include "runtime/exec.h"
 #include "lower/vmath/vm_llvm.h"
@@ -819,10 +820,16 @@ static void bind_kernels(ft_program *q, const ft_jit_code *code) {
 /* The options that decide a plan, as the params of a compile/jit ledger
  * record (canonical: keys sorted). Cache placement options do not change
  * what is compiled and are left out. */
-static void plan_params(const ft_jit_options *o, char *buf, size_t n) {
-  snprintf(buf, n, "{\"interpret_all\":%s,\"no_fusion\":%s,\"no_optimize\":%s,\"opt_level\":%d}",
-           o->interpret_all ? "true" : "false", o->no_fusion ? "true" : "false",
-           o->no_optimize ? "true" : "false", o->opt_level);
+static void plan_params(const ft_jit_options *o, ft_buf *b) {
+  const struct { const char *key; bool on; } flags[] = {
+      {"interpret_all", o->interpret_all}, {"no_fusion", o->no_fusion}, {"no_optimize", o->no_optimize}};
+  ft_buf_puts(b, "{");
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    ft_json_key(b, flags[i].key);
+    ft_buf_puts(b, flags[i].on ? "true," : "false,");
+  }
+  ft_json_key(b, "opt_level");
+  ft_buf_printf(b, "%d}", o->opt_level);
 }
 
 /* The deterministic result of compiling: the plan text plus the cache key
@@ -863,14 +870,18 @@ static ft_status notify_compile(ft_ctx *ctx, const ft_jaxpr *input, const ft_jax
                                 const ft_program *p, const ft_jit_options *o,
                                 const ft_plan_options *po) {
   if (!ctx->on_event) return FT_OK;
-  char params[160];
-  plan_params(o, params, sizeof params);
-  char *text = plan_record_text(p, planned, o, po);
-  if (!text) return ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory describing the plan");
+  ft_buf params = {0};
+  plan_params(o, &params);
+  char *text = params.failed ? NULL : plan_record_text(p, planned, o, po);
+  if (!text) {
+    free(params.p);
+    return ft_set_error(ctx, FT_ERR_NOMEM, "jit: out of memory describing the plan");
+  }
   ft_ctx_event ev = {.kind = FT_CTX_EV_COMPILE, .jaxpr = input, .text = text, .len = strlen(text),
-                     .op = "jit", .params = params};
+                     .op = "jit", .params = params.p};
   ft_status st = ft_ctx_notify(ctx, &ev);
   free(text);
+  free(params.p);
   return st;
 }
 

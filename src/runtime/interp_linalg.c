@@ -24,32 +24,73 @@ void ft_blas_single_thread(void) { pthread_once(&blas_once, blas_init); }
  * once; when the pool is short it maps a new one (128 MiB in 0.3.21 on
  * x86_64, seen as the length of its mmap) and, if that fails, retries for
  * ever: under `ulimit -v` a GEMM hung instead of failing. So before a call
- * that could need a buffer more than any earlier moment did (more calls at
- * once than buffers known to exist), the same size plus headroom is mapped
- * and unmapped here (132 MiB: the buffer and its malloc fallback's
- * alignment, with a little headroom): if the address space is short the GEMM reports
- * out-of-memory and OpenBLAS is never entered. Buffers are never returned,
- * so the count only grows. A race with other allocations between the probe
- * and OpenBLAS's own mapping is possible; the headroom covers small ones. */
+ * that could need a buffer more than any earlier moment did (more calls
+ * inside OpenBLAS at once than buffers known to exist), the same size plus
+ * headroom is mapped and unmapped here (132 MiB: the buffer and its malloc
+ * fallback's alignment, with a little headroom): if the address space is
+ * short the call reports out-of-memory and OpenBLAS is never entered.
+ *
+ * A probe reserves nothing, so two calls that each probed successfully
+ * could still both need a new buffer with room for one (strace showed it:
+ * the two row blocks of one GEMM probing, then one mapping its buffer and
+ * the other retrying for ever). So growing is serialized: the call that
+ * needs a buffer beyond the known count probes and then holds blas_grow
+ * until it leaves OpenBLAS (its buffer exists by then); meanwhile calls
+ * that would need yet another buffer wait for the lock, and calls that fit
+ * the known buffers go on without it. This happens only while the pool
+ * grows (a few times per process). Buffers are never returned, so the
+ * count only grows. Other allocations between a probe and OpenBLAS's own
+ * mapping remain possible; the headroom covers small ones. */
 #define BLAS_BUFFER_PROBE ((size_t)132 << 20)
-static atomic_int blas_active, blas_buffers;
+static atomic_int blas_inside, blas_buffers;
+static pthread_mutex_t blas_grow = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int blas_depth;       /* this thread's enters not yet left */
+static _Thread_local int blas_grow_target; /* > 0: this thread holds blas_grow */
 
 bool ft_blas_enter(void) {
-  int a = atomic_fetch_add(&blas_active, 1) + 1, have = atomic_load(&blas_buffers);
-  while (a > have) {
-    void *p = mmap(NULL, BLAS_BUFFER_PROBE, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
-      atomic_fetch_sub(&blas_active, 1);
-      return false;
-    }
-    munmap(p, BLAS_BUFFER_PROBE);
-    if (atomic_compare_exchange_weak(&blas_buffers, &have, a)) break;
+  if (blas_depth > 0) { /* nested on this thread: the outer enter covers it */
+    blas_depth++;
+    return true;
   }
+  int in = atomic_load(&blas_inside);
+  while (in + 1 <= atomic_load(&blas_buffers))
+    if (atomic_compare_exchange_weak(&blas_inside, &in, in + 1)) {
+      blas_depth = 1;
+      return true;
+    }
+  pthread_mutex_lock(&blas_grow);
+  int need = atomic_fetch_add(&blas_inside, 1) + 1;
+  if (need <= atomic_load(&blas_buffers)) {
+    pthread_mutex_unlock(&blas_grow);
+    blas_depth = 1;
+    return true;
+  }
+  void *p = mmap(NULL, BLAS_BUFFER_PROBE, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    atomic_fetch_sub(&blas_inside, 1);
+    pthread_mutex_unlock(&blas_grow);
+    return false;
+  }
+  munmap(p, BLAS_BUFFER_PROBE);
+  blas_grow_target = need; /* keeps blas_grow until ft_blas_leave */
+  blas_depth = 1;
   return true;
 }
 
-void ft_blas_leave(void) { atomic_fetch_sub(&blas_active, 1); }
+void ft_blas_leave(void) {
+  if (--blas_depth > 0) return;
+  atomic_fetch_sub(&blas_inside, 1);
+  if (blas_grow_target > 0) {
+    /* `need` calls were inside OpenBLAS at once: that many buffers exist */
+    int have = atomic_load(&blas_buffers);
+    while (have < blas_grow_target &&
+           !atomic_compare_exchange_weak(&blas_buffers, &have, blas_grow_target)) {
+    }
+    blas_grow_target = 0;
+    pthread_mutex_unlock(&blas_grow);
+  }
+}
 
 ft_status ft_blas_nomem(ft_ctx *ctx) {
   return ft_set_error(ctx, FT_ERR_NOMEM, "%s", FT_BLAS_NOMEM_MSG);

@@ -6,6 +6,7 @@
  * program is inlined after the basis is built, and dead code is removed. */
 #include <string.h>
 
+#include "ir/json.h"
 #include "vmap.h"
 
 /* The identity of size n in dtype dt, shaped [n, *shape] (the standard basis
@@ -151,9 +152,14 @@ static ft_jaxpr *jacobian(ft_ctx *ctx, const ft_jaxpr *j, int argnum, jac_mode m
   }
   if (!ft_jaxpr_set_vars(r, d->n_const, cv, n_in, x, n_jac, outs)) goto nomem;
   res = ft_dce(ctx, r);
-  char params[48];
-  snprintf(params, sizeof params, "{\"argnum\":%d}", argnum);
-  if (res && !ft__after_transform(ctx, what, params, j, res)) {
+  ft_buf params = {0}; /* {"argnum":N} */
+  ft_buf_puts(&params, "{");
+  ft_json_key(&params, "argnum");
+  ft_buf_printf(&params, "%d}", argnum);
+  if (res && params.failed) ft_set_error(ctx, FT_ERR_NOMEM, "%s: out of memory", what);
+  bool after_ok = res && !params.failed && ft__after_transform(ctx, what, params.p, j, res);
+  free(params.p);
+  if (res && !after_ok) {
     ft_jaxpr_free(res);
     res = NULL;
   }

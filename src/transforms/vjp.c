@@ -4,9 +4,11 @@
  * of the linear part (transpose.c), all built in the arena of the result so
  * the primal equations are reused without renaming. Every result goes
  * through ft__after_transform (verifier, ledger). */
+#include <limits.h>
 #include <string.h>
 
 #include "transforms.h"
+#include "ir/json.h"
 
 static bool state_init(jvp_state *s, ft_ctx *ctx, const ft_jaxpr *j) {
   *s = (jvp_state){.ctx = ctx, .src = j->arena}; /* vmap_free of a map never initialized is safe */
@@ -203,10 +205,15 @@ FT_API ft_jaxpr *ft_linear_transpose(ft_ctx *ctx, const ft_jaxpr *lin_j, int n_n
   tr_free(&s);
   if (!sub) return ft_jaxpr_free(r), NULL;
   adopt(r, sub);
-  char params[64];
-  snprintf(params, sizeof params, "{\"n_nonlinear\":%d}", n_nonlinear);
-  if (!dce_jaxpr(ctx, r, NULL, false, NULL) || !ft__after_transform(ctx, "transpose", params, lin_j, r))
-    return ft_jaxpr_free(r), NULL;
+  ft_buf params = {0}; /* {"n_nonlinear":N} */
+  ft_buf_puts(&params, "{");
+  ft_json_key(&params, "n_nonlinear");
+  ft_buf_printf(&params, "%d}", n_nonlinear);
+  bool ok = !params.failed && dce_jaxpr(ctx, r, NULL, false, NULL) &&
+            ft__after_transform(ctx, "transpose", params.p, lin_j, r);
+  if (params.failed) ft_set_error(ctx, FT_ERR_NOMEM, "transpose: out of memory");
+  free(params.p);
+  if (!ok) return ft_jaxpr_free(r), NULL;
   return r;
 }
 
@@ -342,11 +349,18 @@ static ft_jaxpr *grad_common(ft_ctx *ctx, const ft_jaxpr *j, int n_argnums, cons
   ft_jaxpr *r = ft_jaxpr_new(NULL);
   if (!r) return ft_set_error(ctx, FT_ERR_NOMEM, "%s: out of memory", op), NULL;
   if (!reverse(ctx, r, j, n_argnums, argnums, has_aux, mode)) return ft_jaxpr_free(r), NULL;
-  char params[256];
-  int k = snprintf(params, sizeof params, "{\"argnums\":[");
-  for (int w = 0; w < n_argnums && k < 200; w++) k += snprintf(params + k, sizeof params - (size_t)k, w ? ",%d" : "%d", argnums[w]);
-  snprintf(params + k, sizeof params - (size_t)k, "],\"has_aux\":%s}", has_aux ? "true" : "false");
-  if (!ft__after_transform(ctx, op, params, j, r)) return ft_jaxpr_free(r), NULL;
+  /* {"argnums":[...],"has_aux":B}, every argnum (no fixed-size buffer) */
+  ft_buf params = {0};
+  ft_buf_puts(&params, "{");
+  ft_json_key(&params, "argnums");
+  ft_json_ints(&params, n_argnums, argnums, INT_MIN);
+  ft_buf_puts(&params, ",");
+  ft_json_key(&params, "has_aux");
+  ft_buf_puts(&params, has_aux ? "true}" : "false}");
+  if (params.failed) ft_set_error(ctx, FT_ERR_NOMEM, "%s: out of memory", op);
+  bool ok = !params.failed && ft__after_transform(ctx, op, params.p, j, r);
+  free(params.p);
+  if (!ok) return ft_jaxpr_free(r), NULL;
   return r;
 }
 
