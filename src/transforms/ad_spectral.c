@@ -231,10 +231,66 @@ static bool thin_qr_jvp(tx *t, ft_var *q, ft_var *r, ft_var *dx, ft_var **dq, ft
   return !t->failed;
 }
 
-/* JAX's qr_jvp_rule: the thin rule for m >= n (reduced, or square), and
- * for wide m < n the square block x1 = q r1 with dr2 = dq^T x2 + q^T dx2.
- * full_matrices=True with m > n needs JAX's LU solve of (q_nn - I)
- * (arXiv 2409.13374); it fails closed. */
+static ft_var *tsolve_lu(tx *t, ft_var *lu, ft_var *b, bool lower, bool unit) {
+  ft_pval *ps = tx_params(t, FT_P_TRIANGULAR_SOLVE);
+  if (!ps) return NULL;
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "left_side", ft_pv_bool(true));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "lower", ft_pv_bool(lower));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "transpose_a", ft_pv_bool(true));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "conjugate_a", ft_pv_bool(true));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "unit_diagonal", ft_pv_bool(unit));
+  return tx_emit(t, FT_P_TRIANGULAR_SOLVE, ps, 2, (ft_var *[]){lu, b});
+}
+
+static ft_var *concat2(tx *t, ft_var *a, ft_var *b, int dim) {
+  if (!a || !b || t->failed) return NULL;
+  ft_pval *ps = tx_params(t, FT_P_CONCATENATE);
+  if (!ps) return NULL;
+  pset(FT_P_CONCATENATE, ps, "dimension", ft_pv_int(dim));
+  return tx_emit(t, FT_P_CONCATENATE, ps, 2, (ft_var *[]){a, b});
+}
+
+/* JAX's full_matrices=True, m > n completion (arXiv 2409.13374 eqs. 32,
+ * 33): z_pn^T = lu_solve(lu(q_nn - I), q_pn^T, trans=2) — two transposed
+ * triangular solves, then rows by the inverse permutation (JAX's
+ * sort_key_val(perm, iota)) — and
+ * dq_mp = dq_mn z_pn^T - (q_mn + q_mp z_pn) (dq_pn - z_pn dq_nn)^T. */
+static ft_var *qr_complete_dq(tx *t, ft_var *q, ft_var *q_mn, ft_var *dq_mn, int64_t m, int64_t n) {
+  ft_var *q_nn = sub_mat(t, q_mn, 0, n, 0, n), *q_pn = sub_mat(t, q_mn, n, m, 0, n);
+  ft_var *q_mp = sub_mat(t, q, 0, m, n, m);
+  ft_var *dq_nn = sub_mat(t, dq_mn, 0, n, 0, n), *dq_pn = sub_mat(t, dq_mn, n, m, 0, n);
+  if (!q_nn) return NULL;
+  ft_var *lu[3];
+  if (!tx_emitn(t, FT_P_LU, tx_params(t, FT_P_LU), 1,
+                (ft_var *[]){tx_sub(t, q_nn, eye_of(t, &q_nn->aval))}, 3, lu))
+    return NULL;
+  ft_var *x = tsolve_lu(t, lu[0], mT(t, q_pn), false, false);
+  x = tsolve_lu(t, lu[0], x, true, true);
+  ft_var *perm = lu[2];
+  ft_pval *ip = tx_params(t, FT_P_IOTA);
+  if (!ip) return NULL;
+  pset(FT_P_IOTA, ip, "dimension", ft_pv_int(perm->aval.rank - 1));
+  pset(FT_P_IOTA, ip, "dtype", ft_pv_dtype(perm->aval.dtype));
+  pset(FT_P_IOTA, ip, "shape", ft_pv_ints(t->a, perm->aval.rank, perm->aval.dims));
+  ft_var *io = tx_emit(t, FT_P_IOTA, ip, 0, NULL);
+  ft_pval *sp = tx_params(t, FT_P_SORT);
+  if (!sp || !io) return NULL;
+  pset(FT_P_SORT, sp, "dimension", ft_pv_int(perm->aval.rank - 1));
+  pset(FT_P_SORT, sp, "is_stable", ft_pv_bool(false));
+  pset(FT_P_SORT, sp, "num_keys", ft_pv_int(1));
+  ft_var *so[2];
+  if (!tx_emitn(t, FT_P_SORT, sp, 2, (ft_var *[]){perm, io}, 2, so)) return NULL;
+  ft_var *z_pn_H = rows_permuted(t, x, so[1]);
+  ft_var *z_pn = mT(t, z_pn_H);
+  ft_var *lhs = tx_add(t, q_mn, mm(t, q_mp, false, z_pn, false));
+  ft_var *rhs = tx_sub(t, dq_pn, mm(t, z_pn, false, dq_nn, false));
+  ft_var *dq_mp = tx_sub(t, mm(t, dq_mn, false, z_pn_H, false), mm(t, lhs, false, rhs, true));
+  return concat2(t, dq_mn, dq_mp, q->aval.rank - 1);
+}
+
+/* JAX's qr_jvp_rule (real operands): the thin rule for m >= n (reduced,
+ * square, and the m x n block of complete mode, completed as above), and
+ * for wide m < n the square block x1 = q r1 with dr2 = dq^T x2 + q^T dx2. */
 static bool jvp_qr(jvp_call *c) {
   tx *t = c->t;
   ft_var *x = c->x[0], *dx = c->dx[0], *q = c->y[0], *r = c->y[1];
@@ -250,19 +306,18 @@ static bool jvp_qr(jvp_call *c) {
     ft_var *dq, *dr1;
     if (!thin_qr_jvp(t, q, r1, dx1, &dq, &dr1)) return false;
     ft_var *dr2 = tx_add(t, mm(t, dq, true, x2, false), mm(t, q, true, dx2, false));
-    ft_pval *ps = tx_params(t, FT_P_CONCATENATE);
-    if (!ps) return false;
-    pset(FT_P_CONCATENATE, ps, "dimension", ft_pv_int(rk - 1));
     c->dy[0] = dq;
-    c->dy[1] = tx_emit(t, FT_P_CONCATENATE, ps, 2, (ft_var *[]){dr1, dr2});
+    c->dy[1] = concat2(t, dr1, dr2, rk - 1);
     return !t->failed;
   }
-  if (full && m != n)
-    return tx_fail(t, FT_ERR_UNSUPPORTED,
-                   "jvp of qr: full_matrices=True with a tall %lld x %lld operand is not "
-                   "supported (JAX's rule solves with lu(q[:n, :n] - I) there)",
-                   (long long)m, (long long)n), false;
-  return thin_qr_jvp(t, q, r, dx, &c->dy[0], &c->dy[1]);
+  if (!full || m == n) return thin_qr_jvp(t, q, r, dx, &c->dy[0], &c->dy[1]);
+  ft_var *q_mn = sub_mat(t, q, 0, m, 0, n), *dq_mn, *dr_nn;
+  if (!thin_qr_jvp(t, q_mn, sub_mat(t, r, 0, n, 0, n), dx, &dq_mn, &dr_nn)) return false;
+  c->dy[0] = qr_complete_dq(t, q, q_mn, dq_mn, m, n);
+  ft_aval za = dr_nn->aval;
+  za.dims[rk - 2] = m - n;
+  c->dy[1] = concat2(t, dr_nn, tx_zeros(t, &za), rk - 2);
+  return !t->failed;
 }
 
 bool ad_spectral_prim(ft_prim p) {

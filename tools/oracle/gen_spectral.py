@@ -110,10 +110,10 @@ def register():
     reg("svd__rank_deficient", lambda a: la.svd(a, full_matrices=False),
         [lambda r: with_singular(r, 4, 3, [2.0, 1.0, 0.0])], ("jvp",), dtypes=("f64",))
 
-    # ---- qr (JAX's qr_jvp_rule; full_matrices=True with m > n solves with
-    # lu(q_nn - I), which we do not emit: that case is vmap only)
+    # ---- qr (JAX's qr_jvp_rule; complete mode on a tall operand solves with
+    # lu(q_nn - I))
     reg("qr__reduced", la.qr, [unif((5, 3))])
-    reg("qr__complete", lambda a: la.qr(a, mode="complete"), [unif((5, 3))], ("vmap",))
+    reg("qr__complete", lambda a: la.qr(a, mode="complete"), [unif((5, 3))])
     reg("qr__complete_square", lambda a: la.qr(a, mode="complete"), [unif((4, 4))],
         ("jvp", "vjp"))
     reg("qr__wide", la.qr, [unif((3, 5))])
