@@ -338,8 +338,8 @@ bool jvp_spectral(jvp_call *c) {
 
 const char *ft_spectral_jvp_status(ft_prim p) {
   if (p == FT_P_EIG)
-    return "unsupported: JAX's eig JVP solves with the eigenvectors (an LU solve), which this "
-           "branch does not have yet";
+    return "unsupported: JAX's eig JVP solves with the eigenvectors (_solve(vr, da), a complex "
+           "custom_linear_solve built inside the rule), not emitted yet";
   if (p == FT_P_SCHUR || p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL ||
       p == FT_P_HOUSEHOLDER_PRODUCT)
     return "unsupported: JAX defines no derivative for this decomposition";

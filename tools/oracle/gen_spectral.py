@@ -122,7 +122,7 @@ def register():
     reg("qr__sum", lambda a: jnp.sum(la.qr(a)[0] * jnp.arange(1.0, 13.0, dtype=a.dtype).reshape(4, 3))
         + jnp.sum(la.qr(a)[1]), [unif((4, 3))], ("grad", "vmap"))
 
-    # ---- eig (its JVP solves with the eigenvectors: LU, not on this branch)
+    # ---- eig (its JVP solves with the eigenvectors: a complex custom_linear_solve, not yet)
     reg("eig__5", la.eig, [unif((5, 5))], ("vmap",))
     reg("eig__batched", la.eig, [unif((2, 4, 4))], ())
     reg("eigvals__rotation", la.eigvals, [lambda r: np.array([[0.0, -1.0], [1.0, 0.0]])], ())
