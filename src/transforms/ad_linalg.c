@@ -211,7 +211,7 @@ static bool tr_triangular_solve(tr_call *c) {
 /* ------------------------------------------------------------------- lu */
 /* a_dot[..., perm, :]: a gather of whole rows with the batch dims as
  * gather batching dims. */
-static ft_var *rows_permuted(tx *t, ft_var *x, ft_var *perm) {
+ft_var *rows_permuted(tx *t, ft_var *x, ft_var *perm) {
   if (!x || !perm || t->failed) return NULL;
   int r = rk(x);
   int64_t idims[FT_MAX_RANK + 1], ss[FT_MAX_RANK];

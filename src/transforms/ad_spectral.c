@@ -180,6 +180,146 @@ static bool jvp_svd(jvp_call *c) {
   return !t->failed;
 }
 
+/* x[..., r0:r1, c0:c1] over the last two axes. */
+static ft_var *sub_mat(tx *t, ft_var *x, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (!x || t->failed) return NULL;
+  int r = x->aval.rank;
+  int64_t s[FT_MAX_RANK] = {0}, l[FT_MAX_RANK];
+  for (int i = 0; i < r; i++) l[i] = x->aval.dims[i];
+  s[r - 2] = r0, l[r - 2] = r1, s[r - 1] = c0, l[r - 1] = c1;
+  return tx_slice(t, x, s, l, NULL);
+}
+
+/* JAX's _tril(x, -1): x where col < row, else 0. */
+static ft_var *strict_lower(tx *t, ft_var *x) {
+  if (!x || t->failed) return NULL;
+  int r = x->aval.rank;
+  ft_var *io[2];
+  for (int k = 0; k < 2; k++) {
+    ft_pval *ip = tx_params(t, FT_P_IOTA);
+    if (!ip) return NULL;
+    pset(FT_P_IOTA, ip, "dimension", ft_pv_int(r - 2 + k));
+    pset(FT_P_IOTA, ip, "dtype", ft_pv_dtype(FT_I32));
+    pset(FT_P_IOTA, ip, "shape", ft_pv_ints(t->a, r, x->aval.dims));
+    io[k] = tx_emit(t, FT_P_IOTA, ip, 0, NULL);
+  }
+  ft_var *mask = tx_binop(t, FT_P_GE, tx_add(t, io[0], tx_lit(t, FT_I32, -1)), io[1]);
+  return tx_select(t, mask, tx_zeros(t, &x->aval), x);
+}
+
+/* JAX's _thin_qr_jvp (m >= n, q [..., m, n], r [..., n, n]), real case:
+ * dx_rinv = dx r^-1 (triangular_solve, right side, upper),
+ * qt = q^T dx_rinv, do = tril(qt, -1) - tril(qt, -1)^T (+ I * (qt - qt),
+ * JAX's complex correction, zero for real operands but kept so the
+ * tangent program is JAX's), dq = q (do - qt) + dx_rinv, dr = (qt - do) r. */
+static bool thin_qr_jvp(tx *t, ft_var *q, ft_var *r, ft_var *dx, ft_var **dq, ft_var **dr) {
+  ft_pval *ps = tx_params(t, FT_P_TRIANGULAR_SOLVE);
+  if (!ps) return false;
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "left_side", ft_pv_bool(false));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "lower", ft_pv_bool(false));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "transpose_a", ft_pv_bool(false));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "conjugate_a", ft_pv_bool(false));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "unit_diagonal", ft_pv_bool(false));
+  ft_var *dx_rinv = tx_emit(t, FT_P_TRIANGULAR_SOLVE, ps, 2, (ft_var *[]){r, dx});
+  ft_var *qt = mm(t, q, true, dx_rinv, false);
+  ft_var *low = strict_lower(t, qt);
+  ft_var *d_o = tx_sub(t, low, mT(t, low));
+  if (!qt) return false;
+  d_o = tx_add(t, d_o, tx_mul(t, eye_of(t, &qt->aval), tx_sub(t, qt, qt)));
+  *dq = tx_add(t, mm(t, q, false, tx_sub(t, d_o, qt), false), dx_rinv);
+  *dr = mm(t, tx_sub(t, qt, d_o), false, r, false);
+  return !t->failed;
+}
+
+static ft_var *tsolve_lu(tx *t, ft_var *lu, ft_var *b, bool lower, bool unit) {
+  ft_pval *ps = tx_params(t, FT_P_TRIANGULAR_SOLVE);
+  if (!ps) return NULL;
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "left_side", ft_pv_bool(true));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "lower", ft_pv_bool(lower));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "transpose_a", ft_pv_bool(true));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "conjugate_a", ft_pv_bool(true));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "unit_diagonal", ft_pv_bool(unit));
+  return tx_emit(t, FT_P_TRIANGULAR_SOLVE, ps, 2, (ft_var *[]){lu, b});
+}
+
+static ft_var *concat2(tx *t, ft_var *a, ft_var *b, int dim) {
+  if (!a || !b || t->failed) return NULL;
+  ft_pval *ps = tx_params(t, FT_P_CONCATENATE);
+  if (!ps) return NULL;
+  pset(FT_P_CONCATENATE, ps, "dimension", ft_pv_int(dim));
+  return tx_emit(t, FT_P_CONCATENATE, ps, 2, (ft_var *[]){a, b});
+}
+
+/* JAX's full_matrices=True, m > n completion (arXiv 2409.13374 eqs. 32,
+ * 33): z_pn^T = lu_solve(lu(q_nn - I), q_pn^T, trans=2) — two transposed
+ * triangular solves, then rows by the inverse permutation (JAX's
+ * sort_key_val(perm, iota)) — and
+ * dq_mp = dq_mn z_pn^T - (q_mn + q_mp z_pn) (dq_pn - z_pn dq_nn)^T. */
+static ft_var *qr_complete_dq(tx *t, ft_var *q, ft_var *q_mn, ft_var *dq_mn, int64_t m, int64_t n) {
+  ft_var *q_nn = sub_mat(t, q_mn, 0, n, 0, n), *q_pn = sub_mat(t, q_mn, n, m, 0, n);
+  ft_var *q_mp = sub_mat(t, q, 0, m, n, m);
+  ft_var *dq_nn = sub_mat(t, dq_mn, 0, n, 0, n), *dq_pn = sub_mat(t, dq_mn, n, m, 0, n);
+  if (!q_nn) return NULL;
+  ft_var *lu[3];
+  if (!tx_emitn(t, FT_P_LU, tx_params(t, FT_P_LU), 1,
+                (ft_var *[]){tx_sub(t, q_nn, eye_of(t, &q_nn->aval))}, 3, lu))
+    return NULL;
+  ft_var *x = tsolve_lu(t, lu[0], mT(t, q_pn), false, false);
+  x = tsolve_lu(t, lu[0], x, true, true);
+  ft_var *perm = lu[2];
+  ft_pval *ip = tx_params(t, FT_P_IOTA);
+  if (!ip) return NULL;
+  pset(FT_P_IOTA, ip, "dimension", ft_pv_int(perm->aval.rank - 1));
+  pset(FT_P_IOTA, ip, "dtype", ft_pv_dtype(perm->aval.dtype));
+  pset(FT_P_IOTA, ip, "shape", ft_pv_ints(t->a, perm->aval.rank, perm->aval.dims));
+  ft_var *io = tx_emit(t, FT_P_IOTA, ip, 0, NULL);
+  ft_pval *sp = tx_params(t, FT_P_SORT);
+  if (!sp || !io) return NULL;
+  pset(FT_P_SORT, sp, "dimension", ft_pv_int(perm->aval.rank - 1));
+  pset(FT_P_SORT, sp, "is_stable", ft_pv_bool(false));
+  pset(FT_P_SORT, sp, "num_keys", ft_pv_int(1));
+  ft_var *so[2];
+  if (!tx_emitn(t, FT_P_SORT, sp, 2, (ft_var *[]){perm, io}, 2, so)) return NULL;
+  ft_var *z_pn_H = rows_permuted(t, x, so[1]);
+  ft_var *z_pn = mT(t, z_pn_H);
+  ft_var *lhs = tx_add(t, q_mn, mm(t, q_mp, false, z_pn, false));
+  ft_var *rhs = tx_sub(t, dq_pn, mm(t, z_pn, false, dq_nn, false));
+  ft_var *dq_mp = tx_sub(t, mm(t, dq_mn, false, z_pn_H, false), mm(t, lhs, false, rhs, true));
+  return concat2(t, dq_mn, dq_mp, q->aval.rank - 1);
+}
+
+/* JAX's qr_jvp_rule (real operands): the thin rule for m >= n (reduced,
+ * square, and the m x n block of complete mode, completed as above), and
+ * for wide m < n the square block x1 = q r1 with dr2 = dq^T x2 + q^T dx2. */
+static bool jvp_qr(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *x = c->x[0], *dx = c->dx[0], *q = c->y[0], *r = c->y[1];
+  if (!dx) return true;
+  int rk = x->aval.rank;
+  int64_t m = x->aval.dims[rk - 2], n = x->aval.dims[rk - 1];
+  bool full = pget_bool(FT_P_QR, c->params, "full_matrices", true);
+  if (ft_dtype_is_complex(x->aval.dtype))
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of qr: complex operands are not supported"), false;
+  if (m < n) {
+    ft_var *x2 = sub_mat(t, x, 0, m, m, n), *dx1 = sub_mat(t, dx, 0, m, 0, m);
+    ft_var *dx2 = sub_mat(t, dx, 0, m, m, n), *r1 = sub_mat(t, r, 0, m, 0, m);
+    ft_var *dq, *dr1;
+    if (!thin_qr_jvp(t, q, r1, dx1, &dq, &dr1)) return false;
+    ft_var *dr2 = tx_add(t, mm(t, dq, true, x2, false), mm(t, q, true, dx2, false));
+    c->dy[0] = dq;
+    c->dy[1] = concat2(t, dr1, dr2, rk - 1);
+    return !t->failed;
+  }
+  if (!full || m == n) return thin_qr_jvp(t, q, r, dx, &c->dy[0], &c->dy[1]);
+  ft_var *q_mn = sub_mat(t, q, 0, m, 0, n), *dq_mn, *dr_nn;
+  if (!thin_qr_jvp(t, q_mn, sub_mat(t, r, 0, n, 0, n), dx, &dq_mn, &dr_nn)) return false;
+  c->dy[0] = qr_complete_dq(t, q, q_mn, dq_mn, m, n);
+  ft_aval za = dr_nn->aval;
+  za.dims[rk - 2] = m - n;
+  c->dy[1] = concat2(t, dr_nn, tx_zeros(t, &za), rk - 2);
+  return !t->failed;
+}
+
 bool ad_spectral_prim(ft_prim p) {
   return p == FT_P_EIGH || p == FT_P_SVD || p == FT_P_QR || p == FT_P_EIG || p == FT_P_SCHUR ||
          p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL || p == FT_P_HOUSEHOLDER_PRODUCT;
@@ -189,6 +329,7 @@ bool jvp_spectral(jvp_call *c) {
   switch (c->e->prim) {
   case FT_P_EIGH: return jvp_eigh(c);
   case FT_P_SVD: return jvp_svd(c);
+  case FT_P_QR: return jvp_qr(c);
   default:
     return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(c->e->prim)->name,
                    ft_spectral_jvp_status(c->e->prim)), false;
@@ -196,12 +337,9 @@ bool jvp_spectral(jvp_call *c) {
 }
 
 const char *ft_spectral_jvp_status(ft_prim p) {
-  if (p == FT_P_QR)
-    return "unsupported: JAX's qr JVP solves with the triangular factor (triangular_solve), "
-           "which this branch does not have yet";
   if (p == FT_P_EIG)
-    return "unsupported: JAX's eig JVP solves with the eigenvectors (an LU solve), which this "
-           "branch does not have yet";
+    return "unsupported: JAX's eig JVP solves with the eigenvectors (_solve(vr, da), a complex "
+           "custom_linear_solve built inside the rule), not emitted yet";
   if (p == FT_P_SCHUR || p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL ||
       p == FT_P_HOUSEHOLDER_PRODUCT)
     return "unsupported: JAX defines no derivative for this decomposition";

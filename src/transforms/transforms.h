@@ -282,6 +282,8 @@ bool ad_fft_real_transpose(tr_call *c, bool rfft);
 bool ad_spectral_prim(ft_prim p);
 bool jvp_spectral(jvp_call *c);
 const char *ft_spectral_jvp_status(ft_prim p);
+/* x[..., perm, :] (whole rows; leading axes batch), a gather (ad_linalg.c). */
+ft_var *rows_permuted(tx *t, ft_var *x, ft_var *perm);
 struct bt_call;
 bool bt_spectral(struct bt_call *c);
 

@@ -35,6 +35,10 @@ static int f_qr_r(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, vo
   (void)t, (void)max_out, (void)user;
   return ft_qr(in[0], FT_QR_R, NULL, &out[0]);
 }
+static int f_qr_complete(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out, (void)user;
+  return ft_qr(in[0], FT_QR_COMPLETE, &out[0], &out[1]);
+}
 static int f_eig(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
   (void)t, (void)max_out, (void)user;
   return ft_eig(in[0], true, &out[0], &out[1]);
@@ -170,6 +174,27 @@ START_TEST(misuse_is_an_error) {
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "square"));
   ck_assert_ptr_null(ft_trace(C, f_qr, NULL, 1, &i));
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "dtype"));
+  /* qr's JVP refuses complex operands; complete mode on a tall operand
+   * differentiates (JAX's LU completion) */
+  int64_t d3[2] = {3, 2};
+  ft_aval tall = mat(FT_F64, 2, d3), ctall = mat(FT_C128, 2, d3);
+  ft_jaxpr *j = ft_trace(C, f_qr_complete, NULL, 1, &ctall);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(ft_jvp(C, j));
+  ck_assert_msg(strstr(ft_ctx_error(C), "jvp of qr: complex operands"), "%s", ft_ctx_error(C));
+  ft_jaxpr_free(j);
+  j = ft_trace(C, f_qr_complete, NULL, 1, &tall);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr *dj0 = ft_jvp(C, j);
+  ck_assert_msg(dj0 != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr_free(dj0);
+  ft_jaxpr_free(j);
+  j = ft_trace(C, f_qr, NULL, 1, &tall);
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr *dj = ft_jvp(C, j);
+  ck_assert_msg(dj != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr_free(dj);
+  ft_jaxpr_free(j);
 }
 END_TEST
 

@@ -150,6 +150,16 @@ def register():
     L("det", jnp.linalg.det, [general(4)], F, FWD)
     L("slogdet", lambda a: jnp.linalg.slogdet(a), [general(5)], F, FWD)
 
+    # ------------------------------------------------------------- expm
+    # JAX's Pade approximant with scaling and squaring: log2 of the 1-norm,
+    # jnp.digitize (SearchSorted) for the degree, lu_solve, squarings.
+    # Its printouts are large (15-30 KB): one case with jvp and vjp, one
+    # that squares, forward only.
+    L("expm", jsl.expm, [lambda rng, d: (0.5 * rng.uniform(-1, 1, size=(4, 4))).astype(npd(d))],
+      F, ("jvp", "vjp"))
+    L("expm_scaled", jsl.expm, [lambda rng, d: (3.0 * rng.uniform(-1, 1, size=(3, 3))).astype(npd(d))],
+      F, ())
+
     # --------------------------------------------- tridiagonal, symmetric
     L("tridiagonal_solve", lambda dl, d, du, b: ll.tridiagonal_solve(dl, d, du, b),
       [U((5,)), U((5,), 3.0, 4.0), U((5,)), U((5, 2))])

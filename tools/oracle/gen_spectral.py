@@ -110,14 +110,19 @@ def register():
     reg("svd__rank_deficient", lambda a: la.svd(a, full_matrices=False),
         [lambda r: with_singular(r, 4, 3, [2.0, 1.0, 0.0])], ("jvp",), dtypes=("f64",))
 
-    # ---- qr (its JVP solves with r: triangular_solve, not on this branch)
-    reg("qr__reduced", la.qr, [unif((5, 3))], ("vmap",))
-    reg("qr__complete", lambda a: la.qr(a, mode="complete"), [unif((5, 3))], ("vmap",))
-    reg("qr__wide", la.qr, [unif((3, 5))], ("vmap",))
-    reg("qr__r", lambda a: la.qr(a, mode="r"), [unif((4, 4))], ())
-    reg("qr__batched", la.qr, [unif((2, 4, 3))], ())
+    # ---- qr (JAX's qr_jvp_rule; complete mode on a tall operand solves with
+    # lu(q_nn - I))
+    reg("qr__reduced", la.qr, [unif((5, 3))])
+    reg("qr__complete", lambda a: la.qr(a, mode="complete"), [unif((5, 3))])
+    reg("qr__complete_square", lambda a: la.qr(a, mode="complete"), [unif((4, 4))],
+        ("jvp", "vjp"))
+    reg("qr__wide", la.qr, [unif((3, 5))])
+    reg("qr__r", lambda a: la.qr(a, mode="r"), [unif((4, 4))], ("jvp",))
+    reg("qr__batched", la.qr, [unif((2, 4, 3))], ("jvp", "vjp"))
+    reg("qr__sum", lambda a: jnp.sum(la.qr(a)[0] * jnp.arange(1.0, 13.0, dtype=a.dtype).reshape(4, 3))
+        + jnp.sum(la.qr(a)[1]), [unif((4, 3))], ("grad", "vmap"))
 
-    # ---- eig (its JVP solves with the eigenvectors: LU, not on this branch)
+    # ---- eig (its JVP solves with the eigenvectors: a complex custom_linear_solve, not yet)
     reg("eig__5", la.eig, [unif((5, 5))], ("vmap",))
     reg("eig__batched", la.eig, [unif((2, 4, 4))], ())
     reg("eigvals__rotation", la.eigvals, [lambda r: np.array([[0.0, -1.0], [1.0, 0.0]])], ())
