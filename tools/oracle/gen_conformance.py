@@ -1395,5 +1395,50 @@ def main(register=register_all, out_default=OUT_DEFAULT, script=__file__,
         sys.exit(1)
 
 
+def main_extra(register, names, script):
+    """The command line of a generator that adds a family of cases to
+    fixtures/conformance (gen_prims017.py, gen_prims2.py): `register()`
+    registers its cases (filling `names`); each dtype pass runs in a child
+    (`script --pass normal|x64`), and their cases are merged into the
+    existing MANIFEST.json, which is re-annotated and written whole."""
+    orig = register_programs
+
+    def reg():
+        orig()
+        register()
+    globals()["register_programs"] = reg
+    out = os.path.abspath(OUT_DEFAULT)
+    if len(sys.argv) == 3 and sys.argv[1] == "--pass":
+        register()  # (only to learn the names; run_pass registers again)
+        wanted = list(names)
+        CASES.clear()
+        res = run_pass(sys.argv[2], out, wanted)
+        json.dump(res, sys.stdout, sort_keys=True)
+        return
+    parts = []
+    for which in ("normal", "x64"):
+        r = subprocess.run([sys.executable, os.path.abspath(script), "--pass", which],
+                           check=True, stdout=subprocess.PIPE,
+                           env=dict(os.environ, JAX_PLATFORMS="cpu"))
+        parts.append(json.loads(r.stdout))
+    path = os.path.join(out, "MANIFEST.json")
+    with open(path) as fh:
+        manifest = json.load(fh)
+    errors = {}
+    for p in parts:
+        manifest["cases"].update(p["cases"])
+        errors.update(p["errors"])
+    manifest["num_cases"] = len(manifest["cases"])
+    manifest = annotate(manifest)
+    with open(path, "w") as fh:
+        json.dump(manifest, fh, sort_keys=True, indent=0)
+        fh.write("\n")
+    n = sum(len(p["cases"]) for p in parts)
+    print(f"{n} cases written; MANIFEST.json has {manifest['num_cases']}", file=sys.stderr)
+    for k, v in sorted(errors.items()):
+        print(f"failed: {k}: {v}", file=sys.stderr)
+    sys.exit(1 if errors else 0)
+
+
 if __name__ == "__main__":
     main()

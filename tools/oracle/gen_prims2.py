@@ -13,9 +13,7 @@ committed fixtures/conformance/MANIFEST.json, as gen_prims017.py does:
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -84,43 +82,7 @@ def register_prims2():
 
 
 def main():
-    orig = G.register_programs
-
-    def reg():
-        orig()
-        register_prims2()
-    G.register_programs = reg
-    out = os.path.abspath(G.OUT_DEFAULT)
-    if len(sys.argv) == 3 and sys.argv[1] == "--pass":
-        register_prims2()  # (only to learn NAMES; run_pass registers again)
-        names = list(NAMES)
-        G.CASES.clear()
-        res = G.run_pass(sys.argv[2], out, names)
-        json.dump(res, sys.stdout, sort_keys=True)
-        return
-    parts = []
-    for which in ("normal", "x64"):
-        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--pass", which],
-                           check=True, stdout=subprocess.PIPE,
-                           env=dict(os.environ, JAX_PLATFORMS="cpu"))
-        parts.append(json.loads(r.stdout))
-    path = os.path.join(out, "MANIFEST.json")
-    with open(path) as fh:
-        manifest = json.load(fh)
-    errors = {}
-    for p in parts:
-        manifest["cases"].update(p["cases"])
-        errors.update(p["errors"])
-    manifest["num_cases"] = len(manifest["cases"])
-    manifest = G.annotate(manifest)
-    with open(path, "w") as fh:
-        json.dump(manifest, fh, sort_keys=True, indent=0)
-        fh.write("\n")
-    n = sum(len(p["cases"]) for p in parts)
-    print(f"{n} cases written; MANIFEST.json has {manifest['num_cases']}", file=sys.stderr)
-    for k, v in sorted(errors.items()):
-        print(f"failed: {k}: {v}", file=sys.stderr)
-    sys.exit(1 if errors else 0)
+    G.main_extra(register_prims2, NAMES, __file__)
 
 
 if __name__ == "__main__":
