@@ -263,71 +263,15 @@ static bool jvp_scan(jvp_state *s, jvp_call *c) {
 
 /* ------------------------------------------------------------------- jit */
 
-static bool jvp_jit(jvp_state *s, jvp_call *c) {
-  tx *t = c->t;
-  const ft_eqn *e = c->e;
-  const ft_jaxpr *inner = pget_jaxpr(e->prim, e->params, "jaxpr");
-  scratch sc = {0};
-  bool *nz = sc_alloc(&sc, (size_t)e->n_in + 1), *onz = sc_alloc(&sc, (size_t)e->n_out + 1);
-  ft_var **in = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * e->n_in + 2));
-  ft_var **out = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * e->n_out + 2));
-  bool ok = nz && onz && in && out;
-  if (!ok) tx_nomem(t);
-  for (int i = 0; ok && i < e->n_in; i++) nz[i] = c->dx[i] != NULL && var_inexact(c->x[i]);
-  ft_jaxpr *j = ok ? jvp_jaxpr(s, t->a, inner, nz, NULL, onz) : NULL;
-  if (ok && !j) ok = false;
-  if (ok) {
-    int ni = 0, no = e->n_out;
-    for (int i = 0; i < e->n_in; i++) in[ni++] = c->x[i];
-    for (int i = 0; i < e->n_in; i++)
-      if (nz[i]) in[ni++] = c->dx[i];
-    for (int k = 0; k < e->n_out; k++) no += onz[k];
-    ft_pval *ps = params_with(t, c);
-    if (!ps) ok = false;
-    else {
-      pset(e->prim, ps, "jaxpr", ft_pv_jaxpr(j)); /* the name stays, as in JAX */
-      if (e->prim == FT_P_REMAT2) { /* policy and prevent_cse stay, as in JAX's remat_jvp */
-        pset(FT_P_REMAT2, ps, "differentiated", ft_pv_bool(true));
-      } else { /* Per-input/output params (donation, shardings) no longer fit. */
-        const ft_prim_info *pi = ft_prim_get(FT_P_JIT);
-        for (int i = 0; i < pi->n_params; i++)
-          if (strcmp(pi->params[i].name, "jaxpr") && strcmp(pi->params[i].name, "name") &&
-              pi->params[i].dflt && !strcmp(pi->params[i].dflt, "None"))
-            ps[i] = ft_pv_none();
-      }
-      ok = emit_outs(t, e->prim, ps, ni, in, no, out);
-    }
-  }
-  if (ok) {
-    int m = e->n_out;
-    for (int k = 0; k < e->n_out; k++) {
-      c->y[k] = out[k];
-      c->dy[k] = onz[k] ? out[m++] : NULL;
-    }
-  }
-  sc_free(&sc);
-  return ok && !t->failed;
-}
+/* The params of the JVP equation beyond its jaxpr (fill_params's part). */
+typedef void (*body_params_fn)(tx *t, jvp_call *c, ft_pval *ps, const bool *nz, const bool *onz);
 
-/* ------------------------------------------------- shard_map (issue 27) */
-
-/* specs (a tuple of n partition specs) followed by the specs of the items
- * with extra[i] set: the tangents travel split as their primals. */
-static ft_pval specs_with(tx *t, const ft_pval *specs, const bool *extra) {
-  int n = specs->n, m = n;
-  for (int i = 0; i < n; i++) m += extra[i];
-  ft_pval r = ft_pv_tuple(t->a, m);
-  if (m && r.tag != FT_PV_TUPLE) return tx_nomem(t), ft_pv_none();
-  for (int i = 0, k = n; i < n; i++) {
-    r.u.items[i] = specs->u.items[i];
-    if (extra[i]) r.u.items[k++] = specs->u.items[i];
-  }
-  return r;
-}
-
-/* shard_map: the JVP of its body, run per index as the body is; the
- * tangent inputs and outputs take their primals' specs (as JAX's). */
-static bool jvp_shard_map(jvp_state *s, jvp_call *c) {
+/* An equation that runs a sub-jaxpr on its operands as they are (jit,
+ * remat2, shard_map): the same primitive applied to the JVP of its body,
+ * taking the primals and the nonzero tangents, giving the primal outputs
+ * and then the nonzero output tangents. fill writes the params that
+ * change besides the jaxpr (which keeps its name, as in JAX). */
+static bool jvp_body_call(jvp_state *s, jvp_call *c, body_params_fn fill) {
   tx *t = c->t;
   const ft_eqn *e = c->e;
   const ft_jaxpr *inner = pget_jaxpr(e->prim, e->params, "jaxpr");
@@ -350,8 +294,7 @@ static bool jvp_shard_map(jvp_state *s, jvp_call *c) {
     ok = ps != NULL;
     if (ok) {
       pset(e->prim, ps, "jaxpr", ft_pv_jaxpr(j));
-      pset(e->prim, ps, "in_specs", specs_with(t, pget(e->prim, c->params, "in_specs"), nz));
-      pset(e->prim, ps, "out_specs", specs_with(t, pget(e->prim, c->params, "out_specs"), onz));
+      fill(t, c, ps, nz, onz);
       ok = !t->failed && emit_outs(t, e->prim, ps, ni, in, no, out);
     }
   }
@@ -364,6 +307,50 @@ static bool jvp_shard_map(jvp_state *s, jvp_call *c) {
   }
   sc_free(&sc);
   return ok && !t->failed;
+}
+
+static void jit_params(tx *t, jvp_call *c, ft_pval *ps, const bool *nz, const bool *onz) {
+  (void)t, (void)nz, (void)onz;
+  if (c->e->prim == FT_P_REMAT2) { /* policy and prevent_cse stay, as in JAX's remat_jvp */
+    pset(FT_P_REMAT2, ps, "differentiated", ft_pv_bool(true));
+    return;
+  }
+  /* Per-input/output params (donation, shardings) no longer fit. */
+  const ft_prim_info *pi = ft_prim_get(FT_P_JIT);
+  for (int i = 0; i < pi->n_params; i++)
+    if (strcmp(pi->params[i].name, "jaxpr") && strcmp(pi->params[i].name, "name") &&
+        pi->params[i].dflt && !strcmp(pi->params[i].dflt, "None"))
+      ps[i] = ft_pv_none();
+}
+
+static bool jvp_jit(jvp_state *s, jvp_call *c) { return jvp_body_call(s, c, jit_params); }
+
+/* ------------------------------------------------- shard_map (issue 27) */
+
+/* specs (a tuple of n partition specs) followed by the specs of the items
+ * with extra[i] set: the tangents travel split as their primals. */
+static ft_pval specs_with(tx *t, const ft_pval *specs, const bool *extra) {
+  int n = specs->n, m = n;
+  for (int i = 0; i < n; i++) m += extra[i];
+  ft_pval r = ft_pv_tuple(t->a, m);
+  if (m && r.tag != FT_PV_TUPLE) return tx_nomem(t), ft_pv_none();
+  for (int i = 0, k = n; i < n; i++) {
+    r.u.items[i] = specs->u.items[i];
+    if (extra[i]) r.u.items[k++] = specs->u.items[i];
+  }
+  return r;
+}
+
+/* shard_map: the JVP of its body, run per index as the body is; the
+ * tangent inputs and outputs take their primals' specs (as JAX's). */
+static void shard_map_params(tx *t, jvp_call *c, ft_pval *ps, const bool *nz, const bool *onz) {
+  const ft_prim p = c->e->prim;
+  pset(p, ps, "in_specs", specs_with(t, pget(p, c->params, "in_specs"), nz));
+  pset(p, ps, "out_specs", specs_with(t, pget(p, c->params, "out_specs"), onz));
+}
+
+static bool jvp_shard_map(jvp_state *s, jvp_call *c) {
+  return jvp_body_call(s, c, shard_map_params);
 }
 
 /* A custom_vjp_call read from a JAX printout names its bwd rule (`bwd=bwd`,
