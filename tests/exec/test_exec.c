@@ -533,7 +533,7 @@ static void spin_job(void *arg, int tid) { (void)arg, (void)tid; }
 START_TEST(idle_workers_sleep) {
   ft_pool *pool = ft_pool_new(4);
   ck_assert(ft_pool_try_run(pool, 4, spin_job, NULL));
-  struct timespec ts = {0, 20 * 1000 * 1000};
+  struct timespec ts = {0, 100 * 1000 * 1000};
   nanosleep(&ts, NULL); /* past the short spin */
   double c0 = cpu_seconds();
   ts.tv_nsec = 300 * 1000 * 1000;
@@ -667,21 +667,23 @@ START_TEST(chunks_of_a_wave_start_longest_first) {
 END_TEST
 
 /* A wave that ran slower shared than alone runs alone, apart from one probe
- * every 16 runs. Chunks on a worker take 20 ms here, on the caller 1 ms
+ * every 16 runs. Chunks on a worker take 100 ms here, on the caller 1 ms
  * (long enough for a woken worker to take one if the wave were shared);
- * a shared warm-up run waits (up to 2 s) until a worker has started a
- * chunk, so the shared time is measured with a worker in it. */
+ * a shared warm-up run waits (up to 10 s) until a worker has started a
+ * chunk, so the shared time is measured with a worker in it. The 100 ms
+ * against 8 x 1 ms alone leaves a margin of 12x, so a loaded machine that
+ * stretches the alone runs does not flip the choice (at 20 ms it did). */
 static atomic_int slow_off_caller, slow_first;
 static ft_status slow_worker_fn(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (ft_exec_call_thread(c) != 0) {
     atomic_fetch_add(&slow_off_caller, 1);
-    struct timespec ts = {0, 20 * 1000 * 1000};
+    struct timespec ts = {0, 100 * 1000 * 1000};
     nanosleep(&ts, NULL);
   } else if (atomic_load(&slow_first)) {
     do clock_gettime(CLOCK_MONOTONIC, &t1);
-    while (!atomic_load(&slow_off_caller) && t1.tv_sec - t0.tv_sec < 2);
+    while (!atomic_load(&slow_off_caller) && t1.tv_sec - t0.tv_sec < 10);
   } else {
     do clock_gettime(CLOCK_MONOTONIC, &t1);
     while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 1000000L);
