@@ -249,6 +249,11 @@ typedef struct tr_call {
 
 bool transpose_rule(tr_state *s, tr_call *c);
 
+/* ad_spmd.c (issue 27): transposes of the linear collectives and of
+ * shard_map. */
+bool tr_collective(tr_call *c);
+bool tr_shard_map(tr_state *s, tr_call *c);
+
 /* ============================================================= ad_index.c */
 
 /* gather, the scatter family, top_k, cummax/cummin: whether p is one of
