@@ -278,6 +278,73 @@ START_TEST(pmax_grad_refuses) {
 }
 END_TEST
 
+/* A cond whose branch index differs between indices, with a collective in
+ * its branches, is refused (the indices would not meet at the psum); an
+ * output whose spec leaves a mesh axis unmentioned must be the same along
+ * it (check_vma=False lets a body break that): refused, not a wrong value. */
+START_TEST(lockstep_refusals) {
+  const char *t =
+      "{ lambda ; a:f32[4]. let\n"
+      "    b:f32[4] = shard_map[\n"
+      "      check_vma=False\n"
+      "      in_specs=(P('i',),)\n"
+      "      jaxpr={ lambda ; c:f32[1]. let\n"
+      "          d:i32[] = axis_index[axis_name=i] \n"
+      "          e:bool[] = lt d 2:i32[]\n"
+      "          g:i32[] = convert_element_type[new_dtype=int32 weak_type=False] e\n"
+      "          h:f32[1] = cond[\n"
+      "            branches=(\n"
+      "              { lambda ; i:f32[1]. let\n"
+      "                  m:f32[1] = psum[axes=('i',) axis_index_groups=None] i\n"
+      "                in (m,) }\n"
+      "              { lambda ; n:f32[1]. let o:f32[1] = neg n in (o,) }\n"
+      "            )\n"
+      "          ] g c\n"
+      "        in (h,) }\n"
+      "      mesh=Mesh('i': 4, axis_types=(Auto,))\n"
+      "      newly_manual_axes=frozenset({'i'})\n"
+      "      out_specs=(P('i',),)\n"
+      "    ] a\n"
+      "  in (b,) }\n";
+  ft_jaxpr *j = ft_parse(C, t, strlen(t), "cond");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  float v[4] = {1, 2, 3, 4};
+  int64_t d = 4;
+  ft_array *a = ft_array_from_data(C, FT_F32, 1, &d, v), *o = NULL;
+  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(ft_ctx_error(C), "cond in a shard_map body: index 2 takes another path than index 0"),
+                "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(o);
+  ft_array_free(a);
+  ft_jaxpr_free(j);
+  const char *u =
+      "{ lambda ; a:f32[2,2]. let\n"
+      "    b:f32[2,1] = shard_map[\n"
+      "      check_vma=False\n"
+      "      in_specs=(P('i', 'j'),)\n"
+      "      jaxpr={ lambda ; c:f32[1,1]. let d:f32[1,1] = neg c in (d,) }\n"
+      "      mesh=Mesh('i': 2, 'j': 2, axis_types=(Auto, Auto))\n"
+      "      newly_manual_axes=frozenset({'i', 'j'})\n"
+      "      out_specs=(P('i',),)\n"
+      "    ] a\n"
+      "  in (b,) }\n";
+  j = ft_parse(C, u, strlen(u), "replica");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  int64_t d2[2] = {2, 2};
+  a = ft_array_from_data(C, FT_F32, 2, d2, v);
+  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(ft_ctx_error(C), "output 0's out_specs leave a mesh axis unmentioned"), "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(o);
+  float w[4] = {1, 1, 2, 2}; /* the same along 'j': rows of the result */
+  ft_array_free(a);
+  a = ft_array_from_data(C, FT_F32, 2, d2, w);
+  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_OK);
+  ck_assert(((const float *)ft_array_data(o))[0] == -1.0f && ((const float *)ft_array_data(o))[1] == -2.0f);
+  ft_array_free(a), ft_array_free(o);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("spmd");
   TCase *tc = tcase_create("spmd");
@@ -288,6 +355,7 @@ int main(void) {
   tcase_add_test(tc, bad_axis_and_mesh);
   tcase_add_test(tc, jit_refuses);
   tcase_add_test(tc, pmax_grad_refuses);
+  tcase_add_test(tc, lockstep_refusals);
   SRunner *r = srunner_create(s);
   suite_add_tcase(s, tc);
   srunner_run_all(r, CK_NORMAL);
