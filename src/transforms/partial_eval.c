@@ -778,6 +778,7 @@ static bool pe_shard_map(pe *p, const ft_eqn *e, const bool *uin) {
       ft_aval one = v->aval;
       one.rank = 1, one.dims[0] = 1;
       ui[r] = fresh(p, &one);
+      if (ui[r] && !var_copy_vma(p->a, ui[r], v)) ok = (tx_nomem(&p->K), false);
       ft_pval *rp = ui[r] ? tx_params(&t, FT_P_RESHAPE) : NULL;
       if (rp) pset(FT_P_RESHAPE, rp, "new_sizes", ft_pv_ints(p->a, 0, NULL));
       ok = rp && tx_push(&t, FT_P_RESHAPE, rp, 1, &ui[r], 1, &v);

@@ -130,7 +130,8 @@ static void check_vmap(const char *name, const ft_jaxpr *j, ft_array *x) {
 /* A loss of (x, w): its value, FrankenTrace's value_and_grad w.r.t. x and
  * JAX's own grad printout, evaluated: all equal JAX's bits. */
 static void check_grad(const char *name) {
-  ft_jaxpr *j = parse_file(name, ".jaxpr", NULL), *jg = parse_file(name, ".grad.jaxpr", NULL);
+  char *text = NULL;
+  ft_jaxpr *j = parse_file(name, ".jaxpr", &text), *jg = parse_file(name, ".grad.jaxpr", NULL);
   ft_array *in[2] = {npy(name, ".in0.npy"), npy(name, ".in1.npy")};
   ft_array *want = npy(name, ".out0.npy"), *gwant = npy(name, ".grad0.npy"), *got = NULL, *vg[2] = {0};
   ck_assert_msg(ft_eval(C, j, 2, in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
@@ -141,6 +142,12 @@ static void check_grad(const char *name) {
   int argnum = 0;
   ft_jaxpr *g = ft_value_and_grad(C, j, 1, &argnum, false);
   ck_assert_msg(g != NULL, "%s: value_and_grad: %s", name, ft_ctx_error(C));
+  /* the transformed bodies keep the varying-axes annotation, as JAX's */
+  char *gt = ft_jaxpr_print(C, g);
+  ck_assert_ptr_nonnull(gt);
+  ck_assert_msg(!strstr(text, "{V:") || strstr(gt, "{V:"), "%s: value_and_grad lost {V:...}:\n%s", name, gt);
+  ck_assert_msg(!strstr(text, "{V:(i,j)}") || strstr(gt, "{V:(i,j)}"), "%s: {V:(i,j)} lost:\n%s", name, gt);
+  free(gt), free(text);
   ck_assert_msg(ft_eval(C, g, 2, in, 2, vg) == FT_OK, "%s: value_and_grad eval: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(vg[0], want), "%s: value_and_grad's value differs from JAX's", name);
   ck_assert_msg(ft_array_equal_bits(vg[1], gwant), "%s: gradient differs from JAX's", name);
