@@ -127,8 +127,21 @@ static void check_vmap(const char *name, const ft_jaxpr *j, ft_array *x) {
   ft_jaxpr_free(v);
 }
 
+/* Equal as f32 values, every element exactly (the Hessian: a zero's sign
+ * may differ from JAX's, whose program multiplies a zero tangent by a
+ * negative weight where ours adds zeros; the conformance harness compares
+ * values the same way). */
+static bool equal_values(const ft_array *a, const ft_array *b) {
+  if (ft_array_size(a) != ft_array_size(b)) return false;
+  const float *x = ft_array_data(a), *y = ft_array_data(b);
+  for (int64_t i = 0; i < ft_array_size(a); i++)
+    if (!(x[i] == y[i])) return false;
+  return true;
+}
+
 /* A loss of (x, w): its value, FrankenTrace's value_and_grad w.r.t. x and
- * JAX's own grad printout, evaluated: all equal JAX's bits. */
+ * JAX's own grad printout, evaluated, and the Hessian w.r.t. x: all equal
+ * JAX's bits. */
 static void check_grad(const char *name) {
   char *text = NULL;
   ft_jaxpr *j = parse_file(name, ".jaxpr", &text), *jg = parse_file(name, ".grad.jaxpr", NULL);
@@ -152,6 +165,13 @@ static void check_grad(const char *name) {
   ck_assert_msg(ft_array_equal_bits(vg[0], want), "%s: value_and_grad's value differs from JAX's", name);
   ck_assert_msg(ft_array_equal_bits(vg[1], gwant), "%s: gradient differs from JAX's", name);
   check_jit(name, j, 2, in, want);
+  /* second order: jax.hessian (forward over reverse through shard_map) */
+  ft_jaxpr *h = ft_hessian(C, j, 0);
+  ck_assert_msg(h != NULL, "%s: hessian: %s", name, ft_ctx_error(C));
+  ft_array *hw = npy(name, ".hessian0.npy"), *hg = NULL;
+  ck_assert_msg(ft_eval(C, h, 2, in, 1, &hg) == FT_OK, "%s: hessian eval: %s", name, ft_ctx_error(C));
+  ck_assert_msg(equal_values(hg, hw), "%s: hessian differs from JAX's", name);
+  ft_array_free(hw), ft_array_free(hg), ft_jaxpr_free(h);
   ft_array_free(in[0]), ft_array_free(in[1]), ft_array_free(want), ft_array_free(gwant);
   ft_array_free(got), ft_array_free(vg[0]), ft_array_free(vg[1]);
   ft_jaxpr_free(j), ft_jaxpr_free(jg), ft_jaxpr_free(g);

@@ -9,8 +9,9 @@ Per case: <case>.jaxpr (str(jax.make_jaxpr(f)(x)) + "\\n"), <case>.in0.npy,
 <case>.out0.npy; CASES lists the case names, each followed by its flags:
 `linear` (f is linear in its input: the test checks jvp(f)(x, t) ==
 (f(x), f(t))), `grad` (a scalar loss of two inputs (x, w): also
-<case>.in1.npy, <case>.grad.jaxpr (jax.grad(f) w.r.t. x) and
-<case>.grad0.npy, its value). Inputs are small integers stored as f32, so
+<case>.in1.npy, <case>.grad.jaxpr (jax.grad(f) w.r.t. x),
+<case>.grad0.npy, its value, and <case>.hessian0.npy, jax.hessian(f)
+w.r.t. x). Inputs are small integers stored as f32, so
 every sum is exact and JAX's all-reduce order cannot change a bit: the C
 test compares bit for bit. Seeds: crc32(case name) as in
 gen_conformance.py (whose helpers this imports).
@@ -192,6 +193,7 @@ def main():
             np.save(os.path.join(out, "%s.in%d.npy" % (name, k)), x)
         np.save(os.path.join(out, name + ".out0.npy"), np.asarray(f(*xs)))
         np.save(os.path.join(out, name + ".grad0.npy"), np.asarray(g(*xs)))
+        np.save(os.path.join(out, name + ".hessian0.npy"), np.asarray(jax.hessian(f)(*xs)))
         lines.append(name + " grad")
     with open(os.path.join(out, "CASES"), "w") as fh:
         fh.write("".join(n + "\n" for n in lines))
