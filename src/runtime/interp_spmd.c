@@ -287,32 +287,38 @@ static bool has_collective(const ft_jaxpr *j) {
 
 static ft_status step(lockstep *L, const ft_eqn *e);
 
-/* Sub-jaxpr j at every index in lockstep: args[r * n_args + k] (borrowed)
- * -> res[r * j->n_out + k] (owned). */
+/* Sub-jaxpr j at every index in lockstep, in its own environment (as the
+ * interpreter gives every call one): args[r * n_args + k] (borrowed) ->
+ * res[r * j->n_out + k] (owned). */
 static ft_status ls_run(lockstep *L, const ft_jaxpr *j, int n_args, ft_array *const *args, ft_array **res) {
   if (j->n_const || j->n_in != n_args)
     return ft_set_error(L->ctx, FT_ERR_UNSUPPORTED, "a sub-jaxpr in a shard_map body with constvars (or %d "
                         "inputs for %d operands) cannot run in lockstep", j->n_in, n_args);
-  ft_status st = FT_OK;
-  for (int64_t r = 0; r < L->n && !st; r++)
+  lockstep S = *L;
+  S.n_ids = ft_arena_num_var_ids(j->arena);
+  S.val = calloc((size_t)S.n * S.n_ids + 1, sizeof *S.val);
+  ft_status st = S.val ? FT_OK : ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
+  for (int64_t r = 0; r < S.n && !st; r++)
     for (int k = 0; k < n_args && !st; k++) {
       ft_array *c = ft_array_clone(L->ctx, args[r * n_args + k]);
       if (!c) st = ft_ctx_status(L->ctx);
-      else bind(L, r, j->invars[k], c);
+      else bind(&S, r, j->invars[k], c);
     }
-  for (int i = 0; i < j->n_eqn && !st; i++) st = step(L, &j->eqns[i]);
-  for (int64_t r = 0; r < L->n; r++)
+  for (int i = 0; i < j->n_eqn && !st; i++) st = step(&S, &j->eqns[i]);
+  for (int64_t r = 0; r < S.n; r++)
     for (int k = 0; k < j->n_out; k++) {
       ft_array **o = &res[r * j->n_out + k];
       *o = NULL;
       if (st) continue;
       bool fresh;
-      ft_array *a = input(L, r, j->outvars[k], &fresh);
+      ft_array *a = input(&S, r, j->outvars[k], &fresh);
       if (a && !fresh) a = ft_array_clone(L->ctx, a);
       if (!(*o = a)) st = ft_ctx_status(L->ctx);
     }
   if (st)
-    for (int64_t q = 0; q < L->n * j->n_out; q++) ft_array_free(res[q]), res[q] = NULL;
+    for (int64_t q = 0; q < S.n * j->n_out; q++) ft_array_free(res[q]), res[q] = NULL;
+  for (size_t q = 0; S.val && q < (size_t)S.n * S.n_ids; q++) ft_array_free(S.val[q]);
+  free(S.val);
   return st;
 }
 
