@@ -164,6 +164,18 @@ static void check_grad(const char *name) {
   ck_assert_msg(ft_eval(C, g, 2, in, 2, vg) == FT_OK, "%s: value_and_grad eval: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(vg[0], want), "%s: value_and_grad's value differs from JAX's", name);
   ck_assert_msg(ft_array_equal_bits(vg[1], gwant), "%s: gradient differs from JAX's", name);
+  { /* the JIT runs the gradient's shard_maps as interpreter steps: the same bits */
+    ft_jit_options o = {0};
+    o.allow_fallback = true;
+    ft_fn *fn = ft_jit(C, g, &o);
+    ck_assert_msg(fn != NULL, "%s: jit of value_and_grad: %s", name, ft_ctx_error(C));
+    ft_array *jo[2] = {0};
+    ck_assert_msg(ft_call(fn, 2, in, 2, jo) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+    ck_assert_msg(ft_array_equal_bits(jo[0], want) && ft_array_equal_bits(jo[1], gwant),
+                  "%s: JIT's value_and_grad differs", name);
+    ft_array_free(jo[0]), ft_array_free(jo[1]);
+    ft_fn_free(fn);
+  }
   check_jit(name, j, 2, in, want);
   /* split reverse mode: the residuals leave the known shard_map as global
    * arrays (split over every mesh axis) and enter the backward one */
