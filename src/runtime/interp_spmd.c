@@ -470,8 +470,10 @@ static ft_status ls_control(lockstep *L, const ft_eqn *e, ft_array *const *x) {
     } else {
       j = sub(e, e->prim == FT_P_JIT || e->prim == FT_P_REMAT2 ? "jaxpr" : "call_jaxpr");
     }
-    if (!j || j->n_out != e->n_out) return ft_set_error(L->ctx, FT_ERR_TYPE, "%s: bad sub-jaxpr", ft_prim_get(e->prim)->name);
-    ft_array **args = calloc(N * (size_t)(n - off) + 1, sizeof *args), **res = calloc(N * (size_t)e->n_out + 1, sizeof *res);
+    if (!j || j->n_out != e->n_out)
+      return ft_set_error(L->ctx, FT_ERR_TYPE, "%s: bad sub-jaxpr", ft_prim_get(e->prim)->name);
+    ft_array **args = calloc(N * (size_t)(n - off) + 1, sizeof *args);
+    ft_array **res = calloc(N * (size_t)e->n_out + 1, sizeof *res);
     ft_status st = args && res ? FT_OK : ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
     for (size_t r = 0; r < N && !st; r++)
       for (int k = off; k < n; k++) args[r * (size_t)(n - off) + (size_t)(k - off)] = x[r * (size_t)n + (size_t)k];

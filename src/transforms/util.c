@@ -181,7 +181,6 @@ static bool tx_infer_vma(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_v
   return true;
 }
 
-
 bool tx_emitn(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in, int n_out,
               ft_var **out) {
   if (t->failed) return false;
