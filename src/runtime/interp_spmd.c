@@ -602,9 +602,14 @@ static ft_array *assemble(lockstep *L, const ft_eqn *e, const ft_spmd_dim *dims,
   return g;
 }
 
-static ft_status read_specs(ft_ctx *ctx, const ft_pval *specs, int i, ft_spmd_dim *dims, int *nd) {
-  *nd = ft_spmd_spec(&specs->u.items[i], dims, FT_MAX_RANK);
-  if (*nd < 0) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "shard_map: spec %d is malformed", i);
+static ft_status read_specs(const lockstep *L, const ft_pval *specs, int i, ft_spmd_dim *dims, int *nd) {
+  *nd = specs && specs->tag == FT_PV_TUPLE && i < specs->n ? ft_spmd_spec(&specs->u.items[i], dims, FT_MAX_RANK) : -1;
+  if (*nd < 0) return ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "shard_map: spec %d is malformed", i);
+  for (int d = 0; d < *nd; d++)
+    for (int q = 0; q < dims[d].n; q++)
+      if (axis_of(L, dims[d].names[q]) < 0)
+        return ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "shard_map: spec %d names '%s', not an axis of the mesh",
+                            i, dims[d].names[q]);
   return FT_OK;
 }
 
@@ -624,7 +629,7 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
   ft_spmd_dim dims[FT_MAX_RANK];
   int nd;
   for (int i = 0; i < e->n_in && !st; i++) {
-    if ((st = read_specs(ctx, is, i, dims, &nd))) break;
+    if ((st = read_specs(&L, is, i, dims, &nd))) break;
     for (int64_t r = 0; r < L.n && !st; r++) {
       ft_array *a = ft_array_alloc(ctx, &j->invars[i]->aval);
       if (!a) {
@@ -643,7 +648,7 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
     if (st) ft_error_prefix(ctx, "shard_map body: equation %d (%s)", i, ft_prim_get(j->eqns[i].prim)->name);
   }
   for (int k = 0; k < e->n_out && !st; k++) {
-    if ((st = read_specs(ctx, os, k, dims, &nd))) break;
+    if ((st = read_specs(&L, os, k, dims, &nd))) break;
     if (!(out[k] = assemble(&L, e, dims, nd, k, j))) st = ft_ctx_status(ctx);
   }
   if (st)
