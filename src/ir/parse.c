@@ -667,8 +667,9 @@ static void add_binder(ft_parser *p, binders *b, ft_var *v, size_t pos, size_t l
   b->v[b->n] = v, b->pos[b->n] = pos, b->len[b->n++] = len;
 }
 
-/* `{V:i,j}` after a binder's type (JAX 0.12, check_vma): the axes the
- * value varies over inside a shard_map body, kept as text to print back. */
+/* `{V:i}` or `{V:(i,j)}` after a binder's type (JAX 0.12, check_vma): the
+ * axes the value varies over inside a shard_map body, kept as text to
+ * print back. */
 static void parse_vma(ft_parser *p, ft_var *v) {
   size_t at = p->pos;
   if (peek_at(p, p->pos + 1) != 'V' || peek_at(p, p->pos + 2) != ':')
@@ -676,7 +677,7 @@ static void parse_vma(ft_parser *p, ft_var *v) {
   size_t s = p->pos + 3, e = s;
   while (e < p->len && p->src[e] != '}') {
     char c = p->src[e];
-    if (!(c == ',' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+    if (!(c == ',' || c == '_' || c == '(' || c == ')' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
       ft_parse_fail(p, e, "expected a mesh axis name or '}' in '{V:...}'");
     e++;
   }

@@ -6,8 +6,18 @@
  * add/max/min), so the result is deterministic and equals the one-process
  * reduction over the global batch in that order.
  *
- * This slice simulates meshes of one axis; collectives are evaluated at the
- * top level of a body (inside control flow of a body they are refused). */
+ * A mesh of several axes runs the product of their sizes, devices in
+ * row-major order of their coordinates (as jax.sharding.Mesh lays out a
+ * reshaped device array); a collective over axes A combines, for each
+ * group of devices that agree on the other axes, the group's values in
+ * row-major order over A in the order the collective names them.
+ *
+ * Control flow in a body (jit, scan, while, cond, custom calls) whose
+ * sub-jaxprs hold a collective runs in lockstep too, sub-jaxpr equation by
+ * equation; a while or a cond whose predicate differs between indices with
+ * a collective inside is refused (the indices would not meet at the same
+ * collective). Control flow without collectives runs per index as any
+ * other equation. */
 #include <string.h>
 
 #include "runtime.h"
@@ -15,10 +25,21 @@
 /* Per-index values of the body's variables. */
 typedef struct lockstep {
   ft_ctx *ctx;
-  int64_t n;            /* axis size */
+  int64_t n;            /* number of devices: the product of the mesh's sizes */
+  int nm;               /* mesh axes */
+  ft_spmd_axis mesh[FT_SPMD_MAX_AXES];
+  int64_t stride[FT_SPMD_MAX_AXES]; /* row-major strides of the device coordinates */
   uint32_t n_ids;
   ft_array **val;       /* [index * n_ids + var id], owned */
 } lockstep;
+
+static int64_t coord(const lockstep *L, int64_t r, int m) { return r / L->stride[m] % L->mesh[m].size; }
+
+static int axis_of(const lockstep *L, const char *name) {
+  for (int m = 0; m < L->nm; m++)
+    if (!strcmp(L->mesh[m].name, name)) return m;
+  return -1;
+}
 
 static ft_array **slot(lockstep *L, int64_t r, const ft_var *v) { return &L->val[(size_t)r * L->n_ids + v->id]; }
 
@@ -33,7 +54,7 @@ static ft_array *input(lockstep *L, int64_t r, const ft_var *v, bool *fresh) {
 }
 
 static void bind(lockstep *L, int64_t r, const ft_var *v, ft_array *a) {
-  if (v->kind != FT_VAR) {
+  if (v->kind != FT_VAR || v->id >= L->n_ids) { /* a drop var (or one of another arena: input() reports it) */
     ft_array_free(a);
     return;
   }
@@ -80,10 +101,10 @@ static void blocks(const ft_aval *big, int dim, int64_t n, int64_t k, char *bigp
 
 static int param_int(const ft_eqn *e, const char *name) { return (int)ft_param_int(e, name, 0); }
 
-/* One collective equation over all indices. x[r * n_in + k]: operand k at r. */
-static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x) {
+/* One collective over a group of n devices dev[0..n) (group order);
+ * x[q * n_in + k]: operand k at group position q. */
+static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x, const int64_t *dev, int64_t n) {
   ft_ctx *ctx = L->ctx;
-  int64_t n = L->n;
   ft_status st = FT_OK;
   switch (e->prim) {
   case FT_P_PSUM: case FT_P_PSUM_INVARIANT: case FT_P_PMAX: case FT_P_PMIN: case FT_P_PVARY: {
@@ -96,7 +117,7 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x) {
         for (int64_t r = 0; r < n && !st; r++) {
           ft_array *c = ft_array_clone(ctx, xs[r]);
           if (!c) st = ft_ctx_status(ctx);
-          else bind(L, r, e->out[k], c);
+          else bind(L, dev[r], e->out[k], c);
         }
         continue;
       }
@@ -104,7 +125,7 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x) {
       for (int64_t r = 0; r < n && s && !st; r++) {
         ft_array *c = r + 1 < n ? ft_array_clone(ctx, s) : s;
         if (!c) st = ft_ctx_status(ctx);
-        else bind(L, r, e->out[k], c);
+        else bind(L, dev[r], e->out[k], c);
       }
       if (!s) st = ft_ctx_status(ctx);
     }
@@ -115,8 +136,8 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x) {
     for (int64_t r = 0; r < n; r++) {
       ft_array *a = ft_array_alloc(ctx, &e->out[0]->aval);
       if (!a) return ft_ctx_status(ctx);
-      ft_set_i64(a, 0, r);
-      bind(L, r, e->out[0], a);
+      ft_set_i64(a, 0, r); /* the position in the group */
+      bind(L, dev[r], e->out[0], a);
     }
     return FT_OK;
   case FT_P_PPERMUTE: {
@@ -128,14 +149,19 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x) {
         if (!(o[r] = ft_array_alloc(ctx, &e->out[k]->aval))) st = ft_ctx_status(ctx);
       for (int q = 0; q < perm->n && !st; q++) {
         int64_t pr[2];
-        int np;
-        ft_pv_get_ints(&perm->u.items[q], pr, 2, &np);
+        int np = 0;
+        if (!ft_pv_get_ints(&perm->u.items[q], pr, 2, &np) || np != 2 || pr[0] < 0 || pr[0] >= n || pr[1] < 0 ||
+            pr[1] >= n) {
+          st = ft_set_error(ctx, FT_ERR_INVALID_ARG, "ppermute: perm pair %d is not two indices below %lld", q,
+                            (long long)n);
+          break;
+        }
         ft_array *src = x[pr[0] * e->n_in + k];
         if (src->nbytes) memcpy(o[pr[1]]->data, src->data, src->nbytes);
       }
       for (int64_t r = 0; r < n; r++)
         if (st) ft_array_free(o[r]);
-        else bind(L, r, e->out[k], o[r]);
+        else bind(L, dev[r], e->out[k], o[r]);
       free(o);
     }
     return st;
@@ -175,7 +201,7 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x) {
         }
         ft_array_free(tmp);
       }
-      bind(L, r, e->out[0], o);
+      bind(L, dev[r], e->out[0], o);
     }
     ft_array_free(sum);
     return st;
@@ -185,7 +211,284 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x) {
   }
 }
 
-/* Equation i of the body at every index. */
+/* One collective equation over one group of n devices, dev[0..n) in group
+ * order. x[r * n_in + k]: operand k at device r. */
+static ft_status collective_group(lockstep *L, const ft_eqn *e, ft_array *const *x_all, const int64_t *dev,
+                                  int64_t n) {
+  ft_ctx *ctx = L->ctx;
+  ft_status st = FT_OK;
+  ft_array **x = malloc(sizeof *x * (size_t)(n * (e->n_in ? e->n_in : 1)));
+  if (!x) return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  for (int64_t r = 0; r < n; r++)
+    for (int k = 0; k < e->n_in; k++) x[r * e->n_in + k] = x_all[dev[r] * e->n_in + k];
+  st = collective(L, e, x, dev, n);
+  free(x);
+  return st;
+}
+
+/* The groups of a collective over the axes it names: for each device whose
+ * coordinates on those axes are all 0, the devices that agree with it on
+ * the other axes, in row-major order over the named axes as named. */
+static ft_status run_collective(lockstep *L, const ft_eqn *e, ft_array *const *x) {
+  char names[FT_SPMD_MAX_AXES][64];
+  int na = ft_spmd_names(ft_eqn_param(e, ft_spmd_axis_param(e->prim)), names, FT_SPMD_MAX_AXES);
+  int ax[FT_SPMD_MAX_AXES];
+  int64_t g = 1;
+  for (int q = 0; q < na; q++) {
+    if ((ax[q] = axis_of(L, names[q])) < 0)
+      return ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "%s: axis name '%s' is not an axis of the mesh",
+                          ft_prim_get(e->prim)->name, names[q]);
+    g *= L->mesh[ax[q]].size;
+  }
+  if (na < 1) return ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "%s: no axis names", ft_prim_get(e->prim)->name);
+  int64_t *dev = malloc(sizeof *dev * (size_t)g);
+  if (!dev) return ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
+  ft_status st = FT_OK;
+  for (int64_t r = 0; r < L->n && !st; r++) {
+    bool lead = true;
+    for (int q = 0; q < na; q++) lead = lead && coord(L, r, ax[q]) == 0;
+    if (!lead) continue;
+    for (int64_t pos = 0; pos < g; pos++) {
+      int64_t rest = pos, d = r;
+      for (int q = na - 1; q >= 0; q--) {
+        d += rest % L->mesh[ax[q]].size * L->stride[ax[q]];
+        rest /= L->mesh[ax[q]].size;
+      }
+      dev[pos] = d;
+    }
+    st = collective_group(L, e, x, dev, g);
+  }
+  free(dev);
+  return st;
+}
+
+static bool has_collective(const ft_jaxpr *j);
+
+static bool pval_has_collective(const ft_pval *v) {
+  if (v->tag == FT_PV_JAXPR) return v->u.jaxpr && has_collective(v->u.jaxpr);
+  for (int q = 0; v->tag == FT_PV_TUPLE && q < v->n; q++)
+    if (pval_has_collective(&v->u.items[q])) return true;
+  return false;
+}
+
+/* Whether j or a sub-jaxpr of it (a nested shard_map's aside) holds a
+ * collective. */
+static bool has_collective(const ft_jaxpr *j) {
+  for (int i = 0; i < j->n_eqn; i++) {
+    const ft_eqn *e = &j->eqns[i];
+    if (ft_prim_is_collective(e->prim)) return true;
+    if (e->prim == FT_P_SHARD_MAP) continue;
+    const ft_prim_info *pi = ft_prim_get(e->prim);
+    for (int k = 0; k < pi->n_params; k++)
+      if (pval_has_collective(&e->params[k])) return true;
+  }
+  return false;
+}
+
+static ft_status step(lockstep *L, const ft_eqn *e);
+
+/* Sub-jaxpr j at every index in lockstep, in its own environment (as the
+ * interpreter gives every call one): args[r * n_args + k] (borrowed) ->
+ * res[r * j->n_out + k] (owned). */
+static ft_status ls_run(lockstep *L, const ft_jaxpr *j, int n_args, ft_array *const *args, ft_array **res) {
+  if (j->n_const || j->n_in != n_args)
+    return ft_set_error(L->ctx, FT_ERR_UNSUPPORTED, "a sub-jaxpr in a shard_map body with constvars (or %d "
+                        "inputs for %d operands) cannot run in lockstep", j->n_in, n_args);
+  lockstep S = *L;
+  S.n_ids = ft_arena_num_var_ids(j->arena);
+  S.val = calloc((size_t)S.n * S.n_ids + 1, sizeof *S.val);
+  ft_status st = S.val ? FT_OK : ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
+  for (int64_t r = 0; r < S.n && !st; r++)
+    for (int k = 0; k < n_args && !st; k++) {
+      ft_array *c = ft_array_clone(L->ctx, args[r * n_args + k]);
+      if (!c) st = ft_ctx_status(L->ctx);
+      else bind(&S, r, j->invars[k], c);
+    }
+  for (int i = 0; i < j->n_eqn && !st; i++) st = step(&S, &j->eqns[i]);
+  for (int64_t r = 0; r < S.n; r++)
+    for (int k = 0; k < j->n_out; k++) {
+      ft_array **o = &res[r * j->n_out + k];
+      *o = NULL;
+      if (st) continue;
+      bool fresh;
+      ft_array *a = input(&S, r, j->outvars[k], &fresh);
+      if (a && !fresh) a = ft_array_clone(L->ctx, a);
+      if (!(*o = a)) st = ft_ctx_status(L->ctx);
+    }
+  if (st)
+    for (int64_t q = 0; q < S.n * j->n_out; q++) ft_array_free(res[q]), res[q] = NULL;
+  for (size_t q = 0; S.val && q < (size_t)S.n * S.n_ids; q++) ft_array_free(S.val[q]);
+  free(S.val);
+  return st;
+}
+
+static const ft_jaxpr *sub(const ft_eqn *e, const char *name) {
+  const ft_pval *v = ft_eqn_param(e, name);
+  return v && v->tag == FT_PV_JAXPR ? v->u.jaxpr : NULL;
+}
+
+/* The one value every index gives for a scalar (a predicate or a branch
+ * index), or an error naming the primitive: with a collective inside, the
+ * indices must take the same path. */
+static ft_status agree(lockstep *L, const ft_eqn *e, ft_array *const *v, int stride, int64_t *out) {
+  *out = ft_get_i64(v[0], 0);
+  for (int64_t r = 1; r < L->n; r++)
+    if (ft_get_i64(v[r * stride], 0) != *out)
+      return ft_set_error(L->ctx, FT_ERR_UNSUPPORTED, "%s in a shard_map body: index %lld takes another path "
+                          "than index 0 and a collective is inside (the indices would not meet at it)",
+                          ft_prim_get(e->prim)->name, (long long)r);
+  return FT_OK;
+}
+
+/* Binds res[r * n + k] as e's outputs at every index (takes ownership). */
+static void bind_outs(lockstep *L, const ft_eqn *e, ft_array **res, int n) {
+  for (int64_t r = 0; r < L->n; r++)
+    for (int k = 0; k < n; k++) bind(L, r, e->out[k], res[r * n + k]), res[r * n + k] = NULL;
+}
+
+/* scan in lockstep: per step, every index's body on its consts, carry and
+ * row of xs. x[r * n_in + k] borrowed. */
+static ft_status ls_scan(lockstep *L, const ft_eqn *e, ft_array *const *x) {
+  const ft_jaxpr *j = sub(e, "jaxpr");
+  int nc0 = (int)ft_param_int(e, "num_consts", -1), ncar = (int)ft_param_int(e, "num_carry", -1);
+  int64_t len = ft_param_int(e, "length", -1);
+  bool rev = ft_param_bool(e, "reverse", false);
+  int n = e->n_in, nx = n - nc0 - ncar, ny = e->n_out - ncar;
+  if (!j || nc0 < 0 || ncar < 0 || len < 0 || nx < 0 || ny < 0 || j->n_out != e->n_out || j->n_in != n)
+    return ft_set_error(L->ctx, FT_ERR_TYPE, "scan: params do not fit the operands");
+  size_t N = (size_t)L->n;
+  ft_array **args = calloc(N * (size_t)n + 1, sizeof *args), **rows = calloc(N * (size_t)(nx + 1), sizeof *rows);
+  ft_array **res = calloc(N * (size_t)e->n_out + 1, sizeof *res), **out = calloc(N * (size_t)e->n_out + 1, sizeof *out);
+  ft_status st = args && rows && res && out ? FT_OK : ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
+  for (size_t r = 0; r < N && !st; r++) {
+    for (int k = 0; k < ncar && !st; k++)
+      if (!(out[r * (size_t)e->n_out + (size_t)k] = ft_array_clone(L->ctx, x[r * (size_t)n + (size_t)(nc0 + k)])))
+        st = ft_ctx_status(L->ctx);
+    for (int k = 0; k < ny && !st; k++)
+      if (!(out[r * (size_t)e->n_out + (size_t)(ncar + k)] = ft_array_alloc(L->ctx, &e->out[ncar + k]->aval)))
+        st = ft_ctx_status(L->ctx);
+    for (int k = 0; k < nx && !st; k++)
+      if (!(rows[r * (size_t)nx + (size_t)k] = ft_array_alloc(L->ctx, &j->invars[nc0 + ncar + k]->aval)))
+        st = ft_ctx_status(L->ctx);
+  }
+  for (int64_t s = 0; s < len && !st; s++) {
+    int64_t t = rev ? len - 1 - s : s;
+    for (size_t r = 0; r < N; r++) {
+      ft_array **a = args + r * (size_t)n, **o = out + r * (size_t)e->n_out;
+      for (int k = 0; k < nc0; k++) a[k] = x[r * (size_t)n + (size_t)k];
+      for (int k = 0; k < ncar; k++) a[nc0 + k] = o[k];
+      for (int k = 0; k < nx; k++) {
+        ft_array *row = rows[r * (size_t)nx + (size_t)k];
+        const ft_array *xs = x[r * (size_t)n + (size_t)(nc0 + ncar + k)];
+        if (row->nbytes) memcpy(row->data, (const char *)xs->data + (size_t)t * row->nbytes, row->nbytes);
+        a[nc0 + ncar + k] = row;
+      }
+    }
+    if ((st = ls_run(L, j, n, args, res))) break;
+    for (size_t r = 0; r < N; r++) {
+      ft_array **o = out + r * (size_t)e->n_out, **q = res + r * (size_t)e->n_out;
+      for (int k = 0; k < ncar; k++) ft_array_free(o[k]), o[k] = q[k], q[k] = NULL;
+      for (int k = 0; k < ny; k++) {
+        ft_array *y = q[ncar + k], *ys = o[ncar + k];
+        if (y->nbytes) memcpy((char *)ys->data + (size_t)t * y->nbytes, y->data, y->nbytes);
+        ft_array_free(y), q[ncar + k] = NULL;
+      }
+    }
+  }
+  if (!st) bind_outs(L, e, out, e->n_out);
+  for (size_t q = 0; out && q < N * (size_t)e->n_out; q++) ft_array_free(out[q]);
+  for (size_t q = 0; rows && q < N * (size_t)nx; q++) ft_array_free(rows[q]);
+  free(args), free(rows), free(res), free(out);
+  return st;
+}
+
+/* while in lockstep: the predicate must agree at every index. */
+static ft_status ls_while(lockstep *L, const ft_eqn *e, ft_array *const *x) {
+  const ft_jaxpr *cj = sub(e, "cond_jaxpr"), *bj = sub(e, "body_jaxpr");
+  int cn = (int)ft_param_int(e, "cond_nconsts", -1), bn = (int)ft_param_int(e, "body_nconsts", -1);
+  int n = e->n_in, nc = n - cn - bn;
+  if (!cj || !bj || cn < 0 || bn < 0 || nc != e->n_out || cj->n_out != 1 || bj->n_out != nc)
+    return ft_set_error(L->ctx, FT_ERR_TYPE, "while: params do not fit the operands");
+  size_t N = (size_t)L->n;
+  ft_array **carry = calloc(N * (size_t)nc + 1, sizeof *carry), **args = calloc(N * (size_t)(n + 1), sizeof *args);
+  ft_array **pred = calloc(N + 1, sizeof *pred), **res = calloc(N * (size_t)nc + 1, sizeof *res);
+  ft_status st = carry && args && pred && res ? FT_OK : ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
+  for (size_t r = 0; r < N && !st; r++)
+    for (int k = 0; k < nc && !st; k++)
+      if (!(carry[r * (size_t)nc + (size_t)k] = ft_array_clone(L->ctx, x[r * (size_t)n + (size_t)(cn + bn + k)])))
+        st = ft_ctx_status(L->ctx);
+  ft_loop_guard g;
+  ft_loop_begin(&g, L->ctx, "while_loop");
+  while (!st) {
+    if ((st = ft_loop_step(&g, L->ctx))) break;
+    for (size_t r = 0; r < N; r++) {
+      for (int k = 0; k < cn; k++) args[r * (size_t)(cn + nc) + (size_t)k] = x[r * (size_t)n + (size_t)k];
+      for (int k = 0; k < nc; k++) args[r * (size_t)(cn + nc) + (size_t)(cn + k)] = carry[r * (size_t)nc + (size_t)k];
+    }
+    if ((st = ls_run(L, cj, cn + nc, args, pred))) break;
+    int64_t go = 0;
+    if (ft_array_size(pred[0]) != 1)
+      st = ft_set_error(L->ctx, FT_ERR_UNSUPPORTED, "while_loop in a shard_map body: a batched predicate "
+                        "with a collective inside is not supported");
+    if (!st) st = agree(L, e, pred, 1, &go);
+    for (size_t r = 0; r < N; r++) ft_array_free(pred[r]), pred[r] = NULL;
+    if (st || !go) break;
+    for (size_t r = 0; r < N; r++) {
+      for (int k = 0; k < bn; k++) args[r * (size_t)(bn + nc) + (size_t)k] = x[r * (size_t)n + (size_t)(cn + k)];
+      for (int k = 0; k < nc; k++) args[r * (size_t)(bn + nc) + (size_t)(bn + k)] = carry[r * (size_t)nc + (size_t)k];
+    }
+    if ((st = ls_run(L, bj, bn + nc, args, res))) break;
+    for (size_t q = 0; q < N * (size_t)nc; q++) ft_array_free(carry[q]), carry[q] = res[q], res[q] = NULL;
+  }
+  if (!st) bind_outs(L, e, carry, nc);
+  for (size_t q = 0; carry && q < N * (size_t)nc; q++) ft_array_free(carry[q]);
+  free(carry), free(args), free(pred), free(res);
+  return st;
+}
+
+/* Control flow holding a collective, in lockstep. x[r * n_in + k]. */
+static ft_status ls_control(lockstep *L, const ft_eqn *e, ft_array *const *x) {
+  int n = e->n_in;
+  size_t N = (size_t)L->n;
+  switch (e->prim) {
+  case FT_P_SCAN: return ls_scan(L, e, x);
+  case FT_P_WHILE: return ls_while(L, e, x);
+  case FT_P_JIT: case FT_P_REMAT2: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_COND: {
+    const ft_jaxpr *j;
+    int off = 0;
+    if (e->prim == FT_P_COND) {
+      const ft_pval *br = ft_eqn_param(e, "branches");
+      int64_t idx;
+      if (!br || br->tag != FT_PV_TUPLE || br->n < 1 || n < 1)
+        return ft_set_error(L->ctx, FT_ERR_TYPE, "cond: bad branches");
+      ft_status st = agree(L, e, x, n, &idx);
+      if (st) return st;
+      if (ft_dtype_is_unsigned(x[0]->aval.dtype) && idx < 0) idx = INT64_MAX;
+      idx = idx < 0 ? 0 : idx >= br->n ? br->n - 1 : idx;
+      j = br->u.items[idx].tag == FT_PV_JAXPR ? br->u.items[idx].u.jaxpr : NULL;
+      off = 1;
+    } else {
+      j = sub(e, e->prim == FT_P_JIT || e->prim == FT_P_REMAT2 ? "jaxpr" : "call_jaxpr");
+    }
+    if (!j || j->n_out != e->n_out)
+      return ft_set_error(L->ctx, FT_ERR_TYPE, "%s: bad sub-jaxpr", ft_prim_get(e->prim)->name);
+    ft_array **args = calloc(N * (size_t)(n - off) + 1, sizeof *args);
+    ft_array **res = calloc(N * (size_t)e->n_out + 1, sizeof *res);
+    ft_status st = args && res ? FT_OK : ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
+    for (size_t r = 0; r < N && !st; r++)
+      for (int k = off; k < n; k++) args[r * (size_t)(n - off) + (size_t)(k - off)] = x[r * (size_t)n + (size_t)k];
+    if (!st) st = ls_run(L, j, n - off, args, res);
+    if (!st) bind_outs(L, e, res, e->n_out);
+    free(args), free(res);
+    return st;
+  }
+  default:
+    return ft_set_error(L->ctx, FT_ERR_UNSUPPORTED, "%s holding a collective in a shard_map body cannot run "
+                        "over the simulated axis", ft_prim_get(e->prim)->name);
+  }
+}
+
+/* Equation e of a body at every index. */
 static ft_status step(lockstep *L, const ft_eqn *e) {
   int64_t n = L->n;
   size_t nin = (size_t)(e->n_in ? e->n_in : 1);
@@ -200,7 +503,10 @@ static ft_status step(lockstep *L, const ft_eqn *e) {
       if (!(x[q] = input(L, r, e->in[k], &fresh[q]))) st = ft_ctx_status(L->ctx);
     }
   if (!st && ft_prim_is_collective(e->prim)) {
-    st = collective(L, e, x);
+    st = run_collective(L, e, x);
+  } else if (!st && e->prim != FT_P_SHARD_MAP && ft_prim_get(e->prim)->family == FT_FAM_CONTROL &&
+             has_collective(&(ft_jaxpr){.n_eqn = 1, .eqns = (ft_eqn *)e})) {
+    st = ls_control(L, e, x);
   } else {
     for (int64_t r = 0; r < n && !st; r++) {
       st = ft_interp_eqn(L->ctx, e, x + (size_t)r * nin, o);
@@ -215,72 +521,125 @@ static ft_status step(lockstep *L, const ft_eqn *e) {
   return st;
 }
 
-/* The global value of output k from the per-index values: concatenated
- * along the dimension its spec names, or (P()) the one value every index
- * holds, checked equal bit for bit. */
+/* Copies the block of global array g at offsets off (per dimension) with
+ * the local shape of l, to l (or, to_global, from l into g). */
+static void copy_block(const ft_aval *g, const ft_aval *l, const int64_t *off, char *gp, char *lp, bool to_global) {
+  size_t es = ft_dtype_size(g->dtype);
+  int rank = g->rank;
+  if (rank == 0) {
+    memcpy(to_global ? gp : lp, to_global ? lp : gp, es);
+    return;
+  }
+  int64_t count = 1, gs[FT_MAX_RANK], idx[FT_MAX_RANK] = {0};
+  for (int d = 0; d < rank; d++)
+    if (!l->dims[d]) return;
+  for (int d = 0; d < rank - 1; d++) count *= l->dims[d];
+  gs[rank - 1] = 1;
+  for (int d = rank - 2; d >= 0; d--) gs[d] = gs[d + 1] * g->dims[d + 1];
+  size_t run = (size_t)l->dims[rank - 1] * es;
+  for (int64_t c = 0; c < count; c++) {
+    int64_t go = off[rank - 1];
+    for (int d = 0; d < rank - 1; d++) go += (idx[d] + off[d]) * gs[d];
+    char *a = gp + (size_t)go * es, *b = lp + (size_t)c * run;
+    memcpy(to_global ? a : b, to_global ? b : a, run);
+    for (int d = rank - 2; d >= 0; d--) {
+      if (++idx[d] < l->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* The offsets of device r's block under a spec (dims, nd) for the local
+ * aval l; *dup set when r repeats a block of a device with all
+ * coordinates 0 on the axes the spec leaves unmentioned (a replica). */
+static void block_of(const lockstep *L, int64_t r, const ft_spmd_dim *dims, int nd, const ft_aval *l,
+                     int64_t *off, bool *dup) {
+  bool used[FT_SPMD_MAX_AXES] = {0};
+  for (int d = 0; d < l->rank; d++) {
+    int64_t blk = 0;
+    for (int q = 0; d < nd && q < dims[d].n; q++) {
+      int m = axis_of(L, dims[d].names[q]);
+      blk = blk * L->mesh[m].size + coord(L, r, m);
+      used[m] = true;
+    }
+    off[d] = blk * l->dims[d];
+  }
+  *dup = false;
+  for (int m = 0; m < L->nm; m++) *dup = *dup || (!used[m] && coord(L, r, m) != 0);
+}
+
+/* The global value of output k from the per-index values: each index's
+ * block where its spec puts it; indices that differ only on axes the spec
+ * leaves unmentioned must hold the same value, checked bit for bit. */
 static ft_array *assemble(lockstep *L, const ft_eqn *e, const ft_spmd_dim *dims, int nd, int k,
                           const ft_jaxpr *j) {
   const ft_var *v = j->outvars[k];
-  int dim = -1;
-  for (int d = 0; d < nd; d++)
-    if (dims[d].n) dim = d;
-  ft_array *g = ft_array_alloc(L->ctx, &e->out[k]->aval);
-  for (int64_t r = 0; g && r < L->n; r++) {
-    bool fresh;
+  ft_array *g = ft_array_alloc(L->ctx, &e->out[k]->aval), *tmp = ft_array_alloc(L->ctx, &v->aval);
+  for (int64_t r = 0; g && tmp && r < L->n; r++) {
+    bool fresh, dup;
+    int64_t off[FT_MAX_RANK];
     ft_array *a = input(L, r, v, &fresh);
     if (!a) {
-      ft_array_free(g);
-      return NULL;
-    }
-    if (dim >= 0) {
-      blocks(&g->aval, dim, L->n, r, g->data, a->data, true);
-    } else if (r == 0) {
-      if (g->nbytes) memcpy(g->data, a->data, g->nbytes);
-    } else if (g->nbytes && memcmp(g->data, a->data, g->nbytes)) {
-      ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "shard_map: output %d has out_specs P() (the same on every "
-                   "index) but index %lld holds a different value than index 0", k, (long long)r);
       ft_array_free(g), g = NULL;
+      break;
+    }
+    block_of(L, r, dims, nd, &a->aval, off, &dup);
+    if (!dup) {
+      copy_block(&g->aval, &a->aval, off, g->data, a->data, true);
+    } else {
+      copy_block(&g->aval, &a->aval, off, g->data, tmp->data, false);
+      if (tmp->nbytes && memcmp(tmp->data, a->data, tmp->nbytes)) {
+        ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "shard_map: output %d's out_specs leave a mesh axis unmentioned "
+                     "(the same value along it) but index %lld holds a different value than its replica", k,
+                     (long long)r);
+        ft_array_free(g), g = NULL;
+      }
     }
     if (fresh) ft_array_free(a);
   }
+  if (!tmp) ft_array_free(g), g = NULL;
+  ft_array_free(tmp);
   return g;
 }
 
-/* The axis of a one-axis mesh's spec dimension list, or an error for specs
- * naming more than one axis on a dimension. */
-static ft_status read_specs(ft_ctx *ctx, const ft_pval *specs, int i, ft_spmd_dim *dims, int *nd) {
-  *nd = ft_spmd_spec(&specs->u.items[i], dims, FT_MAX_RANK);
-  if (*nd < 0) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "shard_map: spec %d is malformed", i);
+static ft_status read_specs(const lockstep *L, const ft_pval *specs, int i, ft_spmd_dim *dims, int *nd) {
+  *nd = specs && specs->tag == FT_PV_TUPLE && i < specs->n ? ft_spmd_spec(&specs->u.items[i], dims, FT_MAX_RANK) : -1;
+  if (*nd < 0) return ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "shard_map: spec %d is malformed", i);
+  for (int d = 0; d < *nd; d++)
+    for (int q = 0; q < dims[d].n; q++)
+      if (axis_of(L, dims[d].names[q]) < 0)
+        return ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "shard_map: spec %d names '%s', not an axis of the mesh",
+                            i, dims[d].names[q]);
   return FT_OK;
 }
 
 ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
-  ft_spmd_axis mesh[FT_SPMD_MAX_AXES];
-  int nm = ft_spmd_mesh(ft_eqn_param(e, "mesh"), mesh, FT_SPMD_MAX_AXES);
+  lockstep L = {.ctx = ctx};
+  L.nm = ft_spmd_mesh(ft_eqn_param(e, "mesh"), L.mesh, FT_SPMD_MAX_AXES);
   const ft_jaxpr *j = ft_eqn_param(e, "jaxpr")->u.jaxpr;
   const ft_pval *is = ft_eqn_param(e, "in_specs"), *os = ft_eqn_param(e, "out_specs");
-  if (nm != 1)
-    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "shard_map: the simulated axis runs meshes of one axis; this mesh "
-                        "has %d (docs/spmd.md)", nm);
-  lockstep L = {.ctx = ctx, .n = mesh[0].size, .n_ids = ft_arena_num_var_ids(j->arena)};
+  for (int k = 0; k < e->n_out; k++) out[k] = NULL;
+  if (L.nm < 1) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "shard_map: unreadable mesh");
+  L.n = 1;
+  for (int m = L.nm - 1; m >= 0; m--) L.stride[m] = L.n, L.n *= L.mesh[m].size;
+  L.n_ids = ft_arena_num_var_ids(j->arena);
   L.val = calloc((size_t)L.n * L.n_ids + 1, sizeof *L.val);
   if (!L.val) return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
   ft_status st = FT_OK;
   ft_spmd_dim dims[FT_MAX_RANK];
   int nd;
   for (int i = 0; i < e->n_in && !st; i++) {
-    if ((st = read_specs(ctx, is, i, dims, &nd))) break;
-    int dim = -1;
-    for (int d = 0; d < nd; d++)
-      if (dims[d].n) dim = d;
+    if ((st = read_specs(&L, is, i, dims, &nd))) break;
     for (int64_t r = 0; r < L.n && !st; r++) {
       ft_array *a = ft_array_alloc(ctx, &j->invars[i]->aval);
       if (!a) {
         st = ft_ctx_status(ctx);
         break;
       }
-      if (dim >= 0) blocks(&in[i]->aval, dim, L.n, r, in[i]->data, a->data, false);
-      else if (a->nbytes) memcpy(a->data, in[i]->data, a->nbytes);
+      int64_t off[FT_MAX_RANK];
+      bool dup;
+      block_of(&L, r, dims, nd, &a->aval, off, &dup);
+      copy_block(&in[i]->aval, &a->aval, off, in[i]->data, a->data, false);
       bind(&L, r, j->invars[i], a);
     }
   }
@@ -288,9 +647,8 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
     st = step(&L, &j->eqns[i]);
     if (st) ft_error_prefix(ctx, "shard_map body: equation %d (%s)", i, ft_prim_get(j->eqns[i].prim)->name);
   }
-  for (int k = 0; k < e->n_out; k++) out[k] = NULL;
   for (int k = 0; k < e->n_out && !st; k++) {
-    if ((st = read_specs(ctx, os, k, dims, &nd))) break;
+    if ((st = read_specs(&L, os, k, dims, &nd))) break;
     if (!(out[k] = assemble(&L, e, dims, nd, k, j))) st = ft_ctx_status(ctx);
   }
   if (st)
@@ -304,7 +662,7 @@ ft_status ft_interp_collective_outside(ft_ctx *ctx, const ft_eqn *e, ft_array *c
   (void)in;
   for (int k = 0; k < e->n_out; k++) out[k] = NULL;
   return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
-                      "%s outside the top level of a shard_map body: the simulated axis binds mesh axes only "
-                      "there (not at top level, not inside control flow of a body; docs/spmd.md)",
+                      "%s outside a shard_map body: the simulated axis binds mesh axes only there "
+                      "(docs/spmd.md)",
                       ft_prim_get(e->prim)->name);
 }

@@ -113,7 +113,7 @@ ft_status ft_interp_eqn(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_ar
 /* A rank-0 array holding literal v's value (the caller frees it). */
 ft_array *ft_interp_lit(ft_ctx *ctx, const ft_var *v);
 /* interp_spmd.c: shard_map over a simulated axis; a collective met anywhere
- * but the top level of a shard_map body (an error naming why). */
+ * outside a shard_map body (an error naming why). */
 ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 ft_status ft_interp_collective_outside(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 

@@ -27,7 +27,8 @@ static ft_var *atom(jvp_state *s, tx *t, ft_var *v) {
  * rule may read them). */
 static bool copy_eqn(tx *t, const ft_eqn *e, const ft_pval *params, ft_var **x, ft_var **y) {
   for (int k = 0; k < e->n_out; k++)
-    if (!(y[k] = ft_var_new(t->a, &e->out[k]->aval))) return tx_nomem(t), false;
+    if (!(y[k] = ft_var_new(t->a, &e->out[k]->aval)) || !var_copy_vma(t->a, y[k], e->out[k]))
+      return tx_nomem(t), false;
   return tx_push_owned(t, e->prim, params, e->n_in, x, e->n_out, y);
 }
 
@@ -114,10 +115,10 @@ ft_jaxpr *jvp_jaxpr(jvp_state *s, ft_arena *a, const ft_jaxpr *src, const bool *
   }
   int nt = 0;
   for (int i = 0; i < n_in; i++) {
-    if (!(pin[i] = ft_var_new(a, &src->invars[i]->aval))) goto done;
+    if (!(pin[i] = ft_var_new(a, &src->invars[i]->aval)) || !var_copy_vma(a, pin[i], src->invars[i])) goto done;
     tin[i] = NULL;
     if (nonzero[i] && var_inexact(src->invars[i])) {
-      if (!(tin[i] = ft_var_new(a, &src->invars[i]->aval))) goto done;
+      if (!(tin[i] = ft_var_new(a, &src->invars[i]->aval)) || !var_copy_vma(a, tin[i], src->invars[i])) goto done;
       nt++;
     }
   }

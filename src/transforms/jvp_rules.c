@@ -30,10 +30,11 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_ZETA: return JVP_NO_RULE_ZETA;
   case FT_P_IGAMMA_GRAD_A: return JVP_NO_RULE_IGAMMA_GRAD_A;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
-  /* issue 27, first slice: not written yet (docs/spmd.md) */
-  case FT_P_PMAX: case FT_P_PMIN:
-    return "unsupported: the JVP of pmax/pmin (the tangent at the chosen index) is the next slice of "
-           "issue 27 (docs/spmd.md)";
+  /* issue 27: JAX 0.12 registers no JVP for pmax_p/pmin_p (jax/_src/lax/parallel.py) */
+  case FT_P_PMAX:
+    return "unsupported: JAX defines no JVP rule for pmax (\"Differentiation rule for 'pmax' not implemented\")";
+  case FT_P_PMIN:
+    return "unsupported: JAX defines no JVP rule for pmin (\"Differentiation rule for 'pmin' not implemented\")";
   case FT_P_QR: case FT_P_EIG: case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL:
   case FT_P_HOUSEHOLDER_PRODUCT:
     return ft_spectral_jvp_status(p); /* linalg2 */

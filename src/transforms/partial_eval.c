@@ -13,6 +13,7 @@
  * loop over the known carries plus the whole loop on the unknown side (as
  * JAX does; its transpose is refused). Both results share the var objects
  * of the input jaxpr (same arena), so nothing is renamed. */
+#include <stdio.h>
 #include <string.h>
 
 #include "transforms.h"
@@ -691,16 +692,159 @@ static bool pe_remat(pe *p, const ft_eqn *e, const bool *uin) {
   return ok;
 }
 
+/* ------------------------------------------------ shard_map (issue 27) */
+
+/* The spec of a residual: its dimension 0 split over every mesh axis, so
+ * each index keeps its own value (JAX gives residuals the same spec). */
+static ft_pval residual_spec(pe *p, const ft_spmd_axis *mesh, int nm) {
+  char buf[FT_SPMD_MAX_AXES * 70 + 16];
+  size_t k = (size_t)snprintf(buf, sizeof buf, "P(%s", nm > 1 ? "(" : "");
+  for (int i = 0; i < nm; i++)
+    k += (size_t)snprintf(buf + k, sizeof buf - k, "%s'%s'", i ? ", " : "", mesh[i].name);
+  snprintf(buf + k, sizeof buf - k, "%s,)", nm > 1 ? ")" : "");
+  ft_pval v = {.tag = FT_PV_OPAQUE, .s = ft_arena_strndup(p->a, buf, strlen(buf))};
+  if (!v.s) tx_nomem(&p->K);
+  return v;
+}
+
+/* Specs: the items of specs with keep[i] == want, then extra (n_extra copies
+ * of one spec) placed before (extra_first) or after them. */
+static ft_pval specs_pick(pe *p, const ft_pval *specs, const bool *flag, bool want, int n_extra,
+                          ft_pval extra, bool extra_first) {
+  int m = n_extra;
+  for (int i = 0; i < specs->n; i++) m += flag[i] == want;
+  ft_pval r = ft_pv_tuple(p->a, m);
+  if (m && !r.u.items) return tx_nomem(&p->K), ft_pv_none();
+  int q = 0;
+  if (extra_first)
+    for (int i = 0; i < n_extra; i++) r.u.items[q++] = extra;
+  for (int i = 0; i < specs->n; i++)
+    if (flag[i] == want) r.u.items[q++] = specs->u.items[i];
+  if (!extra_first)
+    for (int i = 0; i < n_extra; i++) r.u.items[q++] = extra;
+  return r;
+}
+
+/* shard_map in reverse mode (JAX's _shard_map_partial_eval): the body is
+ * split per index; the known shard_map computes the known outputs and the
+ * residuals, each index's own, which leave it split over every mesh axis
+ * on dimension 0 (a scalar residual is reshaped to [1] first) and enter
+ * the unknown shard_map the same way. */
+static bool pe_shard_map(pe *p, const ft_eqn *e, const bool *uin) {
+  const ft_prim pr = FT_P_SHARD_MAP;
+  ft_spmd_axis mesh[FT_SPMD_MAX_AXES];
+  int nm = ft_spmd_mesh(pget(pr, e->params, "mesh"), mesh, FT_SPMD_MAX_AXES);
+  if (nm < 1) return tx_fail(&p->K, FT_ERR_INVALID_ARG, "partial eval of shard_map: unreadable mesh"), false;
+  int64_t nidx = 1;
+  for (int i = 0; i < nm; i++) nidx *= mesh[i].size;
+  ft_jaxpr *inner = pget_jaxpr(pr, e->params, "jaxpr");
+  pe_out po;
+  if (!pe_jaxpr(p->ctx, p->a, inner, uin, NULL, &po)) return p->K.failed = true, false;
+  const ft_jaxpr *K = po.known, *U = po.unknown;
+  int R = po.n_res, nk_out = K->n_out - R, n = e->n_in;
+  size_t half = (size_t)(n + e->n_out + R + 4);
+  ft_var **vb = malloc(sizeof(ft_var *) * 4 * half);
+  if (!vb) return tx_nomem(&p->K), false;
+  ft_pval rspec = residual_spec(p, mesh, nm);
+  bool ok = !p->K.failed;
+  ft_jaxpr *kj = ok ? ft_jaxpr_new(p->a) : NULL, *uj = ok ? ft_jaxpr_new(p->a) : NULL;
+  if (ok && (!kj || !uj)) ok = (tx_nomem(&p->K), false);
+  if (ok) { /* known body: [known ops] -> [known outs, residuals as [1, ...] when scalar] */
+    tx t;
+    tx_init(&t, p->ctx, kj, "linearize");
+    for (int q = 0; q < K->n_eqn; q++) tx_push_shared(&t, &K->eqns[q]);
+    ft_var **ko = vb;
+    int m = 0;
+    for (int k = 0; k < nk_out; k++) ko[m++] = K->outvars[k];
+    for (int r = 0; r < R; r++) {
+      ft_var *v = K->outvars[nk_out + r];
+      ko[m++] = v->aval.rank ? v : tx_reshape(&t, v, 1, (int64_t[]){1});
+    }
+    ok = !t.failed && ft_jaxpr_set_vars(kj, K->n_const, K->constvars, K->n_in, K->invars, m, ko);
+    kj->const_data = K->const_data;
+    if (!ok && !t.failed) tx_nomem(&p->K);
+    if (t.failed) p->K.failed = true;
+  }
+  if (ok) { /* unknown body: [residuals, unknown ops] -> [unknown outs] */
+    tx t;
+    tx_init(&t, p->ctx, uj, "linearize");
+    ft_var **ui = vb;
+    for (int r = 0; ok && r < R; r++) {
+      ft_var *v = U->invars[r];
+      if (v->aval.rank) {
+        ui[r] = v;
+        continue;
+      }
+      ft_aval one = v->aval;
+      one.rank = 1, one.dims[0] = 1;
+      ui[r] = fresh(p, &one);
+      if (ui[r] && !var_copy_vma(p->a, ui[r], v)) ok = (tx_nomem(&p->K), false);
+      ft_pval *rp = ui[r] ? tx_params(&t, FT_P_RESHAPE) : NULL;
+      if (rp) pset(FT_P_RESHAPE, rp, "new_sizes", ft_pv_ints(p->a, 0, NULL));
+      ok = rp && tx_push(&t, FT_P_RESHAPE, rp, 1, &ui[r], 1, &v);
+    }
+    for (int i = R; i < U->n_in; i++) ui[i] = U->invars[i];
+    for (int q = 0; ok && q < U->n_eqn; q++) tx_push_shared(&t, &U->eqns[q]);
+    ok = ok && !t.failed && ft_jaxpr_set_vars(uj, 0, NULL, U->n_in, ui, U->n_out, U->outvars);
+    if (!ok && !t.failed && !p->K.failed) tx_nomem(&p->K);
+    if (t.failed) p->K.failed = true, ok = false;
+  }
+  ft_var **res = vb + half;
+  for (int r = 0; ok && r < R; r++) { /* the residuals' global values */
+    ft_aval g = K->outvars[nk_out + r]->aval;
+    if (!g.rank) g.rank = 1, g.dims[0] = 1;
+    g.dims[0] *= nidx;
+    ok = (res[r] = fresh(p, &g)) != NULL;
+  }
+  if (ok) {
+    const ft_pval *is = pget(pr, e->params, "in_specs"), *os = pget(pr, e->params, "out_specs");
+    ft_var **kin = vb, **kout = vb + 2 * half, **uinv = vb, **uout = vb + 3 * half;
+    int a = 0, b = 0;
+    for (int i = 0; i < n; i++)
+      if (!uin[i]) kin[a++] = e->in[i];
+    for (int k = 0; k < e->n_out; k++)
+      if (!po.out_unknown[k]) kout[b++] = e->out[k];
+    for (int r = 0; r < R; r++) kout[b++] = res[r];
+    ft_pval *kp = params_copy(p->a, pr, e->params), *up = params_copy(p->a, pr, e->params);
+    bool *known = malloc((size_t)(n + e->n_out) + 1);
+    if (!kp || !up || !known) ok = (tx_nomem(&p->K), false);
+    if (ok) {
+      for (int i = 0; i < n; i++) known[i] = uin[i];
+      pset(pr, kp, "jaxpr", ft_pv_jaxpr(kj));
+      pset(pr, kp, "in_specs", specs_pick(p, is, known, false, 0, rspec, false));
+      for (int k = 0; k < e->n_out; k++) known[k] = po.out_unknown[k];
+      pset(pr, kp, "out_specs", specs_pick(p, os, known, false, R, rspec, false));
+      ok = !p->K.failed && tx_push(&p->K, pr, kp, a, kin, b, kout);
+    }
+    int c = 0, d = 0;
+    for (int r = 0; r < R; r++) uinv[c++] = res[r];
+    for (int i = 0; i < n; i++)
+      if (uin[i]) uinv[c++] = e->in[i];
+    for (int k = 0; k < e->n_out; k++)
+      if (po.out_unknown[k]) uout[d++] = e->out[k];
+    if (ok) {
+      for (int i = 0; i < n; i++) known[i] = uin[i];
+      pset(pr, up, "jaxpr", ft_pv_jaxpr(uj));
+      pset(pr, up, "in_specs", specs_pick(p, is, known, true, R, rspec, true));
+      for (int k = 0; k < e->n_out; k++) known[k] = po.out_unknown[k];
+      pset(pr, up, "out_specs", specs_pick(p, os, known, true, 0, rspec, false));
+      ok = !p->K.failed && tx_push(&p->U, pr, up, c, uinv, d, uout);
+    }
+    free(known);
+    for (int i = 0; ok && i < c; i++) ok = add_res(p, uinv[i]);
+    for (int k = 0; ok && k < e->n_out; k++) ok = set_unk(p, e->out[k], po.out_unknown[k]);
+  }
+  free(vb);
+  return ok;
+}
+
 /* --------------------------------------------------------------- driver */
 
 static bool pe_eqn(pe *p, const ft_eqn *e) {
   bool any = false;
   for (int i = 0; i < e->n_in; i++) any = any || is_unk(p, e->in[i]);
   if (!any) return tx_push_shared(&p->K, e);
-  if (e->prim == FT_P_SHARD_MAP) /* issue 27: not all_unknown, which would leave its primals unknown */
-    return tx_fail(&p->K, FT_ERR_UNSUPPORTED, "reverse mode through shard_map (splitting its body, with "
-                   "per-index residuals) is the next slice of issue 27 (docs/spmd.md); jvp works"), false;
-  if (ft_prim_get(e->prim)->family != FT_FAM_CONTROL) return all_unknown(p, e);
+  if (ft_prim_get(e->prim)->family != FT_FAM_CONTROL && e->prim != FT_P_SHARD_MAP) return all_unknown(p, e);
   bool *uin = malloc((size_t)e->n_in + 1);
   if (!uin) return tx_nomem(&p->K), false;
   for (int i = 0; i < e->n_in; i++) uin[i] = is_unk(p, e->in[i]);
@@ -711,6 +855,7 @@ static bool pe_eqn(pe *p, const ft_eqn *e) {
   case FT_P_SCAN: ok = pe_scan(p, e, uin); break;
   case FT_P_WHILE: ok = pe_while(p, e, uin); break;
   case FT_P_REMAT2: ok = pe_remat(p, e, uin); break;
+  case FT_P_SHARD_MAP: ok = pe_shard_map(p, e, uin); break;
   default: ok = all_unknown(p, e);
   }
   free(uin);

@@ -50,6 +50,9 @@ void *tx_nomem(tx *t);
 bool tx_emitn(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in, int n_out,
               ft_var **out);
 /* One-output form. */
+/* Gives dst src's varying-axes annotation ({V:...}, copied into a) unless
+ * dst has one; false when out of memory. */
+bool var_copy_vma(ft_arena *a, ft_var *dst, const ft_var *src);
 ft_var *tx_emit(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in);
 /* Appends an equation with the given (already typed) output vars; no shape
  * rule. Used to copy equations. */
@@ -248,6 +251,11 @@ typedef struct tr_call {
 } tr_call;
 
 bool transpose_rule(tr_state *s, tr_call *c);
+
+/* ad_spmd.c (issue 27): transposes of the linear collectives and of
+ * shard_map. */
+bool tr_collective(tr_call *c);
+bool tr_shard_map(tr_state *s, tr_call *c);
 
 /* ============================================================= ad_index.c */
 

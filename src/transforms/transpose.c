@@ -57,7 +57,8 @@ bool transpose_into(tr_state *s, tx *t, const ft_jaxpr *lin, const bool *linear,
     if (any || !ok) continue;
     for (int i = 0; ok && i < e->n_in; i++) ok = (x[i] = tr_atom(s, t, e->in[i])) != NULL;
     for (int o = 0; ok && o < e->n_out; o++) {
-      ok = (y[o] = ft_var_new(t->a, &e->out[o]->aval)) && vmap_set(&s->primal, e->out[o], y[o]);
+      ok = (y[o] = ft_var_new(t->a, &e->out[o]->aval)) && var_copy_vma(t->a, y[o], e->out[o]) &&
+           vmap_set(&s->primal, e->out[o], y[o]);
       if (!ok) tx_nomem(t);
     }
     const ft_pval *ps = ok ? params_import(t, lin->arena, e->prim, e->params) : NULL;
@@ -128,11 +129,13 @@ ft_jaxpr *transpose_jaxpr(tr_state *s, ft_arena *a, const ft_jaxpr *lin, const b
   for (int i = 0; ok && i < n; i++) {
     nl[i] = NULL;
     if (linear[i]) continue;
-    ok = (nl[i] = ins[ni++] = ft_var_new(a, &lin->invars[i]->aval)) != NULL;
+    ok = (nl[i] = ins[ni++] = ft_var_new(a, &lin->invars[i]->aval)) != NULL && var_copy_vma(a, nl[i], lin->invars[i]);
   }
   for (int k = 0; ok && k < no; k++) {
     cto[k] = NULL;
-    if (ct_nz[k]) ok = (cto[k] = ins[ni++] = ft_var_new(a, &lin->outvars[k]->aval)) != NULL;
+    if (ct_nz[k])
+      ok = (cto[k] = ins[ni++] = ft_var_new(a, &lin->outvars[k]->aval)) != NULL &&
+           var_copy_vma(a, cto[k], lin->outvars[k]);
   }
   if (!ok) {
     free(v);

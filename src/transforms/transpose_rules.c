@@ -34,11 +34,9 @@ const char *ft_transpose_rule_status(ft_prim p) {
   case FT_P_OPTIMIZATION_BARRIER: case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
     return NULL;
   case FT_P_WHILE: return TR_WHILE;
-  /* issue 27, first slice: linear, transposes not written yet (docs/spmd.md) */
   case FT_P_SHARD_MAP: case FT_P_PSUM: case FT_P_PSUM_INVARIANT: case FT_P_PVARY: case FT_P_ALL_GATHER:
-  case FT_P_REDUCE_SCATTER: case FT_P_ALL_TO_ALL: case FT_P_PPERMUTE:
-    return "unsupported: transposes of shard_map and collectives (psum <-> pvary, all_gather <-> "
-           "reduce_scatter, ppermute <-> its inverse) are the next slice of issue 27 (docs/spmd.md)";
+  case FT_P_REDUCE_SCATTER: case FT_P_ALL_TO_ALL: case FT_P_PPERMUTE: /* ad_spmd.c (issue 27) */
+    return NULL;
   case FT_P_GATHER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER: /* ad_index.c */
     return NULL;
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_CONV_GENERAL_DILATED: /* ad_window.c */
@@ -801,6 +799,10 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_CUSTOM_LIN: return tr_custom_lin(s, c); /* custom.c: calls bwd */
   case FT_P_COND: return tr_cond(s, c);
   case FT_P_SCAN: return tr_scan(s, c);
+  case FT_P_SHARD_MAP: return tr_shard_map(s, c); /* ad_spmd.c */
+  case FT_P_PSUM: case FT_P_PSUM_INVARIANT: case FT_P_PVARY: case FT_P_ALL_GATHER: case FT_P_REDUCE_SCATTER:
+  case FT_P_ALL_TO_ALL: case FT_P_PPERMUTE:
+    return tr_collective(c);
   case FT_P_TRIANGULAR_SOLVE: case FT_P_TRIDIAGONAL_SOLVE: case FT_P_CUSTOM_LINEAR_SOLVE:
     return tr_linalg(c); /* ad_linalg.c */
   default: {

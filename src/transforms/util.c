@@ -2,6 +2,7 @@
  * emitter (shape rules give output avals, a failure is sticky), small op
  * builders and param accessors. Var maps and deep copies of params and
  * jaxprs are IR-level: src/ir/clone.c. */
+#include <stdio.h>
 #include <string.h>
 
 #include "transforms.h"
@@ -97,6 +98,89 @@ static bool infer_elementwise(ft_prim p, const ft_pval *params, int n_in, ft_var
   return true;
 }
 
+/* ---------------------------------------- varying axes ({V:...}, issue 27) */
+
+bool var_copy_vma(ft_arena *a, ft_var *dst, const ft_var *src) {
+  if (!dst || !src || !src->vma || dst->vma || dst->kind != FT_VAR) return true;
+  return (dst->vma = ft_arena_strndup(a, src->vma, strlen(src->vma))) != NULL;
+}
+
+/* Reads `i` or `(i,j)` into names; returns the count (0 for NULL). */
+static int vma_read(const char *s, char (*names)[64], int max) {
+  int n = 0;
+  if (!s) return 0;
+  if (*s == '(') s++;
+  while (*s && *s != ')' && n < max) {
+    size_t k = strcspn(s, ",)");
+    if (k && k < 64) memcpy(names[n], s, k), names[n++][k] = 0;
+    s += k;
+    if (*s == ',') s++;
+  }
+  return n;
+}
+
+static int vma_find(char (*names)[64], int n, const char *x) {
+  for (int q = 0; q < n; q++)
+    if (!strcmp(names[q], x)) return q;
+  return -1;
+}
+
+/* The output's annotation when some input has one (a value inside a
+ * check_vma shard_map body), by JAX's typing: a reduction over axes drops
+ * them, pvary adds them, a call's outputs are its body's, and every other
+ * primitive varies over the union of its operands' axes (in the order
+ * first met; JAX's own printouts list them in mesh order). */
+static bool tx_infer_vma(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in, int n_out,
+                         ft_var **out) {
+  char names[FT_SPMD_MAX_AXES][64], ax[FT_SPMD_MAX_AXES][64];
+  int n = 0;
+  bool any = false;
+  for (int i = 0; i < n_in; i++) {
+    if (!in[i]->vma) continue;
+    any = true;
+    char got[FT_SPMD_MAX_AXES][64];
+    int m = vma_read(in[i]->vma, got, FT_SPMD_MAX_AXES);
+    for (int q = 0; q < m; q++)
+      if (vma_find(names, n, got[q]) < 0 && n < FT_SPMD_MAX_AXES) memcpy(names[n++], got[q], 64);
+  }
+  if (!any && p != FT_P_PVARY) return true; /* pvary makes an invariant value vary */
+  const char *body = p == FT_P_JIT || p == FT_P_REMAT2 ? "jaxpr" : p == FT_P_SCAN ? "jaxpr"
+                     : p == FT_P_WHILE ? "body_jaxpr" : p == FT_P_CUSTOM_JVP_CALL || p == FT_P_CUSTOM_VJP_CALL
+                     ? "call_jaxpr" : NULL;
+  const ft_pval *bv = body && params ? pget(p, params, body) : NULL;
+  const ft_jaxpr *bj = bv && bv->tag == FT_PV_JAXPR ? bv->u.jaxpr : NULL;
+  if (p == FT_P_COND && params) {
+    const ft_pval *br = pget(p, params, "branches");
+    if (br && br->tag == FT_PV_TUPLE && br->n && br->u.items[0].tag == FT_PV_JAXPR) bj = br->u.items[0].u.jaxpr;
+  }
+  if (bj && bj->n_out == n_out) {
+    for (int k = 0; k < n_out; k++)
+      if (!var_copy_vma(t->a, out[k], bj->outvars[k])) return tx_nomem(t), false;
+    return true;
+  }
+  if (p == FT_P_SHARD_MAP || p == FT_P_AXIS_INDEX) return true;
+  if (ft_prim_is_collective(p) && p != FT_P_ALL_GATHER && p != FT_P_REDUCE_SCATTER && p != FT_P_ALL_TO_ALL &&
+      p != FT_P_PPERMUTE) {
+    int na = ft_spmd_names(pget(p, params ? params : ft_params_default_shared(p), "axes"), ax, FT_SPMD_MAX_AXES);
+    for (int q = 0; q < na; q++) {
+      int w = vma_find(names, n, ax[q]);
+      if (p == FT_P_PVARY && w < 0 && n < FT_SPMD_MAX_AXES) memcpy(names[n++], ax[q], 64);
+      if (p != FT_P_PVARY && w >= 0) memmove(names[w], names[w + 1], 64 * (size_t)(--n - w));
+    }
+  }
+  if (!n) return true;
+  char buf[FT_SPMD_MAX_AXES * 65 + 4];
+  size_t len = 0;
+  if (n > 1) buf[len++] = '(';
+  for (int q = 0; q < n; q++) len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", q ? "," : "", names[q]);
+  if (n > 1) buf[len++] = ')';
+  for (int k = 0; k < n_out; k++) {
+    if (out[k]->vma || out[k]->kind != FT_VAR) continue;
+    if (!(out[k]->vma = ft_arena_strndup(t->a, buf, len))) return tx_nomem(t), false;
+  }
+  return true;
+}
+
 bool tx_emitn(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *in, int n_out,
               ft_var **out) {
   if (t->failed) return false;
@@ -105,6 +189,7 @@ bool tx_emitn(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *
   ft_aval fast;
   if (n_out == 1 && infer_elementwise(p, params, n_in, in, &fast)) {
     if (!(out[0] = ft_var_new(t->a, &fast))) return tx_nomem(t), false;
+    if (!tx_infer_vma(t, p, params, n_in, in, n_out, out)) return false;
     return params ? tx_push(t, p, params, n_in, in, n_out, out)
                   : tx_push_owned(t, p, NULL, n_in, in, n_out, out);
   }
@@ -133,7 +218,7 @@ bool tx_emitn(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_var *const *
     if (!(out[i] = ft_var_new(t->a, &oa[i]))) ok = (tx_nomem(t), false);
   if (ia != inav) free(ia);
   if (oa != outav) free(oa);
-  if (!ok) return false;
+  if (!ok || !tx_infer_vma(t, p, params, n_in, in, n_out, out)) return false;
   return dflt ? tx_push_owned(t, p, params, n_in, in, n_out, out)
               : tx_push(t, p, params, n_in, in, n_out, out);
 }

@@ -110,7 +110,7 @@ static bool copy_eqn(tx *t, const ft_eqn *e, ft_var **x, ft_var **y) {
   for (int k = 0; k < e->n_out; k++) {
     const ft_var *o = e->out[k];
     y[k] = o->kind == FT_DROP ? ft_drop_new(t->a, &o->aval) : ft_var_new(t->a, &o->aval);
-    if (!y[k]) return tx_nomem(t), false;
+    if (!y[k] || !var_copy_vma(t->a, y[k], o)) return tx_nomem(t), false;
   }
   return tx_push(t, e->prim, ps, e->n_in, x, e->n_out, y);
 }
@@ -225,7 +225,7 @@ ft_jaxpr *bt_batch_jaxpr(ft_ctx *ctx, ft_arena *a, const ft_jaxpr *src, int64_t 
     }
     if (in_b[i]) av = batched_aval(&av, 0, size);
     bd[i] = in_b[i] ? 0 : BT_NOT_MAPPED;
-    if (!(in[i] = ft_var_new(a, &av))) ok = (tx_nomem(&t), false);
+    if (!(in[i] = ft_var_new(a, &av)) || !var_copy_vma(a, in[i], src->invars[i])) ok = (tx_nomem(&t), false);
   }
   ft_var **out = in ? in + src->n_in : NULL;
   int *obd = bd ? bd + src->n_in : NULL;

@@ -37,28 +37,52 @@ static void path_of(char *buf, size_t n, const char *name, const char *ext) {
   snprintf(buf, n, "%s/spmd/%s%s", dir, name, ext);
 }
 
+static ft_jaxpr *parse_file(const char *name, const char *ext, char **text_out) {
+  char p[1024];
+  path_of(p, sizeof p, name, ext);
+  char *text = slurp(p);
+  ft_jaxpr *j = ft_parse(C, text, strlen(text), name);
+  ck_assert_msg(j != NULL, "%s%s: %s", name, ext, ft_ctx_error(C));
+  size_t len = strlen(text);
+  if (len && text[len - 1] == '\n') text[len - 1] = 0; /* the generator's newline */
+  char *back = ft_jaxpr_print(C, j);
+  ck_assert_ptr_nonnull(back);
+  ck_assert_msg(!strcmp(back, text), "%s%s: printout differs:\n%s\nwant:\n%s", name, ext, back, text);
+  free(back);
+  if (text_out) *text_out = text;
+  else free(text);
+  return j;
+}
+
+static ft_array *npy(const char *name, const char *ext) {
+  char p[1024];
+  path_of(p, sizeof p, name, ext);
+  ft_array *a = ft_npy_read(C, p);
+  ck_assert_msg(a != NULL, "%s%s: %s", name, ext, ft_ctx_error(C));
+  return a;
+}
+
 /* The JIT runs shard_map as an interpreter step (allow_fallback): the
  * same bits. */
-static void check_jit(const char *name, const ft_jaxpr *j, ft_array *in, const ft_array *want) {
+static void check_jit(const char *name, const ft_jaxpr *j, int n_in, ft_array **in, const ft_array *want) {
   ft_jit_options o = {0};
   o.allow_fallback = true;
   ft_fn *fn = ft_jit(C, j, &o);
   ck_assert_msg(fn != NULL, "%s: %s", name, ft_ctx_error(C));
   ft_array *got = NULL;
-  ck_assert_msg(ft_call(fn, 1, &in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, n_in, in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(got, want), "%s: JIT != interpreter", name);
   ft_array_free(got);
   ft_fn_free(fn);
 }
 
-/* Every case but pmax/pmin is linear in x: jvp(f)(x, t) is (f(x), f(t)),
- * bit for bit (the tangent runs the same operations on t). pmax/pmin
- * refuse with the reason. */
-static void check_jvp(const char *name, const ft_jaxpr *j, ft_array *x, const ft_array *fx) {
+/* A linear case: jvp(f)(x, t) is (f(x), f(t)), bit for bit (the tangent
+ * runs the same operations on t). pmax/pmin refuse as JAX does. */
+static void check_jvp(const char *name, const ft_jaxpr *j, ft_array *x, const ft_array *fx, bool linear) {
   ft_jaxpr *d = ft_jvp(C, j);
   if (!strcmp(name, "pmax") || !strcmp(name, "pmin")) {
     ck_assert_ptr_null(d);
-    ck_assert_msg(strstr(ft_ctx_error(C), "the JVP of pmax/pmin"), "%s", ft_ctx_error(C));
+    ck_assert_msg(strstr(ft_ctx_error(C), "Differentiation rule for 'pm"), "%s", ft_ctx_error(C));
     return;
   }
   ck_assert_msg(d != NULL, "%s: %s", name, ft_ctx_error(C));
@@ -69,7 +93,7 @@ static void check_jvp(const char *name, const ft_jaxpr *j, ft_array *x, const ft
   ck_assert_msg(ft_eval(C, d, 2, in, 2, out) == FT_OK, "%s: jvp: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_eval(C, j, 1, &t, 1, &ft_) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(out[0], fx), "%s: jvp primal differs", name);
-  ck_assert_msg(ft_array_equal_bits(out[1], ft_), "%s: jvp tangent is not f(t)", name);
+  if (linear) ck_assert_msg(ft_array_equal_bits(out[1], ft_), "%s: jvp tangent is not f(t)", name);
   ft_array_free(t), ft_array_free(out[0]), ft_array_free(out[1]), ft_array_free(ft_);
   ft_jaxpr_free(d);
 }
@@ -103,32 +127,97 @@ static void check_vmap(const char *name, const ft_jaxpr *j, ft_array *x) {
   ft_jaxpr_free(v);
 }
 
-static void check_case(const char *name) {
-  char p[1024];
-  path_of(p, sizeof p, name, ".jaxpr");
-  char *text = slurp(p);
-  ft_jaxpr *j = ft_parse(C, text, strlen(text), name);
-  ck_assert_msg(j != NULL, "%s: %s", name, ft_ctx_error(C));
-  size_t len = strlen(text);
-  if (len && text[len - 1] == '\n') text[len - 1] = 0; /* the generator's newline */
-  char *back = ft_jaxpr_print(C, j);
-  ck_assert_ptr_nonnull(back);
-  ck_assert_msg(!strcmp(back, text), "%s: printout differs:\n%s\nwant:\n%s", name, back, text);
-  path_of(p, sizeof p, name, ".in0.npy");
-  ft_array *in = ft_npy_read(C, p);
-  path_of(p, sizeof p, name, ".out0.npy");
-  ft_array *want = ft_npy_read(C, p), *got = NULL;
-  ck_assert(in && want);
+/* Equal as f32 values, every element exactly (the Hessian: a zero's sign
+ * may differ from JAX's, whose program multiplies a zero tangent by a
+ * negative weight where ours adds zeros; the conformance harness compares
+ * values the same way). */
+static bool equal_values(const ft_array *a, const ft_array *b) {
+  if (ft_array_size(a) != ft_array_size(b)) return false;
+  const float *x = ft_array_data(a), *y = ft_array_data(b);
+  for (int64_t i = 0; i < ft_array_size(a); i++)
+    if (!(x[i] == y[i])) return false;
+  return true;
+}
+
+/* A loss of (x, w): its value, FrankenTrace's value_and_grad w.r.t. x and
+ * JAX's own grad printout, evaluated, and the Hessian w.r.t. x: all equal
+ * JAX's bits. */
+static void check_grad(const char *name) {
+  char *text = NULL;
+  ft_jaxpr *j = parse_file(name, ".jaxpr", &text), *jg = parse_file(name, ".grad.jaxpr", NULL);
+  ft_array *in[2] = {npy(name, ".in0.npy"), npy(name, ".in1.npy")};
+  ft_array *want = npy(name, ".out0.npy"), *gwant = npy(name, ".grad0.npy"), *got = NULL, *vg[2] = {0};
+  ck_assert_msg(ft_eval(C, j, 2, in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_array_equal_bits(got, want), "%s: value differs from JAX's", name);
+  ft_array_free(got), got = NULL;
+  ck_assert_msg(ft_eval(C, jg, 2, in, 1, &got) == FT_OK, "%s: JAX's grad: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_array_equal_bits(got, gwant), "%s: JAX's grad printout evaluates differently", name);
+  int argnum = 0;
+  ft_jaxpr *g = ft_value_and_grad(C, j, 1, &argnum, false);
+  ck_assert_msg(g != NULL, "%s: value_and_grad: %s", name, ft_ctx_error(C));
+  /* the transformed bodies keep the varying-axes annotation, as JAX's */
+  char *gt = ft_jaxpr_print(C, g);
+  ck_assert_ptr_nonnull(gt);
+  ck_assert_msg(!strstr(text, "{V:") || strstr(gt, "{V:"), "%s: value_and_grad lost {V:...}:\n%s", name, gt);
+  ck_assert_msg(!strstr(text, "{V:(i,j)}") || strstr(gt, "{V:(i,j)}"), "%s: {V:(i,j)} lost:\n%s", name, gt);
+  free(gt), free(text);
+  ck_assert_msg(ft_eval(C, g, 2, in, 2, vg) == FT_OK, "%s: value_and_grad eval: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_array_equal_bits(vg[0], want), "%s: value_and_grad's value differs from JAX's", name);
+  ck_assert_msg(ft_array_equal_bits(vg[1], gwant), "%s: gradient differs from JAX's", name);
+  { /* the JIT runs the gradient's shard_maps as interpreter steps: the same bits */
+    ft_jit_options o = {0};
+    o.allow_fallback = true;
+    ft_fn *fn = ft_jit(C, g, &o);
+    ck_assert_msg(fn != NULL, "%s: jit of value_and_grad: %s", name, ft_ctx_error(C));
+    ft_array *jo[2] = {0};
+    ck_assert_msg(ft_call(fn, 2, in, 2, jo) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+    ck_assert_msg(ft_array_equal_bits(jo[0], want) && ft_array_equal_bits(jo[1], gwant),
+                  "%s: JIT's value_and_grad differs", name);
+    ft_array_free(jo[0]), ft_array_free(jo[1]);
+    ft_fn_free(fn);
+  }
+  check_jit(name, j, 2, in, want);
+  /* split reverse mode: the residuals leave the known shard_map as global
+   * arrays (split over every mesh axis) and enter the backward one */
+  ft_jaxpr *fwd = NULL, *bwd = NULL;
+  int nres = 0;
+  ck_assert_msg(ft_vjp(C, j, &fwd, &bwd, &nres) == FT_OK, "%s: vjp: %s", name, ft_ctx_error(C));
+  ft_array **fo = calloc((size_t)nres + 2, sizeof *fo), *cts[2] = {0};
+  ck_assert_msg(ft_eval(C, fwd, 2, in, 1 + nres, fo) == FT_OK, "%s: vjp fwd: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_array_equal_bits(fo[0], want), "%s: vjp's value differs from JAX's", name);
+  float one = 1.0f;
+  fo[0] = (ft_array_free(fo[0]), ft_array_from_data(C, FT_F32, 0, NULL, &one));
+  ft_array **bi = calloc((size_t)nres + 2, sizeof *bi);
+  for (int r = 0; r < nres; r++) bi[r] = fo[1 + r];
+  bi[nres] = fo[0];
+  ck_assert_msg(ft_eval(C, bwd, nres + 1, bi, 2, cts) == FT_OK, "%s: vjp bwd: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_array_equal_bits(cts[0], gwant), "%s: vjp's cotangent differs from JAX's gradient", name);
+  for (int r = 0; r <= nres; r++) ft_array_free(fo[r]);
+  free(fo), free(bi), ft_array_free(cts[0]), ft_array_free(cts[1]);
+  ft_jaxpr_free(fwd), ft_jaxpr_free(bwd);
+  /* second order: jax.hessian (forward over reverse through shard_map) */
+  ft_jaxpr *h = ft_hessian(C, j, 0);
+  ck_assert_msg(h != NULL, "%s: hessian: %s", name, ft_ctx_error(C));
+  ft_array *hw = npy(name, ".hessian0.npy"), *hg = NULL;
+  ck_assert_msg(ft_eval(C, h, 2, in, 1, &hg) == FT_OK, "%s: hessian eval: %s", name, ft_ctx_error(C));
+  ck_assert_msg(equal_values(hg, hw), "%s: hessian differs from JAX's", name);
+  ft_array_free(hw), ft_array_free(hg), ft_jaxpr_free(h);
+  ft_array_free(in[0]), ft_array_free(in[1]), ft_array_free(want), ft_array_free(gwant);
+  ft_array_free(got), ft_array_free(vg[0]), ft_array_free(vg[1]);
+  ft_jaxpr_free(j), ft_jaxpr_free(jg), ft_jaxpr_free(g);
+}
+
+static void check_case(const char *name, bool linear) {
+  ft_jaxpr *j = parse_file(name, ".jaxpr", NULL);
+  ft_array *in = npy(name, ".in0.npy"), *want = npy(name, ".out0.npy"), *got = NULL;
   ck_assert_msg(ft_eval(C, j, 1, &in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(got, want), "%s: result differs from JAX's", name);
-  check_jit(name, j, in, got);
-  check_jvp(name, j, in, got);
+  check_jit(name, j, 1, &in, got);
+  check_jvp(name, j, in, got, linear);
   check_vmap(name, j, in);
   ft_array_free(in);
   ft_array_free(want);
   ft_array_free(got);
-  free(back);
-  free(text);
   ft_jaxpr_free(j);
 }
 
@@ -136,9 +225,15 @@ START_TEST(fixtures) {
   char p[1024];
   path_of(p, sizeof p, "CASES", "");
   char *list = slurp(p);
-  int n = 0;
-  for (char *s = strtok(list, "\n"); s; s = strtok(NULL, "\n"), n++) check_case(s);
-  ck_assert_int_eq(n, 14);
+  int n = 0, ng = 0;
+  for (char *s = strtok(list, "\n"); s; s = strtok(NULL, "\n"), n++) {
+    char *flags = strchr(s, ' ');
+    if (flags) *flags++ = 0;
+    if (flags && !strcmp(flags, "grad")) check_grad(s), ng++;
+    else check_case(s, flags && !strcmp(flags, "linear"));
+  }
+  ck_assert_int_eq(n, 49);
+  ck_assert_int_eq(ng, 14);
   free(list);
 }
 END_TEST
@@ -199,7 +294,7 @@ START_TEST(bad_axis_and_mesh) {
   int64_t d = 2;
   ft_array *a = ft_array_from_data(C, FT_F32, 1, &d, v), *o = NULL;
   ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_ERR_UNSUPPORTED);
-  ck_assert_msg(strstr(ft_ctx_error(C), "psum outside the top level of a shard_map body"), "%s", ft_ctx_error(C));
+  ck_assert_msg(strstr(ft_ctx_error(C), "psum outside a shard_map body"), "%s", ft_ctx_error(C));
   ck_assert_ptr_null(o);
   ft_array_free(a);
   ft_jaxpr_free(j);
@@ -216,13 +311,93 @@ START_TEST(jit_refuses) {
 }
 END_TEST
 
-/* Reverse mode is the next slice: a clear refusal, not a wrong program. */
-START_TEST(grad_refuses) {
-  ft_jaxpr *j = sum4("i", 4);
-  ck_assert_ptr_nonnull(j);
+/* grad of a shard_map holding pmax fails closed with JAX's words. */
+START_TEST(pmax_grad_refuses) {
+  const char *t =
+      "{ lambda ; a:f32[4]. let\n"
+      "    b:f32[1] = shard_map[\n"
+      "      check_vma=True\n"
+      "      in_specs=(P('i',),)\n"
+      "      jaxpr={ lambda ; c:f32[1]{V:i}. let\n"
+      "          d:f32[1] = pmax[axes=('i',) axis_index_groups=None] c\n"
+      "        in (d,) }\n"
+      "      mesh=Mesh('i': 4, axis_types=(Auto,))\n"
+      "      newly_manual_axes=frozenset({'i'})\n"
+      "      out_specs=(P(),)\n"
+      "    ] a\n"
+      "  in (b,) }\n";
+  ft_jaxpr *j = ft_parse(C, t, strlen(t), "pmax");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
   ft_jaxpr *v = ft_vjp_jaxpr(C, j);
   ck_assert_ptr_null(v);
-  ck_assert_msg(strstr(ft_ctx_error(C), "reverse mode through shard_map"), "%s", ft_ctx_error(C));
+  ck_assert_msg(strstr(ft_ctx_error(C), "Differentiation rule for 'pmax' not implemented"), "%s", ft_ctx_error(C));
+  ft_jaxpr_free(j);
+}
+END_TEST
+
+/* A cond whose branch index differs between indices, with a collective in
+ * its branches, is refused (the indices would not meet at the psum); an
+ * output whose spec leaves a mesh axis unmentioned must be the same along
+ * it (check_vma=False lets a body break that): refused, not a wrong value. */
+START_TEST(lockstep_refusals) {
+  const char *t =
+      "{ lambda ; a:f32[4]. let\n"
+      "    b:f32[4] = shard_map[\n"
+      "      check_vma=False\n"
+      "      in_specs=(P('i',),)\n"
+      "      jaxpr={ lambda ; c:f32[1]. let\n"
+      "          d:i32[] = axis_index[axis_name=i] \n"
+      "          e:bool[] = lt d 2:i32[]\n"
+      "          g:i32[] = convert_element_type[new_dtype=int32 weak_type=False] e\n"
+      "          h:f32[1] = cond[\n"
+      "            branches=(\n"
+      "              { lambda ; i:f32[1]. let\n"
+      "                  m:f32[1] = psum[axes=('i',) axis_index_groups=None] i\n"
+      "                in (m,) }\n"
+      "              { lambda ; n:f32[1]. let o:f32[1] = neg n in (o,) }\n"
+      "            )\n"
+      "          ] g c\n"
+      "        in (h,) }\n"
+      "      mesh=Mesh('i': 4, axis_types=(Auto,))\n"
+      "      newly_manual_axes=frozenset({'i'})\n"
+      "      out_specs=(P('i',),)\n"
+      "    ] a\n"
+      "  in (b,) }\n";
+  ft_jaxpr *j = ft_parse(C, t, strlen(t), "cond");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  float v[4] = {1, 2, 3, 4};
+  int64_t d = 4;
+  ft_array *a = ft_array_from_data(C, FT_F32, 1, &d, v), *o = NULL;
+  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(ft_ctx_error(C), "cond in a shard_map body: index 2 takes another path than index 0"),
+                "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(o);
+  ft_array_free(a);
+  ft_jaxpr_free(j);
+  const char *u =
+      "{ lambda ; a:f32[2,2]. let\n"
+      "    b:f32[2,1] = shard_map[\n"
+      "      check_vma=False\n"
+      "      in_specs=(P('i', 'j'),)\n"
+      "      jaxpr={ lambda ; c:f32[1,1]. let d:f32[1,1] = neg c in (d,) }\n"
+      "      mesh=Mesh('i': 2, 'j': 2, axis_types=(Auto, Auto))\n"
+      "      newly_manual_axes=frozenset({'i', 'j'})\n"
+      "      out_specs=(P('i',),)\n"
+      "    ] a\n"
+      "  in (b,) }\n";
+  j = ft_parse(C, u, strlen(u), "replica");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  int64_t d2[2] = {2, 2};
+  a = ft_array_from_data(C, FT_F32, 2, d2, v);
+  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(ft_ctx_error(C), "output 0's out_specs leave a mesh axis unmentioned"), "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(o);
+  float w[4] = {1, 1, 2, 2}; /* the same along 'j': rows of the result */
+  ft_array_free(a);
+  a = ft_array_from_data(C, FT_F32, 2, d2, w);
+  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_OK);
+  ck_assert(((const float *)ft_array_data(o))[0] == -1.0f && ((const float *)ft_array_data(o))[1] == -2.0f);
+  ft_array_free(a), ft_array_free(o);
   ft_jaxpr_free(j);
 }
 END_TEST
@@ -236,7 +411,8 @@ int main(void) {
   tcase_add_test(tc, psum_index_order);
   tcase_add_test(tc, bad_axis_and_mesh);
   tcase_add_test(tc, jit_refuses);
-  tcase_add_test(tc, grad_refuses);
+  tcase_add_test(tc, pmax_grad_refuses);
+  tcase_add_test(tc, lockstep_refusals);
   SRunner *r = srunner_create(s);
   suite_add_tcase(s, tc);
   srunner_run_all(r, CK_NORMAL);
