@@ -668,15 +668,18 @@ def run_egraph(args):
     res["status"] = "ok"
     for line in p.stdout.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 13 and cells[0].isdigit():
+        if len(cells) == 14 and cells[0].isdigit():
             def secs(s):
                 return float(s.split()[0])
             ratio = [float(x) for x in re.findall(r"[\d.]+", cells[11])]
+            ratio_cpu = [float(x) for x in re.findall(r"[\d.]+", cells[12])]
             row = {"n": int(cells[0]), "enodes": int(cells[1]), "eclasses": int(cells[2]),
                    "run_s": secs(cells[3]), "wall_s": secs(cells[4]), "cpu_s": secs(cells[5]),
                    "peak_rss": cells[6], "egglog_run_s": secs(cells[7]), "egglog_wall_s": secs(cells[8]),
                    "egglog_cpu_s": secs(cells[9]), "egglog_peak_rss": cells[10],
-                   "ratio": {"median": ratio[0], "min": ratio[1], "max": ratio[2]}, "runs": cells[12]}
+                   "ratio": {"median": ratio[0], "min": ratio[1], "max": ratio[2]},
+                   "ratio_cpu": {"median": ratio_cpu[0], "min": ratio_cpu[1], "max": ratio_cpu[2]},
+                   "runs": cells[13]}
             res["rows"].append(row)
     m = re.search(r"egglog (\S+) run", p.stdout)
     res["egglog_version"] = m[1] if m else None
