@@ -51,8 +51,8 @@ static ft_status kernel_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
  * rows stay in L1. A copy: the packed values do not depend on the order. */
 enum { PACK_TILE = 16 };
 
-static void pack_rows(bool f64, const void *src, void *dst, int64_t r0, int64_t r1, int64_t R,
-                      int64_t Cn, const int64_t *ob, const int64_t *orow, const int64_t *ocol) {
+void ft_gemm_pack_rows(bool f64, const void *src, void *dst, int64_t r0, int64_t r1, int64_t R,
+                       int64_t Cn, const int64_t *ob, const int64_t *orow, const int64_t *ocol) {
   int64_t base[PACK_TILE];
   for (int64_t t0 = r0; t0 < r1; t0 += PACK_TILE) {
     int nt = (int)(r1 - t0 < PACK_TILE ? r1 - t0 : PACK_TILE);
@@ -110,7 +110,7 @@ static ft_status gemm_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
     int64_t b = q / nblk, blk = q % nblk;
     if (!g->lhs_direct) {
       int64_t r0 = b * M + blk * rows, r1 = r0 + (M - blk * rows < rows ? M - blk * rows : rows);
-      pack_rows(g->f64, A, kb[g->pack_a], r0, r1, M, K, g->lb, g->lm, g->lk);
+      ft_gemm_pack_rows(g->f64, A, kb[g->pack_a], r0, r1, M, K, g->lb, g->lm, g->lk);
     }
     const void *a = g->lhs_direct ? A : kb[g->pack_a];
     const void *bb = g->rhs_direct ? Bm : kb[g->pack_b];
@@ -132,7 +132,7 @@ static ft_status pack_b_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
   const ft_step *s = &t->pe->p->steps[t->step];
   const ft_gemm_plan *g = s->gemm;
   void *const *kb = ft_exec_call_scratch(c);
-  pack_rows(g->f64, kb[s->in[1]], kb[g->pack_b], lo, hi, g->K, g->N, g->rb, g->rk, g->rn);
+  ft_gemm_pack_rows(g->f64, kb[s->in[1]], kb[g->pack_b], lo, hi, g->K, g->N, g->rb, g->rk, g->rn);
   return FT_OK;
 }
 

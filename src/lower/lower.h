@@ -129,6 +129,12 @@ typedef struct ft_gemm_plan {
   bool lhs_direct, rhs_direct;  /* already [b][m][k] / [b][k][n] contiguous */
   int pack_a, pack_b;           /* TEMP buffers for packing, or -1 */
 } ft_gemm_plan;
+/* Packs rows [r0, r1) of an operand enumerated as [B*R][Cn] (row q is row
+ * q % R of batch element q / R): dst[q][c] = src[ob[q / R] + orow[q % R] +
+ * ocol[c]], in tiles (exec_program.c). Used by the executor's GEMM tasks
+ * and by program.c's sequential GEMM steps (sub-programs). */
+void ft_gemm_pack_rows(bool f64, const void *src, void *dst, int64_t r0, int64_t r1, int64_t R,
+                       int64_t Cn, const int64_t *ob, const int64_t *orow, const int64_t *ocol);
 
 typedef enum ft_step_kind {
   FT_STEP_KERNEL,    /* a compiled loop or reduction kernel */

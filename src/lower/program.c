@@ -10,16 +10,27 @@
 #include "lower/lower.h"
 
 /* ------------------------------------------------------------------- GEMM */
+/* dst[b][r][c] = src[ob[b] + orow[r] + ocol[c]]: rows whose columns are
+ * contiguous in the source (ocol[c] == ocol[0] + c) are one memcpy each;
+ * any other operand (a transposed one) goes through the executor's tiled
+ * packing (ft_gemm_pack_rows, exec_program.c). Sub-programs (scan and
+ * while bodies) run their GEMM steps here, once per iteration, so this
+ * copy counts: it was an element loop reading three offset tables. A
+ * copy either way: the GEMM's bits do not depend on which path ran. */
 static void pack(bool f64, const void *src, void *dst, int64_t B, int64_t R, int64_t C,
                  const int64_t *ob, const int64_t *orow, const int64_t *ocol) {
-  int64_t at = 0;
+  if (C <= 0 || R <= 0 || B <= 0) return;
+  bool contiguous = true;
+  for (int64_t c = 1; c < C && contiguous; c++) contiguous = ocol[c] == ocol[0] + c;
+  if (!contiguous) {
+    ft_gemm_pack_rows(f64, src, dst, 0, B * R, R, C, ob, orow, ocol);
+    return;
+  }
+  size_t es = f64 ? sizeof(double) : sizeof(float);
+  char *d = dst;
   for (int64_t b = 0; b < B; b++)
-    for (int64_t r = 0; r < R; r++)
-      for (int64_t c = 0; c < C; c++, at++) {
-        int64_t i = ob[b] + orow[r] + ocol[c];
-        if (f64) ((double *)dst)[at] = ((const double *)src)[i];
-        else ((float *)dst)[at] = ((const float *)src)[i];
-      }
+    for (int64_t r = 0; r < R; r++, d += es * (size_t)C)
+      memcpy(d, (const char *)src + es * (size_t)(ob[b] + orow[r] + ocol[0]), es * (size_t)C);
 }
 
 static bool run_gemm(const ft_gemm_plan *g, const void *l, const void *r, void *c,

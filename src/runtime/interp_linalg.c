@@ -133,44 +133,60 @@ static void block_range(int64_t m, int64_t n, int64_t k, int64_t blk, int64_t *r
   *rn = m - *r0 < r ? m - *r0 : r;
 }
 
-bool ft_gemm_f32_block(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                       const float *b, int64_t ldb, float *c, int64_t ldc, int64_t blk) {
+bool ft_gemm_f32_block_at(int64_t m, int64_t n, int64_t k, int64_t blk, const float *a,
+                          int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
   int64_t r0, rn;
   if (m <= 0 || n <= 0) return true;
   block_range(m, n, k, blk, &r0, &rn);
   if (rn <= 0) return true;
   if (k == 0) {
-    for (int64_t i = r0; i < r0 + rn; i++) memset(c + i * ldc, 0, sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < rn; i++) memset(c + i * ldc, 0, sizeof(float) * (size_t)n);
     return true;
   }
   pthread_once(&blas_once, blas_init);
   FT_ASSERT(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
             ldc <= INT_MAX);
   if (!ft_blas_enter()) return false;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rn, (int)n, (int)k, 1.0f,
-              a + r0 * lda, (int)lda, b, (int)ldb, 0.0f, c + r0 * ldc, (int)ldc);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rn, (int)n, (int)k, 1.0f, a,
+              (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
+  ft_blas_leave();
+  return true;
+}
+
+bool ft_gemm_f32_block(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float *c, int64_t ldc, int64_t blk) {
+  if (m <= 0 || n <= 0) return true;
+  int64_t r0 = blk * ft_gemm_block_rows(m, n, k);
+  if (r0 >= m) return true;
+  return ft_gemm_f32_block_at(m, n, k, blk, a + r0 * lda, lda, b, ldb, c + r0 * ldc, ldc);
+}
+
+bool ft_gemm_f64_block_at(int64_t m, int64_t n, int64_t k, int64_t blk, const double *a,
+                          int64_t lda, const double *b, int64_t ldb, double *c, int64_t ldc) {
+  int64_t r0, rn;
+  if (m <= 0 || n <= 0) return true;
+  block_range(m, n, k, blk, &r0, &rn);
+  if (rn <= 0) return true;
+  if (k == 0) {
+    for (int64_t i = 0; i < rn; i++) memset(c + i * ldc, 0, sizeof(double) * (size_t)n);
+    return true;
+  }
+  pthread_once(&blas_once, blas_init);
+  FT_ASSERT(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
+            ldc <= INT_MAX);
+  if (!ft_blas_enter()) return false;
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rn, (int)n, (int)k, 1.0, a,
+              (int)lda, b, (int)ldb, 0.0, c, (int)ldc);
   ft_blas_leave();
   return true;
 }
 
 bool ft_gemm_f64_block(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                        const double *b, int64_t ldb, double *c, int64_t ldc, int64_t blk) {
-  int64_t r0, rn;
   if (m <= 0 || n <= 0) return true;
-  block_range(m, n, k, blk, &r0, &rn);
-  if (rn <= 0) return true;
-  if (k == 0) {
-    for (int64_t i = r0; i < r0 + rn; i++) memset(c + i * ldc, 0, sizeof(double) * (size_t)n);
-    return true;
-  }
-  pthread_once(&blas_once, blas_init);
-  FT_ASSERT(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
-            ldc <= INT_MAX);
-  if (!ft_blas_enter()) return false;
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rn, (int)n, (int)k, 1.0,
-              a + r0 * lda, (int)lda, b, (int)ldb, 0.0, c + r0 * ldc, (int)ldc);
-  ft_blas_leave();
-  return true;
+  int64_t r0 = blk * ft_gemm_block_rows(m, n, k);
+  if (r0 >= m) return true;
+  return ft_gemm_f64_block_at(m, n, k, blk, a + r0 * lda, lda, b, ldb, c + r0 * ldc, ldc);
 }
 
 bool ft_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,

@@ -208,6 +208,15 @@ bool ft_gemm_f32_block(int64_t m, int64_t n, int64_t k, const float *a, int64_t 
                        const float *b, int64_t ldb, float *c, int64_t ldc, int64_t blk);
 bool ft_gemm_f64_block(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                        const double *b, int64_t ldb, double *c, int64_t ldc, int64_t blk);
+/* The same call as ft_gemm_*_block(m, n, k, ..., blk), for a caller that
+ * holds only that block: a and c point at the block's first row (row
+ * blk * ft_gemm_block_rows(m, n, k)), not at row 0. The OpenBLAS call is
+ * the one the whole product makes for that block, so the bits are too
+ * (the blocked im2col of conv_general_dilated, interp_window.c). */
+bool ft_gemm_f32_block_at(int64_t m, int64_t n, int64_t k, int64_t blk, const float *a,
+                          int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
+bool ft_gemm_f64_block_at(int64_t m, int64_t n, int64_t k, int64_t blk, const double *a,
+                          int64_t lda, const double *b, int64_t ldb, double *c, int64_t ldc);
 /* Pins OpenBLAS to one thread (once per process; LAPACK calls, lapack.h). */
 void ft_blas_single_thread(void);
 /* Brackets an OpenBLAS call: false (nothing entered) when a new work buffer
