@@ -209,7 +209,6 @@ VM_VIA_F64(cos)
 VM_VIA_F64(tan)
 VM_VIA_F64(erf)
 VM_VIA_F64(erfc)
-VM_VIA_F64(erf_inv)
 VM_VIA_F64(cbrt)
 VM_VIA_F64(atan)
 VM_VIA_F64(asin)
@@ -231,3 +230,87 @@ float ft_vm_atan2_f32(float y, float x)
 {
     return vm_canon32((float)ft_vm_atan2_f64((double)y, (double)x));
 }
+
+/* ---- erf_inv, as XLA computes it on CPU --------------------------------
+ *
+ * jax.random.normal is sqrt(2) erf_inv(u), so matching JAX's bits needs
+ * XLA's f32 erf_inv, which is not the correctly rounded one: XLA expands it
+ * (chlo) into Giles' single-precision approximation (M. Giles, "Approximating
+ * the erfinv function", GPU Computing Gems, 2011) on w = -log1p(-x^2),
+ * its polynomials evaluated with fused multiply-adds, and log1p is XLA's own:
+ * a Cephes rational function for |x| < sqrt(2) - 1, else XLA's f32 log of
+ * 1 + x (Cephes' logf in Eigen's form: mantissa in [sqrt(1/2), sqrt(2)), a
+ * degree-8 polynomial in three parts, the exponent added in two pieces). The
+ * fused multiply-adds below are where LLVM contracts XLA's code. Checked
+ * bitwise against jax.lax.erf_inv (JAX 0.12, CPU) on 2^20 uniform inputs
+ * and 2^16 near 1: 0 differences (tests/random). Accuracy: about 2-3 ulp. */
+
+/* XLA's f32 log for a positive normal y. */
+static float xla_logf(float y)
+{
+    uint32_t b = asu32(y);
+    float e = (float)((int32_t)(b >> 23) - 126);
+    float m = asf32((b & 0x007fffffU) | 0x3f000000U); /* y = m 2^e, m in [0.5, 1) */
+    float tmp = 0.0f;
+    if (m < 0.70710677f) {
+        e -= 1.0f;
+        tmp = m;
+    }
+    float x = (m - 1.0f) + tmp;
+    float x2 = x * x, x3 = x2 * x;
+    float p = vm_fmaf(7.0376836292e-2f, x, -1.1514610310e-1f);
+    float p1 = vm_fmaf(-1.2420140846e-1f, x, 1.4249322787e-1f);
+    float p2 = vm_fmaf(2.0000714765e-1f, x, -2.4999993993e-1f);
+    p = vm_fmaf(p, x, 1.1676998740e-1f);
+    p1 = vm_fmaf(p1, x, -1.6668057665e-1f);
+    p2 = vm_fmaf(p2, x, 3.3333331174e-1f);
+    p = vm_fmaf(p, x3, p1);
+    p = vm_fmaf(p, x3, p2);
+    float r = vm_fmaf(-x2, 0.5f, x) + vm_fmaf(p, x3, e * -2.12194440e-4f);
+    return vm_fmaf(e, 0.693359375f, r);
+}
+
+/* XLA's f32 log1p (the inputs erf_inv gives it: x <= 0). */
+static float xla_log1pf(float x)
+{
+    if (vm_fabsf(x) < 0.41421356f) {
+        static const float num[7] = {4.5270000862445199635215E-5f, 4.9854102823193375972212E-1f,
+                                     6.5787325942061044846969E0f,  2.9911919328553073277375E1f,
+                                     6.0949667980987787057556E1f,  5.7112963590585538103336E1f,
+                                     2.0039553499201281259648E1f};
+        static const float den[7] = {1.0f, 1.5062909083469192043167E1f, 8.3047565967967209469434E1f,
+                                     2.2176239823732856465394E2f, 3.0909872225312059774938E2f,
+                                     2.1642788614495947685003E2f, 6.0118660497603843919306E1f};
+        float pn = 0.0f, pd = 0.0f;
+        for (int i = 0; i < 7; i++) {
+            pn = vm_fmaf(pn, x, num[i]);
+            pd = vm_fmaf(pd, x, den[i]);
+        }
+        float x2 = x * x;
+        return x + (-0.5f * x2 + (x * x2) * (pn / pd));
+    }
+    float y = x + 1.0f;
+    if (!(y > 0.0f)) return y == 0.0f ? -VM_INF32 : VM_NAN32;
+    if (y == VM_INF32) return y;
+    return xla_logf(y);
+}
+
+VM_FMA_CLONES float ft_vm_erf_inv_f32(float x)
+{
+    static const float lo[9] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                                -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                                -0.00417768164f,  0.246640727f,    1.50140941f};
+    static const float hi[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+                                -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+                                0.00943887047f,   1.00167406f,     2.83297682f};
+    if (vm_fabsf(x) == 1.0f) return x * VM_INF32;
+    float w = -xla_log1pf(-(x * x));
+    if (w != w) return VM_NAN32;
+    int small = w < 5.0f;
+    const float *c = small ? lo : hi;
+    w = small ? w - 2.5f : __builtin_sqrtf(w) - 3.0f;
+    float p = c[0];
+    for (int i = 1; i < 9; i++) p = vm_fmaf(p, w, c[i]);
+    return vm_canon32(p * x);
+}
+
