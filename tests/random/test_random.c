@@ -273,6 +273,31 @@ START_TEST(gamma_refusals) {
 }
 END_TEST
 
+/* Keys have no numeric value: a key scalar is refused when traced, and the
+ * runtime's element accessors on a key array neither recurse nor write. */
+static int key_scalar(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)in, (void)max_out, (void)user;
+  out[0] = ft_scalar(t, FT_KEY_FRY, 1.0);
+  return 1;
+}
+
+START_TEST(keys_have_no_numeric_value) {
+  ft_aval f = ft_aval_make(FT_F32, 0, NULL);
+  ck_assert(ft_trace(C, key_scalar, NULL, 1, &f) == NULL);
+  ck_assert_msg(strstr(ft_ctx_error(C), "key<fry> has no numeric value") != NULL, "%s", ft_ctx_error(C));
+  uint32_t kd[2] = {7, 9};
+  int64_t two = 2;
+  ft_array *k = u32s(1, &two, kd);
+  ck_assert_int_eq(ft_array_wrap_keys(C, k, FT_KEY_FRY), FT_OK);
+  ft_set_i64(k, 0, 5);
+  ft_set_f64(k, 0, 5.0);
+  ck_assert(ft_get_i64(k, 0) == 0 && ft_get_f64(k, 0) == 0.0);
+  ck_assert_uint_eq(((uint32_t *)ft_array_data(k))[0], 7);
+  ck_assert_uint_eq(((uint32_t *)ft_array_data(k))[1], 9);
+  ft_array_free(k);
+}
+END_TEST
+
 /* ------------------------------------------------------ the C API */
 
 static int traced(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
@@ -469,6 +494,7 @@ static Suite *suite(void) {
   tcase_add_test(t, vmap_equals_stacking);
   tcase_add_test(t, gamma_vmap_equals_stacking);
   tcase_add_test(t, gamma_refusals);
+  tcase_add_test(t, keys_have_no_numeric_value);
   tcase_add_test(t, c_api_matches_jax);
   tcase_add_test(t, jax_samplers_bitwise);
   suite_add_tcase(s, t);
