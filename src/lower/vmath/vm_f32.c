@@ -8,7 +8,9 @@
  * multiply-adds (vm_fmaf): Cody-Waite reduction against ln2 split in two
  * floats, polynomial steps (Estrin, Horner), the final scaling folded
  * into one fma; tanh and logistic share one core, which a loop computing
- * both of one value evaluates once. Rules: vm_internal.h. Accuracy: docs/math.md. */
+ * both of one value evaluates once. log, log1p and erf_inv are XLA's
+ * algorithms (at the end of this file), so jax.random's samplers are
+ * bitwise JAX's. Rules: vm_internal.h. Accuracy: docs/math.md. */
 #include "lower/vmath/vm_internal.h"
 #include "lower/vmath/vm_coef.h"
 
