@@ -975,6 +975,20 @@ static ft_status rule_random(R *r) {
   case FT_P_RANDOM_CLONE:
     if ((st = need_key(r, 0))) return st;
     return put(r, *a);
+  case FT_P_RANDOM_GAMMA: { /* JAX: the result is a's aval */
+    const ft_aval *x = &r->in[1];
+    if ((st = need_key(r, 0))) return st;
+    if (x->dtype != FT_F32 && x->dtype != FT_F64)
+      return fail(r, FT_ERR_TYPE, "a must be f32 or f64, got %s", S(r, x));
+    bool prefix = a->rank <= x->rank;
+    for (int i = 0; prefix && i < a->rank; i++) prefix = a->dims[i] == x->dims[i];
+    if (!prefix)
+      return fail(r, FT_ERR_SHAPE, "the keys' shape must prefix a's shape (JAX splits each key "
+                  "over the rest of a), got keys %s and a %s", S(r, a), S(r, x));
+    ft_aval o = *x;
+    o.weak_type = false;
+    return put(r, o);
+  }
   case FT_P_THREEFRY2X32: {
     for (int i = 0; i < 4; i++)
       if (r->in[i].dtype != FT_U32)
@@ -1984,7 +1998,7 @@ static ft_status dispatch(R *r) {
     return ft_infer_spmd(r->ctx, r->p, r->params, r->n_in, r->in, r->out, r->max_out, &r->n_out);
   case FT_P_RANDOM_SEED: case FT_P_RANDOM_BITS: case FT_P_RANDOM_SPLIT: case FT_P_RANDOM_FOLD_IN:
   case FT_P_RANDOM_WRAP: case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE: case FT_P_THREEFRY2X32:
-  case FT_P_RNG_BIT_GENERATOR:
+  case FT_P_RNG_BIT_GENERATOR: case FT_P_RANDOM_GAMMA:
     return rule_random(r);
   default: {
     ft_status st = FT_OK;

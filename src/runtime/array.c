@@ -279,10 +279,11 @@ int64_t ft_get_i64(const ft_array *a, int64_t i) {
   case FT_U32: return AT(uint32_t);
   case FT_U64: return (int64_t)AT(uint64_t);
   case FT_FLOAT0: return 0; /* no data: float0 holds only zeros */
-  default: {
+  case FT_F16: case FT_BF16: case FT_F32: case FT_F64: case FT_C64: case FT_C128: {
     double d = ft_get_f64(a, i);
     return d != d ? 0 : (int64_t)d; /* callers convert floats themselves */
   }
+  default: return 0; /* keys: see ft_set_i64 */
   }
 }
 
@@ -300,7 +301,9 @@ double ft_get_f64(const ft_array *a, int64_t i) {
   case FT_C128: return ((const double *)a->data)[2 * i];
   case FT_U64: return (double)AT(uint64_t);
   case FT_FLOAT0: return 0;
-  default: return (double)ft_get_i64(a, i);
+  case FT_BOOL: case FT_I8: case FT_I16: case FT_I32: case FT_I64: case FT_U8: case FT_U16:
+  case FT_U32: return (double)ft_get_i64(a, i);
+  default: return 0; /* keys: see ft_set_i64 */
   }
 }
 
@@ -330,8 +333,17 @@ void ft_set_i64(ft_array *a, int64_t i, int64_t v) {
   case FT_I16: case FT_U16: SET(uint16_t, (uint64_t)v & 0xffff); return;
   case FT_I32: case FT_U32: SET(uint32_t, (uint64_t)v & 0xffffffffu); return;
   case FT_I64: case FT_U64: SET(uint64_t, (uint64_t)v); return;
-  case FT_FLOAT0: return; /* no data (the two setters must not call each other for ever) */
-  default: ft_set_f64(a, i, (double)v); return;
+  case FT_FLOAT0: return; /* no data */
+  case FT_F16: case FT_BF16: case FT_F32: case FT_F64: case FT_C64: case FT_C128:
+    ft_set_f64(a, i, (double)v);
+    return;
+  /* PRNG keys (key<fry>, ...) have no numeric value: every path that could
+   * give them one is refused with an error first (the shape rules refuse
+   * arithmetic, conversions and literals on keys; ft_scalar/ft_full refuse
+   * key dtypes), and keys move only as their words. The getters read 0 and
+   * the setters leave the element as it is, so neither ever calls the other
+   * for a key (they did, without end). */
+  default: return;
   }
 }
 
@@ -346,7 +358,11 @@ void ft_set_f64(ft_array *a, int64_t i, double v) {
   case FT_C64: case FT_C128: ft_set_c128(a, i, v, 0); return;
   case FT_BOOL: SET(uint8_t, v != 0); return;
   case FT_FLOAT0: return; /* no data */
-  default: ft_set_i64(a, i, (int64_t)v); return; /* callers saturate first */
+  case FT_I8: case FT_I16: case FT_I32: case FT_I64: case FT_U8: case FT_U16: case FT_U32:
+  case FT_U64:
+    ft_set_i64(a, i, (int64_t)v); /* callers saturate first */
+    return;
+  default: return; /* keys: see ft_set_i64 */
   }
 }
 #undef SET

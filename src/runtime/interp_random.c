@@ -14,6 +14,7 @@
  * (key<rbg>, ...) is refused: those generators are not built. */
 #include <string.h>
 
+#include "math_adapter.h"
 #include "runtime.h"
 
 static inline uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
@@ -94,6 +95,106 @@ TF_CLONES void ft_threefry_bits(uint32_t k0, uint32_t k1, int bw, int64_t n, voi
   }
 }
 
+
+static float fma_f32_(float a, float b, float c) { return fmaf(a, b, c); }
+static double fma_f64_(double a, double b, double c) { return fma(a, b, c); }
+
+/* split(key, n) into o[2n] (JAX's partitionable split). */
+static void split2(uint32_t k0, uint32_t k1, int n, uint32_t *o) {
+  for (int i = 0; i < n; i++) threefry(k0, k1, 0, (uint32_t)i, &o[2 * i], &o[2 * i + 1]);
+}
+
+/* ------------------------------------------------------------ random_gamma
+ *
+ * JAX's _gamma_impl and _gamma_one (jax/_src/random.py), per element: the
+ * keys are split into prod(a.shape[keys.ndim:]) keys each (partitionable
+ * split), element i of a draws with key i, and Marsaglia and Tsang's method
+ * runs with JAX's splits and draws in JAX's order: (key, subkey) = split(key);
+ * while the squeeze and log tests accept: (key, x_key, u_key) = split(key, 3),
+ * normals from x_key (each from the second half of a split, the first half
+ * carried) until v = 1 + x c > 0, U = uniform(u_key); then the boost for
+ * alpha < 1 from subkey. The vmap of JAX's lowering runs every lane to its own
+ * exit (the batched while selects per lane), so a lane's value is this one.
+ * JAX's uniform(key, (), dtype) is the mantissa of one draw of bits; its
+ * normal is sqrt(2) erf_inv(u) with u uniform on [nextafter(-1, 1), 1), where
+ * the scale (1 - lo) rounds to 2 exactly, so the fused multiply-add XLA
+ * forms there gives the same bits as two roundings. v = 1 + x c is a fused
+ * multiply-add, as XLA's CPU code contracts it. */
+#define GAMMA_ONE(T, SFX, BITS_T, NMANT, ONE_BITS)                                                 \
+  static T unif_##SFX(uint32_t k0, uint32_t k1) {                                                \
+    uint32_t y0, y1;                                                                              \
+    threefry(k0, k1, 0, 0, &y0, &y1);                                                             \
+    BITS_T b = sizeof(T) == 4 ? (BITS_T)(y0 ^ y1) : (BITS_T)((uint64_t)y0 << 32 | y1);           \
+    b = (BITS_T)(b >> (8 * sizeof(T) - NMANT)) | ONE_BITS;                                        \
+    T f;                                                                                          \
+    memcpy(&f, &b, sizeof f);                                                                     \
+    return f - (T)1;                                                                              \
+  }                                                                                               \
+  static T normal_##SFX(uint32_t k0, uint32_t k1) {                                              \
+    const T lo = (T)-1 + (sizeof(T) == 4 ? (T)0x1p-24 : (T)0x1p-53);                             \
+    T u = unif_##SFX(k0, k1) * ((T)1 - lo) + lo;                                                  \
+    u = u > lo ? u : lo; /* lax.max(minval, u) */                                                 \
+    return (T)(sizeof(T) == 4 ? 1.4142135381698608 : 1.4142135623730951) * FTM(erf_inv, SFX)(u); \
+  }                                                                                               \
+  static T gamma_one_##SFX(uint32_t k0, uint32_t k1, T alpha_orig, bool log_space) {             \
+    const T one = 1, zero = 0, third = (T)(1. / 3.), squeeze = (T)0.0331, half = (T)0.5;         \
+    bool boost = alpha_orig >= one;                                                               \
+    T alpha = boost ? alpha_orig : alpha_orig + one;                                              \
+    T d = alpha - third, c = third / FTM(sqrt, SFX)(d);                                           \
+    uint32_t s[4];                                                                                \
+    split2(k0, k1, 2, s);                                                                         \
+    uint32_t key0 = s[0], key1 = s[1], sub0 = s[2], sub1 = s[3];                                  \
+    T X = zero, V = one, U = (T)2;                                                                \
+    while (U >= one - squeeze * (X * X) &&                                                        \
+           FTM(log, SFX)(U) >= X * half + d * ((one - V) + FTM(log, SFX)(V))) {                   \
+      uint32_t t[6];                                                                              \
+      split2(key0, key1, 3, t);                                                                   \
+      key0 = t[0], key1 = t[1];                                                                   \
+      uint32_t xk0 = t[2], xk1 = t[3];                                                            \
+      T x = zero, v = -one;                                                                       \
+      while (v <= zero) {                                                                         \
+        uint32_t w[4];                                                                            \
+        split2(xk0, xk1, 2, w);                                                                   \
+        xk0 = w[0], xk1 = w[1];                                                                   \
+        x = normal_##SFX(w[2], w[3]);                                                             \
+        v = fma_##SFX##_(x, c, one);                                                             \
+      }                                                                                           \
+      X = x * x;                                                                                  \
+      V = (v * v) * v;                                                                            \
+      U = unif_##SFX(t[4], t[5]);                                                                 \
+    }                                                                                             \
+    if (log_space) {                                                                              \
+      T u = unif_##SFX(sub0, sub1);                                                               \
+      T ls = -(-FTM(log1p, SFX)(-u)); /* -exponential(subkey) */                                  \
+      T lb = boost || ls == zero ? zero : ls * (one / alpha_orig);                                \
+      return (FTM(log, SFX)(d) + FTM(log, SFX)(V)) + lb;                                          \
+    }                                                                                             \
+    T smp = one - unif_##SFX(sub0, sub1);                                                         \
+    T b = boost ? one : FTM(pow, SFX)(smp, one / alpha_orig);                                     \
+    return (d * V) * b;                                                                           \
+  }
+
+GAMMA_ONE(float, f32, uint32_t, 23, 0x3f800000u)
+GAMMA_ONE(double, f64, uint64_t, 52, 0x3ff0000000000000u)
+
+/* random_gamma: keys (a prefix of a's shape) and alphas a; checked by the
+ * shape rule. */
+static void gamma_into(const ft_eqn *e, ft_array *const *in, ft_array *const *out) {
+  int64_t nk = ft_aval_size(&in[0]->aval), n = ft_aval_size(&out[0]->aval);
+  int64_t per = nk ? n / nk : 0;
+  bool log_space = ft_param_bool(e, "log_space", false);
+  const uint32_t *k = in[0]->data;
+  for (int64_t j = 0; j < nk; j++)
+    for (int64_t i = 0; i < per; i++) {
+      uint32_t y0, y1;
+      int64_t at = j * per + i;
+      threefry(k[2 * j], k[2 * j + 1], (uint32_t)((uint64_t)i >> 32), (uint32_t)i, &y0, &y1);
+      if (out[0]->aval.dtype == FT_F32)
+        ((float *)out[0]->data)[at] = gamma_one_f32(y0, y1, ((const float *)in[1]->data)[at], log_space);
+      else
+        ((double *)out[0]->data)[at] = gamma_one_f64(y0, y1, ((const double *)in[1]->data)[at], log_space);
+    }
+}
 /* ---------------------------------------------------------------- rules */
 
 static ft_status need_fry(ft_ctx *ctx, const ft_eqn *e, ft_dtype dt) {
@@ -181,7 +282,7 @@ ft_status ft_random_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_a
   switch (e->prim) {
   case FT_P_RANDOM_SEED: case FT_P_RANDOM_WRAP: kd = e->out[0]->aval.dtype; break;
   case FT_P_RANDOM_BITS: case FT_P_RANDOM_SPLIT: case FT_P_RANDOM_FOLD_IN: case FT_P_RANDOM_UNWRAP:
-  case FT_P_RANDOM_CLONE:
+  case FT_P_RANDOM_CLONE: case FT_P_RANDOM_GAMMA:
     kd = in[0]->aval.dtype;
     break;
   case FT_P_THREEFRY2X32: break;
@@ -212,6 +313,7 @@ ft_status ft_random_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_a
     break;
   }
   case FT_P_RANDOM_FOLD_IN: return fold_in(e, in, out);
+  case FT_P_RANDOM_GAMMA: gamma_into(e, in, out); break;
   default: return threefry_op(in, out);
   }
   return FT_OK;

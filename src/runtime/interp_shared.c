@@ -41,6 +41,7 @@ ft_rule_into_fn ft_rule_into_for(ft_prim p) {
   case FT_P_DOT_GENERAL: return ft_dot_into;
   case FT_P_RANDOM_SEED: case FT_P_RANDOM_BITS: case FT_P_RANDOM_SPLIT: case FT_P_RANDOM_FOLD_IN:
   case FT_P_RANDOM_WRAP: case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE: case FT_P_THREEFRY2X32:
+  case FT_P_RANDOM_GAMMA:
     return ft_random_into; /* (rng_bit_generator has no body: docs/random.md) */
   default: return ft_linalg_rule_into_for(p); /* LAPACK-backed linear algebra: lapack.c */
   }

@@ -300,6 +300,11 @@ ft_val *ft__lit(ft_tracer *t, ft_dtype dt, double v, bool weak) {
     ft__fail(t, FT_ERR_INVALID_ARG, "ft_scalar: invalid dtype %d", (int)dt);
     return NULL;
   }
+  if (ft_dtype_is_key(dt)) {
+    ft__fail(t, FT_ERR_TYPE, "ft_scalar/ft_full: %s has no numeric value; make keys with "
+             "ft_random_key or ft_random_wrap", ft_dtype_name(dt));
+    return NULL;
+  }
   ft_var *x = lit_make(t->j->arena, dt, v, 0, 0, 0);
   if (x) x->aval.weak_type = weak;
   return ft__val(t, x);

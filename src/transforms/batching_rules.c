@@ -594,6 +594,12 @@ bool bt_rule(bt_call *c) {
   case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE:
     return rule_front_unary(c);
   case FT_P_RANDOM_FOLD_IN: return rule_broadcasting(c);
+  case FT_P_RANDOM_GAMMA: { /* JAX's _gamma_batching_rule: both batch dims to the front */
+    ft_var *in[2] = {bt_match(c->t, c->x[0], c->xb[0], 0, c->s->size),
+                     bt_match(c->t, c->x[1], c->xb[1], 0, c->s->size)};
+    c->yb[0] = 0;
+    return in[0] && in[1] && emit1(c, in) != NULL;
+  }
   case FT_P_CHOLESKY: case FT_P_CHOLESKY_UPDATE: case FT_P_TRIANGULAR_SOLVE: case FT_P_LU:
   case FT_P_LU_PIVOTS_TO_PERMUTATION: case FT_P_TRIDIAGONAL_SOLVE: case FT_P_SYMMETRIC_PRODUCT:
     return bt_linalg(c); /* ad_linalg.c: batch dims to the front */

@@ -20,6 +20,11 @@
 #define JVP_NO_RULE_IGAMMA_GRAD_A \
   "unsupported: JAX defines no JVP rule for igamma_grad_a (\"Differentiation rule for " \
   "'igamma_grad_a' not implemented\")"
+#define JVP_NO_RULE_RANDOM_GAMMA \
+  "unsupported: the tangent with respect to a is JAX's random_gamma_grad (the implicit " \
+  "derivative through igamma's series and continued fraction in SAMPLE_DERIVATIVE mode), which " \
+  "is not built; a jaxpr that JAX differentiated carries it inlined, and a draw whose a has no " \
+  "tangent differentiates"
 #define JVP_NO_RULE_BITCAST \
   "unsupported: reinterpreting bits as a float has no derivative (JAX defines no JVP rule)"
 
@@ -29,6 +34,7 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_BITCAST_CONVERT_TYPE: return JVP_NO_RULE_BITCAST;
   case FT_P_ZETA: return JVP_NO_RULE_ZETA;
   case FT_P_IGAMMA_GRAD_A: return JVP_NO_RULE_IGAMMA_GRAD_A;
+  case FT_P_RANDOM_GAMMA: return JVP_NO_RULE_RANDOM_GAMMA;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
   /* issue 27: JAX 0.12 registers no JVP for pmax_p/pmin_p (jax/_src/lax/parallel.py) */
   case FT_P_PMAX:

@@ -176,6 +176,128 @@ START_TEST(vmap_equals_stacking) {
 }
 END_TEST
 
+/* random_gamma vmapped over keys and alphas (and over keys with shared
+ * alphas) is, lane by lane, the unbatched draw: JAX's batching rule moves
+ * both batch axes to the front and the sampler splits each key over the
+ * rest of a. Both log_space settings, f32 and f64. */
+static void gamma_vmap_case(const char *dt, ft_dtype fdt) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "{ lambda ; a:key<fry>[] b:%s[3]. let\n"
+           "    c:%s[3] = random_gamma[log_space=False] a b\n"
+           "    d:%s[3] = random_gamma[log_space=True] a b\n"
+           "  in (c, d) }", dt, dt, dt);
+  ft_jaxpr *j = parse(text);
+  uint32_t kd[10];
+  for (int i = 0; i < 10; i++) kd[i] = 0x85ebca6bu * (uint32_t)(i + 3);
+  double av[15];
+  for (int i = 0; i < 15; i++) av[i] = 0.05 + 0.7 * i; /* below and above 1 */
+  float af[15];
+  for (int i = 0; i < 15; i++) af[i] = (float)av[i];
+  const void *adata = fdt == FT_F32 ? (const void *)af : (const void *)av;
+  size_t es = fdt == FT_F32 ? 4 : 8;
+  for (int shared = 0; shared < 2; shared++) {
+    int axes[2] = {0, shared ? FT_VMAP_NONE : 0};
+    ft_jaxpr *v = ft_vmap(C, j, axes, NULL, 5);
+    ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
+    int64_t kdims[2] = {5, 2}, adims[2] = {5, 3}, three = 3;
+    ft_array *in[2] = {u32s(2, kdims, kd), shared ? ft_array_from_data(C, fdt, 1, &three, adata)
+                                                   : ft_array_from_data(C, fdt, 2, adims, adata)};
+    ck_assert_int_eq(ft_array_wrap_keys(C, in[0], FT_KEY_FRY), FT_OK);
+    ft_array *vo[2] = {0};
+    run_both(v, 2, in, 2, vo);
+    for (int i = 0; i < 5; i++) {
+      int64_t two = 2;
+      ft_array *one[2] = {u32s(1, &two, kd + 2 * i),
+                          ft_array_from_data(C, fdt, 1, &three,
+                                             (const char *)adata + (shared ? 0 : (size_t)(3 * i) * es))};
+      ck_assert_int_eq(ft_array_wrap_keys(C, one[0], FT_KEY_FRY), FT_OK);
+      ft_array *o[2] = {0};
+      run_both(j, 2, one, 2, o);
+      for (int q = 0; q < 2; q++) {
+        size_t nb = ft_array_nbytes(o[q]);
+        ck_assert_msg(!memcmp((char *)ft_array_data(vo[q]) + i * nb, ft_array_data(o[q]), nb),
+                      "%s lane %d output %d (shared alphas %d): vmap != the unbatched draw", dt, i,
+                      q, shared);
+        ft_array_free(o[q]);
+      }
+      ft_array_free(one[0]), ft_array_free(one[1]);
+    }
+    /* the samples are gamma draws: positive, and log_space is their log
+     * up to rounding (JAX draws the boost's uniform the same way in both) */
+    for (int64_t e = 0; e < 15; e++) {
+      double g = fdt == FT_F32 ? ((float *)ft_array_data(vo[0]))[e] : ((double *)ft_array_data(vo[0]))[e];
+      double lg = fdt == FT_F32 ? ((float *)ft_array_data(vo[1]))[e] : ((double *)ft_array_data(vo[1]))[e];
+      ck_assert_msg(g >= 0 && isfinite(lg), "%s element %lld: gamma %g, log %g", dt, (long long)e, g, lg);
+      if (g > 1e-30) ck_assert_msg(fabs(log(g) - lg) < 1e-4 * (1 + fabs(lg)), "%s element %lld: log(%g) != %g", dt, (long long)e, g, lg);
+    }
+    for (int q = 0; q < 2; q++) ft_array_free(vo[q]);
+    ft_array_free(in[0]), ft_array_free(in[1]);
+    ft_jaxpr_free(v);
+  }
+  ft_jaxpr_free(j);
+}
+
+START_TEST(gamma_vmap_equals_stacking) {
+  gamma_vmap_case("f32", FT_F32);
+  gamma_vmap_case("f64", FT_F64);
+}
+END_TEST
+
+/* random_gamma refuses keys that do not prefix a's shape, naming both, and
+ * its JVP in a is refused with the reason (a draw whose a has no tangent
+ * differentiates). */
+START_TEST(gamma_refusals) {
+  const char *bad = "{ lambda ; a:key<fry>[2] b:f32[3]. let c:f32[3] = random_gamma[log_space=False] a b in (c,) }";
+  ck_assert(ft_parse(C, bad, strlen(bad), "t") == NULL);
+  ck_assert_msg(strstr(ft_ctx_error(C), "the keys' shape must prefix a's shape") != NULL, "%s",
+                ft_ctx_error(C));
+  ft_jaxpr *j = parse("{ lambda ; a:f32[] b:key<fry>[]. let\n"
+                      "    c:f32[] = random_gamma[log_space=False] b a\n"
+                      "    d:f32[] = mul c a\n"
+                      "  in (d,) }");
+  int arg0 = 0;
+  ck_assert(ft_grad(C, j, 1, &arg0, false) == NULL);
+  ck_assert_msg(strstr(ft_ctx_error(C), "jvp of random_gamma: unsupported") != NULL, "%s",
+                ft_ctx_error(C));
+  ft_jaxpr_free(j);
+  /* no tangent reaches a: the draw is a constant of the gradient */
+  j = parse("{ lambda ; a:f32[] b:key<fry>[]. let\n"
+            "    c:f32[] = random_gamma[log_space=False] b 2.5:f32[]\n"
+            "    d:f32[] = mul c a\n"
+            "  in (d,) }");
+  ft_jaxpr *g = ft_grad(C, j, 1, &arg0, false);
+  ck_assert_msg(g != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr_free(g);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
+/* Keys have no numeric value: a key scalar is refused when traced, and the
+ * runtime's element accessors on a key array neither recurse nor write. */
+static int key_scalar(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)in, (void)max_out, (void)user;
+  out[0] = ft_scalar(t, FT_KEY_FRY, 1.0);
+  return 1;
+}
+
+START_TEST(keys_have_no_numeric_value) {
+  ft_aval f = ft_aval_make(FT_F32, 0, NULL);
+  ck_assert(ft_trace(C, key_scalar, NULL, 1, &f) == NULL);
+  ck_assert_msg(strstr(ft_ctx_error(C), "key<fry> has no numeric value") != NULL, "%s", ft_ctx_error(C));
+  uint32_t kd[2] = {7, 9};
+  int64_t two = 2;
+  ft_array *k = u32s(1, &two, kd);
+  ck_assert_int_eq(ft_array_wrap_keys(C, k, FT_KEY_FRY), FT_OK);
+  ft_set_i64(k, 0, 5);
+  ft_set_f64(k, 0, 5.0);
+  ck_assert(ft_get_i64(k, 0) == 0 && ft_get_f64(k, 0) == 0.0);
+  ck_assert_uint_eq(((uint32_t *)ft_array_data(k))[0], 7);
+  ck_assert_uint_eq(((uint32_t *)ft_array_data(k))[1], 9);
+  ft_array_free(k);
+}
+END_TEST
+
 /* ------------------------------------------------------ the C API */
 
 static int traced(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
@@ -370,6 +492,9 @@ static Suite *suite(void) {
   tcase_add_test(t, key_types_parse_and_print);
   tcase_add_test(t, rbg_is_refused_clearly);
   tcase_add_test(t, vmap_equals_stacking);
+  tcase_add_test(t, gamma_vmap_equals_stacking);
+  tcase_add_test(t, gamma_refusals);
+  tcase_add_test(t, keys_have_no_numeric_value);
   tcase_add_test(t, c_api_matches_jax);
   tcase_add_test(t, jax_samplers_bitwise);
   suite_add_tcase(s, t);

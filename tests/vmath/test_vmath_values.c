@@ -84,6 +84,30 @@ START_TEST(test_exact_values)
 }
 END_TEST
 
+/* f32 erf_inv, log and log1p are XLA's algorithms: these are the values
+ * jax.lax.erf_inv, jnp.log and jnp.log1p give on CPU (JAX 0.12), bit for
+ * bit, in both branches of each (docs/random.md). */
+START_TEST(test_xla_f32_values)
+{
+    EQ32(ft_vm_erf_inv_f32(0x1.333334p-2f), 0x1.17007ap-2f);
+    EQ32(ft_vm_erf_inv_f32(-0x1.666666p-1f), -0x1.773a9ep-1f);
+    EQ32(ft_vm_erf_inv_f32(0x1.ff7ceep-1f), 0x1.29d332p+1f);
+    EQ32(ft_vm_erf_inv_f32(-0x1.fffd6p-1f), -0x1.81fc78p+1f);
+    EQ32(ft_vm_erf_inv_f32(0x1.f9adp-4f), 0x1.c1f26p-4f);
+    EQ32(ft_vm_erf_inv_f32(0x1.333334p-1f), 0x1.30b30ep-1f);
+    EQ32(ft_vm_log_f32(0x1.333334p-2f), -0x1.34379p+0f);
+    EQ32(ft_vm_log_f32(0x1.4p+1f), 0x1.d5241p-1f);
+    EQ32(ft_vm_log_f32(0x1.0624dep-10f), -0x1.ba18aap+2f);
+    EQ32(ft_vm_log_f32(0x1.4dc938p+29f), 0x1.45dd8ep+4f);
+    EQ32(ft_vm_log_f32(0x1.6a09e6p-1f), -0x1.62e432p-2f);
+    EQ32(ft_vm_log1p_f32(-0x1p-1f), -0x1.62e43p-1f);
+    EQ32(ft_vm_log1p_f32(0x1.333334p-2f), 0x1.0ca938p-2f);
+    EQ32(ft_vm_log1p_f32(-0x1.fae148p-1f), -0x1.26bb2p+2f);
+    EQ32(ft_vm_log1p_f32(0x1.4p+2f), 0x1.cab0cp+0f);
+    EQ32(ft_vm_log1p_f32(0x1.4f8b58p-17f), 0x1.4f8aeap-17f);
+}
+END_TEST
+
 START_TEST(test_signed_zeros)
 {
     EQ64(ft_vm_sin_f64(-0.0), -0.0);
@@ -233,6 +257,7 @@ static Suite *vmath_values_suite(void)
     Suite *s = suite_create("vmath_values");
     TCase *tc = tcase_create("values");
     tcase_add_test(tc, test_exact_values);
+    tcase_add_test(tc, test_xla_f32_values);
     tcase_add_test(tc, test_signed_zeros);
     tcase_add_test(tc, test_infinities_and_domains);
     tcase_add_test(tc, test_pow_specials);

@@ -8,7 +8,9 @@
  * multiply-adds (vm_fmaf): Cody-Waite reduction against ln2 split in two
  * floats, polynomial steps (Estrin, Horner), the final scaling folded
  * into one fma; tanh and logistic share one core, which a loop computing
- * both of one value evaluates once. Rules: vm_internal.h. Accuracy: docs/math.md. */
+ * both of one value evaluates once. log, log1p and erf_inv are XLA's
+ * algorithms (at the end of this file), so jax.random's samplers are
+ * bitwise JAX's. Rules: vm_internal.h. Accuracy: docs/math.md. */
 #include "lower/vmath/vm_internal.h"
 #include "lower/vmath/vm_coef.h"
 
@@ -79,25 +81,8 @@ float ft_vm_exp2_f32(float x)
     return x == x ? p : VM_NAN32;
 }
 
-float ft_vm_log_f32(float x)
-{
-    int ok = x > 0.0f && x < VM_INF32;
-    float xs = ok ? x : 1.0f;
-    int sub = xs < 0x1p-126f;
-    xs = sub ? xs * 0x1p23f : xs;
-    uint32_t ix = asu32(xs) + (0x3f800000U - 0x3f3504f3U);
-    int32_t k = (int32_t)(ix >> 23) - 0x7f - (sub ? 23 : 0);
-    float f = asf32((ix & 0x007fffffU) + 0x3f3504f3U) - 1.0f;
-    float s = f / (2.0f + f);
-    float z = s * s;
-    float rr = z * vmc_logf(z);
-    float hfsq = 0.5f * f * f;
-    float dk = (float)k;
-    float r = s * (hfsq + rr) + dk * 0x1.2fefa2p-17f - hfsq + f + dk * 0x1.62e3p-1f;
-    r = x == 0.0f ? -VM_INF32 : r;
-    r = x == VM_INF32 ? VM_INF32 : r;
-    return (x < 0.0f || x != x) ? VM_NAN32 : r;
-}
+/* f32 log and log1p are XLA's on CPU (bitwise jax.numpy.log / log1p, JAX
+ * 0.12), defined with erf_inv at the end of this file. */
 
 /* e^x - 1 for non-NaN x: 2^n (expm1(r) + 1) - 1 without cancellation. */
 static inline float vm_expm1f_core(float x)
@@ -203,13 +188,11 @@ float ft_vm_rsqrt_f32(float x)
     {                                                                       \
         return vm_canon32((float)ft_vm_##name##_f64((double)x));           \
     }
-VM_VIA_F64(log1p)
 VM_VIA_F64(sin)
 VM_VIA_F64(cos)
 VM_VIA_F64(tan)
 VM_VIA_F64(erf)
 VM_VIA_F64(erfc)
-VM_VIA_F64(erf_inv)
 VM_VIA_F64(cbrt)
 VM_VIA_F64(atan)
 VM_VIA_F64(asin)
@@ -231,3 +214,93 @@ float ft_vm_atan2_f32(float y, float x)
 {
     return vm_canon32((float)ft_vm_atan2_f64((double)y, (double)x));
 }
+
+/* ---- erf_inv, as XLA computes it on CPU --------------------------------
+ *
+ * jax.random.normal is sqrt(2) erf_inv(u), so matching JAX's bits needs
+ * XLA's f32 erf_inv, which is not the correctly rounded one: XLA expands it
+ * (chlo) into Giles' single-precision approximation (M. Giles, "Approximating
+ * the erfinv function", GPU Computing Gems, 2011) on w = -log1p(-x^2),
+ * its polynomials evaluated with fused multiply-adds, and log1p is XLA's own:
+ * a Cephes rational function for |x| < sqrt(2) - 1, else XLA's f32 log of
+ * 1 + x (Cephes' logf in Eigen's form: mantissa in [sqrt(1/2), sqrt(2)), a
+ * degree-8 polynomial in three parts, the exponent added in two pieces). The
+ * fused multiply-adds here and in log / log1p are where LLVM contracts
+ * XLA's code. Checked bitwise against jax.lax.erf_inv, jnp.log and
+ * jnp.log1p (JAX 0.12, CPU) on 2^20 random bit patterns, 2^20 typical
+ * inputs, every f32 in [0.99, 1] (erf_inv) and the special values: the only
+ * differences are subnormal inputs, which XLA flushes (docs/random.md;
+ * known answers in tests/vmath). Accuracy: XLA's (docs/math.md). */
+
+/* XLA's f32 log: Cephes' logf in Eigen's form. A subnormal x is scaled
+ * into the normal range first (XLA on CPU flushes it to zero instead; we
+ * never flush, docs/determinism.md). */
+VM_FMA_CLONES float ft_vm_log_f32(float x)
+{
+    int ok = x > 0.0f && x < VM_INF32;
+    float xs = ok ? x : 1.0f;
+    int sub = xs < 0x1p-126f;
+    xs = sub ? xs * 0x1p23f : xs;
+    uint32_t b = asu32(xs);
+    float e = (float)((int32_t)(b >> 23) - 126 - (sub ? 23 : 0));
+    float m = asf32((b & 0x007fffffU) | 0x3f000000U); /* xs = m 2^e, m in [0.5, 1) */
+    int below = m < 0.70710677f;
+    e = below ? e - 1.0f : e;
+    float f = (m - 1.0f) + (below ? m : 0.0f);
+    float f2 = f * f, f3 = f2 * f;
+    float p = vm_fmaf(7.0376836292e-2f, f, -1.1514610310e-1f);
+    float p1 = vm_fmaf(-1.2420140846e-1f, f, 1.4249322787e-1f);
+    float p2 = vm_fmaf(2.0000714765e-1f, f, -2.4999993993e-1f);
+    p = vm_fmaf(p, f, 1.1676998740e-1f);
+    p1 = vm_fmaf(p1, f, -1.6668057665e-1f);
+    p2 = vm_fmaf(p2, f, 3.3333331174e-1f);
+    p = vm_fmaf(p, f3, p1);
+    p = vm_fmaf(p, f3, p2);
+    float r = vm_fmaf(-f2, 0.5f, f) + vm_fmaf(p, f3, e * -2.12194440e-4f);
+    r = vm_fmaf(e, 0.693359375f, r);
+    r = x == 0.0f ? -VM_INF32 : r;
+    r = x == VM_INF32 ? VM_INF32 : r;
+    return (x < 0.0f || x != x) ? VM_NAN32 : r;
+}
+
+/* XLA's f32 log1p: a Cephes rational function for |x| < sqrt(2) - 1, else
+ * XLA's log of 1 + x. */
+VM_FMA_CLONES float ft_vm_log1p_f32(float x)
+{
+    static const float num[7] = {4.5270000862445199635215E-5f, 4.9854102823193375972212E-1f,
+                                 6.5787325942061044846969E0f,  2.9911919328553073277375E1f,
+                                 6.0949667980987787057556E1f,  5.7112963590585538103336E1f,
+                                 2.0039553499201281259648E1f};
+    static const float den[7] = {1.0f, 1.5062909083469192043167E1f, 8.3047565967967209469434E1f,
+                                 2.2176239823732856465394E2f, 3.0909872225312059774938E2f,
+                                 2.1642788614495947685003E2f, 6.0118660497603843919306E1f};
+    float pn = 0.0f, pd = 0.0f;
+    for (int i = 0; i < 7; i++) {
+        pn = vm_fmaf(pn, x, num[i]);
+        pd = vm_fmaf(pd, x, den[i]);
+    }
+    float x2 = x * x;
+    float small = x + (-0.5f * x2 + (x * x2) * (pn / pd));
+    float big = ft_vm_log_f32(x + 1.0f);
+    return vm_fabsf(x) < 0.41421356f ? small : (x != x ? VM_NAN32 : big);
+}
+
+VM_FMA_CLONES float ft_vm_erf_inv_f32(float x)
+{
+    static const float lo[9] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                                -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                                -0.00417768164f,  0.246640727f,    1.50140941f};
+    static const float hi[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+                                -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+                                0.00943887047f,   1.00167406f,     2.83297682f};
+    if (vm_fabsf(x) == 1.0f) return x * VM_INF32;
+    float w = -ft_vm_log1p_f32(-(x * x));
+    if (w != w) return VM_NAN32;
+    int small = w < 5.0f;
+    const float *c = small ? lo : hi;
+    w = small ? w - 2.5f : __builtin_sqrtf(w) - 3.0f;
+    float p = c[0];
+    for (int i = 1; i < 9; i++) p = vm_fmaf(p, w, c[i]);
+    return vm_canon32(p * x);
+}
+
