@@ -71,6 +71,9 @@
   "gradients adds tangent terms up to 2.3 into 0.0027250862 (f64 of the same inputs); JAX's f32 " \
   "is 7.0e-8 from it, ours 1.0e-8 (JAX's program) and 1.5e-8 (our jvp), over the bound " \
   "relative to JAX's value (244-262 eps*S, bound 208); vmap and the f64 forward pass"
+#define NAIVE_VARIANCE "JAX is the less accurate: sum(x*x) - sum(x)**2/n over 5,000 f32 values " \
+  "near 1000 cancels 5e9 against 5e9; the f64 value is 1667.6, ours 2048 (the pairwise sum, as " \
+  "NumPy's f32), XLA's 2352.9; the bound is relative to the result, not to the 5e9 cancelled"
 
 const conf_known conf_known_failures[] = {
     /* fixtures/heldout (tools/oracle/gen_heldout.py) */
@@ -80,6 +83,9 @@ const conf_known conf_known_failures[] = {
     {"ho_norm_at_zero_grad_f32", "grad:ours:*", FTZ_NORM_GRAD},
     {"ho_dp_sgd_per_example_clip_f32", "jvp:jax:*", DPSGD_CANCEL},
     {"ho_dp_sgd_per_example_clip_f32", "jvp:ours:*", DPSGD_CANCEL},
+    {"ho_f32_long_sum_cancellation_f32", "eval:*", NAIVE_VARIANCE},
+    {"ho_f32_long_sum_cancellation_f32", "*:jax:*", NAIVE_VARIANCE},
+    {"ho_f32_long_sum_cancellation_f32", "*:ours:*", NAIVE_VARIANCE},
     {"loop_horner_scan_wrt_x_f32", "grad:jax:*", HORNER_F32},
     {"loop_horner_scan_wrt_x_f32", "jacrev:jax:*", HORNER_F32},
     {"*sweep_jnp_unique_i32", "parse", NONZERO},

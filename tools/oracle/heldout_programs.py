@@ -1122,3 +1122,88 @@ def register(P, U):
         z = lax.reduce_precision(x * 1e3, exponent_bits=8, mantissa_bits=7)
         return y, z, y.astype(jnp.float16).astype(x.dtype) - y
     P("reduce_precision_f16_bf16", reduce_precision_chain, [fixed([0.1, 1 / 3, 65519.0, 65520.0, 1e-8, -2.5e-5, 3.14159265])], F, ())
+
+    # ================================================================ more: low precision accumulation
+    def f16_long_reductions(x):
+        return (jnp.sum(x), jnp.mean(x, axis=0), jnp.var(x, axis=1), jnp.cumsum(x, axis=1)[:, -1],
+                jnp.max(x), jnp.prod(x[:2, :8] * 0.5 + 1, axis=1), jax.nn.logsumexp(x, axis=1), jnp.std(x))
+    P("lowp_long_reductions", f16_long_reductions, [U((6, 200), 0, 4)], ("f16", "bf16"), ("vmap",))
+
+    def lowp_matmul_conv(a, b, w, x):
+        c = a @ b
+        d = jnp.einsum("ij,kj->ik", a, a)
+        y = lax.conv_general_dilated(x, w, (1,), "SAME")
+        return c, d, y
+    P("lowp_matmul_conv", lowp_matmul_conv, [U((5, 64), -1, 1), U((64, 3), -1, 1), U((2, 3, 5), -1, 1), U((1, 3, 40), -1, 1)],
+      ("f16", "bf16"), ("vmap",))
+
+    def lowp_softmax_xent(logits, labels):
+        lp = jax.nn.log_softmax(logits, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(lp, labels[:, None], axis=-1)), jax.nn.softmax(logits, axis=-1)
+    P("lowp_softmax_xent", lowp_softmax_xent, [U((4, 100), -8, 8), ints((4,), 0, 99)], ("f16", "bf16"), ("vmap",))
+
+    def int_matmul(a, b):
+        return (jnp.matmul(a, b, preferred_element_type=jnp.int32), lax.dot(a.astype(jnp.int32) * 1000, b.astype(jnp.int32) * 1000),
+                jnp.sum(a, dtype=jnp.int8), jnp.einsum("ij->j", a.astype(jnp.int16)))
+    P("int8_matmul_accumulate", int_matmul, [ints((4, 40), -128, 127, np.int8), ints((40, 3), -128, 127, np.int8)], ("i8",), VM)
+
+    def f32_long_sum(x):
+        return jnp.sum(x), jnp.sum(x ** 2) - jnp.sum(x) ** 2 / x.size, jnp.cumsum(x)[-1], jnp.prod(1 + x * 1e-3), jnp.mean(x, where=x > 0)
+    P("f32_long_sum_cancellation", f32_long_sum, [U((5000,), 999, 1001)], F1, ("jvp", "vjp"))
+
+    # ================================================================ more: indexing shapes
+    def indexing_shapes(x, i, j):
+        a = x[:, i, ::2]                     # advanced index between slices
+        b = x[i, :, j]                       # advanced indices split by a slice: batch axis first
+        c = x[..., None, j]
+        d = x[::-1, 1:, -1]
+        e = x[np.array([True, False, True])]
+        f = jnp.take_along_axis(x, jnp.broadcast_to(j[None, None, :1] - 4, (3, 4, 1)), axis=2)
+        return jnp.sum(a) + jnp.sum(b ** 2) + jnp.sum(c * 3) + jnp.sum(d * e[0, :3, :1]) + jnp.sum(f)
+    P("indexing_mixed_advanced_slices", indexing_shapes,
+      [U((3, 4, 5)), raw(np.array([3, 0, 3], np.int32)), raw(np.array([4, 1, 1], np.int32))], F, AD)
+
+    def scatter_2d(x, i, j, v):
+        a = x.at[:, i].set(v[:, :3] * 2)
+        b = x.at[i, j].add(v[0, :3])
+        c = x.at[::2].multiply(0.5)
+        d = x.at[::-1, 1].set(-1.0)
+        e = x.at[i[:, None], j[None, :]].max(v[:3, :3])
+        return jnp.sum(a ** 2) + jnp.sum(b * c) + jnp.sum(d) + jnp.sum(e)
+    P("scatter_2d_slices_broadcast", scatter_2d,
+      [U((4, 5)), raw(np.array([1, 1, 3], np.int32)), raw(np.array([0, 4, 0], np.int32)), U((4, 5))], F, AD)
+
+    def nan_to_int(x):
+        return x.astype(jnp.int32), x.astype(jnp.uint32), x.astype(jnp.int8), x.astype(jnp.uint16), jnp.nan_to_num(x).astype(jnp.int32)
+    P("float_specials_to_int", nan_to_int, [fixed([np.nan, np.inf, -np.inf, -1.0, -0.5, 4294967295.0, 4294967296.0, -2147483649.0, 65535.5, -129.0])], F, ())
+
+    def int64_ops(a, b):
+        return a * b, a + b, a // (b | 1), lax.shift_right_logical(a, 60), a.astype(jnp.float32), a.astype(jnp.float64), \
+            jnp.abs(a), jnp.sign(a), jnp.cumsum(a), a.astype(jnp.int32)
+    P("int64_wrap_convert", int64_ops,
+      [raw(np.array([2**62, -2**63, 2**53 + 1, -7, 9007199254740993, 123456789012345], np.int64)),
+       raw(np.array([4, -1, 3, 2, 1, -1000], np.int64))], ("i64",), VM)
+
+    # ================================================================ more: nesting
+    def nested_control(x, n):
+        def inner_scan(c, t):
+            c = lax.cond(t % 2 == 0, lambda c: c * 0.9 + jnp.sin(c), lambda c: c - 0.1 * c ** 2, c)
+            return c, jnp.sum(c)
+        def body(i, s):
+            c, acc = s
+            c, ys = lax.scan(inner_scan, c, jnp.arange(3) + i)
+            return c, acc + jnp.sum(ys)
+        c, acc = lax.fori_loop(0, n, body, (x, jnp.zeros((), x.dtype)))
+        return jnp.sum(c) + acc
+    P("nested_fori_scan_cond", lambda x: nested_control(x, 3), [U((3,), -1, 1)], F, AD + ("hessian",))
+
+    def vmap_while_batched_trip(x0):
+        def collatz_like(x):
+            def cond(s):
+                return (s[0] > 1.0) & (s[1] < 40)
+            def body(s):
+                v, k = s
+                return jnp.where(jnp.floor(v) % 2 == 0, v / 2, 3 * v + 1), k + 1
+            return lax.while_loop(cond, body, (x, 0))
+        return jax.vmap(collatz_like)(jnp.floor(x0))
+    P("vmap_while_batched_trip_counts", vmap_while_batched_trip, [U((5,), 2, 30)], F, VM)
