@@ -251,6 +251,10 @@ expect run-i32-exact 0 '^out0: i32\[2\] = \[1073741823, -2147483647\]$' -- "$FTC
 expect run-f16 0 '^out0: f16\[3\] = \[-1, -inf, -5.96046448e-08\]$' -- "$FTC" run "$tmp/f16.jaxpr" --in "$tmp/f16.npy"
 expect transform-run-i32 0 '^out0: i32\[2\] = \[1073741823, -2147483647\]$' -- \
   "$FTC" transform "$tmp/i32.jaxpr" 'jit(f)' --run --in "$tmp/i32.npy" --quiet
+# jacfwd, jacrev and hessian run their result as grad/jvp/vjp do.
+expect jacfwd-run 0 '^out0: f32\[3\] = \[3, 12, 27\]$' -- "$FTC" jacfwd "$tmp/cube.jaxpr" --run --in "$tmp/x123.npy"
+expect hessian-run 0 '^out0: f32\[3,3\] = \[6, 0, 0, 0, 12, 0, 0, 0, 18\]$' -- "$FTC" hessian "$tmp/cube.jaxpr" --run --in "$tmp/x123.npy"
+expect jacrev-in-without-run 2 '--in is for --run' -- "$FTC" jacrev "$tmp/cube.jaxpr" --in "$tmp/x123.npy"
 # JAX's transform names that are not commands say where their work is done.
 expect unknown-command-jit 2 "unknown command 'jit': to run with the JIT, 'ftc run FILE --engine jit" -- "$FTC" jit "$tmp/i32.jaxpr"
 # A directory given as a .npy file is named as one.
