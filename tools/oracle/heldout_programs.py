@@ -1207,3 +1207,75 @@ def register(P, U):
             return lax.while_loop(cond, body, (x, 0))
         return jax.vmap(collatz_like)(jnp.floor(x0))
     P("vmap_while_batched_trip_counts", vmap_while_batched_trip, [U((5,), 2, 30)], F, VM)
+
+    # ================================================================ more: generic reductions, numpy helpers
+    def generic_reduce(x):
+        # lax.reduce with a computation that is not a known monoid, and two operands
+        a = lax.reduce(x, np.float32(0).astype(x.dtype), lambda u, v: jnp.maximum(u, v) + 0.0 * v, (1,))
+        v, i = lax.reduce((x, lax.broadcasted_iota(jnp.int32, x.shape, 1)), (jnp.asarray(-jnp.inf, x.dtype), jnp.int32(0)),
+                          lambda p, q: (jnp.where(p[0] >= q[0], p[0], q[0]), jnp.where(p[0] >= q[0], p[1], q[1])), (1,))
+        w = lax.reduce_window(x, np.asarray(1, x.dtype), lambda u, v: u * v, (2, 2), (1, 1), "VALID")
+        return a, v, i, w
+    P("lax_reduce_custom_computation", generic_reduce, [U((3, 4), 0.5, 2)], F, ("vmap",))
+
+    def numpy_helpers(x, idx):
+        bc = jnp.bincount(idx, weights=jnp.concatenate([x[0], x[1, :1]]), length=6)
+        ur = jnp.unravel_index(idx, (2, 3))
+        rm = jnp.ravel_multi_index((idx % 2, idx % 3), (2, 3), mode="clip")
+        g1, g2 = jnp.meshgrid(x[0, :3], x[1, :2], indexing="ij")
+        k = jnp.kron(x[:2, :2], jnp.eye(2, dtype=x.dtype))
+        fd = jnp.fill_diagonal(x[:, :3], -1.0, inplace=False)
+        rp = jnp.repeat(x[0, :3], jnp.array([2, 0, 3]), total_repeat_length=5)
+        cr = jnp.cross(x[0, :3], x[1, :3])
+        return bc, ur[0], ur[1], rm, g1 * g2, k, fd, rp, cr, jnp.trace(x), jnp.tensordot(x, x, axes=([1], [1]))
+    P("numpy_helpers_bincount_kron_repeat", numpy_helpers, [U((3, 4)), raw(np.array([0, 5, 5, 2, 1], np.int32))], F, AD)
+
+    def custom_pytree_stopgrad(w, b, x, y):
+        from collections import namedtuple
+        Params = namedtuple("Params", ["w", "b"])
+        p = Params(w, b)
+        target = jax.lax.stop_gradient(jnp.tanh(x @ p.w + p.b))
+        pred = x @ p.w + p.b
+        loss = jnp.mean((pred - y) ** 2) + 0.1 * jnp.mean((pred - target) ** 2)
+        g = jax.grad(lambda q: jnp.sum((x @ q.w + q.b - y) ** 2))(p)
+        return loss + jnp.sum(g.w) * 0.01 + jnp.sum(g.b) * 0.01
+    P("namedtuple_params_stop_gradient", custom_pytree_stopgrad, [U((3, 2)), U((2,)), U((4, 3)), U((4, 2))], F, AD)
+
+    def custom_gradient_fn(x):
+        @jax.custom_gradient
+        def clipped_log(v):
+            return jnp.log(v), lambda g: (g / jnp.maximum(v, 0.1),)
+        return jnp.sum(clipped_log(x) * x)
+    P("custom_gradient_decorator", custom_gradient_fn, [U((5,), 0.01, 2)], F, ("vjp", "vmap"))
+
+    def vectorize_sig(a, b):
+        f = jnp.vectorize(lambda u, v: jnp.dot(u, v) / (jnp.linalg.norm(u) * jnp.linalg.norm(v)), signature="(n),(n)->()")
+        return f(a, b)
+    P("vectorize_signature_cosine", vectorize_sig, [U((2, 3, 4)), U((3, 4))], F, AD)
+
+    def fori_dynamic(x, n):
+        return lax.fori_loop(0, n, lambda i, c: c * 0.5 + jnp.sin(c + i), x)
+    P("fori_loop_traced_trip_count", fori_dynamic, [U((3,)), raw(np.int32(4))], F, FWD)
+
+    def scan_unroll_full(x):
+        def step(c, _):
+            c = jnp.tanh(c @ jnp.array([[0.5, -0.3], [0.2, 0.9]], x.dtype))
+            return c, c.sum()
+        a = lax.scan(step, x, None, length=5, unroll=True)
+        b = lax.scan(step, x, None, length=5, reverse=True, unroll=2)
+        return a, b
+    P("scan_unroll_true_reverse", scan_unroll_full, [U((2,))], F, AD)
+
+    def named_calls(x):
+        @functools.partial(jax.named_call, name="my_block")
+        def block(v):
+            with jax.named_scope("inner"):
+                return jnp.sin(v) * 2
+        return jnp.sum(block(x) ** 2)
+    P("named_call_scope", named_calls, [U((4,))], F, AD)
+
+    def top_k_rows(x):
+        v, i = lax.top_k(x, 2)
+        v2, i2 = lax.top_k(-x.T, 1)
+        return jnp.sum(v * jnp.arange(2, dtype=x.dtype)), i, v2, i2
+    P("top_k_rows_ties", top_k_rows, [fixed([[1.0, 3.0, 3.0, 2.0], [0.0, 0.0, 0.0, 0.0], [-1.0, 5.0, 2.0, 5.0]])], F, AD)
