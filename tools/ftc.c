@@ -4,7 +4,9 @@
  * anywhere on the line, are removed before the command sees its arguments,
  * and attach the opened ledger to every context a command makes with
  * ftc_ctx_new(). */
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,78 @@ int ftc_fail(const char *cmd, const char *fmt, ...) {
   va_end(ap);
   fputc('\n', stderr);
   return 1;
+}
+
+/* f16 and bf16 bits as a float (exact: every value of either is a float). */
+static float half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu, u;
+  if (e == 0x1f) u = sign | 0x7f800000u | (m << 13);                /* inf, nan */
+  else if (e) u = sign | ((e + 112) << 23) | (m << 13);              /* normal */
+  else if (!m) u = sign;                                             /* +-0 */
+  else {                                                             /* subnormal: m * 2^-24 */
+    float f = (float)m * 0x1p-24f;
+    return sign ? -f : f;
+  }
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static float bf16_to_float(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* d with the fewest significant digits (15 to 17) that read back as d. */
+static void print_f64(double d) {
+  char b[40];
+  for (int p = 15; p <= 17; p++) {
+    snprintf(b, sizeof b, "%.*g", p, d);
+    if (strtod(b, NULL) == d || d != d) break;
+  }
+  fputs(b, stdout);
+}
+
+void ftc_print_values(const ft_array *a, int64_t max) {
+  ft_aval av = ft_array_aval(a);
+  int64_t n = ft_aval_size(&av);
+  const void *p = ft_array_data(a);
+  putchar('[');
+  for (int64_t i = 0; i < n && i < max; i++) {
+    if (i) fputs(", ", stdout);
+    switch (av.dtype) {
+    case FT_BOOL: printf("%d", ((const uint8_t *)p)[i] != 0); break;
+    case FT_I8: printf("%d", ((const int8_t *)p)[i]); break;
+    case FT_I16: printf("%d", ((const int16_t *)p)[i]); break;
+    case FT_I32: printf("%ld", (long)((const int32_t *)p)[i]); break;
+    case FT_I64: printf("%lld", (long long)((const int64_t *)p)[i]); break;
+    case FT_U8: printf("%u", ((const uint8_t *)p)[i]); break;
+    case FT_U16: printf("%u", ((const uint16_t *)p)[i]); break;
+    case FT_U32: printf("%lu", (unsigned long)((const uint32_t *)p)[i]); break;
+    case FT_U64: printf("%llu", (unsigned long long)((const uint64_t *)p)[i]); break;
+    case FT_F16: printf("%.9g", (double)half_to_float(((const uint16_t *)p)[i])); break;
+    case FT_BF16: printf("%.9g", (double)bf16_to_float(((const uint16_t *)p)[i])); break;
+    case FT_F32: printf("%.9g", (double)((const float *)p)[i]); break;
+    case FT_F64: print_f64(((const double *)p)[i]); break;
+    case FT_C64: {
+      const float *c = (const float *)p + 2 * i;
+      printf("%.9g%+.9gj", (double)c[0], (double)c[1]);
+      break;
+    }
+    case FT_C128: {
+      const double *c = (const double *)p + 2 * i;
+      print_f64(c[0]);
+      if (!(c[1] < 0) && !signbit(c[1])) putchar('+');
+      print_f64(c[1]);
+      putchar('j');
+      break;
+    }
+    default: fputs("?", stdout); break;
+    }
+  }
+  fputs(n > max ? ", ...]" : "]", stdout);
 }
 
 int ftc_usage(const char *cmd, const char *fmt, ...) {
@@ -217,6 +291,20 @@ static void usage(FILE *out) {
                "                         through the interpreter (refused by default)\n");
 }
 
+/* For a JAX transform's name that is not a command, where its work is done. */
+static const char *jax_name_hint(const char *name) {
+  static const struct { const char *name, *hint; } hints[] = {
+      {"jit", ": to run with the JIT, 'ftc run FILE --engine jit --in ...'; to compile ahead of "
+              "time, 'ftc compile'; in a stack, 'ftc transform \"jit(grad(f))\"'"},
+      {"value_and_grad", ": 'ftc grad FILE --value'"},
+      {"jacobian", ": 'ftc jacfwd' or 'ftc jacrev'"},
+      {"linearize", ": 'ftc jvp'"},
+  };
+  for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
+    if (!strcmp(name, hints[i].name)) return hints[i].hint;
+  return "";
+}
+
 /* The command line after split_long_options; returns the exit status. */
 static int run(int argc, char **argv) {
   int st = global_options(&argc, argv);
@@ -235,7 +323,7 @@ static int run(int argc, char **argv) {
   if (!strcmp(argv[1], "--version")) { printf("ftc %s\n", ft_version()); return close_ledger(0); }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (!strcmp(argv[1], cmds[i].name)) return close_ledger(cmds[i].fn(argc - 1, argv + 1));
-  fprintf(stderr, "ftc: unknown command '%s' (try 'ftc --help')\n", argv[1]);
+  fprintf(stderr, "ftc: unknown command '%s'%s (try 'ftc --help')\n", argv[1], jax_name_hint(argv[1]));
   return close_ledger(2);
 }
 

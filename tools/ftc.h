@@ -26,6 +26,11 @@ ft_ledger *ftc_ledger(void);
  * jaxpr's constants first, then its inputs) and prints each output's aval and
  * first values; returns the exit status. */
 int ftc_run_and_print(ft_ctx *ctx, const char *cmd, const ft_jaxpr *j, int n_ins, const char *const *ins);
+/* Prints a's first values (at most max), every dtype exactly: integers in
+ * full, f32/f16/bf16 with 9 significant digits, f64 with the fewest that
+ * read back to the same double, complex as re+imj; "[...]" closes a
+ * truncated list. No newline. */
+void ftc_print_values(const ft_array *a, int64_t max);
 /* The JIT options the global options give (--allow-fallback). Static. */
 const ft_jit_options *ftc_jit_options(void);
 /* Prints each guard fired on ctx (hardened mode) as "ftc <cmd>: guard ...". */

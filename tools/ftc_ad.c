@@ -111,23 +111,9 @@ int ftc_run_and_print(ft_ctx *ctx, const char *cmd, const ft_jaxpr *j, int n_ins
   for (int k = 0; k < no; k++) {
     ft_aval av = ft_array_aval(out[k]);
     char b[128];
-    printf("out%d: ", k);
-    int64_t m = ft_aval_size(&av);
-    double v = 0;
-    printf("%s = [", ft_aval_str(&av, b, sizeof b));
-    for (int64_t e = 0; e < m && e < 64; e++) {
-      const void *d = ft_array_data(out[k]);
-      switch (av.dtype) {
-      case FT_F32: v = ((const float *)d)[e]; break;
-      case FT_F64: v = ((const double *)d)[e]; break;
-      case FT_I32: v = ((const int32_t *)d)[e]; break;
-      case FT_I64: v = (double)((const int64_t *)d)[e]; break;
-      case FT_BOOL: v = ((const uint8_t *)d)[e]; break;
-      default: v = 0;
-      }
-      printf(e ? ", %.9g" : "%.9g", v);
-    }
-    printf(m > 64 ? ", ...]\n" : "]\n");
+    printf("out%d: %s = ", k, ft_aval_str(&av, b, sizeof b));
+    ftc_print_values(out[k], 64);
+    putchar('\n');
   }
   rc = 0;
 done:

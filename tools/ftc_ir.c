@@ -132,25 +132,9 @@ static int run_usage(void) {
 static void summarize(int k, const ft_array *a) {
   ft_aval av = ft_array_aval(a);
   char buf[128];
-  printf("out%d: %s", k, ft_aval_str(&av, buf, sizeof buf));
-  int64_t n = ft_aval_size(&av);
-  const void *d = ft_array_data(a);
-  printf(" = [");
-  for (int64_t i = 0; i < n && i < 8; i++) {
-    double v = 0;
-    switch (av.dtype) {
-    case FT_F32: v = ((const float *)d)[i]; break;
-    case FT_F64: v = ((const double *)d)[i]; break;
-    case FT_I32: v = ((const int32_t *)d)[i]; break;
-    case FT_I64: v = (double)((const int64_t *)d)[i]; break;
-    case FT_U32: v = ((const uint32_t *)d)[i]; break;
-    case FT_BOOL: case FT_U8: v = ((const uint8_t *)d)[i]; break;
-    case FT_I8: v = ((const int8_t *)d)[i]; break;
-    default: printf("..."); i = n; continue;
-    }
-    printf(i ? ", %.9g" : "%.9g", v);
-  }
-  printf(n > 8 ? ", ...]\n" : "]\n");
+  printf("out%d: %s = ", k, ft_aval_str(&av, buf, sizeof buf));
+  ftc_print_values(a, 8);
+  putchar('\n');
 }
 
 int ftc_cmd_run(int argc, char **argv) {

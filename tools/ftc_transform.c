@@ -150,22 +150,9 @@ static void on_step(void *user, const ft_transform_step *st) {
 static void summarize(int k, const ft_array *a) {
   ft_aval av = ft_array_aval(a);
   char buf[128];
-  printf("out%d: %s = [", k, ft_aval_str(&av, buf, sizeof buf));
-  int64_t n = ft_aval_size(&av);
-  const void *p = ft_array_data(a);
-  for (int64_t i = 0; i < n && i < 16; i++) {
-    double v;
-    switch (av.dtype) {
-    case FT_F32: v = ((const float *)p)[i]; break;
-    case FT_F64: v = ((const double *)p)[i]; break;
-    case FT_I32: v = ((const int32_t *)p)[i]; break;
-    case FT_I64: v = (double)((const int64_t *)p)[i]; break;
-    case FT_BOOL: v = ((const uint8_t *)p)[i]; break;
-    default: printf("..."); i = n; continue;
-    }
-    printf(i ? ", %.9g" : "%.9g", v);
-  }
-  printf(n > 16 ? ", ...]\n" : "]\n");
+  printf("out%d: %s = ", k, ft_aval_str(&av, buf, sizeof buf));
+  ftc_print_values(a, 16);
+  putchar('\n');
 }
 
 /* Runs r on the inputs: through ft_jit when the stack had a jit. */

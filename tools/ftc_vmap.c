@@ -193,14 +193,20 @@ typedef ft_jaxpr *(*jac_fn)(ft_ctx *, const ft_jaxpr *, int);
 
 static int jac_cmd(const char *cmd, jac_fn fn, const char *what, int argc, char **argv) {
   if (ftc_wants_help(argc, argv)) {
-    printf("usage: ftc %s FILE [--argnum K] [--quiet]\n\n"
+    printf("usage: ftc %s FILE [--argnum K] [--run --in a.npy ...] [--quiet]\n\n"
            "Prints %s of the program in FILE with respect to input K (default 0):\n"
            "for each floating output y, d y / d x shaped y.shape + x.shape. Only the\n"
-           "result is printed (--quiet is accepted, as by every transform command).\n", cmd, what);
+           "result is printed (--quiet is accepted, as by every transform command).\n"
+           "--run evaluates it with the reference interpreter on the inputs given with\n"
+           "--in (the same inputs as FILE's, in order; a parsed jaxpr's constants first).\n",
+           cmd, what);
     return 0;
   }
   const char *file = NULL;
-  int argnum = 0;
+  int argnum = 0, n_ins = 0;
+  bool run = false;
+  const char **ins = calloc((size_t)argc + 1, sizeof *ins);
+  if (!ins) return ftc_fail(cmd, "out of memory");
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--argnum")) {
       char *end;
@@ -211,20 +217,28 @@ static int jac_cmd(const char *cmd, jac_fn fn, const char *what, int argc, char 
       argnum = (int)v;
     } else if (!strcmp(argv[i], "--quiet")) {
       /* accepted as by every transform command: this one prints only the result */
+    } else if (!strcmp(argv[i], "--run")) {
+      run = true;
+    } else if (!strcmp(argv[i], "--in")) {
+      if (i + 1 >= argc) return free(ins), ftc_usage(cmd, "--in needs a value");
+      ins[n_ins++] = argv[++i];
     } else if (argv[i][0] == '-' && argv[i][1]) {
-      return ftc_usage(cmd, "unknown option '%s'", argv[i]);
+      return free(ins), ftc_usage(cmd, "unknown option '%s'", argv[i]);
     } else if (file) {
-      return ftc_usage(cmd, "expected one FILE, got '%s' and '%s'", file, argv[i]);
+      return free(ins), ftc_usage(cmd, "expected one FILE, got '%s' and '%s'", file, argv[i]);
     } else {
       file = argv[i];
     }
   }
-  if (!file) return ftc_usage(cmd, "missing FILE");
+  if (!file) return free(ins), ftc_usage(cmd, "missing FILE");
+  if (n_ins && !run) return free(ins), ftc_usage(cmd, "--in is for --run (the inputs to evaluate on)");
   ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = load(ctx, cmd, file), *r = NULL;
   int rc = 1;
   if (j && !(r = fn(ctx, j, argnum))) ftc_fail(cmd, "%s", ft_ctx_error(ctx));
   if (r) rc = print_jaxpr(ctx, cmd, r);
+  if (r && !rc && run) rc = ftc_run_and_print(ctx, cmd, r, n_ins, ins);
+  free(ins);
   ft_jaxpr_free(r);
   ft_jaxpr_free(j);
   ft_ctx_free(ctx);

@@ -16,6 +16,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <complex.h>
 #include <string.h>
 #include <time.h>
 
@@ -665,6 +666,32 @@ static ft_status add_objects(ft_ctx *ctx, LLVMOrcLLJITRef jit, LLVMOrcJITDylibRe
   return FT_OK;
 }
 
+/* C's complex division (libgcc's __divsc3 / __divdc3 behind the '/'), the
+ * interpreter's operation, for the kernels' calls of those names
+ * (codegen.c's cpx_div): same ABI, same bits. */
+static float _Complex cpx_div_f32(float a, float b, float c, float d) {
+  return CMPLXF(a, b) / CMPLXF(c, d);
+}
+
+static double _Complex cpx_div_f64(double a, double b, double c, double d) {
+  return CMPLX(a, b) / CMPLX(c, d);
+}
+
+/* Defines __divsc3 and __divdc3 in the kernels' dylib. The process search
+ * finds them only where libgcc_s is in the global scope: a host that
+ * dlopens the library (Python's extension, RTLD_LOCAL) has it only in the
+ * library's own scope, and every kernel dividing complex numbers failed to
+ * link ('Symbols not found: [ __divsc3 ]'). */
+static int define_cpx_div(ft_ctx *ctx, LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef dylib) {
+  LLVMJITSymbolFlags fl = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
+  LLVMOrcCSymbolMapPair syms[2] = {
+      {LLVMOrcLLJITMangleAndIntern(jit, "__divsc3"), {(LLVMOrcExecutorAddress)(uintptr_t)cpx_div_f32, fl}},
+      {LLVMOrcLLJITMangleAndIntern(jit, "__divdc3"), {(LLVMOrcExecutorAddress)(uintptr_t)cpx_div_f64, fl}}};
+  LLVMErrorRef e = LLVMOrcJITDylibDefine(dylib, LLVMOrcAbsoluteSymbols(syms, 2));
+  if (e) return llvm_err(ctx, e, "complex division symbols"), -1;
+  return 0;
+}
+
 ft_jit_code *ft_jit_code_load(ft_ctx *ctx, const ft_program *p, const void *obj, size_t len) {
   pthread_once(&host_once, host_init);
   ft_jit_code *c = calloc(1, sizeof *c);
@@ -697,6 +724,7 @@ ft_jit_code *ft_jit_code_load(ft_ctx *ctx, const ft_program *p, const void *obj,
     goto fail;
   }
   LLVMOrcJITDylibAddGenerator(dylib, gen);
+  if (define_cpx_div(ctx, c->jit, dylib)) goto fail;
   if (add_objects(ctx, c->jit, dylib, obj, len)) goto fail;
   for (int k = 0; k < p->n_kernels; k++) {
     LLVMOrcExecutorAddress addr = 0;

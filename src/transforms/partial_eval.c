@@ -650,6 +650,11 @@ static bool pe_remat(pe *p, const ft_eqn *e, const bool *uin) {
       if (!ok && !ut.failed) tx_nomem(&p->K);
       if (ut.failed) p->K.failed = true;
     }
+    /* uj binds K's operands and recomputes K's equations with K's own
+     * variables; a copy with fresh ones, so that a remat2 nested in this
+     * body (split in turn, its known side kept for the recomputation here
+     * and its unknown side beside it) never binds a variable twice */
+    if (ok && !(uj = jaxpr_clone(p->a, uj))) ok = (tx_nomem(&p->K), false);
   }
   if (ok) { /* the known equation */
     ft_var **kin_v = vb, **kout = vb + half;

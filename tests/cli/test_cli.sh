@@ -233,6 +233,30 @@ expect vmap-size-from-in 0 'axis_size=2' -- "$FTC" vmap "$tmp/cube.jaxpr" --in "
 expect vmap-run 0 '^out0: f32\[2\] = \[36, 36\]$' -- "$FTC" vmap "$tmp/cube.jaxpr" --in "$tmp/x2x3.npy" --run --quiet
 expect vmap-in-rank 1 'has rank 1: no axis 1 to map' -- "$FTC" vmap "$tmp/cube.jaxpr" --in-axes 1 --in "$tmp/x123.npy"
 expect vmap-run-needs-in 2 '--run needs the inputs' -- "$FTC" vmap "$tmp/cube.jaxpr" --axis-size 2 --run
+# Printed values are exact in every dtype: vmap/grad/jvp --run once printed
+# 0 for u8 (and every dtype but f32/f64/i32/i64/bool), run and transform
+# printed an i32 above 2^30 as 2.14748365e+09 and f16 as "...".
+npy() { # npy FILE DESCR SHAPE BYTES(printf escapes): a format 1.0 .npy file
+  local h="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
+  printf "\x93NUMPY\x01\x00\\x$(printf %02x $((${#h} + 1)))\x00%s\n$4" "$h" >"$1"
+}
+npy "$tmp/u8.npy" '|u1' '(2, 2)' '\xc8\x07\xff\x80'
+npy "$tmp/i32.npy" '<i4' '(2,)' '\xfe\xff\xff\x3f\x00\x00\x00\x80'
+npy "$tmp/f16.npy" '<f2' '(3,)' '\x00\x3c\x00\x7c\x01\x00'
+printf '{ lambda ; a:u8[2]. let b:u8[2] = add a a in (b,) }\n' >"$tmp/u8.jaxpr"
+printf '{ lambda ; a:i32[2]. let b:i32[2] = add a 1:i32[] in (b,) }\n' >"$tmp/i32.jaxpr"
+printf '{ lambda ; a:f16[3]. let b:f16[3] = neg a in (b,) }\n' >"$tmp/f16.jaxpr"
+expect vmap-run-u8 0 '^out0: u8\[2,2\] = \[144, 14, 254, 0\]$' -- "$FTC" vmap "$tmp/u8.jaxpr" --in "$tmp/u8.npy" --run --quiet
+expect run-i32-exact 0 '^out0: i32\[2\] = \[1073741823, -2147483647\]$' -- "$FTC" run "$tmp/i32.jaxpr" --in "$tmp/i32.npy"
+expect run-f16 0 '^out0: f16\[3\] = \[-1, -inf, -5.96046448e-08\]$' -- "$FTC" run "$tmp/f16.jaxpr" --in "$tmp/f16.npy"
+expect transform-run-i32 0 '^out0: i32\[2\] = \[1073741823, -2147483647\]$' -- \
+  "$FTC" transform "$tmp/i32.jaxpr" 'jit(f)' --run --in "$tmp/i32.npy" --quiet
+# jacfwd, jacrev and hessian run their result as grad/jvp/vjp do.
+expect jacfwd-run 0 '^out0: f32\[3\] = \[3, 12, 27\]$' -- "$FTC" jacfwd "$tmp/cube.jaxpr" --run --in "$tmp/x123.npy"
+expect hessian-run 0 '^out0: f32\[3,3\] = \[6, 0, 0, 0, 12, 0, 0, 0, 18\]$' -- "$FTC" hessian "$tmp/cube.jaxpr" --run --in "$tmp/x123.npy"
+expect jacrev-in-without-run 2 '--in is for --run' -- "$FTC" jacrev "$tmp/cube.jaxpr" --in "$tmp/x123.npy"
+# JAX's transform names that are not commands say where their work is done.
+expect unknown-command-jit 2 "unknown command 'jit': to run with the JIT, 'ftc run FILE --engine jit" -- "$FTC" jit "$tmp/i32.jaxpr"
 # A directory given as a .npy file is named as one.
 expect npy-directory 1 "$tmp: is a directory, not a .npy file" -- "$FTC" run "$tmp/sin.jaxpr" --in "$tmp"
 

@@ -60,7 +60,42 @@
   "eps*S from JAX's result (bound 12): XLA evaluates its backward scan in another order; " \
   "our own gradient (grad:ours:*) and the f64 case pass"
 
+#define CUSTOM_ROOT "parse: unknown primitive 'CustomRoot': JAX 0.12 prints lax.custom_root as " \
+  "this primitive (solve_jaxpr, tangent_solve jaxprs) and src/ir/prims.def does not have it " \
+  "yet (no helper is adding it); the program is refused at parse, never run wrongly"
+#define FTZ_NORM_GRAD "XLA flushes subnormals (docs/determinism.md §1): the gradient of " \
+  "jnp.linalg.norm at (1e-20, 0, 0) squares to 1e-40, a subnormal f32 that XLA makes 0, so " \
+  "JAX divides by a zero norm and gives inf; FrankenTrace keeps the subnormal and gives " \
+  "1.0000026 (the exact gradient is 1); the f64 case passes"
+#define DPSGD_CANCEL "JAX is the less accurate: the jvp of the clipped mean of 5 per-example " \
+  "gradients adds tangent terms up to 2.3 into 0.0027250862 (f64 of the same inputs); JAX's f32 " \
+  "is 7.0e-8 from it, ours 1.0e-8 (JAX's program) and 1.5e-8 (our jvp), over the bound " \
+  "relative to JAX's value (244-262 eps*S, bound 208); vmap and the f64 forward pass"
+#define NAIVE_VARIANCE "JAX is the less accurate: sum(x*x) - sum(x)**2/n over 5,000 f32 values " \
+  "near 1000 cancels 5e9 against 5e9; the f64 value is 1667.6, ours 2048 (the pairwise sum, as " \
+  "NumPy's f32), XLA's 2352.9; the bound is relative to the result, not to the 5e9 cancelled"
+#define GENERIC_REDUCE "parse: unknown primitive 'reduce': JAX 0.12 prints lax.reduce with a " \
+  "computation that is not a known monoid (here max(u, v) + 0*v, and an argmax over two " \
+  "operands) as the generic primitive 'reduce' with its jaxpr; src/ir/prims.def has only the " \
+  "named reductions (no helper is adding it); the program is refused at parse, never run wrongly"
+#define SCAN_SAME_VARS "print: JAX's jvp of two lax.scan calls over one body gives two Jaxpr " \
+  "objects over the same variables; JAX prints both inline (not hoisted: distinct objects) " \
+  "with the same names, and our parser gives each its own variables, so the second prints " \
+  "with fresh names; parse, the values and our own jvp all match"
+
 const conf_known conf_known_failures[] = {
+    /* fixtures/heldout (tools/oracle/gen_heldout.py) */
+    {"ho_custom_root_sqrt_grad_f32", "*parse", CUSTOM_ROOT},
+    {"*ho_nbody_forces_triu_f*", "*parse", UNKNOWN_PRIM("Nonzero", "prims")},
+    {"ho_norm_at_zero_grad_f32", "grad:jax:*", FTZ_NORM_GRAD},
+    {"ho_norm_at_zero_grad_f32", "grad:ours:*", FTZ_NORM_GRAD},
+    {"ho_dp_sgd_per_example_clip_f32", "jvp:jax:*", DPSGD_CANCEL},
+    {"ho_dp_sgd_per_example_clip_f32", "jvp:ours:*", DPSGD_CANCEL},
+    {"ho_f32_long_sum_cancellation_f32", "eval:*", NAIVE_VARIANCE},
+    {"ho_f32_long_sum_cancellation_f32", "*:jax:*", NAIVE_VARIANCE},
+    {"ho_f32_long_sum_cancellation_f32", "*:ours:*", NAIVE_VARIANCE},
+    {"*ho_lax_reduce_custom_computation_f*", "*parse", GENERIC_REDUCE},
+    {"ho_scan_unroll_true_reverse_f32", "jvp:print", SCAN_SAME_VARS},
     {"loop_horner_scan_wrt_x_f32", "grad:jax:*", HORNER_F32},
     {"loop_horner_scan_wrt_x_f32", "jacrev:jax:*", HORNER_F32},
     {"*sweep_jnp_unique_i32", "parse", NONZERO},

@@ -270,7 +270,12 @@ int conf_write_report(const conf_stats *st, const char *lax_json, FILE *f) {
              "cases; `program2` is fixtures/program2, whole programs as users write them "
              "(models, losses, optimizers, physics, solvers; jit nested inside, closures over "
              "arrays, pytree parameters) with their transforms "
-             "(`tools/oracle/gen_sweep.py`).\n\n");
+             "(`tools/oracle/gen_sweep.py`); `heldout` is fixtures/heldout, whole programs "
+             "written by someone who did not build the features they run (transformer and "
+             "VAE losses, integrators, while-loop solvers, a Kalman smoother, optimizers over "
+             "pytrees, scatter/gather in every mode, NaN branches, integer wraparound and "
+             "bits, dtype promotion, f16/bf16, custom rules, nested transforms; "
+             "`tools/oracle/gen_heldout.py`).\n\n");
   fprintf(f, "## Transforms\n\nPer (case, transform): *JAX's program* is JAX's printout of the "
              "transformed function, parsed and run by our engines; *ours* is our transform "
              "of JAX's forward jaxpr (`ft_grad`, `ft_jvp`, `ft_vjp_jaxpr`, `ft_vmap`, "

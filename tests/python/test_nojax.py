@@ -25,6 +25,20 @@ def test_parse_and_call_exact():
     assert len(p.hash) == 32
 
 
+def test_jit_complex_division_in_an_extension():
+    # The extension is dlopened RTLD_LOCAL: libgcc_s (C's complex division,
+    # __divsc3/__divdc3, which the kernels call) is not in the process's
+    # global scope, and compiling this failed with 'Symbols not found'.
+    for dt, ct in (("c64", np.complex64), ("c128", np.complex128)):
+        p = ft.parse(f"{{ lambda ; a:{dt}[3] b:{dt}[3]. let c:{dt}[3] = div a b in (c,) }}")
+        a = np.array([1 + 2j, -3.5 + 0.25j, 1e30 + 1e30j], ct)
+        b = np.array([0.5 - 1j, 2 + 0j, 1e-30 + 3e30j], ct)
+        (y,) = p(a, b)
+        (z,) = p.eval(a, b)  # the interpreter's C division: the same bits
+        assert y.dtype == ct and y.tobytes() == z.tobytes()
+        assert np.allclose(y[:2], a[:2] / b[:2], rtol=1e-6)
+
+
 def test_load_jaxpr_from_file(tmp_path):
     f = tmp_path / "axpy.jaxpr"
     f.write_text(AXPY)

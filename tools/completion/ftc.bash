@@ -21,7 +21,7 @@ _ftc() {
     grad) opts="$opts --argnums --has-aux --value --run --in" ;;
     jvp|vjp) opts="$opts --run --in" ;;
     vmap) opts="$opts --in-axes --out-axes --axis-size --in" ;;
-    jacfwd|jacrev|hessian) opts="$opts --argnum" ;;
+    jacfwd|jacrev|hessian) opts="$opts --argnum --run --in" ;;
     compile) opts="$opts --emit -o --name -O --no-fusion" ;;
     transform) opts="$opts --dump --name --in-shapes --run --in --out-dir" ;;
     opt) opts="$opts --tier --explain --grad --argnums" ;;
