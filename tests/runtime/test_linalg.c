@@ -624,6 +624,44 @@ START_TEST(test_custom_linear_solve_forward) {
 }
 END_TEST
 
+/* JAX hoists the jaxprs two custom_linear_solve equations share as
+ * top-level lets nothing names, and prints them in full in each tuple: the
+ * parser takes each tuple jaxpr printing the same text to be that object,
+ * so the text prints back byte for byte (and without the lets, no sharing
+ * is made up). */
+START_TEST(test_custom_linear_solve_shared_print) {
+  static const char *mv = "{ lambda ; a:f64[] b:f64[2]. let c:f64[2] = mul a b in (c,) }",
+                    *sv = "{ lambda ; a:f64[] b:f64[2]. let c:f64[2] = div b a in (c,) }";
+  char eqn[1024], body[4096], text[8192], alone[4096];
+  snprintf(eqn, sizeof eqn,
+           "custom_linear_solve[\n"
+           "      const_lengths=_LinearSolveTuple(matvec=1, vecmat=0, solve=1, transpose_solve=0)\n"
+           "      jaxprs=_LinearSolveTuple(matvec=%s, vecmat=None, solve=%s, transpose_solve=None)\n"
+           "    ]", mv, sv);
+  snprintf(body, sizeof body,
+           "{ lambda ; g:f64[] h:f64[2]. let\n    i:f64[2] = %s g g h\n    j:f64[2] = %s g g i\n  in (j,) }",
+           eqn, eqn);
+  snprintf(alone, sizeof alone,
+           "{ lambda ; a:f64[] b:f64[2]. let\n    c:f64[2] = %s a a b\n    d:f64[2] = %s a a c\n  in (d,) }",
+           eqn, eqn);
+  snprintf(text, sizeof text,
+           "let jaxpr = { lambda ; a:f64[] b:f64[2]. let c:f64[2] = mul a b in (c,) } in\n"
+           "let jaxpr1 = { lambda ; d:f64[] e:f64[2]. let f:f64[2] = div e d in (f,) } in\n%s", body);
+  for (int k = 0; k < 2; k++) {
+    const char *want = k ? alone : text;
+    ft_jaxpr *j = parse(want);
+    char *s = ft_jaxpr_print(C, j);
+    ck_assert_msg(s && !strcmp(s, want), "printed\n%s\nwant\n%s", s, want);
+    free(s);
+    ft_array *in[2] = {mat64(0, NULL, F(2)), mat64(1, D(2), F(2, 5))}, *o = NULL;
+    ck_assert_int_eq(ft_eval(C, j, 2, in, 1, &o), FT_OK);
+    check_f64s(o, 2, F(0.5, 1.25));
+    ft_array_free(o), ft_array_free(in[0]), ft_array_free(in[1]);
+    ft_jaxpr_free(j);
+  }
+}
+END_TEST
+
 /* grad of sum(solve) through custom_linear_solve: f = sum(b / a), so
  * df/da = -sum(b) / a^2 and df/db = 1 / a (all exact in binary). */
 START_TEST(test_custom_linear_solve_grad) {
@@ -710,6 +748,7 @@ int main(void) {
   tcase_add_test(tc, test_grads);
   tcase_add_test(tc, test_api_grads);
   tcase_add_test(tc, test_custom_linear_solve_forward);
+  tcase_add_test(tc, test_custom_linear_solve_shared_print);
   tcase_add_test(tc, test_custom_linear_solve_grad);
   tcase_add_test(tc, test_vmap_is_stacking);
   suite_add_tcase(s, tc);
