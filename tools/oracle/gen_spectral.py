@@ -122,8 +122,17 @@ def register():
     reg("qr__sum", lambda a: jnp.sum(la.qr(a)[0] * jnp.arange(1.0, 13.0, dtype=a.dtype).reshape(4, 3))
         + jnp.sum(la.qr(a)[1]), [unif((4, 3))], ("grad", "vmap"))
 
-    # ---- eig (its JVP solves with the eigenvectors: a complex custom_linear_solve, not yet)
+    # ---- eig (JAX's JVP solves with the eigenvectors: a complex custom_linear_solve
+    # vmapped over da's columns; eigenvector derivatives only with enable_eigvec_derivs)
     reg("eig__5", la.eig, [unif((5, 5))], ("vmap",))
+    reg("eigvals__jvp", la.eigvals, [unif((4, 4))], ("jvp",))
+    reg("eigvals__batched_jvp", la.eigvals, [unif((2, 3, 3))], ("jvp",))
+    reg("eigvals__sum", lambda a: jnp.sum(la.eigvals(a).real * jnp.arange(1.0, 5.0, dtype=a.dtype))
+        + jnp.sum(la.eigvals(a).imag ** 2), [unif((4, 4))], ("grad",))
+    reg("eig__derivs", lambda a: __import__("jax").lax.linalg.eig(a, enable_eigvec_derivs=True),
+        [unif((4, 4))], ("jvp",))
+    reg("eig__left_derivs", lambda a: __import__("jax").lax.linalg.eig(
+        a, compute_left_eigenvectors=True, enable_eigvec_derivs=True), [unif((3, 3))], ("jvp",))
     reg("eig__batched", la.eig, [unif((2, 4, 4))], ())
     reg("eigvals__rotation", la.eigvals, [lambda r: np.array([[0.0, -1.0], [1.0, 0.0]])], ())
     reg("eig__left", lambda a: __import__("jax").lax.linalg.eig(a, compute_left_eigenvectors=True),
