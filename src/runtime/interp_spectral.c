@@ -29,7 +29,9 @@
  * holds the copies and the workspace, so the interpreter and a compiled
  * routine step run the same calls with the same workspace and agree
  * bitwise; OpenBLAS runs single-threaded, so the bits do not depend on the
- * thread count either. Complex operands are refused with a message. */
+ * thread count either. Complex operands: eigh (Hermitian, ?heevd), svd
+ * (?gesdd) and qr (?geqrf + ?ungqr); the others are refused with a
+ * message. */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -42,11 +44,11 @@ typedef int ft_lapack_int;
 /* One decomposition's geometry: a batch of m x n matrices. */
 typedef struct sp_geom {
   ft_prim p;
-  bool f64;
+  bool f64, cpx; /* cpx: c64 (f64 false) or c128 operands */
   int64_t batch, m, n, k;
   bool full, uv, lower, left, right; /* left/right: eig's eigenvectors */
   int64_t ucols, vrows;      /* svd: u is m x ucols, vt is vrows x n; qr: q is m x ucols */
-  ft_lapack_int lwork, liwork;
+  ft_lapack_int lwork, liwork, lrwork;
 } sp_geom;
 
 enum { SP_ALIGN = 64 };
@@ -55,10 +57,13 @@ static size_t sp_round(size_t b) { return (b + SP_ALIGN - 1) / SP_ALIGN * SP_ALI
 
 /* The workspace LAPACK asks for (lwork = -1 queries). Returns false when
  * a size does not fit LAPACK's 32-bit integers. */
+static bool sp_query_cpx(sp_geom *g);
+
 static bool sp_query(sp_geom *g) {
-  g->lwork = 1, g->liwork = 1;
+  g->lwork = 1, g->liwork = 1, g->lrwork = 1;
   if (g->m == 0 || g->n == 0) return true;
   if (g->m > INT_MAX / 8 || g->n > INT_MAX / 8 || g->m * g->n > INT_MAX) return false;
+  if (g->cpx) return sp_query_cpx(g);
   ft_blas_single_thread(); /* OpenBLAS's bits change with its thread count */
   ft_lapack_int m = (ft_lapack_int)g->m, n = (ft_lapack_int)g->n, k = (ft_lapack_int)g->k;
   ft_lapack_int q = -1, info = 0, iw = 0, ld1 = m, ldu = m, ldvt = (ft_lapack_int)g->vrows;
@@ -138,20 +143,73 @@ static bool sp_query(sp_geom *g) {
   return true;
 }
 
+/* The complex routines' workspace queries (eigh: ?heevd, svd: ?gesdd, qr:
+ * ?geqrf + ?ungqr): work in complex elements, rwork in real ones. */
+static bool sp_query_cpx(sp_geom *g) {
+  ft_blas_single_thread();
+  ft_lapack_int m = (ft_lapack_int)g->m, n = (ft_lapack_int)g->n, k = (ft_lapack_int)g->k;
+  ft_lapack_int q = -1, info = 0, iw = 0, ldvt = g->vrows > 0 ? (ft_lapack_int)g->vrows : 1;
+  double zw[4] = {0}, zd[4] = {0}, rw[2] = {0}, rd[2] = {0};
+  float cw[4] = {0}, cd[4] = {0}, srw[2] = {0}, srd[2] = {0};
+  void *W = g->f64 ? (void *)zw : (void *)cw, *A = g->f64 ? (void *)zd : (void *)cd;
+  double need = 1, rneed = 1, ineed = 1;
+  switch (g->p) {
+  case FT_P_EIGH: {
+    const char *uplo = g->lower ? "L" : "U";
+    if (g->f64) zheevd_("V", uplo, &n, A, &n, rd, W, &q, rw, &q, &iw, &q, &info, 1, 1);
+    else cheevd_("V", uplo, &n, A, &n, srd, W, &q, srw, &q, &iw, &q, &info, 1, 1);
+    need = g->f64 ? zw[0] : cw[0];
+    rneed = g->f64 ? rw[0] : srw[0];
+    ineed = iw;
+    break;
+  }
+  case FT_P_SVD: {
+    const char *jobz = !g->uv ? "N" : g->full ? "A" : "S";
+    ft_lapack_int iwq[1];
+    if (g->f64) zgesdd_(jobz, &m, &n, A, &m, rd, A, &m, A, &ldvt, W, &q, rw, iwq, &info, 1);
+    else cgesdd_(jobz, &m, &n, A, &m, srd, A, &m, A, &ldvt, W, &q, srw, iwq, &info, 1);
+    need = g->f64 ? zw[0] : cw[0];
+    double mn = (double)k, mx = (double)(g->m > g->n ? g->m : g->n);
+    rneed = !g->uv ? 7.0 * mn : fmax(5.0 * mn * mn + 5.0 * mn, 2.0 * mx * mn + 2.0 * mn * mn + mn);
+    ineed = 8.0 * mn;
+    break;
+  }
+  case FT_P_QR: {
+    ft_lapack_int qc = (ft_lapack_int)g->ucols;
+    if (g->f64) zgeqrf_(&m, &n, A, &m, A, W, &q, &info);
+    else cgeqrf_(&m, &n, A, &m, A, W, &q, &info);
+    need = g->f64 ? zw[0] : cw[0];
+    if (g->f64) zungqr_(&m, &qc, &k, A, &m, A, W, &q, &info);
+    else cungqr_(&m, &qc, &k, A, &m, A, W, &q, &info);
+    double o = g->f64 ? zw[0] : cw[0];
+    if (o > need) need = o;
+    break;
+  }
+  default: return false;
+  }
+  if (info != 0 || !(need >= 0) || need > INT_MAX / 4 || rneed > INT_MAX / 4 || ineed > INT_MAX / 4)
+    return false;
+  g->lwork = (ft_lapack_int)need + 16;
+  g->lrwork = (ft_lapack_int)rneed + 16;
+  g->liwork = ineed < 1 ? 1 : (ft_lapack_int)ineed;
+  return true;
+}
+
 /* Reads e against the operand's aval into g; errors on ctx (may be NULL). */
 static ft_status sp_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, sp_geom *g) {
   const char *name = ft_prim_get(e->prim)->name;
   memset(g, 0, sizeof *g);
   g->p = e->prim;
-  if (a->dtype == FT_C64 || a->dtype == FT_C128)
+  g->cpx = a->dtype == FT_C64 || a->dtype == FT_C128;
+  if (g->cpx && e->prim != FT_P_EIGH && e->prim != FT_P_SVD && e->prim != FT_P_QR)
     return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
                         "%s: complex operands (%s) are not supported by the CPU kernels yet; "
-                        "f32 and f64 are", name, ft_dtype_name(a->dtype));
-  if (a->dtype != FT_F32 && a->dtype != FT_F64)
-    return ft_set_error(ctx, FT_ERR_TYPE, "%s: operand dtype %s (expects f32 or f64)", name,
+                        "f32 and f64 are (complex eigh, svd and qr are)", name, ft_dtype_name(a->dtype));
+  if (!g->cpx && a->dtype != FT_F32 && a->dtype != FT_F64)
+    return ft_set_error(ctx, FT_ERR_TYPE, "%s: operand dtype %s (expects f32, f64, c64 or c128)", name,
                         ft_dtype_name(a->dtype));
   if (a->rank < 2) return ft_set_error(ctx, FT_ERR_SHAPE, "%s: operand must have rank >= 2", name);
-  g->f64 = a->dtype == FT_F64;
+  g->f64 = a->dtype == FT_F64 || a->dtype == FT_C128;
   g->m = a->dims[a->rank - 2], g->n = a->dims[a->rank - 1];
   g->k = g->m < g->n ? g->m : g->n;
   g->batch = 1;
@@ -220,11 +278,11 @@ static ft_status sp_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, sp_
 
 /* Scratch layout (each part 64-byte aligned from an aligned base). */
 typedef struct sp_parts {
-  size_t a, u, vt, tau, w, work, iwork, end;
+  size_t a, u, vt, tau, w, work, iwork, rwork, end;
 } sp_parts;
 
 static sp_parts sp_layout(const sp_geom *g) {
-  size_t es = g->f64 ? sizeof(double) : sizeof(float), off = 0;
+  size_t rs = g->f64 ? sizeof(double) : sizeof(float), es = g->cpx ? 2 * rs : rs, off = 0;
   sp_parts P;
 #define PART(f, bytes) (P.f = off, off += sp_round(bytes))
   PART(a, (size_t)(g->m * g->n) * es);
@@ -240,6 +298,7 @@ static sp_parts sp_layout(const sp_geom *g) {
   PART(w, (size_t)(g->p == FT_P_EIGH || eig ? g->n : g->k) * es);
   PART(work, (size_t)g->lwork * es);
   PART(iwork, (size_t)g->liwork * sizeof(ft_lapack_int));
+  PART(rwork, (size_t)g->lrwork * rs);
 #undef PART
   P.end = off;
   return P;
@@ -423,6 +482,114 @@ static ft_lapack_int reduce_one(const sp_geom *g, char *S, const sp_parts *P, co
   return 0;
 }
 
+/* ---- complex operands (eigh of a Hermitian matrix, svd, qr): the same
+ * calls as the real ones with ?heevd, ?gesdd (complex) and ?geqrf + ?ungqr,
+ * elements of es bytes moved whole. */
+static void to_cm_es(char *dst, const char *src, int64_t r, int64_t c, size_t es) {
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < c; j++) memcpy(dst + (size_t)(i + j * r) * es, src + (size_t)(i * c + j) * es, es);
+}
+static void from_cm_es(char *dst, const char *src, int64_t r, int64_t c, int64_t ldc, size_t es) {
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t j = 0; j < c; j++) memcpy(dst + (size_t)(i * c + j) * es, src + (size_t)(i + j * ldc) * es, es);
+}
+
+static ft_lapack_int cpx_one(const sp_geom *g, char *S, const sp_parts *P, const char *a,
+                             ft_array *const *out, int64_t b) {
+  ft_lapack_int m = (ft_lapack_int)g->m, n = (ft_lapack_int)g->n, k = (ft_lapack_int)g->k, info = 0;
+  ft_lapack_int lw = g->lwork, lrw = g->lrwork, liw = g->liwork;
+  bool f = g->f64;
+  size_t rs = f ? sizeof(double) : sizeof(float), es = 2 * rs;
+  char *A = S + P->a, *U = S + P->u, *VT = S + P->vt, *tau = S + P->tau;
+  void *work = S + P->work, *rwork = S + P->rwork;
+  ft_lapack_int *iwork = (ft_lapack_int *)(void *)(S + P->iwork);
+  to_cm_es(A, a, g->m, g->n, es);
+  switch (g->p) {
+  case FT_P_EIGH: {
+    char *v = (char *)out[0]->data + (size_t)(b * g->n * g->n) * es;
+    char *w = (char *)out[1]->data + (size_t)(b * g->n) * rs;
+    const char *uplo = g->lower ? "L" : "U";
+    if (f) zheevd_("V", uplo, &n, (void *)A, &n, (void *)w, work, &lw, rwork, &lrw, iwork, &liw, &info, 1, 1);
+    else cheevd_("V", uplo, &n, (void *)A, &n, (void *)w, work, &lw, rwork, &lrw, iwork, &liw, &info, 1, 1);
+    if (info == 0) from_cm_es(v, A, g->n, g->n, g->n, es);
+    return info;
+  }
+  case FT_P_SVD: {
+    ft_lapack_int ldvt = g->vrows > 0 ? (ft_lapack_int)g->vrows : 1;
+    const char *jobz = !g->uv ? "N" : g->full ? "A" : "S";
+    char *s = (char *)out[0]->data + (size_t)(b * g->k) * rs;
+    if (f) zgesdd_(jobz, &m, &n, (void *)A, &m, (void *)s, (void *)U, &m, (void *)VT, &ldvt, work, &lw, rwork, iwork, &info, 1);
+    else cgesdd_(jobz, &m, &n, (void *)A, &m, (void *)s, (void *)U, &m, (void *)VT, &ldvt, work, &lw, rwork, iwork, &info, 1);
+    if (info == 0 && g->uv) {
+      from_cm_es((char *)out[1]->data + (size_t)(b * g->m * g->ucols) * es, U, g->m, g->ucols, g->m, es);
+      from_cm_es((char *)out[2]->data + (size_t)(b * g->vrows * g->n) * es, VT, g->vrows, g->n, g->vrows, es);
+    }
+    return info;
+  }
+  default: { /* qr, as qr_one */
+    ft_lapack_int qc = (ft_lapack_int)g->ucols;
+    int64_t rrows = g->full ? g->m : g->k;
+    char *q = (char *)out[0]->data + (size_t)(b * g->m * g->ucols) * es;
+    char *r = (char *)out[1]->data + (size_t)(b * rrows * g->n) * es;
+    if (f) zgeqrf_(&m, &n, (void *)A, &m, (void *)tau, work, &lw, &info);
+    else cgeqrf_(&m, &n, (void *)A, &m, (void *)tau, work, &lw, &info);
+    if (info != 0) return info;
+    for (int64_t i = 0; i < rrows; i++)
+      for (int64_t j = 0; j < g->n; j++) {
+        char *d = r + (size_t)(i * g->n + j) * es;
+        if (i <= j) memcpy(d, A + (size_t)(i + j * g->m) * es, es);
+        else fill(d, f, 2, 0.0);
+      }
+    int64_t copy = g->ucols < g->n ? g->ucols : g->n;
+    memcpy(U, A, (size_t)(g->m * copy) * es);
+    fill(U + (size_t)(g->m * copy) * es, f, 2 * g->m * (g->ucols - copy), 0.0);
+    if (f) zungqr_(&m, &qc, &k, (void *)U, &m, (void *)tau, work, &lw, &info);
+    else cungqr_(&m, &qc, &k, (void *)U, &m, (void *)tau, work, &lw, &info);
+    if (info == 0) from_cm_es(q, U, g->m, g->ucols, g->m, es);
+    return info;
+  }
+  }
+}
+
+/* The batch loop of complex operands; failures and empty matrices as the
+ * real loop writes them (NaN + NaN i, identities, zeros). */
+static void cpx_batch(const sp_geom *g, char *S, const sp_parts *P, ft_array *const *in,
+                      ft_array *const *out) {
+  bool f = g->f64;
+  size_t rs = f ? sizeof(double) : sizeof(float), es = 2 * rs;
+  int64_t m = g->m, n = g->n, k = g->k;
+  for (int64_t b = 0; b < g->batch; b++) {
+    const char *a = (const char *)in[0]->data + (size_t)(b * m * n) * es;
+    ft_lapack_int info = 0;
+    if (g->p == FT_P_SVD && k == 0) {
+      if (g->uv) {
+        char *u = (char *)out[1]->data + (size_t)(b * m * g->ucols) * es;
+        char *vt = (char *)out[2]->data + (size_t)(b * g->vrows * n) * es;
+        fill(u, f, 2 * m * g->ucols, 0.0), fill(vt, f, 2 * g->vrows * n, 0.0);
+        for (int64_t i = 0; i < m && i < g->ucols; i++) st(u, f, 2 * (i * g->ucols + i), 1.0);
+        for (int64_t i = 0; i < g->vrows && i < n; i++) st(vt, f, 2 * (i * n + i), 1.0);
+      }
+      continue;
+    }
+    if (g->p == FT_P_QR && k == 0) {
+      int64_t rrows = g->full ? m : k;
+      char *q = (char *)out[0]->data + (size_t)(b * m * g->ucols) * es;
+      fill(q, f, 2 * m * g->ucols, 0.0);
+      for (int64_t i = 0; i < m && i < g->ucols; i++) st(q, f, 2 * (i * g->ucols + i), 1.0);
+      fill((char *)out[1]->data + (size_t)(b * rrows * n) * es, f, 2 * rrows * n, 0.0);
+      continue;
+    }
+    if (g->p == FT_P_EIGH && n == 0) continue;
+    info = cpx_one(g, S, P, a, out, b);
+    if (info)
+      for (int o = 0; o < (g->p == FT_P_SVD && !g->uv ? 1 : 2 + (g->p == FT_P_SVD)); o++) {
+        int64_t per = ft_aval_size(&out[o]->aval) / g->batch;
+        bool c = ft_dtype_is_complex(out[o]->aval.dtype);
+        fill((char *)out[o]->data + (size_t)(b * per) * (c ? es : rs), f, c ? 2 * per : per, NAN);
+      }
+  }
+}
+
 ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                            ft_array *const *out, void *scratch) {
   int want_in = e->prim == FT_P_HOUSEHOLDER_PRODUCT ? 2 : 1;
@@ -441,6 +608,11 @@ ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
   int64_t m = g.m, n = g.n, k = g.k;
   ft_blas_single_thread();
   if (!ft_blas_enter()) return ft_blas_nomem(ctx);
+  if (g.cpx) {
+    cpx_batch(&g, S, &P, in, out);
+    ft_blas_leave();
+    return FT_OK;
+  }
   for (int64_t b = 0; b < g.batch; b++) {
     const char *a = (const char *)in[0]->data + (size_t)(b * m * n) * es;
     ft_lapack_int info = 0;

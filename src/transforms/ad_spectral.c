@@ -104,6 +104,9 @@ static bool jvp_eigh(jvp_call *c) {
   tx *t = c->t;
   ft_var *v = c->y[0], *w = c->y[1], *da = c->dx[0];
   if (!da) return true;
+  if (ft_dtype_is_complex(v->aval.dtype))
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of eigh: complex (Hermitian) operands are not supported yet"),
+           false;
   int64_t n = v->aval.dims[v->aval.rank - 1];
   ft_var *eye = eye_of(t, &v->aval);
   ft_var *dw = tx_sub(t, bc_vec(t, w, true, n), bc_vec(t, w, false, n));
@@ -120,6 +123,8 @@ static bool jvp_svd(jvp_call *c) {
   const ft_eqn *e = c->e;
   ft_var *A = c->x[0], *dA = c->dx[0];
   if (!dA) return true;
+  if (ft_dtype_is_complex(A->aval.dtype))
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of svd: complex operands are not supported yet"), false;
   int r = A->aval.rank;
   int64_t m = A->aval.dims[r - 2], n = A->aval.dims[r - 1];
   bool uv = pget_bool(FT_P_SVD, c->params, "compute_uv", true);

@@ -72,6 +72,27 @@ def reg(name, fn, makers, transforms=D, dtypes=("f32", "f64")):
         gc.case(cname, FAMILY, name.split("__")[0], ts)(b)
 
 
+def reg_c(name, fn, makers, transforms=("vmap",)):
+    """A complex case in c64 and c128 (x64_ prefix); makers give complex
+    arrays."""
+    for dtn in ("c64", "c128"):
+        cname = f"{'x64_' if dtn == 'c128' else ''}spec_{name}_{dtn}"
+
+        def b(rng, fn=fn, makers=makers, dtn=dtn):
+            ct = np.complex64 if dtn == "c64" else np.complex128
+            return fn, [np.asarray(m(rng)).astype(ct) for m in makers]
+        gc.case(cname, FAMILY, name.split("__")[0], tuple(transforms))(b)
+
+
+def cunif(shape):
+    return lambda rng: rng.uniform(-1.0, 1.0, size=shape) + 1j * rng.uniform(-1.0, 1.0, size=shape)
+
+
+def herm(rng, n, batch=()):
+    a = cunif(batch + (n, n))(rng)
+    return a + np.conj(np.swapaxes(a, -1, -2))
+
+
 def _vjp_or_grad(fn, makers):
     import jax
     rng = np.random.default_rng(0)
@@ -138,6 +159,17 @@ def register():
         [unif((4, 4))], ("jvp",), ("f64",))
     reg("eig__left_derivs_b", lambda a: __import__("jax").lax.linalg.eig(
         a, compute_left_eigenvectors=True, enable_eigvec_derivs=True), [unif((3, 3))], ("jvp",))
+
+    # ---- complex operands: eigh of a Hermitian matrix, svd, qr (forward, vmap)
+    reg_c("eigh__herm", la.eigh, [lambda r: herm(r, 4)])
+    reg_c("eigh__herm_batched", la.eigh, [lambda r: herm(r, 3, (2,))], ())
+    reg_c("eigvalsh__herm", la.eigvalsh, [lambda r: herm(r, 4)], ())
+    reg_c("svd__cpx", la.svd, [cunif((4, 3))])
+    reg_c("svd__cpx_thin", lambda a: la.svd(a, full_matrices=False), [cunif((3, 5))], ())
+    reg_c("svd__cpx_values", lambda a: la.svd(a, compute_uv=False), [cunif((4, 4))], ())
+    reg_c("qr__cpx", la.qr, [cunif((4, 3))])
+    reg_c("qr__cpx_complete", lambda a: la.qr(a, mode="complete"), [cunif((4, 3))], ())
+    reg_c("qr__cpx_wide", la.qr, [cunif((2, 3, 4))], ())
 
     # ---- schur, hessenberg, tridiagonal (JAX defines no derivative)
     import jax.scipy.linalg as jsl
