@@ -1898,9 +1898,6 @@ static ft_status rule_householder_product(R *r) {
 static ft_status rule_qr(R *r) {
   ft_status st;
   if ((st = spectral_operand(r, false))) return st;
-  if (opt_bool(r, "pivoting", false))
-    return fail(r, FT_ERR_UNSUPPORTED,
-                "pivoting=True (column-pivoted QR, LAPACK geqp3) is not supported");
   if (!param(r, "full_matrices")) return fail(r, FT_ERR_TYPE, "missing param full_matrices");
   const ft_aval *a = &r->in[0];
   int rk = a->rank;
@@ -1911,7 +1908,11 @@ static ft_status rule_qr(R *r) {
   q.dims[rk - 1] = full ? m : k;
   rr.dims[rk - 2] = full ? m : k;
   if ((st = put(r, q))) return st;
-  return put(r, rr);
+  if ((st = put(r, rr))) return st;
+  if (!opt_bool(r, "pivoting", false)) return FT_OK;
+  ft_aval p = *a; /* pivoting: the column permutation, i32 [..., n] */
+  p.rank = rk - 1, p.dims[rk - 2] = n, p.dtype = FT_I32, p.weak_type = false;
+  return put(r, p);
 }
 
 /* ---------------------------------------------------------------- entry */

@@ -5,7 +5,8 @@
  *         ascending (LAPACK's order, which sort_eigenvalues asks for);
  *   svd   ?gesdd, jobz 'A' (full_matrices), 'S' (thin) or 'N'
  *         (compute_uv=False); JAX's empty-matrix results when m or n is 0;
- *   qr    ?geqrf, then ?orgqr on the reflectors (JAX's householder_product)
+ *   qr    ?geqrf (pivoting=True: ?geqp3 with every column free, p its
+ *         jpvt - 1), then ?orgqr on the reflectors (JAX's householder_product)
  *         laid out as _qr_lowering lays them (padded to m x m when
  *         full_matrices and m > n); r is the upper triangle;
  *   eig   ?geev (jobvl/jobvr from compute_left/right_eigenvectors); the
@@ -47,6 +48,7 @@ typedef struct sp_geom {
   bool f64, cpx; /* cpx: c64 (f64 false) or c128 operands */
   int64_t batch, m, n, k;
   bool full, uv, lower, left, right; /* left/right: eig's eigenvectors */
+  bool pivot;                        /* qr: pivoting=True (?geqp3) */
   int64_t ucols, vrows;      /* svd: u is m x ucols, vt is vrows x n; qr: q is m x ucols */
   ft_lapack_int lwork, liwork, lrwork;
 } sp_geom;
@@ -125,9 +127,12 @@ static bool sp_query(sp_geom *g) {
     break;
   case FT_P_QR: {
     ft_lapack_int qc = (ft_lapack_int)g->ucols;
-    if (g->f64) dgeqrf_(&m, &n, &dd, &ld1, &dd, dw, &q, &info);
+    if (g->pivot && g->f64) dgeqp3_(&m, &n, &dd, &ld1, &iw, &dd, dw, &q, &info);
+    else if (g->pivot) sgeqp3_(&m, &n, &sd, &ld1, &iw, &sd, sw, &q, &info);
+    else if (g->f64) dgeqrf_(&m, &n, &dd, &ld1, &dd, dw, &q, &info);
     else sgeqrf_(&m, &n, &sd, &ld1, &sd, sw, &q, &info);
     need = g->f64 ? dw[0] : sw[0];
+    if (g->pivot) ineed = (double)g->n; /* jpvt */
     if (g->f64) dorgqr_(&m, &qc, &k, &dd, &ld1, &dd, dw, &q, &info);
     else sorgqr_(&m, &qc, &k, &sd, &ld1, &sd, sw, &q, &info);
     double o = g->f64 ? dw[0] : sw[0];
@@ -176,9 +181,12 @@ static bool sp_query_cpx(sp_geom *g) {
   }
   case FT_P_QR: {
     ft_lapack_int qc = (ft_lapack_int)g->ucols;
-    if (g->f64) zgeqrf_(&m, &n, A, &m, A, W, &q, &info);
+    if (g->pivot && g->f64) zgeqp3_(&m, &n, A, &m, &iw, A, W, &q, rw, &info);
+    else if (g->pivot) cgeqp3_(&m, &n, A, &m, &iw, A, W, &q, srw, &info);
+    else if (g->f64) zgeqrf_(&m, &n, A, &m, A, W, &q, &info);
     else cgeqrf_(&m, &n, A, &m, A, W, &q, &info);
     need = g->f64 ? zw[0] : cw[0];
+    if (g->pivot) ineed = (double)g->n, rneed = 2.0 * (double)g->n; /* jpvt, geqp3's rwork */
     if (g->f64) zungqr_(&m, &qc, &k, A, &m, A, W, &q, &info);
     else cungqr_(&m, &qc, &k, A, &m, A, W, &q, &info);
     double o = g->f64 ? zw[0] : cw[0];
@@ -261,11 +269,11 @@ static ft_status sp_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, sp_
     break;
   }
   case FT_P_QR:
-    if (ft_param_bool(e, "pivoting", false))
-      return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "qr: pivoting=True is not supported");
+    g->pivot = ft_param_bool(e, "pivoting", false);
     g->full = ft_param_bool(e, "full_matrices", false);
     g->ucols = g->full ? g->m : g->k;
-    if (e->n_out != 2) return ft_set_error(ctx, FT_ERR_TYPE, "qr: expects 2 results");
+    if (e->n_out != (g->pivot ? 3 : 2))
+      return ft_set_error(ctx, FT_ERR_TYPE, "qr: expects %d results", g->pivot ? 3 : 2);
     break;
   default: return ft_set_error(ctx, FT_ERR_INTERNAL, "%s: not a spectral primitive", name);
   }
@@ -373,15 +381,24 @@ static ft_lapack_int svd_one(const sp_geom *g, char *S, const sp_parts *P, const
 /* JAX's _qr_lowering: geqrf, then orgqr on the reflectors laid out as an
  * m x ucols matrix (the first columns of geqrf's result, zero-padded). */
 static ft_lapack_int qr_one(const sp_geom *g, char *S, const sp_parts *P, const void *a, void *q,
-                            void *r) {
+                            void *r, int32_t *piv) {
   ft_lapack_int m = (ft_lapack_int)g->m, n = (ft_lapack_int)g->n, k = (ft_lapack_int)g->k;
   ft_lapack_int qc = (ft_lapack_int)g->ucols, info = 0, lw = g->lwork;
   void *A = off_ptr(S, P->a), *Q = off_ptr(S, P->u), *tau = off_ptr(S, P->tau);
   void *work = off_ptr(S, P->work);
   bool f = g->f64;
   to_cm(A, a, g->m, g->n, f);
-  if (f) dgeqrf_(&m, &n, A, &m, tau, work, &lw, &info);
-  else sgeqrf_(&m, &n, A, &m, tau, work, &lw, &info);
+  if (g->pivot) { /* JAX's _qr_lowering: geqp3 with every column free, p = jpvt - 1 */
+    ft_lapack_int *jpvt = (ft_lapack_int *)(void *)off_ptr(S, P->iwork);
+    for (int64_t j = 0; j < g->n; j++) jpvt[j] = 0;
+    if (f) dgeqp3_(&m, &n, A, &m, jpvt, tau, work, &lw, &info);
+    else sgeqp3_(&m, &n, A, &m, jpvt, tau, work, &lw, &info);
+    for (int64_t j = 0; j < g->n; j++) piv[j] = info == 0 ? jpvt[j] - 1 : 0;
+  } else if (f) {
+    dgeqrf_(&m, &n, A, &m, tau, work, &lw, &info);
+  } else {
+    sgeqrf_(&m, &n, A, &m, tau, work, &lw, &info);
+  }
   if (info != 0) return info;
   int64_t rrows = g->full ? g->m : g->k;
   for (int64_t i = 0; i < rrows; i++)
@@ -531,8 +548,17 @@ static ft_lapack_int cpx_one(const sp_geom *g, char *S, const sp_parts *P, const
     int64_t rrows = g->full ? g->m : g->k;
     char *q = (char *)out[0]->data + (size_t)(b * g->m * g->ucols) * es;
     char *r = (char *)out[1]->data + (size_t)(b * rrows * g->n) * es;
-    if (f) zgeqrf_(&m, &n, (void *)A, &m, (void *)tau, work, &lw, &info);
-    else cgeqrf_(&m, &n, (void *)A, &m, (void *)tau, work, &lw, &info);
+    if (g->pivot) {
+      int32_t *piv = (int32_t *)out[2]->data + b * g->n;
+      for (int64_t j = 0; j < g->n; j++) iwork[j] = 0;
+      if (f) zgeqp3_(&m, &n, (void *)A, &m, iwork, (void *)tau, work, &lw, rwork, &info);
+      else cgeqp3_(&m, &n, (void *)A, &m, iwork, (void *)tau, work, &lw, rwork, &info);
+      for (int64_t j = 0; j < g->n; j++) piv[j] = info == 0 ? iwork[j] - 1 : 0;
+    } else if (f) {
+      zgeqrf_(&m, &n, (void *)A, &m, (void *)tau, work, &lw, &info);
+    } else {
+      cgeqrf_(&m, &n, (void *)A, &m, (void *)tau, work, &lw, &info);
+    }
     if (info != 0) return info;
     for (int64_t i = 0; i < rrows; i++)
       for (int64_t j = 0; j < g->n; j++) {
@@ -577,6 +603,7 @@ static void cpx_batch(const sp_geom *g, char *S, const sp_parts *P, ft_array *co
       fill(q, f, 2 * m * g->ucols, 0.0);
       for (int64_t i = 0; i < m && i < g->ucols; i++) st(q, f, 2 * (i * g->ucols + i), 1.0);
       fill((char *)out[1]->data + (size_t)(b * rrows * n) * es, f, 2 * rrows * n, 0.0);
+      if (g->pivot) memset((int32_t *)out[2]->data + b * n, 0, sizeof(int32_t) * (size_t)n);
       continue;
     }
     if (g->p == FT_P_EIGH && n == 0) continue;
@@ -678,11 +705,13 @@ ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
       int64_t rrows = g.full ? m : k;
       char *q = (char *)out[0]->data + (size_t)(b * m * g.ucols) * es;
       char *r = (char *)out[1]->data + (size_t)(b * rrows * n) * es;
-      if (k == 0) { /* _qr_lowering: q = eye(m, k'), r = zeros */
+      int32_t *piv = g.pivot ? (int32_t *)out[2]->data + b * n : NULL;
+      if (k == 0) { /* _qr_lowering: q = eye(m, k'), r = zeros, p = zeros */
         eye(q, f, m, g.ucols), fill(r, f, rrows * n, 0.0);
+        if (piv) memset(piv, 0, sizeof *piv * (size_t)n);
         break;
       }
-      info = qr_one(&g, S, &P, a, q, r);
+      info = qr_one(&g, S, &P, a, q, r, piv);
       if (info) fill(q, f, m * g.ucols, NAN), fill(r, f, rrows * n, NAN);
       break;
     }

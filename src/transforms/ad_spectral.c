@@ -305,6 +305,14 @@ static bool jvp_qr(jvp_call *c) {
   bool full = pget_bool(FT_P_QR, c->params, "full_matrices", true);
   if (ft_dtype_is_complex(x->aval.dtype))
     return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of qr: complex operands are not supported"), false;
+  if (pget_bool(FT_P_QR, c->params, "pivoting", false)) { /* JAX: dx = dx[..., p] */
+    if (rk != 2)
+      return tx_fail(t, FT_ERR_UNSUPPORTED,
+                     "jvp of qr: pivoting=True with batch dimensions (JAX's rule indexes dx[..., p] "
+                     "with the batched permutation, an outer index; vmap the unbatched qr instead)"),
+             false;
+    dx = mT(t, rows_permuted(t, mT(t, dx), c->y[2]));
+  }
   if (m < n) {
     ft_var *x2 = sub_mat(t, x, 0, m, m, n), *dx1 = sub_mat(t, dx, 0, m, 0, m);
     ft_var *dx2 = sub_mat(t, dx, 0, m, m, n), *r1 = sub_mat(t, r, 0, m, 0, m);

@@ -171,6 +171,13 @@ def register():
     reg_c("qr__cpx_complete", lambda a: la.qr(a, mode="complete"), [cunif((4, 3))], ())
     reg_c("qr__cpx_wide", la.qr, [cunif((2, 3, 4))], ())
 
+    # ---- pivoted QR (jax.scipy.linalg.qr(pivoting=True): qr[pivoting=True], ?geqp3)
+    jqr = __import__("jax.scipy.linalg", fromlist=["qr"]).qr
+    reg("qr__pivoting", lambda a: jqr(a, pivoting=True), [unif((4, 3))], ("jvp", "vmap"))
+    reg("qr__pivoting_economic", lambda a: jqr(a, pivoting=True, mode="economic"), [unif((3, 5))],
+        ("jvp",))
+    reg_c("qr__cpx_pivoting", lambda a: jqr(a, pivoting=True), [cunif((4, 4))], ())
+
     # ---- schur, hessenberg, tridiagonal (JAX defines no derivative)
     import jax.scipy.linalg as jsl
     from jax import lax
