@@ -1895,6 +1895,41 @@ static ft_status rule_householder_product(R *r) {
   return put(r, q);
 }
 
+static ft_status rule_geqrf(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, false))) return st;
+  const ft_aval *a = &r->in[0];
+  int64_t m = a->dims[a->rank - 2], n = a->dims[a->rank - 1];
+  ft_aval q = *a, t = *a;
+  q.weak_type = t.weak_type = false;
+  t.rank--, t.dims[t.rank - 1] = m < n ? m : n;
+  if ((st = put(r, q))) return st;
+  return put(r, t);
+}
+
+/* JAX's _ormqr_shape_rule: c's rows (left) or columns (right) are a's rows;
+ * the result is c's aval. */
+static ft_status rule_ormqr(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, false))) return st;
+  const ft_aval *a = &r->in[0], *t = &r->in[1], *c = &r->in[2];
+  int rk = a->rank;
+  int64_t m = a->dims[rk - 2], n = a->dims[rk - 1];
+  bool left = opt_bool(r, "left", true);
+  bool ok = t->dtype == a->dtype && c->dtype == a->dtype && t->rank == rk - 1 && c->rank == rk &&
+            t->dims[rk - 2] <= (m < n ? m : n);
+  for (int d = 0; ok && d < rk - 2; d++) ok = t->dims[d] == a->dims[d] && c->dims[d] == a->dims[d];
+  if (!ok)
+    return fail(r, FT_ERR_SHAPE, "taus %s and c %s must have a %s's dtype and batch, taus [..., k] with "
+                "k <= min(m, n)", S(r, t), S(r, c), S(r, a));
+  if (c->dims[rk - (left ? 2 : 1)] != m)
+    return fail(r, FT_ERR_SHAPE, "ormqr with left=%s expects c %s to have as many %s as a %s has rows",
+                left ? "True" : "False", S(r, c), left ? "rows" : "columns", S(r, a));
+  ft_aval o = *c;
+  o.weak_type = false;
+  return put(r, o);
+}
+
 static ft_status rule_qr(R *r) {
   ft_status st;
   if ((st = spectral_operand(r, false))) return st;
@@ -1953,6 +1988,8 @@ static ft_status dispatch(R *r) {
   case FT_P_SVD: return rule_svd(r);
   case FT_P_EIG: return rule_eig(r);
   case FT_P_HOUSEHOLDER_PRODUCT: return rule_householder_product(r);
+  case FT_P_GEQRF: return rule_geqrf(r);
+  case FT_P_ORMQR: return rule_ormqr(r);
   case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: return rule_reduction(r);
   case FT_P_GATHER: return rule_gather(r);
   case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN:

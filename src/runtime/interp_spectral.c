@@ -49,6 +49,7 @@ typedef struct sp_geom {
   int64_t batch, m, n, k;
   bool full, uv, lower, left, right; /* left/right: eig's eigenvectors */
   bool pivot;                        /* qr: pivoting=True (?geqp3) */
+  bool trans;                        /* ormqr: transpose (Q^T, Q^H) */
   int64_t ucols, vrows;      /* svd: u is m x ucols, vt is vrows x n; qr: q is m x ucols */
   ft_lapack_int lwork, liwork, lrwork;
 } sp_geom;
@@ -117,6 +118,19 @@ static bool sp_query(sp_geom *g) {
     const char *uplo = g->lower ? "L" : "U";
     if (g->f64) dsytrd_(uplo, &n, &dd, &n, &dd, &dd, &dd, dw, &q, &info, 1);
     else ssytrd_(uplo, &n, &sd, &n, &sd, &sd, &sd, sw, &q, &info, 1);
+    need = g->f64 ? dw[0] : sw[0];
+    break;
+  }
+  case FT_P_GEQRF:
+    if (g->f64) dgeqrf_(&m, &n, &dd, &ld1, &dd, dw, &q, &info);
+    else sgeqrf_(&m, &n, &sd, &ld1, &sd, sw, &q, &info);
+    need = g->f64 ? dw[0] : sw[0];
+    break;
+  case FT_P_ORMQR: {
+    ft_lapack_int cm = (ft_lapack_int)g->ucols, cn = (ft_lapack_int)g->vrows;
+    const char *side = g->left ? "L" : "R", *tr = g->trans ? "T" : "N";
+    if (g->f64) dormqr_(side, tr, &cm, &cn, &k, &dd, &m, &dd, &dd, &cm, dw, &q, &info, 1, 1);
+    else sormqr_(side, tr, &cm, &cn, &k, &sd, &m, &sd, &sd, &cm, sw, &q, &info, 1, 1);
     need = g->f64 ? dw[0] : sw[0];
     break;
   }
@@ -193,6 +207,19 @@ static bool sp_query_cpx(sp_geom *g) {
     if (o > need) need = o;
     break;
   }
+  case FT_P_GEQRF:
+    if (g->f64) zgeqrf_(&m, &n, A, &m, A, W, &q, &info);
+    else cgeqrf_(&m, &n, A, &m, A, W, &q, &info);
+    need = g->f64 ? zw[0] : cw[0];
+    break;
+  case FT_P_ORMQR: {
+    ft_lapack_int cm = (ft_lapack_int)g->ucols, cn = (ft_lapack_int)g->vrows;
+    const char *side = g->left ? "L" : "R", *tr = g->trans ? "C" : "N";
+    if (g->f64) zunmqr_(side, tr, &cm, &cn, &k, A, &m, A, A, &cm, W, &q, &info, 1, 1);
+    else cunmqr_(side, tr, &cm, &cn, &k, A, &m, A, A, &cm, W, &q, &info, 1, 1);
+    need = g->f64 ? zw[0] : cw[0];
+    break;
+  }
   default: return false;
   }
   if (info != 0 || !(need >= 0) || need > INT_MAX / 4 || rneed > INT_MAX / 4 || ineed > INT_MAX / 4)
@@ -209,7 +236,8 @@ static ft_status sp_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, sp_
   memset(g, 0, sizeof *g);
   g->p = e->prim;
   g->cpx = a->dtype == FT_C64 || a->dtype == FT_C128;
-  if (g->cpx && e->prim != FT_P_EIGH && e->prim != FT_P_SVD && e->prim != FT_P_QR)
+  if (g->cpx && e->prim != FT_P_EIGH && e->prim != FT_P_SVD && e->prim != FT_P_QR &&
+      e->prim != FT_P_GEQRF && e->prim != FT_P_ORMQR)
     return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
                         "%s: complex operands (%s) are not supported by the CPU kernels yet; "
                         "f32 and f64 are (complex eigh, svd and qr are)", name, ft_dtype_name(a->dtype));
@@ -268,6 +296,23 @@ static ft_status sp_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, sp_
     g->k = t->dims[t->rank - 1];
     break;
   }
+  case FT_P_GEQRF:
+    if (e->n_out != 2) return ft_set_error(ctx, FT_ERR_TYPE, "geqrf: expects 2 results");
+    break;
+  case FT_P_ORMQR: {
+    const ft_aval *t = e->n_in == 3 ? &e->in[1]->aval : NULL, *c = e->n_in == 3 ? &e->in[2]->aval : NULL;
+    if (!t || t->rank != a->rank - 1 || c->rank != a->rank || t->dtype != a->dtype || c->dtype != a->dtype ||
+        t->dims[t->rank - 1] > g->k || e->n_out != 1)
+      return ft_set_error(ctx, FT_ERR_SHAPE, "ormqr: bad operands");
+    g->left = ft_param_bool(e, "left", true);
+    g->trans = ft_param_bool(e, "transpose", false);
+    g->ucols = c->dims[c->rank - 2], g->vrows = c->dims[c->rank - 1]; /* c's rows and columns */
+    if ((g->left ? g->ucols : g->vrows) != g->m)
+      return ft_set_error(ctx, FT_ERR_SHAPE, "ormqr: c's %s must be a's rows", g->left ? "rows" : "columns");
+    g->k = t->dims[t->rank - 1];
+    if (g->ucols == 0 || g->vrows == 0) g->m = 0; /* nothing to multiply: no LAPACK call */
+    break;
+  }
   case FT_P_QR:
     g->pivot = ft_param_bool(e, "pivoting", false);
     g->full = ft_param_bool(e, "full_matrices", false);
@@ -300,7 +345,10 @@ static sp_parts sp_layout(const sp_geom *g) {
   bool eig = g->p == FT_P_EIG || g->p == FT_P_SCHUR || g->p == FT_P_HESSENBERG ||
              g->p == FT_P_TRIDIAGONAL;
   /* eig: u holds VL, vt VR, tau wr, w wi */
-  PART(u, (size_t)(svd_uv || g->p == FT_P_QR ? g->m * g->ucols : eig ? g->n * g->n : 0) * es);
+  PART(u, (size_t)(svd_uv || g->p == FT_P_QR ? g->m * g->ucols
+                   : g->p == FT_P_ORMQR          ? g->ucols * g->vrows
+                   : eig                         ? g->n * g->n
+                                                 : 0) * es);
   PART(vt, (size_t)(svd_uv || eig ? (eig ? g->n : g->vrows) * g->n : 0) * es);
   PART(tau, (size_t)(eig ? g->n : g->k) * es);
   PART(w, (size_t)(g->p == FT_P_EIGH || eig ? g->n : g->k) * es);
@@ -617,9 +665,58 @@ static void cpx_batch(const sp_geom *g, char *S, const sp_parts *P, ft_array *co
   }
 }
 
+/* geqrf (LAPACK's packed result and taus, as JAX's geqrf) and ormqr (Q c,
+ * Q^T c, c Q, c Q^T; Q^H for complex), real or complex, member by member.
+ * An empty operand leaves the results as the shape makes them (geqrf of
+ * an empty matrix has nothing to write; ormqr of one copies c). */
+static void qrx_batch(const sp_geom *g, char *S, const sp_parts *P, ft_array *const *in,
+                      ft_array *const *out) {
+  bool f = g->f64, z = g->cpx;
+  size_t rs = f ? sizeof(double) : sizeof(float), es = z ? 2 * rs : rs;
+  ft_lapack_int m = (ft_lapack_int)g->m, n = (ft_lapack_int)g->n, k = (ft_lapack_int)g->k, info = 0;
+  ft_lapack_int lw = g->lwork, cm = (ft_lapack_int)g->ucols, cn = (ft_lapack_int)g->vrows;
+  char *A = S + P->a, *C = S + P->u, *tau = S + P->tau;
+  void *work = S + P->work;
+  int64_t an = g->m * g->n, cnn = g->ucols * g->vrows;
+  const ft_aval *ta = g->p == FT_P_ORMQR ? &in[1]->aval : &out[1]->aval;
+  int64_t tk = ta->dims[ta->rank - 1];
+  for (int64_t b = 0; b < g->batch; b++) {
+    const char *a = (const char *)in[0]->data + (size_t)(b * (g->p == FT_P_ORMQR ? in[0]->aval.dims[in[0]->aval.rank - 2] * in[0]->aval.dims[in[0]->aval.rank - 1] : an)) * es;
+    if (g->p == FT_P_GEQRF) {
+      if (an == 0) continue;
+      to_cm_es(A, a, g->m, g->n, es);
+      if (z && f) zgeqrf_(&m, &n, (void *)A, &m, (void *)tau, work, &lw, &info);
+      else if (z) cgeqrf_(&m, &n, (void *)A, &m, (void *)tau, work, &lw, &info);
+      else if (f) dgeqrf_(&m, &n, (void *)A, &m, (void *)tau, work, &lw, &info);
+      else sgeqrf_(&m, &n, (void *)A, &m, (void *)tau, work, &lw, &info);
+      from_cm_es((char *)out[0]->data + (size_t)(b * an) * es, A, g->m, g->n, g->m, es);
+      memcpy((char *)out[1]->data + (size_t)(b * tk) * es, tau, (size_t)tk * es);
+      continue;
+    }
+    const char *c = (const char *)in[2]->data + (size_t)(b * cnn) * es;
+    char *o = (char *)out[0]->data + (size_t)(b * cnn) * es;
+    if (g->m == 0 || k == 0) {
+      memcpy(o, c, (size_t)cnn * es); /* no reflectors: Q = I */
+      continue;
+    }
+    const char *t = (const char *)in[1]->data + (size_t)(b * tk) * es;
+    const ft_aval *aa = &in[0]->aval;
+    int64_t am = aa->dims[aa->rank - 2], ac = aa->dims[aa->rank - 1];
+    ft_lapack_int lda = (ft_lapack_int)am;
+    to_cm_es(A, a, am, ac, es);
+    to_cm_es(C, c, g->ucols, g->vrows, es);
+    const char *side = g->left ? "L" : "R", *tr = !g->trans ? "N" : z ? "C" : "T";
+    if (z && f) zunmqr_(side, tr, &cm, &cn, &k, (void *)A, &lda, (const void *)t, (void *)C, &cm, work, &lw, &info, 1, 1);
+    else if (z) cunmqr_(side, tr, &cm, &cn, &k, (void *)A, &lda, (const void *)t, (void *)C, &cm, work, &lw, &info, 1, 1);
+    else if (f) dormqr_(side, tr, &cm, &cn, &k, (void *)A, &lda, (const void *)t, (void *)C, &cm, work, &lw, &info, 1, 1);
+    else sormqr_(side, tr, &cm, &cn, &k, (void *)A, &lda, (const void *)t, (void *)C, &cm, work, &lw, &info, 1, 1);
+    from_cm_es(o, C, g->ucols, g->vrows, g->ucols, es);
+  }
+}
+
 ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                            ft_array *const *out, void *scratch) {
-  int want_in = e->prim == FT_P_HOUSEHOLDER_PRODUCT ? 2 : 1;
+  int want_in = e->prim == FT_P_HOUSEHOLDER_PRODUCT ? 2 : e->prim == FT_P_ORMQR ? 3 : 1;
   if (e->n_in != want_in)
     return ft_set_error(ctx, FT_ERR_TYPE, "%s: expects %d operand(s)", ft_prim_get(e->prim)->name,
                         want_in);
@@ -635,6 +732,11 @@ ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
   int64_t m = g.m, n = g.n, k = g.k;
   ft_blas_single_thread();
   if (!ft_blas_enter()) return ft_blas_nomem(ctx);
+  if (g.p == FT_P_GEQRF || g.p == FT_P_ORMQR) {
+    qrx_batch(&g, S, &P, in, out);
+    ft_blas_leave();
+    return FT_OK;
+  }
   if (g.cpx) {
     cpx_batch(&g, S, &P, in, out);
     ft_blas_leave();

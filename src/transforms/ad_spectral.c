@@ -459,7 +459,8 @@ static bool jvp_eig(jvp_call *c) {
 
 bool ad_spectral_prim(ft_prim p) {
   return p == FT_P_EIGH || p == FT_P_SVD || p == FT_P_QR || p == FT_P_EIG || p == FT_P_SCHUR ||
-         p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL || p == FT_P_HOUSEHOLDER_PRODUCT;
+         p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL || p == FT_P_HOUSEHOLDER_PRODUCT ||
+         p == FT_P_GEQRF || p == FT_P_ORMQR;
 }
 
 bool jvp_spectral(jvp_call *c) {
@@ -476,7 +477,7 @@ bool jvp_spectral(jvp_call *c) {
 
 const char *ft_spectral_jvp_status(ft_prim p) {
   if (p == FT_P_SCHUR || p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL ||
-      p == FT_P_HOUSEHOLDER_PRODUCT)
+      p == FT_P_HOUSEHOLDER_PRODUCT || p == FT_P_GEQRF || p == FT_P_ORMQR)
     return "unsupported: JAX defines no derivative for this decomposition";
   return NULL;
 }
@@ -486,9 +487,10 @@ const char *ft_spectral_jvp_status(ft_prim p) {
 /* The decompositions work on the last two axes: the batch axis goes to
  * the front and every result is batched there. */
 bool bt_spectral(bt_call *c) {
-  ft_var *x[2];
-  for (int i = 0; i < c->n_in && i < 2; i++) /* householder_product: both, mapped or not */
+  ft_var *x[3];
+  if (c->n_in > 3) return tx_fail(c->t, FT_ERR_INTERNAL, "vmap: too many operands"), false;
+  for (int i = 0; i < c->n_in; i++) /* householder_product, ormqr: all, mapped or not */
     x[i] = bt_match(c->t, c->x[i], c->xb[i], 0, c->s->size);
   for (int k = 0; k < c->n_out; k++) c->yb[k] = 0;
-  return tx_emitn(c->t, c->e->prim, c->params, c->n_in < 2 ? c->n_in : 2, x, c->n_out, c->y);
+  return tx_emitn(c->t, c->e->prim, c->params, c->n_in, x, c->n_out, c->y);
 }

@@ -35,7 +35,7 @@ const char *ft_jvp_rule_status(ft_prim p) {
     return "unsupported: the JVP of pmax/pmin (the tangent at the chosen index) is the next slice of "
            "issue 27 (docs/spmd.md)";
   case FT_P_QR: case FT_P_EIG: case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL:
-  case FT_P_HOUSEHOLDER_PRODUCT:
+  case FT_P_HOUSEHOLDER_PRODUCT: case FT_P_GEQRF: case FT_P_ORMQR:
     return ft_spectral_jvp_status(p); /* linalg2 */
   default: return ad_linalg_jvp_status(p); /* ad_linalg.c */
   }

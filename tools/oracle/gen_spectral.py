@@ -178,6 +178,23 @@ def register():
         ("jvp",))
     reg_c("qr__cpx_pivoting", lambda a: jqr(a, pivoting=True), [cunif((4, 4))], ())
 
+    # ---- geqrf (jnp.linalg.qr(mode="raw")) and ormqr (jax.lax.linalg.ormqr): no derivative in JAX
+    lla = __import__("jax.lax.linalg", fromlist=["ormqr"])
+    reg("geqrf__raw", lambda a: la.qr(a, mode="raw"), [unif((4, 3))], ("vmap",))
+    reg("geqrf__wide", lambda a: la.qr(a, mode="raw"), [unif((2, 3, 5))], ())
+
+    def orm(left, tr):
+        def f(a, c):
+            h, tau = la.qr(a, mode="raw")
+            return lla.ormqr(h.T, tau, c, left=left, transpose=tr)
+        return f
+    for left, tr, cs in ((True, False, (4, 2)), (True, True, (4, 2)), (False, False, (2, 4)),
+                         (False, True, (2, 4))):
+        reg(f"ormqr__{'l' if left else 'r'}{'t' if tr else ''}", orm(left, tr), [unif((4, 3)), unif(cs)],
+            ("vmap",) if left and not tr else ())
+    reg_c("geqrf__cpx", lambda a: la.qr(a, mode="raw"), [cunif((4, 3))], ())
+    reg_c("ormqr__cpx_lt", orm(True, True), [cunif((4, 3)), cunif((4, 2))], ())
+
     # ---- schur, hessenberg, tridiagonal (JAX defines no derivative)
     import jax.scipy.linalg as jsl
     from jax import lax
