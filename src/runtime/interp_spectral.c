@@ -207,6 +207,14 @@ static bool sp_query_cpx(sp_geom *g) {
     if (o > need) need = o;
     break;
   }
+  case FT_P_EIG: {
+    const char *jl = g->left ? "V" : "N", *jr = g->right ? "V" : "N";
+    if (g->f64) zgeev_(jl, jr, &n, A, &n, A, A, &n, A, &n, W, &q, rw, &info, 1, 1);
+    else cgeev_(jl, jr, &n, A, &n, A, A, &n, A, &n, W, &q, srw, &info, 1, 1);
+    need = g->f64 ? zw[0] : cw[0];
+    rneed = 2.0 * (double)g->n;
+    break;
+  }
   case FT_P_GEQRF:
     if (g->f64) zgeqrf_(&m, &n, A, &m, A, W, &q, &info);
     else cgeqrf_(&m, &n, A, &m, A, W, &q, &info);
@@ -237,7 +245,7 @@ static ft_status sp_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, sp_
   g->p = e->prim;
   g->cpx = a->dtype == FT_C64 || a->dtype == FT_C128;
   if (g->cpx && e->prim != FT_P_EIGH && e->prim != FT_P_SVD && e->prim != FT_P_QR &&
-      e->prim != FT_P_GEQRF && e->prim != FT_P_ORMQR)
+      e->prim != FT_P_GEQRF && e->prim != FT_P_ORMQR && e->prim != FT_P_EIG)
     return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
                         "%s: complex operands (%s) are not supported by the CPU kernels yet; "
                         "f32 and f64 are (complex eigh, svd and qr are)", name, ft_dtype_name(a->dtype));
@@ -591,6 +599,17 @@ static ft_lapack_int cpx_one(const sp_geom *g, char *S, const sp_parts *P, const
     }
     return info;
   }
+  case FT_P_EIG: { /* ?geev on complex: w and the vectors come back complex */
+    char *w = (char *)out[0]->data + (size_t)(b * g->n) * es;
+    char *vl = g->left ? (char *)out[1]->data + (size_t)(b * g->n * g->n) * es : NULL;
+    char *vr = g->right ? (char *)out[1 + g->left]->data + (size_t)(b * g->n * g->n) * es : NULL;
+    const char *jl = g->left ? "V" : "N", *jr = g->right ? "V" : "N";
+    if (f) zgeev_(jl, jr, &n, (void *)A, &n, (void *)w, (void *)U, &n, (void *)VT, &n, work, &lw, rwork, &info, 1, 1);
+    else cgeev_(jl, jr, &n, (void *)A, &n, (void *)w, (void *)U, &n, (void *)VT, &n, work, &lw, rwork, &info, 1, 1);
+    if (info == 0 && vl) from_cm_es(vl, U, g->n, g->n, g->n, es);
+    if (info == 0 && vr) from_cm_es(vr, VT, g->n, g->n, g->n, es);
+    return info;
+  }
   default: { /* qr, as qr_one */
     ft_lapack_int qc = (ft_lapack_int)g->ucols;
     int64_t rrows = g->full ? g->m : g->k;
@@ -654,10 +673,11 @@ static void cpx_batch(const sp_geom *g, char *S, const sp_parts *P, ft_array *co
       if (g->pivot) memset((int32_t *)out[2]->data + b * n, 0, sizeof(int32_t) * (size_t)n);
       continue;
     }
-    if (g->p == FT_P_EIGH && n == 0) continue;
+    if ((g->p == FT_P_EIGH || g->p == FT_P_EIG) && n == 0) continue;
     info = cpx_one(g, S, P, a, out, b);
+    int nres = g->p == FT_P_EIG ? 1 + g->left + g->right : g->p == FT_P_SVD && !g->uv ? 1 : 2 + (g->p == FT_P_SVD);
     if (info)
-      for (int o = 0; o < (g->p == FT_P_SVD && !g->uv ? 1 : 2 + (g->p == FT_P_SVD)); o++) {
+      for (int o = 0; o < nres; o++) {
         int64_t per = ft_aval_size(&out[o]->aval) / g->batch;
         bool c = ft_dtype_is_complex(out[o]->aval.dtype);
         fill((char *)out[o]->data + (size_t)(b * per) * (c ? es : rs), f, c ? 2 * per : per, NAN);

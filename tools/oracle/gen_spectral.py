@@ -171,6 +171,11 @@ def register():
     reg_c("qr__cpx_complete", lambda a: la.qr(a, mode="complete"), [cunif((4, 3))], ())
     reg_c("qr__cpx_wide", la.qr, [cunif((2, 3, 4))], ())
 
+    reg_c("eig__cpx", la.eig, [cunif((3, 3))], ("vmap",))
+    reg_c("eig__cpx_left", lambda a: __import__("jax").lax.linalg.eig(a, compute_left_eigenvectors=True),
+          [cunif((3, 3))], ())
+    reg_c("eigvals__cpx_jvp", la.eigvals, [cunif((3, 3))], ("jvp",))
+
     # ---- pivoted QR (jax.scipy.linalg.qr(pivoting=True): qr[pivoting=True], ?geqp3)
     jqr = __import__("jax.scipy.linalg", fromlist=["qr"]).qr
     reg("qr__pivoting", lambda a: jqr(a, pivoting=True), [unif((4, 3))], ("jvp", "vmap"))
