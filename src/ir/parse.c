@@ -998,6 +998,75 @@ static void check_named(ft_parser *p, ft_jaxpr *top) {
   if (p->n_named) check_cycles(p, top, 0);
 }
 
+/* JAX hoists a jaxpr object that several custom_linear_solve equations
+ * share (the tangent or transposed solve reuses the primal one's jaxprs)
+ * as a top-level `let jaxpr = { ... } in`, yet prints it in full inside
+ * each _LinearSolveTuple (str(ClosedJaxpr), a program of its own), so no
+ * name in the text refers to it; so are jaxprs nested in those programs
+ * (the jit of _lu_solve that two solves share). A top-level hoisted jaxpr
+ * that nothing references is such a shared object: each jaxpr in a tuple's
+ * programs printing the same text (as a program of its own) is taken to be
+ * that object, so printing hoists it where JAX did. Equal text is an equal computation, so sharing
+ * changes no result. */
+typedef struct share_cands {
+  ft_jaxpr **j;
+  char **text;
+  int n;
+} share_cands;
+
+static void share_visit(ft_parser *p, ft_jaxpr *j, share_cands *c, int depth, bool inside);
+
+/* inside: v is in a program a _LinearSolveTuple prints on its own, where
+ * the text shows no sharing with the outer program's objects. */
+static void share_visit_pval(ft_parser *p, ft_pval *v, share_cands *c, int depth, bool inside) {
+  if (v->tag == FT_PV_TUPLE)
+    for (int i = 0; i < v->n; i++) share_visit_pval(p, &v->u.items[i], c, depth, inside);
+  if (v->tag != FT_PV_JAXPR) return;
+  if (inside && !named_of(p, v->u.jaxpr)) {
+    char *s = ft_jaxpr_print(NULL, v->u.jaxpr);
+    if (!s) ft_parse_fail(p, 0, "out of memory");
+    for (int q = 0; q < c->n; q++)
+      if (!strcmp(s, c->text[q])) {
+        v->u.jaxpr = c->j[q];
+        break;
+      }
+    free(s);
+  }
+  ft_named *e = named_of(p, v->u.jaxpr);
+  if (e && e->mark == 3) return;
+  if (e) e->mark = 3;
+  share_visit(p, v->u.jaxpr, c, depth + 1, inside);
+}
+
+static void share_visit(ft_parser *p, ft_jaxpr *j, share_cands *c, int depth, bool inside) {
+  if (depth > 10000) return; /* check_cycles bounds the nesting first */
+  for (int i = 0; i < j->n_eqn; i++) {
+    ft_eqn *e = &j->eqns[i];
+    bool in = inside || e->prim == FT_P_CUSTOM_LINEAR_SOLVE;
+    for (int t = 0; t < ft_prim_get(e->prim)->n_params; t++) share_visit_pval(p, &e->params[t], c, depth, in);
+  }
+}
+
+static void share_lstuple_jaxprs(ft_parser *p, ft_jaxpr *top) {
+  share_cands c = {0};
+  int n = 0;
+  for (int i = 0; i < p->n_named; i++) n += p->named[i].state == DEFINED && p->named[i].mark == 0;
+  if (!n) return;
+  c.j = palloc(p, p->tmp, sizeof *c.j * (size_t)n);
+  c.text = palloc(p, p->tmp, sizeof *c.text * (size_t)n);
+  for (int i = 0; i < p->n_named; i++) {
+    if (p->named[i].state != DEFINED || p->named[i].mark != 0) continue;
+    char *s = ft_jaxpr_print(NULL, p->named[i].j);
+    if (!s) ft_parse_fail(p, 0, "out of memory");
+    size_t len = strlen(s);
+    char *t = palloc(p, p->tmp, len + 1);
+    memcpy(t, s, len + 1);
+    free(s);
+    c.j[c.n] = p->named[i].j, c.text[c.n++] = t;
+  }
+  share_visit(p, top, &c, 0, false);
+}
+
 static ft_jaxpr *parse_top(ft_parser *p, ft_jaxpr *top) {
   parse_hoisted(p);
   ft_parse_skip_ws(p);
@@ -1006,6 +1075,7 @@ static ft_jaxpr *parse_top(ft_parser *p, ft_jaxpr *top) {
   ft_parse_skip_ws(p);
   if (p->pos < p->len) ft_parse_fail(p, p->pos, "unexpected text after the jaxpr");
   check_named(p, top);
+  share_lstuple_jaxprs(p, top);
   return top;
 }
 

@@ -1909,12 +1909,44 @@ static ft_status rule_householder_product(R *r) {
   return put(r, q);
 }
 
+static ft_status rule_geqrf(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, false))) return st;
+  const ft_aval *a = &r->in[0];
+  int64_t m = a->dims[a->rank - 2], n = a->dims[a->rank - 1];
+  ft_aval q = *a, t = *a;
+  q.weak_type = t.weak_type = false;
+  t.rank--, t.dims[t.rank - 1] = m < n ? m : n;
+  if ((st = put(r, q))) return st;
+  return put(r, t);
+}
+
+/* JAX's _ormqr_shape_rule: c's rows (left) or columns (right) are a's rows;
+ * the result is c's aval. */
+static ft_status rule_ormqr(R *r) {
+  ft_status st;
+  if ((st = spectral_operand(r, false))) return st;
+  const ft_aval *a = &r->in[0], *t = &r->in[1], *c = &r->in[2];
+  int rk = a->rank;
+  int64_t m = a->dims[rk - 2], n = a->dims[rk - 1];
+  bool left = opt_bool(r, "left", true);
+  bool ok = t->dtype == a->dtype && c->dtype == a->dtype && t->rank == rk - 1 && c->rank == rk &&
+            t->dims[rk - 2] <= (m < n ? m : n);
+  for (int d = 0; ok && d < rk - 2; d++) ok = t->dims[d] == a->dims[d] && c->dims[d] == a->dims[d];
+  if (!ok)
+    return fail(r, FT_ERR_SHAPE, "taus %s and c %s must have a %s's dtype and batch, taus [..., k] with "
+                "k <= min(m, n)", S(r, t), S(r, c), S(r, a));
+  if (c->dims[rk - (left ? 2 : 1)] != m)
+    return fail(r, FT_ERR_SHAPE, "ormqr with left=%s expects c %s to have as many %s as a %s has rows",
+                left ? "True" : "False", S(r, c), left ? "rows" : "columns", S(r, a));
+  ft_aval o = *c;
+  o.weak_type = false;
+  return put(r, o);
+}
+
 static ft_status rule_qr(R *r) {
   ft_status st;
   if ((st = spectral_operand(r, false))) return st;
-  if (opt_bool(r, "pivoting", false))
-    return fail(r, FT_ERR_UNSUPPORTED,
-                "pivoting=True (column-pivoted QR, LAPACK geqp3) is not supported");
   if (!param(r, "full_matrices")) return fail(r, FT_ERR_TYPE, "missing param full_matrices");
   const ft_aval *a = &r->in[0];
   int rk = a->rank;
@@ -1925,7 +1957,11 @@ static ft_status rule_qr(R *r) {
   q.dims[rk - 1] = full ? m : k;
   rr.dims[rk - 2] = full ? m : k;
   if ((st = put(r, q))) return st;
-  return put(r, rr);
+  if ((st = put(r, rr))) return st;
+  if (!opt_bool(r, "pivoting", false)) return FT_OK;
+  ft_aval p = *a; /* pivoting: the column permutation, i32 [..., n] */
+  p.rank = rk - 1, p.dims[rk - 2] = n, p.dtype = FT_I32, p.weak_type = false;
+  return put(r, p);
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -1966,6 +2002,8 @@ static ft_status dispatch(R *r) {
   case FT_P_SVD: return rule_svd(r);
   case FT_P_EIG: return rule_eig(r);
   case FT_P_HOUSEHOLDER_PRODUCT: return rule_householder_product(r);
+  case FT_P_GEQRF: return rule_geqrf(r);
+  case FT_P_ORMQR: return rule_ormqr(r);
   case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: return rule_reduction(r);
   case FT_P_GATHER: return rule_gather(r);
   case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER_MIN:

@@ -1,5 +1,6 @@
 /* src/lower/control.c: control flow in compiled code (DESIGN.md §6). A
- * cond, while, scan, jit, custom_jvp_call or custom_vjp_call equation
+ * cond, while, scan, jit, custom_jvp_call, custom_vjp_call or
+ * custom_linear_solve (its solve jaxpr on its consts and b) equation
  * becomes one FT_STEP_CONTROL step driving sub-programs: each sub-jaxpr is
  * planned like a top-level jaxpr (fusion, GEMM, reductions, nested control)
  * and its kernels are compiled in the top program's one LLVM module
@@ -25,8 +26,9 @@ struct ft_control {
   ft_prim prim;
   int n_sub;
   sub *subs;
-  int nconst, bconst, ncarry; /* while: cond/body consts; scan: consts; carries */
-  int nx, ny;                 /* scan */
+  int nconst, bconst, ncarry; /* while: cond/body consts; scan: consts; carries;
+                               * custom_linear_solve: offset and count of the solve's consts */
+  int nx, ny;                 /* scan; custom_linear_solve: nx right-hand sides */
   int64_t len;
   bool rev;
   void **carry[2];            /* while/scan: two sets of carries */
@@ -166,6 +168,12 @@ static bool fits(ft_control *c, const ft_eqn *e) {
     }
     return true;
   }
+  case FT_P_CUSTOM_LINEAR_SOLVE: {
+    const ft_program *q = s[0].p;
+    int ns = c->bconst, nb = c->nx;
+    return q->n_args == ns + nb && q->n_out == e->n_out && takes(q, 0, e, c->nconst, ns) &&
+           takes(q, ns, e, e->n_in - nb, nb) && gives(q, 0, e, 0, e->n_out);
+  }
   default:
     return s[0].p->n_args == e->n_in && s[0].p->n_out == e->n_out && takes(s[0].p, 0, e, 0, e->n_in) &&
            gives(s[0].p, 0, e, 0, e->n_out);
@@ -214,9 +222,21 @@ ft_control *ft_control_new(ft_ctx *ctx, const ft_eqn *e, const ft_plan_options *
   case FT_P_CUSTOM_LIN: /* never run forward: the interpreter step reports it */
     *why = "custom_lin is only meaningful under transposition";
     goto unfit;
-  case FT_P_CUSTOM_LINEAR_SOLVE: /* an interpreter step (its solve jaxpr takes some operands) */
-    *why = "custom_linear_solve is not compiled yet (docs/linalg.md)";
-    goto unfit;
+  case FT_P_CUSTOM_LINEAR_SOLVE: { /* the solve jaxpr on its consts and b (interp_control.c) */
+    const ft_pval *cl = ft_eqn_param(e, "const_lengths"), *sj = ft_eqn_param(e, "jaxprs");
+    if (!ft_lstuple_ok(cl) || !ft_lstuple_ok(sj) || sj->u.items[2].tag != FT_PV_JAXPR) goto unfit;
+    int64_t nc = 0;
+    for (int i = 0; i < 4; i++) {
+      if (cl->u.items[i].tag != FT_PV_INT || cl->u.items[i].u.i < 0 || cl->u.items[i].u.i > e->n_in) goto unfit;
+      if (i == 2) c->nconst = (int)nc;
+      nc += cl->u.items[i].u.i;
+    }
+    if (nc > e->n_in) goto unfit;
+    c->bconst = (int)cl->u.items[2].u.i;
+    c->nx = e->n_in - (int)nc; /* the right-hand sides, operands [nc, n_in) */
+    js[n++] = sj->u.items[2].u.jaxpr;
+    break;
+  }
   default: js[n++] = param_jaxpr(e, "call_jaxpr"); break;
   }
   for (int i = 0; i < n; i++) {
@@ -372,6 +392,11 @@ ft_status ft_control_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
       if (c->cbytes[i]) memcpy(out[i], c->carry[cur][i], c->cbytes[i]);
     break;
   }
+  case FT_P_CUSTOM_LINEAR_SOLVE: /* the solve jaxpr's consts, then b */
+    memcpy(arg, in + c->nconst, sizeof *arg * (size_t)c->bconst);
+    memcpy(arg + c->bconst, in + ni - c->nx, sizeof *arg * (size_t)c->nx);
+    st = run_sub(ctx, &c->subs[0], arg, out);
+    break;
   default:
     st = run_sub(ctx, &c->subs[0], in, out);
     break;
@@ -390,6 +415,7 @@ void ft_control_describe(const ft_control *c, char *buf, size_t n) {
     char nm[32];
     if (c->prim == FT_P_COND) snprintf(nm, sizeof nm, "branch %d", i);
     else if (c->prim == FT_P_WHILE) snprintf(nm, sizeof nm, "%s", wnames[i]);
+    else if (c->prim == FT_P_CUSTOM_LINEAR_SOLVE) snprintf(nm, sizeof nm, "solve");
     else snprintf(nm, sizeof nm, "body");
     w += snprintf(buf + w, n - (size_t)w, "%s%s: %d steps, %d fallback", i ? "; " : "", nm,
                   q->n_steps, q->n_fallback);

@@ -1562,9 +1562,7 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   if (!P->why[idx]) {
     switch (fam) {
     case FT_FAM_CONTROL:
-      P->why[idx] = e->prim == FT_P_CUSTOM_LINEAR_SOLVE
-                        ? "custom_linear_solve is not compiled yet (docs/linalg.md)"
-                        : "control flow whose sub-jaxprs do not fit its operands";
+      P->why[idx] = "control flow whose sub-jaxprs do not fit its operands";
       break;
     case FT_FAM_LAYOUT: P->why[idx] = "layout operation is not compiled yet"; break;
     case FT_FAM_CUMULATIVE: P->why[idx] = "cumulative operations are not compiled yet"; break;
@@ -1701,9 +1699,6 @@ void ft_program_free(ft_program *p) {
 const char *ft_lower_rule_status(ft_prim p) {
   if (p == FT_P_CUSTOM_LIN) /* its interpreter step refuses to run, as JAX's impl does */
     return "n/a: custom_lin is only meaningful under transposition (it never runs forward)";
-  if (p == FT_P_CUSTOM_LINEAR_SOLVE)
-    return "unsupported: runs as an interpreter step: custom_linear_solve is not compiled yet "
-           "(docs/linalg.md)";
   switch (ft_prim_get(p)->family) {
   case FT_FAM_UNARY:
     return NULL; /* reduce_precision: a routine step (the interpreter's body) */

@@ -143,6 +143,8 @@ DEF_MAXMIN(double, f64)
 DEF_IPOW(float, f32, ft_round_to)
 DEF_IPOW(double, f64, NO_ROUND)
 
+static void ipow_cpx(ft_dtype dt, double xr, double xi, int64_t y, double *rr, double *ri);
+
 /* ------------------------------------------------------------------- unary */
 /* One body for float and double: tgmath picks floor/sqrt/... by type, FTM
  * picks the shared math library's f32/f64 function. */
@@ -433,6 +435,15 @@ ft_status ft_interp_unary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_
     break;
   }
   case WK_CPX:
+    if (e->prim == FT_P_INTEGER_POW) {
+      for (int64_t i = 0; i < n; i++) {
+        double re, im, rr, ri;
+        ft_get_c128(a, i, &re, &im);
+        ipow_cpx(dt, re, im, y, &rr, &ri);
+        ft_set_c128(o, i, rr, ri);
+      }
+      break;
+    }
     if (e->prim == FT_P_ABS) { /* complex -> real magnitude */
       for (int64_t i = 0; i < n; i++) {
         double re, im;
@@ -572,6 +583,31 @@ static bool binary_cpx(ft_prim p, ft_dtype dt, double ar, double ai, double br, 
   case FT_P_POW: ft_vm_cpow_f64(ar, ai, br, bi, rr, ri); return true;
   default: return false;
   }
+}
+
+/* integer_pow of a complex number: the squarings and products of ipow_f32
+ * in complex arithmetic (c64 rounded to single precision at each step, as
+ * binary_cpx), a negative power the reciprocal of the positive one (JAX's
+ * _integer_pow lowering: multiplies, then 1 / acc). */
+static void ipow_cpx(ft_dtype dt, double xr, double xi, int64_t y, double *rr, double *ri) {
+  if (y == 0) {
+    *rr = 1, *ri = 0;
+    return;
+  }
+  bool recip = y < 0, have = false;
+  uint64_t n = recip ? (uint64_t)0 - (uint64_t)y : (uint64_t)y;
+  double ar = 0, ai = 0;
+  while (n > 0) {
+    if (n & 1) {
+      if (have) binary_cpx(FT_P_MUL, dt, ar, ai, xr, xi, &ar, &ai);
+      else ar = xr, ai = xi;
+      have = true;
+    }
+    n >>= 1;
+    if (n > 0) binary_cpx(FT_P_MUL, dt, xr, xi, xr, xi, &xr, &xi);
+  }
+  if (recip) binary_cpx(FT_P_DIV, dt, 1, 0, ar, ai, rr, ri);
+  else *rr = ar, *ri = ai;
 }
 
 /* nextafter on the grid of a 16-bit format (its own bits, not f32's). */

@@ -87,7 +87,8 @@ static size_t solve_scratch(const ft_eqn *e) { return ft_solve_rule_scratch(e); 
 static ft_rule_into_fn spectral_rule(ft_prim p) {
   switch (p) {
   case FT_P_QR: case FT_P_EIGH: case FT_P_SVD: case FT_P_EIG: case FT_P_SCHUR:
-  case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: case FT_P_HOUSEHOLDER_PRODUCT:
+  case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: case FT_P_HOUSEHOLDER_PRODUCT: case FT_P_GEQRF:
+  case FT_P_ORMQR:
     return ft_spectral_into; /* interp_spectral.c */
   default: return NULL;
   }
@@ -96,7 +97,8 @@ static ft_rule_into_fn spectral_rule(ft_prim p) {
 static size_t spectral_scratch(const ft_eqn *e) {
   switch (e->prim) {
   case FT_P_QR: case FT_P_EIGH: case FT_P_SVD: case FT_P_EIG: case FT_P_SCHUR:
-  case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: case FT_P_HOUSEHOLDER_PRODUCT:
+  case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: case FT_P_HOUSEHOLDER_PRODUCT: case FT_P_GEQRF:
+  case FT_P_ORMQR:
     return ft_spectral_scratch(e);
   default: return 0;
   }

@@ -28,8 +28,6 @@ bool ad_linalg_prim(ft_prim p) {
   }
 }
 
-#define CLS_NO_BATCHING "unsupported: custom_linear_solve has no batching rule yet (docs/linalg.md)"
-
 const char *ad_linalg_jvp_status(ft_prim p) {
   switch (p) {
   case FT_P_CHOLESKY_UPDATE:
@@ -48,7 +46,6 @@ const char *ad_linalg_transpose_status(ft_prim p) {
 }
 
 const char *ad_linalg_batch_status(ft_prim p) {
-  if (p == FT_P_CUSTOM_LINEAR_SOLVE) return CLS_NO_BATCHING;
   if (p == FT_P_CHOLESKY_UPDATE)
     return "unsupported: JAX's cholesky_update has no batching rule (supports_batching=False)";
   return NULL;

@@ -104,6 +104,9 @@ static bool jvp_eigh(jvp_call *c) {
   tx *t = c->t;
   ft_var *v = c->y[0], *w = c->y[1], *da = c->dx[0];
   if (!da) return true;
+  if (ft_dtype_is_complex(v->aval.dtype))
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of eigh: complex (Hermitian) operands are not supported yet"),
+           false;
   int64_t n = v->aval.dims[v->aval.rank - 1];
   ft_var *eye = eye_of(t, &v->aval);
   ft_var *dw = tx_sub(t, bc_vec(t, w, true, n), bc_vec(t, w, false, n));
@@ -120,6 +123,8 @@ static bool jvp_svd(jvp_call *c) {
   const ft_eqn *e = c->e;
   ft_var *A = c->x[0], *dA = c->dx[0];
   if (!dA) return true;
+  if (ft_dtype_is_complex(A->aval.dtype))
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of svd: complex operands are not supported yet"), false;
   int r = A->aval.rank;
   int64_t m = A->aval.dims[r - 2], n = A->aval.dims[r - 1];
   bool uv = pget_bool(FT_P_SVD, c->params, "compute_uv", true);
@@ -300,6 +305,14 @@ static bool jvp_qr(jvp_call *c) {
   bool full = pget_bool(FT_P_QR, c->params, "full_matrices", true);
   if (ft_dtype_is_complex(x->aval.dtype))
     return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of qr: complex operands are not supported"), false;
+  if (pget_bool(FT_P_QR, c->params, "pivoting", false)) { /* JAX: dx = dx[..., p] */
+    if (rk != 2)
+      return tx_fail(t, FT_ERR_UNSUPPORTED,
+                     "jvp of qr: pivoting=True with batch dimensions (JAX's rule indexes dx[..., p] "
+                     "with the batched permutation, an outer index; vmap the unbatched qr instead)"),
+             false;
+    dx = mT(t, rows_permuted(t, mT(t, dx), c->y[2]));
+  }
   if (m < n) {
     ft_var *x2 = sub_mat(t, x, 0, m, m, n), *dx1 = sub_mat(t, dx, 0, m, 0, m);
     ft_var *dx2 = sub_mat(t, dx, 0, m, m, n), *r1 = sub_mat(t, r, 0, m, 0, m);
@@ -320,9 +333,134 @@ static bool jvp_qr(jvp_call *c) {
   return !t->failed;
 }
 
+/* ---------------------------------------------------------------- eig */
+
+static ft_var *conj_c(tx *t, ft_var *x) {
+  if (!x || t->failed) return NULL;
+  ft_pval *ps = tx_params(t, FT_P_CONJ);
+  if (!ps) return NULL;
+  pset(FT_P_CONJ, ps, "input_dtype", ft_pv_dtype(x->aval.dtype));
+  return tx_emit(t, FT_P_CONJ, ps, 1, &x);
+}
+
+static ft_var *tsolve_left(tx *t, ft_var *a, ft_var *b, bool lower, bool unit) {
+  if (!a || !b || t->failed) return NULL;
+  ft_pval *ps = tx_params(t, FT_P_TRIANGULAR_SOLVE);
+  if (!ps) return NULL;
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "left_side", ft_pv_bool(true));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "lower", ft_pv_bool(lower));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "transpose_a", ft_pv_bool(false));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "conjugate_a", ft_pv_bool(false));
+  pset(FT_P_TRIANGULAR_SOLVE, ps, "unit_diagonal", ft_pv_bool(unit));
+  return tx_emit(t, FT_P_TRIANGULAR_SOLVE, ps, 2, (ft_var *[]){a, b});
+}
+
+/* a^-1 b for a [..., n, n] and b [..., n, k], as JAX's _solve computes
+ * it (lu of a with partial pivoting, b's rows permuted, a unit-lower then
+ * an upper triangular solve: lu_solve with trans=0). JAX wraps these in a
+ * custom_linear_solve (vmapped over b's columns) so that its own JVP and
+ * transpose reuse the factorization; here a is a primal value, so the
+ * solve is linear in b through triangular_solve and gather alone. */
+static ft_var *lu_solve_mat(tx *t, ft_var *a, ft_var *b) {
+  if (!a || !b || t->failed) return NULL;
+  ft_var *lu[3];
+  if (!tx_emitn(t, FT_P_LU, tx_params(t, FT_P_LU), 1, &a, 3, lu)) return NULL;
+  ft_var *x = rows_permuted(t, b, lu[2]);
+  return tsolve_left(t, lu[0], tsolve_left(t, lu[0], x, true, true), false, false);
+}
+
+/* x summed over axis ax (negative: from the end). */
+static ft_var *sum_axis(tx *t, ft_var *x, int ax) {
+  if (!x) return NULL;
+  int64_t a = ax < 0 ? x->aval.rank + ax : ax;
+  return tx_reduce_sum(t, x, 1, &a);
+}
+
+/* x [..., k] as [..., 1, k] (JAX's expand_dims(x, (ndim - 2,))) broadcast
+ * against [..., n, k]. */
+static ft_var *row_bc(tx *t, ft_var *x, int64_t n) { return bc_vec(t, x, true, n); }
+
+/* JAX's _eig_vec_jvp: with P = v^-1 da v, dw = diag(P), U = v (F * P)
+ * where F[i,j] = 1/(w_j - w_i) off the diagonal, and dv = U + v c with
+ * c_j = -Re(v_j^H u_j) - i Im(u_kj) / Re(v_kj), k = argmax_i |v_ij| (the
+ * normalisation LAPACK's geev fixes). */
+static void eig_vec_jvp(tx *t, ft_var *w, ft_var *v, ft_var *da, ft_var **dw, ft_var **dv) {
+  int r = v->aval.rank;
+  int64_t n = v->aval.dims[r - 1];
+  ft_dtype cd = v->aval.dtype;
+  ft_var *eye = eye_of(t, &v->aval);
+  ft_var *Fm = tx_sub(t, tx_integer_pow(t, tx_sub(t, tx_add(t, eye, row_bc(t, w, n)), bc_vec(t, w, false, n)), -1),
+                      eye);
+  ft_var *P = mm(t, lu_solve_mat(t, v, da), false, v, false);
+  if (dw) *dw = diag_of(t, P);
+  ft_var *U = mm(t, v, false, tx_mul(t, Fm, P), false);
+  ft_pval *ap = tx_params(t, FT_P_ARGMAX);
+  if (!ap || t->failed) return;
+  int64_t ax = r - 2;
+  pset(FT_P_ARGMAX, ap, "axes", ft_pv_ints(t->a, 1, &ax));
+  pset(FT_P_ARGMAX, ap, "index_dtype", ft_pv_dtype(FT_I32));
+  ft_var *av = tx_unop(t, FT_P_ABS, v);
+  ft_var *k = av ? tx_emit(t, FT_P_ARGMAX, ap, 1, &av) : NULL;
+  ft_pval *ip = tx_params(t, FT_P_IOTA);
+  if (!ip || !k) return;
+  pset(FT_P_IOTA, ip, "dimension", ft_pv_int(r - 2));
+  pset(FT_P_IOTA, ip, "dtype", ft_pv_dtype(FT_I32));
+  pset(FT_P_IOTA, ip, "shape", ft_pv_ints(t->a, r, v->aval.dims));
+  ft_var *io = tx_emit(t, FT_P_IOTA, ip, 0, NULL);
+  ft_var *mask = tx_convert(t, tx_binop(t, FT_P_EQ, io, row_bc(t, k, n)), cd);
+  ft_var *re = tx_neg(t, tx_unop(t, FT_P_REAL, sum_axis(t, tx_mul(t, conj_c(t, v), U), -2)));
+  ft_var *im = tx_div(t, tx_neg(t, tx_unop(t, FT_P_IMAG, sum_axis(t, tx_mul(t, mask, U), -2))),
+                      tx_unop(t, FT_P_REAL, sum_axis(t, tx_mul(t, mask, v), -2)));
+  ft_var *cc = tx_binop(t, FT_P_COMPLEX, re, im);
+  *dv = tx_add(t, U, tx_mul(t, v, row_bc(t, cc, n)));
+}
+
+/* JAX's eig_jvp_rule: eigenvalues only, dw = sum(v^-1 da * v^T, -1);
+ * with eigenvectors (which JAX differentiates only under
+ * enable_eigvec_derivs=True) _eig_vec_jvp for vr, and for vl with conj(w)
+ * and da^H. An eig without right eigenvectors is bound again with them,
+ * as JAX's rule does. */
+static bool jvp_eig(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *a = c->x[0], *da = c->dx[0];
+  if (!da) return true;
+  bool left = pget_bool(FT_P_EIG, c->params, "compute_left_eigenvectors", false);
+  bool right = pget_bool(FT_P_EIG, c->params, "compute_right_eigenvectors", true);
+  bool derivs = pget_bool(FT_P_EIG, c->params, "enable_eigvec_derivs", false);
+  if ((left || right) && !derivs)
+    return tx_fail(t, FT_ERR_UNSUPPORTED,
+                   "jvp of eig: Derivatives of non-symmetric eigenvectors are only valid under "
+                   "assumptions on the input that JAX cannot check (see the enable_eigvec_derivs "
+                   "argument to jax.lax.linalg.eig). Pass enable_eigvec_derivs=True to "
+                   "jax.lax.linalg.eig to opt in (JAX's message)"), false;
+  int no = c->e->n_out;
+  ft_var *w = c->y[0], *vl = left ? c->y[1] : NULL, *vr = right ? c->y[no - 1] : NULL;
+  if (!right) {
+    ft_pval *ps = params_clone(t->a, FT_P_EIG, c->params);
+    if (!ps) return tx_nomem(t), false;
+    pset(FT_P_EIG, ps, "compute_right_eigenvectors", ft_pv_bool(true));
+    ft_var *o[3];
+    if (!tx_emitn(t, FT_P_EIG, ps, 1, &a, left ? 3 : 2, o)) return false;
+    w = o[0], vr = o[left ? 2 : 1];
+  }
+  da = tx_convert(t, da, vr->aval.dtype);
+  if (!left && !right) {
+    c->dy[0] = sum_axis(t, tx_mul(t, lu_solve_mat(t, vr, da), mT(t, vr)), -1);
+    return !t->failed;
+  }
+  ft_var *dw = NULL, *dvr = NULL, *dvl = NULL;
+  eig_vec_jvp(t, w, vr, da, &dw, &dvr);
+  if (left) eig_vec_jvp(t, conj_c(t, w), vl, conj_c(t, mT(t, da)), NULL, &dvl);
+  c->dy[0] = dw;
+  if (left) c->dy[1] = dvl;
+  if (right) c->dy[no - 1] = dvr;
+  return !t->failed;
+}
+
 bool ad_spectral_prim(ft_prim p) {
   return p == FT_P_EIGH || p == FT_P_SVD || p == FT_P_QR || p == FT_P_EIG || p == FT_P_SCHUR ||
-         p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL || p == FT_P_HOUSEHOLDER_PRODUCT;
+         p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL || p == FT_P_HOUSEHOLDER_PRODUCT ||
+         p == FT_P_GEQRF || p == FT_P_ORMQR;
 }
 
 bool jvp_spectral(jvp_call *c) {
@@ -330,6 +468,7 @@ bool jvp_spectral(jvp_call *c) {
   case FT_P_EIGH: return jvp_eigh(c);
   case FT_P_SVD: return jvp_svd(c);
   case FT_P_QR: return jvp_qr(c);
+  case FT_P_EIG: return jvp_eig(c);
   default:
     return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(c->e->prim)->name,
                    ft_spectral_jvp_status(c->e->prim)), false;
@@ -337,11 +476,8 @@ bool jvp_spectral(jvp_call *c) {
 }
 
 const char *ft_spectral_jvp_status(ft_prim p) {
-  if (p == FT_P_EIG)
-    return "unsupported: JAX's eig JVP solves with the eigenvectors (_solve(vr, da), a complex "
-           "custom_linear_solve built inside the rule), not emitted yet";
   if (p == FT_P_SCHUR || p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL ||
-      p == FT_P_HOUSEHOLDER_PRODUCT)
+      p == FT_P_HOUSEHOLDER_PRODUCT || p == FT_P_GEQRF || p == FT_P_ORMQR)
     return "unsupported: JAX defines no derivative for this decomposition";
   return NULL;
 }
@@ -351,9 +487,10 @@ const char *ft_spectral_jvp_status(ft_prim p) {
 /* The decompositions work on the last two axes: the batch axis goes to
  * the front and every result is batched there. */
 bool bt_spectral(bt_call *c) {
-  ft_var *x[2];
-  for (int i = 0; i < c->n_in && i < 2; i++) /* householder_product: both, mapped or not */
+  ft_var *x[3];
+  if (c->n_in > 3) return tx_fail(c->t, FT_ERR_INTERNAL, "vmap: too many operands"), false;
+  for (int i = 0; i < c->n_in; i++) /* householder_product, ormqr: all, mapped or not */
     x[i] = bt_match(c->t, c->x[i], c->xb[i], 0, c->s->size);
   for (int k = 0; k < c->n_out; k++) c->yb[k] = 0;
-  return tx_emitn(c->t, c->e->prim, c->params, c->n_in < 2 ? c->n_in : 2, x, c->n_out, c->y);
+  return tx_emitn(c->t, c->e->prim, c->params, c->n_in, x, c->n_out, c->y);
 }

@@ -11,6 +11,8 @@
  *         axis 0), ys come out batched at axis 1.
  *  jit, custom_jvp_call, custom_vjp_call: the inner jaxpr is batched (with
  *         rules given as jaxprs, and custom_lin: custom.c).
+ *  custom_linear_solve: its four jaxprs batched alike, x's and b's
+ *         batchedness by fixpoint (JAX's _linear_solve_batching_rule).
  *
  * The lane loop batches any primitive as a scan over the batch whose body
  * is the unbatched equation: lane b computes exactly the unbatched result
@@ -442,6 +444,82 @@ static bool batch_shard_map(bt_call *c) {
   return tx_emitn(t, p, ps, c->n_in, ops, c->n_out, c->y);
 }
 
+/* custom_linear_solve (JAX's _linear_solve_batching_rule): which of x and
+ * b are batched is found by fixpoint over the four jaxprs (solve and
+ * vecmat give x from b, matvec and transpose_solve give b from x), so all
+ * four agree; batched consts and b move to axis 0, an unbatched b the
+ * fixpoint batches is broadcast, and x is batched at 0 where the batched
+ * solve makes it so. Every jaxpr is batched by its own rules, so each
+ * batch member computes what the unbatched solve computes. */
+static bool batch_linear_solve(bt_call *c) {
+  tx *t = c->t;
+  ft_prim p = c->e->prim;
+  const ft_pval *cl = pget(p, c->e->params, "const_lengths"), *js = pget(p, c->e->params, "jaxprs");
+  if (!cl || !js || !ft_lstuple_ok(cl) || !ft_lstuple_ok(js))
+    return tx_fail(t, FT_ERR_TYPE, "vmap: custom_linear_solve: bad const_lengths or jaxprs"), false;
+  int64_t len[4], off[4], nc = 0;
+  const ft_jaxpr *J[4];
+  for (int i = 0; i < 4; i++) {
+    len[i] = cl->u.items[i].tag == FT_PV_INT ? cl->u.items[i].u.i : -1;
+    off[i] = nc, nc += len[i] < 0 ? 0 : len[i];
+    J[i] = js->u.items[i].tag == FT_PV_JAXPR ? js->u.items[i].u.jaxpr : NULL;
+  }
+  int nb = c->n_in - (int)nc;
+  bool fit = nb >= 1 && nb == c->n_out && J[0] && J[2];
+  for (int i = 0; fit && i < 4; i++)
+    fit = len[i] >= 0 && (!J[i] || (J[i]->n_in == len[i] + nb && J[i]->n_out == nb));
+  if (!fit)
+    return tx_fail(t, FT_ERR_TYPE, "vmap: custom_linear_solve: its jaxprs do not fit its %d operands and "
+                   "%d results", c->n_in, c->n_out), false;
+  bool *in = bools(t, c->n_in), *ob = bools(t, nb), *bb = bools(t, nb), *xb = bools(t, nb);
+  bool *sx = bools(t, nb), *vx = bools(t, nb), *mb = bools(t, nb), *sb = bools(t, nb);
+  bool *nx = bools(t, nb), *nbb = bools(t, nb);
+  ft_var **ops = vars(t, c->n_in);
+  if (!in || !ob || !bb || !xb || !sx || !vx || !mb || !sb || !nx || !nbb || !ops) return false;
+  for (int k = 0; k < nb; k++) ob[k] = bb[k] = c->xb[nc + k] >= 0, xb[k] = false;
+  ft_jaxpr *B[4] = {NULL, NULL, NULL, NULL};
+  /* in[] for jaxpr i: its consts' batchedness, then v's */
+#define CLS_IN(i, v)                                                                                     do {                                                                                                     for (int64_t q = 0; q < len[i]; q++) in[q] = c->xb[off[i] + q] >= 0;                                  for (int q = 0; q < nb; q++) in[len[i] + q] = (v)[q];                                                } while (0)
+  bool fixed = false;
+  for (int it = 0; it < 1 + 2 * nb && !fixed; it++) {
+    CLS_IN(2, bb);
+    if (!(B[2] = bt_batch_jaxpr(c->s->ctx, t->a, J[2], c->s->size, in, xb, sx))) return sub_failed(c);
+    memcpy(nx, sx, sizeof(bool) * (size_t)nb);
+    if (J[1]) {
+      CLS_IN(1, bb);
+      if (!(B[1] = bt_batch_jaxpr(c->s->ctx, t->a, J[1], c->s->size, in, bb, vx))) return sub_failed(c);
+      for (int k = 0; k < nb; k++) nx[k] = nx[k] || vx[k];
+    }
+    CLS_IN(0, nx);
+    if (!(B[0] = bt_batch_jaxpr(c->s->ctx, t->a, J[0], c->s->size, in, bb, mb))) return sub_failed(c);
+    for (int k = 0; k < nb; k++) nbb[k] = mb[k] || ob[k];
+    if (J[3]) {
+      CLS_IN(3, nx);
+      if (!(B[3] = bt_batch_jaxpr(c->s->ctx, t->a, J[3], c->s->size, in, nx, sb))) return sub_failed(c);
+      for (int k = 0; k < nb; k++) nbb[k] = nbb[k] || sb[k];
+    }
+    fixed = !memcmp(nx, xb, sizeof(bool) * (size_t)nb) && !memcmp(nbb, bb, sizeof(bool) * (size_t)nb);
+    memcpy(xb, nx, sizeof(bool) * (size_t)nb);
+    memcpy(bb, nbb, sizeof(bool) * (size_t)nb);
+  }
+#undef CLS_IN
+  if (!fixed)
+    return tx_fail(t, FT_ERR_INTERNAL, "vmap: custom_linear_solve: the batched parts of x and b reach no fixpoint"),
+           false;
+  for (int64_t i = 0; i < nc; i++)
+    ops[i] = c->xb[i] >= 0 ? bt_match(t, c->x[i], c->xb[i], 0, c->s->size) : c->x[i];
+  for (int k = 0; k < nb; k++)
+    ops[nc + k] = bb[k] ? bt_match(t, c->x[nc + k], c->xb[nc + k], 0, c->s->size) : c->x[nc + k];
+  ft_pval *ps = ctl_params(c);
+  ft_pval nj = ft_pv_tuple(t->a, 4);
+  if (!ps || !nj.u.items) return tx_nomem(t), false;
+  nj.list = js->list;
+  for (int i = 0; i < 4; i++) nj.u.items[i] = B[i] ? ft_pv_jaxpr(B[i]) : js->u.items[i];
+  pset(p, ps, "jaxprs", nj);
+  for (int k = 0; k < nb; k++) c->yb[k] = sx[k] ? 0 : BT_NOT_MAPPED;
+  return tx_emitn(t, p, ps, c->n_in, ops, c->n_out, c->y);
+}
+
 bool bt_control(bt_call *c) {
   if (bt_custom_needed(c->e)) return bt_custom(c); /* custom.c: rules batched with the call */
   switch (c->e->prim) {
@@ -451,6 +529,7 @@ bool bt_control(bt_call *c) {
   case FT_P_JIT: case FT_P_REMAT2: return batch_call(c, "jaxpr");
   case FT_P_SHARD_MAP: return batch_shard_map(c);
   case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return batch_call(c, "call_jaxpr");
+  case FT_P_CUSTOM_LINEAR_SOLVE: return batch_linear_solve(c);
   default: {
     const char *why = ft_batch_rule_status(c->e->prim);
     if (why) tx_fail(c->t, FT_ERR_UNSUPPORTED, "vmap of %s: %s", ft_prim_get(c->e->prim)->name, why);

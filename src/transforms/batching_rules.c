@@ -579,7 +579,8 @@ bool bt_rule(bt_call *c) {
   case FT_P_COMPLEX: return rule_broadcasting(c);
   case FT_P_TOP_K: return rule_top_k(c);
   case FT_P_QR: case FT_P_EIGH: case FT_P_SVD: case FT_P_EIG: case FT_P_SCHUR:
-  case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: case FT_P_HOUSEHOLDER_PRODUCT:
+  case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: case FT_P_HOUSEHOLDER_PRODUCT: case FT_P_GEQRF:
+  case FT_P_ORMQR:
     return bt_spectral(c); /* linalg2 */
   case FT_P_POLYNOMIAL: return rule_broadcasting(c); /* JAX: defbroadcasting */
   case FT_P_OPTIMIZATION_BARRIER: /* each value keeps its batch dim (JAX's batcher) */

@@ -42,7 +42,7 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_PMIN:
     return "unsupported: JAX defines no JVP rule for pmin (\"Differentiation rule for 'pmin' not implemented\")";
   case FT_P_QR: case FT_P_EIG: case FT_P_SCHUR: case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL:
-  case FT_P_HOUSEHOLDER_PRODUCT:
+  case FT_P_HOUSEHOLDER_PRODUCT: case FT_P_GEQRF: case FT_P_ORMQR:
     return ft_spectral_jvp_status(p); /* linalg2 */
   default: return ad_linalg_jvp_status(p); /* ad_linalg.c */
   }

@@ -24,10 +24,6 @@
   "yet (issue 17 §1, being added by the '" who "' work); the program is refused, never run "     \
   "wrongly"
 
-#define CLS_SHARED "print: JAX hoists a jaxpr object shared by custom_linear_solve equations " \
-                   "(each printed inside _LinearSolveTuple as a program of its own, so the " \
-                   "sharing is not in the text); our printout hoists what the text shows"
-
 #define COMPLEX_PROD "eval: reduce_prod of complex64 (jnp.fft's norm=\"ortho\"/\"forward\" multiplies " \
                      "the axis lengths as complex numbers) is not in the interpreter yet; refused " \
                      "with 'not defined for dtype c64' (issue 17 §1, complex support)"
@@ -160,18 +156,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_st_beta_cdf_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
     {"*sweep_jnp_frexp_*", "*", UNKNOWN_PRIM("Frexp", "prims")},
     {"*sweep_fft_fft2__ortho_*", "eval:jit", COMPLEX_PROD},
-    /* JAX hoists a jaxpr object that several custom_linear_solve equations
-     * share (the transposed solve reuses the forward one's matvec) as
-     * `let jaxpr = ... in`, unreferenced in the text: each tuple prints its
-     * jaxprs as programs of their own, so the sharing is not in the text and
-     * our printout hoists only what the text shows. Values all match. */
-    {"linalg_solve_f32", "jvp:print", CLS_SHARED},
-    {"linalg_solve_f32", "vjp:print", CLS_SHARED},
-    {"linalg_solve_matrix_f32", "jvp:print", CLS_SHARED},
-    {"linalg_solve_matrix_f32", "vjp:print", CLS_SHARED},
-    {"linalg_inv_f32", "jvp:print", CLS_SHARED},
-    {"linalg_inv_f32", "vjp:print", CLS_SHARED},
-    {"*linalg_solve_grad_f*", "print", CLS_SHARED},
     /* linalg3: jax.scipy.linalg.expm picks its Pade degree with
      * jnp.digitize, JAX 0.12's SearchSorted */
     {"*linalg_expm_*", "*parse", UNKNOWN_PRIM("SearchSorted", "prims")},

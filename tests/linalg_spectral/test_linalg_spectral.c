@@ -198,6 +198,54 @@ START_TEST(misuse_is_an_error) {
 }
 END_TEST
 
+/* eig's JVP: the eigenvalues of diag(1, 2) move by the diagonal of the
+ * tangent (V is diagonal, so V^-1 dA V keeps dA's diagonal exactly);
+ * eigenvectors without enable_eigvec_derivs, and complex eigh, fail
+ * closed with JAX's reason. */
+START_TEST(eig_jvp) {
+  const char *vals =
+      "{ lambda ; a:f64[2,2]. let\n"
+      "    b:c128[2] = eig[compute_left_eigenvectors=False compute_right_eigenvectors=False "
+      "enable_eigvec_derivs=False implementation=None] a\n"
+      "  in (b,) }";
+  ft_jaxpr *j = ft_parse(C, vals, strlen(vals), "eigvals");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr *dj = ft_jvp(C, j);
+  ck_assert_msg(dj != NULL, "%s", ft_ctx_error(C));
+  int64_t d[2] = {2, 2};
+  double a[4] = {1, 0, 0, 2}, da[4] = {0.25, 3, -5, -0.5};
+  ft_array *in[2] = {ft_array_from_data(C, FT_F64, 2, d, a), ft_array_from_data(C, FT_F64, 2, d, da)};
+  ft_array *o[2] = {NULL, NULL};
+  ck_assert_msg(ft_eval(C, dj, 2, in, 2, o) == FT_OK, "%s", ft_ctx_error(C));
+  const double *w = ft_array_data(o[0]), *dw = ft_array_data(o[1]);
+  ck_assert(w[0] == 1 && w[1] == 0 && w[2] == 2 && w[3] == 0);
+  ck_assert_msg(dw[0] == 0.25 && dw[1] == 0 && dw[2] == -0.5 && dw[3] == 0, "dw %g%+gi %g%+gi", dw[0], dw[1],
+                dw[2], dw[3]);
+  for (int k = 0; k < 2; k++) ft_array_free(o[k]), ft_array_free(in[k]);
+  ft_jaxpr_free(dj), ft_jaxpr_free(j);
+  const char *vecs =
+      "{ lambda ; a:f64[2,2]. let\n"
+      "    b:c128[2] c:c128[2,2] = eig[compute_left_eigenvectors=False compute_right_eigenvectors=True "
+      "enable_eigvec_derivs=False implementation=None] a\n"
+      "  in (b, c) }";
+  j = ft_parse(C, vecs, strlen(vecs), "eig");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(ft_jvp(C, j));
+  ck_assert_msg(strstr(ft_ctx_error(C), "enable_eigvec_derivs=True"), "%s", ft_ctx_error(C));
+  ft_jaxpr_free(j);
+  const char *herm =
+      "{ lambda ; a:c128[2,2]. let\n"
+      "    b:c128[2,2] c:f64[2] = eigh[algorithm=None lower=True sort_eigenvalues=True "
+      "subset_by_index=None] a\n"
+      "  in (b, c) }";
+  j = ft_parse(C, herm, strlen(herm), "eigh");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(ft_jvp(C, j));
+  ck_assert_msg(strstr(ft_ctx_error(C), "jvp of eigh: complex"), "%s", ft_ctx_error(C));
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 /* grad of a loss through eigh, then vmap of it, run by the interpreter and
  * by the JIT with 1, 2 and 8 executor threads: one set of bits. */
 START_TEST(bitwise_across_engines_and_threads) {
@@ -249,6 +297,7 @@ int main(void) {
   tcase_add_test(t, eig_known_answer);
   tcase_add_test(t, nan_input_gives_nan);
   tcase_add_test(t, misuse_is_an_error);
+  tcase_add_test(t, eig_jvp);
   tcase_add_test(t, bitwise_across_engines_and_threads);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);

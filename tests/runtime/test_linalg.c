@@ -570,8 +570,8 @@ END_TEST
 
 /* custom_linear_solve runs its solve jaxpr on its consts and b;
  * differentiated implicitly (JAX's rules: x' = solve(b' - matvec'(x)),
- * transposed through transpose_solve); batching and compilation are
- * refused by name. */
+ * transposed through transpose_solve); batched by JAX's fixpoint rule;
+ * compiled as a control step running its solve jaxpr (strict ft_jit). */
 static const char *CLS =
     "{ lambda ; a:f64[] b:f64[2]. let\n"
     "    c:f64[2] = custom_linear_solve[\n"
@@ -581,27 +581,84 @@ static const char *CLS =
     "    ] a a b\n"
     "  in (c,) }";
 
+/* f evaluated with the interpreter and with strict ft_jit: both give want. */
+static void check_both_engines(ft_jaxpr *f, int n_in, ft_array **in, int n_out, const int *counts,
+                               const double *const *want) {
+  ft_array *o[4] = {NULL};
+  ck_assert_msg(ft_eval(C, f, n_in, in, n_out, o) == FT_OK, "%s", ft_ctx_error(C));
+  for (int k = 0; k < n_out; k++) check_f64s(o[k], counts[k], want[k]), ft_array_free(o[k]);
+  ft_fn *fn = ft_jit(C, f, NULL); /* strict: no interpreter step */
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, n_in, in, n_out, o) == FT_OK, "%s", ft_ctx_error(C));
+  for (int k = 0; k < n_out; k++) check_f64s(o[k], counts[k], want[k]), ft_array_free(o[k]);
+  ft_fn_free(fn);
+}
+
 START_TEST(test_custom_linear_solve_forward) {
   ft_jaxpr *j = parse(CLS);
   char *s = ft_jaxpr_print(C, j);
   ck_assert_msg(s && !strcmp(s, CLS), "printed\n%s", s);
   free(s);
-  ft_array *in[2] = {mat64(0, NULL, F(2)), mat64(1, D(2), F(2, 5))}, *o = NULL;
-  ck_assert_int_eq(ft_eval(C, j, 2, in, 1, &o), FT_OK);
-  check_f64s(o, 2, F(1, 2.5));
-  ft_array_free(o);
-  ck_assert_ptr_null(ft_vmap(C, j, (const int[]){FT_VMAP_NONE, 0}, NULL, 3));
-  ck_assert_msg(strstr(ft_ctx_error(C), "custom_linear_solve has no batching rule") != NULL, "%s", ft_ctx_error(C));
-  ck_assert_ptr_null(ft_jit(C, j, NULL)); /* strict: an interpreter step is refused */
-  ck_assert_msg(strstr(ft_ctx_error(C), "equation 0 (custom_linear_solve)") != NULL, "%s", ft_ctx_error(C));
-  ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.allow_fallback = true});
-  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
-  ck_assert_int_eq(ft_call(fn, 2, in, 1, &o), FT_OK);
-  check_f64s(o, 2, F(1, 2.5));
-  ft_array_free(o);
-  ft_fn_free(fn);
+  ft_array *in[2] = {mat64(0, NULL, F(2)), mat64(1, D(2), F(2, 5))};
+  check_both_engines(j, 2, in, 1, (const int[]){2}, (const double *const[]){F(1, 2.5)});
+  /* b batched, a not: x batched, the operator's consts stay unbatched */
+  ft_jaxpr *v = ft_vmap(C, j, (const int[]){FT_VMAP_NONE, 0}, NULL, 3);
+  ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
+  ft_array *vin[2] = {in[0], mat64(2, D(3, 2), F(2, 5, -4, 1, 0, 8))};
+  check_both_engines(v, 2, vin, 1, (const int[]){6}, (const double *const[]){F(1, 2.5, -2, 0.5, 0, 4)});
+  ft_array_free(vin[1]);
+  ft_jaxpr_free(v);
+  /* a batched, b not: the fixpoint batches b (matvec's result) by broadcasting it */
+  v = ft_vmap(C, j, (const int[]){0, FT_VMAP_NONE}, NULL, 2);
+  ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
+  s = ft_jaxpr_print(C, v);
+  ck_assert_msg(s && strstr(s, "broadcast_in_dim") && strstr(s, "matvec={ lambda ; a:f64[2] b:f64[2,2]. let"),
+                "printed\n%s", s);
+  free(s);
+  vin[0] = mat64(1, D(2), F(2, 4)), vin[1] = in[1];
+  check_both_engines(v, 2, vin, 1, (const int[]){4}, (const double *const[]){F(1, 2.5, 0.5, 1.25)});
+  ft_array_free(vin[0]);
+  ft_jaxpr_free(v);
   ft_array_free(in[0]), ft_array_free(in[1]);
   ft_jaxpr_free(j);
+}
+END_TEST
+
+/* JAX hoists the jaxprs two custom_linear_solve equations share as
+ * top-level lets nothing names, and prints them in full in each tuple: the
+ * parser takes each tuple jaxpr printing the same text to be that object,
+ * so the text prints back byte for byte (and without the lets, no sharing
+ * is made up). */
+START_TEST(test_custom_linear_solve_shared_print) {
+  static const char *mv = "{ lambda ; a:f64[] b:f64[2]. let c:f64[2] = mul a b in (c,) }",
+                    *sv = "{ lambda ; a:f64[] b:f64[2]. let c:f64[2] = div b a in (c,) }";
+  char eqn[1024], body[4096], text[8192], alone[4096];
+  snprintf(eqn, sizeof eqn,
+           "custom_linear_solve[\n"
+           "      const_lengths=_LinearSolveTuple(matvec=1, vecmat=0, solve=1, transpose_solve=0)\n"
+           "      jaxprs=_LinearSolveTuple(matvec=%s, vecmat=None, solve=%s, transpose_solve=None)\n"
+           "    ]", mv, sv);
+  snprintf(body, sizeof body,
+           "{ lambda ; g:f64[] h:f64[2]. let\n    i:f64[2] = %s g g h\n    j:f64[2] = %s g g i\n  in (j,) }",
+           eqn, eqn);
+  snprintf(alone, sizeof alone,
+           "{ lambda ; a:f64[] b:f64[2]. let\n    c:f64[2] = %s a a b\n    d:f64[2] = %s a a c\n  in (d,) }",
+           eqn, eqn);
+  snprintf(text, sizeof text,
+           "let jaxpr = { lambda ; a:f64[] b:f64[2]. let c:f64[2] = mul a b in (c,) } in\n"
+           "let jaxpr1 = { lambda ; d:f64[] e:f64[2]. let f:f64[2] = div e d in (f,) } in\n%s", body);
+  for (int k = 0; k < 2; k++) {
+    const char *want = k ? alone : text;
+    ft_jaxpr *j = parse(want);
+    char *s = ft_jaxpr_print(C, j);
+    ck_assert_msg(s && !strcmp(s, want), "printed\n%s\nwant\n%s", s, want);
+    free(s);
+    ft_array *in[2] = {mat64(0, NULL, F(2)), mat64(1, D(2), F(2, 5))}, *o = NULL;
+    ck_assert_int_eq(ft_eval(C, j, 2, in, 1, &o), FT_OK);
+    check_f64s(o, 2, F(0.5, 1.25));
+    ft_array_free(o), ft_array_free(in[0]), ft_array_free(in[1]);
+    ft_jaxpr_free(j);
+  }
 }
 END_TEST
 
@@ -627,6 +684,14 @@ START_TEST(test_custom_linear_solve_grad) {
   check_f64s(o[0], 1, F(-1.75));
   check_f64s(o[1], 2, F(0.5, 0.5));
   ft_array_free(o[0]), ft_array_free(o[1]);
+  /* the gradient batched over a: the transposed solve batched too */
+  ft_jaxpr *v = ft_vmap(C, g, (const int[]){0, FT_VMAP_NONE}, NULL, 2);
+  ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
+  ft_array *vin[2] = {mat64(1, D(2), F(2, 4)), in[1]};
+  check_both_engines(v, 2, vin, 2, (const int[]){2, 4},
+                     (const double *const[]){F(-1.75, -0.4375), F(0.5, 0.5, 0.25, 0.25)});
+  ft_array_free(vin[0]);
+  ft_jaxpr_free(v);
   ft_array_free(in[0]), ft_array_free(in[1]);
   ft_jaxpr_free(g), ft_jaxpr_free(j);
 }
@@ -683,6 +748,7 @@ int main(void) {
   tcase_add_test(tc, test_grads);
   tcase_add_test(tc, test_api_grads);
   tcase_add_test(tc, test_custom_linear_solve_forward);
+  tcase_add_test(tc, test_custom_linear_solve_shared_print);
   tcase_add_test(tc, test_custom_linear_solve_grad);
   tcase_add_test(tc, test_vmap_is_stacking);
   suite_add_tcase(s, tc);

@@ -141,12 +141,19 @@ def register():
     L("lu_solve", lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b), [general(4), U((4, 2))])
     L("lu_pivots_to_permutation", lambda p: ll.lu_pivots_to_permutation(p, 5),
       [lambda rng, d: np.array([2, 3, 2, 4], np.int32)], ("f32",), ())
-    # custom_linear_solve has no batching rule yet (docs/linalg.md)
-    L("solve", jnp.linalg.solve, [general(4), U((4,))], F, ("jvp", "vjp"))
-    L("solve_matrix", jnp.linalg.solve, [general(3), U((3, 2))], F, ("jvp", "vjp"))
-    L("inv", jnp.linalg.inv, [general(4)], F, ("jvp", "vjp"))
+    L("solve", jnp.linalg.solve, [general(4), U((4,))])
+    L("solve_matrix", jnp.linalg.solve, [general(3), U((3, 2))])
+    L("inv", jnp.linalg.inv, [general(4)])
     L("solve_grad", lambda a, b: jax.grad(lambda a, b: jnp.sum(jnp.linalg.solve(a, b) ** 2), (0, 1))(a, b),
       [general(3), U((3,))], F, ())
+    # custom_linear_solve batched inside the captured function: a and b
+    # batched, only b batched (the fixpoint batches matvec's result), and
+    # the gradient through the batched solve (its transpose, batched)
+    L("solve_vmapped", jax.vmap(jnp.linalg.solve), [general(3, batch=(2,)), U((2, 3))], F, ("jvp", "vjp"))
+    L("solve_vmapped_b", jax.vmap(jnp.linalg.solve, (None, 0)), [general(3), U((2, 3))], F, ("jvp", "vjp"))
+    L("solve_vmapped_grad", lambda a, b: jax.grad(
+        lambda a, b: jnp.sum(jax.vmap(jnp.linalg.solve)(a, b) ** 2), (0, 1))(a, b),
+      [general(3, batch=(2,)), U((2, 3))], F, ())
     L("det", jnp.linalg.det, [general(4)], F, FWD)
     L("slogdet", lambda a: jnp.linalg.slogdet(a), [general(5)], F, FWD)
 

@@ -72,6 +72,27 @@ def reg(name, fn, makers, transforms=D, dtypes=("f32", "f64")):
         gc.case(cname, FAMILY, name.split("__")[0], ts)(b)
 
 
+def reg_c(name, fn, makers, transforms=("vmap",)):
+    """A complex case in c64 and c128 (x64_ prefix); makers give complex
+    arrays."""
+    for dtn in ("c64", "c128"):
+        cname = f"{'x64_' if dtn == 'c128' else ''}spec_{name}_{dtn}"
+
+        def b(rng, fn=fn, makers=makers, dtn=dtn):
+            ct = np.complex64 if dtn == "c64" else np.complex128
+            return fn, [np.asarray(m(rng)).astype(ct) for m in makers]
+        gc.case(cname, FAMILY, name.split("__")[0], tuple(transforms))(b)
+
+
+def cunif(shape):
+    return lambda rng: rng.uniform(-1.0, 1.0, size=shape) + 1j * rng.uniform(-1.0, 1.0, size=shape)
+
+
+def herm(rng, n, batch=()):
+    a = cunif(batch + (n, n))(rng)
+    return a + np.conj(np.swapaxes(a, -1, -2))
+
+
 def _vjp_or_grad(fn, makers):
     import jax
     rng = np.random.default_rng(0)
@@ -122,12 +143,62 @@ def register():
     reg("qr__sum", lambda a: jnp.sum(la.qr(a)[0] * jnp.arange(1.0, 13.0, dtype=a.dtype).reshape(4, 3))
         + jnp.sum(la.qr(a)[1]), [unif((4, 3))], ("grad", "vmap"))
 
-    # ---- eig (its JVP solves with the eigenvectors: a complex custom_linear_solve, not yet)
+    # ---- eig (JAX's JVP solves with the eigenvectors: a complex custom_linear_solve
+    # vmapped over da's columns; eigenvector derivatives only with enable_eigvec_derivs)
     reg("eig__5", la.eig, [unif((5, 5))], ("vmap",))
-    reg("eig__batched", la.eig, [unif((2, 4, 4))], ())
-    reg("eigvals__rotation", la.eigvals, [lambda r: np.array([[0.0, -1.0], [1.0, 0.0]])], ())
-    reg("eig__left", lambda a: __import__("jax").lax.linalg.eig(a, compute_left_eigenvectors=True),
-        [unif((4, 4))], ())
+    reg("eigvals__jvp", la.eigvals, [unif((4, 4))], ("jvp",))
+    reg("eigvals__batched_jvp", la.eigvals, [unif((2, 3, 3))], ("jvp",))
+    reg("eigvals__abs_sum", lambda a: jnp.sum(jnp.abs(la.eigvals(a)) * jnp.arange(1.0, 5.0, dtype=a.dtype))
+        + jnp.sum(la.eigvals(a).real), [unif((4, 4))], ("grad",))
+    # (the seeds of these names give real eigenvectors whose signs JAX's LAPACK
+    # and OpenBLAS's geev choose alike: geev leaves a real eigenvector's sign
+    # to the implementation)
+    reg("eig__derivs", lambda a: __import__("jax").lax.linalg.eig(a, enable_eigvec_derivs=True),
+        [unif((4, 4))], ("jvp",), ("f32",))
+    reg("eig__derivs_d", lambda a: __import__("jax").lax.linalg.eig(a, enable_eigvec_derivs=True),
+        [unif((4, 4))], ("jvp",), ("f64",))
+    reg("eig__left_derivs_b", lambda a: __import__("jax").lax.linalg.eig(
+        a, compute_left_eigenvectors=True, enable_eigvec_derivs=True), [unif((3, 3))], ("jvp",))
+
+    # ---- complex operands: eigh of a Hermitian matrix, svd, qr (forward, vmap)
+    reg_c("eigh__herm", la.eigh, [lambda r: herm(r, 4)])
+    reg_c("eigh__herm_batched", la.eigh, [lambda r: herm(r, 3, (2,))], ())
+    reg_c("eigvalsh__herm", la.eigvalsh, [lambda r: herm(r, 4)], ())
+    reg_c("svd__cpx", la.svd, [cunif((4, 3))])
+    reg_c("svd__cpx_thin", lambda a: la.svd(a, full_matrices=False), [cunif((3, 5))], ())
+    reg_c("svd__cpx_values", lambda a: la.svd(a, compute_uv=False), [cunif((4, 4))], ())
+    reg_c("qr__cpx", la.qr, [cunif((4, 3))])
+    reg_c("qr__cpx_complete", lambda a: la.qr(a, mode="complete"), [cunif((4, 3))], ())
+    reg_c("qr__cpx_wide", la.qr, [cunif((2, 3, 4))], ())
+
+    reg_c("eig__cpx", la.eig, [cunif((3, 3))], ("vmap",))
+    reg_c("eig__cpx_left", lambda a: __import__("jax").lax.linalg.eig(a, compute_left_eigenvectors=True),
+          [cunif((3, 3))], ())
+    reg_c("eigvals__cpx_jvp", la.eigvals, [cunif((3, 3))], ("jvp",))
+
+    # ---- pivoted QR (jax.scipy.linalg.qr(pivoting=True): qr[pivoting=True], ?geqp3)
+    jqr = __import__("jax.scipy.linalg", fromlist=["qr"]).qr
+    reg("qr__pivoting", lambda a: jqr(a, pivoting=True), [unif((4, 3))], ("jvp", "vmap"))
+    reg("qr__pivoting_economic", lambda a: jqr(a, pivoting=True, mode="economic"), [unif((3, 5))],
+        ("jvp",))
+    reg_c("qr__cpx_pivoting", lambda a: jqr(a, pivoting=True), [cunif((4, 4))], ())
+
+    # ---- geqrf (jnp.linalg.qr(mode="raw")) and ormqr (jax.lax.linalg.ormqr): no derivative in JAX
+    lla = __import__("jax.lax.linalg", fromlist=["ormqr"])
+    reg("geqrf__raw", lambda a: la.qr(a, mode="raw"), [unif((4, 3))], ("vmap",))
+    reg("geqrf__wide", lambda a: la.qr(a, mode="raw"), [unif((2, 3, 5))], ())
+
+    def orm(left, tr):
+        def f(a, c):
+            h, tau = la.qr(a, mode="raw")
+            return lla.ormqr(h.T, tau, c, left=left, transpose=tr)
+        return f
+    for left, tr, cs in ((True, False, (4, 2)), (True, True, (4, 2)), (False, False, (2, 4)),
+                         (False, True, (2, 4))):
+        reg(f"ormqr__{'l' if left else 'r'}{'t' if tr else ''}", orm(left, tr), [unif((4, 3)), unif(cs)],
+            ("vmap",) if left and not tr else ())
+    reg_c("geqrf__cpx", lambda a: la.qr(a, mode="raw"), [cunif((4, 3))], ())
+    reg_c("ormqr__cpx_lt", orm(True, True), [cunif((4, 3)), cunif((4, 2))], ())
 
     # ---- schur, hessenberg, tridiagonal (JAX defines no derivative)
     import jax.scipy.linalg as jsl
