@@ -83,7 +83,7 @@ int main(void) {
   double *t = malloc(sizeof(double) * (size_t)reps);
   for (int r = -1; r < reps; r++) {
     double t0 = now();
-    if (ft_call_into(f, 4, in, 3, out)) return fprintf(stderr, "%s\n", ft_ctx_error(ctx)), 1;
+    if (ft_call_into(f, 4, (const ft_array *const *)in, 3, out)) return fprintf(stderr, "%s\n", ft_ctx_error(ctx)), 1;
     if (r >= 0) t[r] = 1e3 * (now() - t0);
   }
   qsort(t, (size_t)reps, sizeof t[0], cmp);

@@ -158,7 +158,7 @@ START_TEST(test_call_levels) {
   for (int l = 0; l < 3; l++) {
     char *dir = lt_tmpdir();
     ft_ctx *ctx = ft_ctx_new(NULL);
-    ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER, .calls = levels[l], .call_byte_cap = 8};
+    ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER, .calls = levels[l], .call_byte_cap = 8};
     ft_ledger *lg = ft_ledger_open(ctx, dir, &o);
     ck_assert_ptr_nonnull(lg);
     ft_ctx_attach_ledger(ctx, lg);
@@ -189,7 +189,7 @@ END_TEST
 
 START_TEST(test_precomputed_hash_and_params_object) {
   char *dir = lt_tmpdir();
-  ft_ctx *ctx = ft_ctx_new(&(ft_ctx_options){.mode = FT_MODE_HARDENED});
+  ft_ctx *ctx = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .mode = FT_MODE_HARDENED});
   ft_ledger *lg = lt_open(ctx, dir, 0, 0, 0);
   uint8_t h[16];
   ft_lhash128("abc", 3, h);
@@ -248,8 +248,10 @@ END_TEST
 START_TEST(test_options_and_lock) {
   char *dir = lt_tmpdir();
   ft_ctx *ctx = ft_ctx_new(NULL);
-  ft_ledger_options bad[] = {{.parity_k = 65}, {.parity_m = 17}, {.block_size = 100},
-                             {.block_size = 8}, {.fsync = (ft_ledger_fsync)7}};
+  enum { S = sizeof(ft_ledger_options) };
+  ft_ledger_options bad[] = {{.size = S, .parity_k = 65}, {.size = S, .parity_m = 17},
+                             {.size = S, .block_size = 100}, {.size = S, .block_size = 8},
+                             {.size = S, .fsync = (ft_ledger_fsync)7}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ck_assert_ptr_null(ft_ledger_open(ctx, dir, &bad[i]));
     ck_assert_int_eq(ft_ctx_status(ctx), FT_ERR_INVALID_ARG);
@@ -289,7 +291,7 @@ START_TEST(test_torn_open_refused_unless_auto_recover) {
   free(p);
   ck_assert_int_eq(lt_health(dir), FT_LEDGER_TORN);
   ft_ctx *ctx = ft_ctx_new(NULL);
-  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER};
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER};
   ck_assert_ptr_null(ft_ledger_open(ctx, dir, &o));
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(ctx), "recover"));
   o.auto_recover = true;
