@@ -54,6 +54,15 @@
 #define FT_API
 #endif
 
+/* The *_INIT macros of the option structs: size set, every other field
+ * zero (in C a designated initializer; in C++ an expression that value-
+ * initializes the struct, so that -Wextra stays quiet in both). */
+#ifdef __cplusplus
+#define FT_SIZED_INIT_(T) ([] { T o_{}; o_.size = sizeof o_; return o_; }())
+#else
+#define FT_SIZED_INIT_(T) {.size = sizeof(T)}
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -147,7 +156,7 @@ typedef struct ft_ctx_options {
    * malloc. */
   ft_allocator allocator;
 } ft_ctx_options;
-#define FT_CTX_OPTIONS_INIT {.size = sizeof(ft_ctx_options)}
+#define FT_CTX_OPTIONS_INIT FT_SIZED_INIT_(ft_ctx_options)
 
 typedef struct ft_ctx ft_ctx;
 
@@ -191,7 +200,7 @@ typedef struct ft_loop_limits {
   int64_t max_iterations;  /* per execution of one loop; 0: none */
   double max_seconds;      /* wall time of one execution of one loop; <= 0: none */
 } ft_loop_limits;
-#define FT_LOOP_LIMITS_INIT {.size = sizeof(ft_loop_limits)}
+#define FT_LOOP_LIMITS_INIT FT_SIZED_INIT_(ft_loop_limits)
 /* Sets ctx's loop limits (NULL: none). Applies to loops that start later.
  * FT_ERR_INVALID_ARG (limits unchanged) for a NULL ctx or a bad size. */
 FT_API ft_status ft_ctx_set_loop_limits(ft_ctx *ctx, const ft_loop_limits *limits);
@@ -1025,7 +1034,7 @@ typedef struct ft_ledger_options {
   int block_size;            /* bytes per block; 0: 4096 (16..1 MiB, a multiple of 16) */
   bool auto_recover;         /* open a torn ledger by running ft_ledger_recover first */
 } ft_ledger_options;
-#define FT_LEDGER_OPTIONS_INIT {.size = sizeof(ft_ledger_options)}
+#define FT_LEDGER_OPTIONS_INIT FT_SIZED_INIT_(ft_ledger_options)
 
 /* Opens the ledger in dir, creating dir and the ledger when absent. Only one
  * writer may have a ledger open (an advisory lock; FT_ERR_IO otherwise). A
@@ -1209,7 +1218,7 @@ typedef struct ft_jit_options {
                              compile, run by the interpreter's rule); without it ft_jit
                              fails closed naming the first (FT_ERR_UNSUPPORTED) */
 } ft_jit_options;
-#define FT_JIT_OPTIONS_INIT {.size = sizeof(ft_jit_options)}
+#define FT_JIT_OPTIONS_INIT FT_SIZED_INIT_(ft_jit_options)
 
 /* What one ft_jit did (ft_fn_stats). Times in milliseconds. */
 typedef struct ft_jit_stats {
@@ -1346,7 +1355,7 @@ typedef struct ft_transform_options {
   void (*on_step)(void *user, const ft_transform_step *step);
   void *user;
 } ft_transform_options;
-#define FT_TRANSFORM_OPTIONS_INIT {.size = sizeof(ft_transform_options)}
+#define FT_TRANSFORM_OPTIONS_INIT FT_SIZED_INIT_(ft_transform_options)
 
 /* ft_transform with options (opts may be NULL). */
 FT_API ft_jaxpr *ft_transform_ex(ft_ctx *ctx, const ft_jaxpr *j, const char *expr,

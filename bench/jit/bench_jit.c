@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
   ft_fn *fc = jit(c, chain, true);
   int64_t dims[1] = {N};
   ft_array *x = ft_array_new(c, FT_F32, 1, dims), *y = ft_array_new(c, FT_F32, 1, dims);
-  float *xd = ft_array_data(x);
+  float *xd = ft_array_data_mut(x);
   for (long i = 0; i < N; i++) xd[i] = (float)((i % 2001) - 1000) * 0.004f;
   double best_chain = 1e9, best_copy = 1e9;
   for (int r = 0; r < 7; r++) {
@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
     double t = now() - t0;
     if (t < best_chain) best_chain = t;
     t0 = now();
-    stream_copy(xd, ft_array_data(y), N);
+    stream_copy(xd, ft_array_data_mut(y), N);
     t = now() - t0;
     if (t < best_copy) best_copy = t;
   }

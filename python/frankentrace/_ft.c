@@ -163,7 +163,7 @@ static PyObject *to_numpy(ft_array *a) {
     ft_array_free(a);
     return NULL;
   }
-  PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, d, av.rank, dims, NULL, ft_array_data(a),
+  PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, d, av.rank, dims, NULL, ft_array_data_mut(a),
                                        NPY_ARRAY_CARRAY, NULL);
   if (!arr) {
     Py_DECREF(cap);

@@ -99,16 +99,16 @@ START_TEST(test_canonical_record) {
   /* Same event, same bytes: keys sorted, no whitespace, sum over the rest. */
   json_t *rec = json_pack("{s:s, s:s, s:{s:i, s:[i]}, s:[], s:[], s:[], s:s, s:s}", "op", "grad",
                           "kind", "transform", "params", "z", 1, "a", 2, "inputs", "outputs",
-                          "fired", "mode", "strict", "version", "0.1.0");
+                          "fired", "mode", "strict", "version", "0.2.0");
   char sum[33], want_sum[33];
   char *line = ft_ledger_seal(rec, 7, "00000000000000000000000000000000", sum);
   const char *body = "{\"fired\":[],\"inputs\":[],\"kind\":\"transform\",\"mode\":\"strict\","
                      "\"op\":\"grad\",\"outputs\":[],\"params\":{\"a\":[2],\"z\":1},"
                      "\"prev\":\"00000000000000000000000000000000\",\"seq\":7,"
-                     "\"version\":\"0.1.0\"}";
+                     "\"version\":\"0.2.0\"}";
   ft_lhash_hex(body, strlen(body), want_sum);
   ck_assert_str_eq(sum, want_sum);
-  char *want = ft_lio_path("%.*s,\"sum\":\"%s\",\"version\":\"0.1.0\"}",
+  char *want = ft_lio_path("%.*s,\"sum\":\"%s\",\"version\":\"0.2.0\"}",
                            (int)(strstr(body, ",\"version\"") - body), body, want_sum);
   ck_assert_str_eq(line, want);
   free(want);
@@ -120,7 +120,7 @@ END_TEST
 START_TEST(test_check_line_rejects) {
   json_t *rec = json_pack("{s:s, s:s, s:{}, s:[], s:[], s:[], s:s, s:s}", "op", "grad", "kind",
                           "transform", "params", "inputs", "outputs", "fired", "mode", "strict",
-                          "version", "0.1.0");
+                          "version", "0.2.0");
   char sum[33];
   char *line = ft_ledger_seal(rec, 1, "00000000000000000000000000000000", sum);
   json_t *out;
