@@ -33,7 +33,8 @@ int main(int argc, char **argv) {
   }
   ft_ctx *ctx = ft_ctx_new(NULL);
   /* calls: keep each call's input and output bytes, so reexec can re-run it */
-  ft_ledger_options opts = {.size = sizeof(ft_ledger_options), .calls = FT_LEDGER_CALLS_BYTES};
+  ft_ledger_options opts = FT_LEDGER_OPTIONS_INIT;
+  opts.calls = FT_LEDGER_CALLS_BYTES;
   ft_ledger *lg = ft_ledger_open(ctx, argv[1], &opts);
   if (!lg || ft_ctx_attach_ledger(ctx, lg) != FT_OK) {
     fprintf(stderr, "ledger_audit: %s\n", ft_ctx_error(ctx));

@@ -26,7 +26,7 @@ int main(void) {
   int argnum = 0;
   ft_jaxpr *jg = jl ? ft_grad(ctx, jl, 1, &argnum, false) : NULL;
   int in_axes[3] = {FT_VMAP_NONE, 0, 0}, out_axes[1] = {0};
-  ft_jaxpr *jv = jg ? ft_vmap(ctx, jg, ft_jaxpr_num_inputs(jg), in_axes, ft_jaxpr_num_outputs(jg), out_axes, N) : NULL;
+  ft_jaxpr *jv = jg ? ft_vmap(ctx, jg, 3, in_axes, 1, out_axes, N) : NULL;
   if (!jv) {
     fprintf(stderr, "per_example_grads: %s\n", ft_ctx_error(ctx));
     return 1;
