@@ -605,7 +605,7 @@ FT_API ft_val *ft_rev(ft_val *x, int n, const int *dims);
  * (all 1). */
 FT_API ft_val *ft_slice(ft_val *x, int n, const int64_t *start, const int64_t *limit,
                         const int64_t *strides);
-/* start_indices: rank(x) integer scalars. */
+/* start_indices: rank(x) integer scalars; sizes: rank(x) entries. */
 FT_API ft_val *ft_dynamic_slice(ft_val *x, ft_val *const *start_indices, const int64_t *sizes);
 FT_API ft_val *ft_dynamic_update_slice(ft_val *x, ft_val *update, ft_val *const *start_indices);
 FT_API ft_val *ft_concatenate(int n, ft_val *const *xs, int dimension);
@@ -1362,10 +1362,11 @@ FT_API ft_jaxpr *ft_transform_ex(ft_ctx *ctx, const ft_jaxpr *j, const char *exp
                                  const ft_transform_options *opts);
 
 /* ================================================================ optimize */
-/* Equality saturation on jaxprs (docs/egraph.md). Each equation becomes an e-node keyed by primitive
- * and params; rewrite rules grow the e-graph; the cheapest equivalent
- * program under a cost model of FLOPs and bytes moved is extracted (shared
- * subterms computed once: CSE; unused ones dropped: DCE). */
+/* Equality saturation on jaxprs (docs/egraph.md). Each equation becomes an
+ * e-node keyed by primitive and params; rewrite rules grow the e-graph; the
+ * cheapest equivalent program under a cost model of FLOPs and bytes moved
+ * is extracted (shared subterms computed once: CSE; unused ones dropped:
+ * DCE). */
 typedef enum ft_opt_tier {
   /* Only rewrites that keep every output bit for every input (NaN payloads
    * aside: docs/determinism.md treats all NaNs as equal): x*1, x/1,
