@@ -344,7 +344,7 @@ FT_API ft_array *ft_array_from_data(ft_ctx *ctx, ft_dtype dtype, int rank, const
  * e.g. from aligned_alloc(64, n)) is borrowed, never freed by the library,
  * and must stay valid and unmoved until ft_array_free() of the result, which
  * frees only the handle. Reads and writes through the array (ft_call_into
- * outputs, ft_array_data) go to data. Fails like ft_array_new, or with
+ * outputs, ft_array_data, ft_array_data_mut) go to data. Fails like ft_array_new, or with
  * FT_ERR_INVALID_ARG when data is NULL for a non-empty array or misaligned. */
 FT_API ft_array *ft_array_wrap(ft_ctx *ctx, ft_dtype dtype, int rank, const int64_t *dims,
                                void *data);
