@@ -1161,8 +1161,8 @@ FT_API const char *ft_ledger_kind_name(ft_ledger_kind kind);
  * output with the batch axis at out_axes[k] (FT_VMAP_NONE: output k must
  * not depend on a mapped input; negative: counted from the end of the
  * batched output; n_out_axes entries, one per output). in_axes NULL (with
- * n_in_axes 0) maps every input at axis 0; out_axes NULL (with n_out_axes
- * 0) puts every batch axis at 0. Outputs that do not depend on a mapped input
+ * n_in_axes 0 or the input count) maps every input at axis 0; out_axes
+ * NULL (with n_out_axes 0 or the output count) puts every batch axis at 0. Outputs that do not depend on a mapped input
  * are broadcast along the batch axis (unless out_axes says none).
  * Constvars (and their values) are kept, unbatched.
  *

@@ -309,22 +309,22 @@ static bool after_vmap(ft_ctx *ctx, const ft_jaxpr *j, const ft_jaxpr *r, const 
   return ok;
 }
 
-/* The lengths of the axis arrays: NULL with 0 (the default axes), or one
- * entry per input / output of j. */
+/* The lengths of the axis arrays: one entry per input / output of j; NULL
+ * (the default axes) with that count or 0. */
 static bool check_lengths(ft_ctx *ctx, const ft_jaxpr *j, int n_in_axes, const int *in_axes,
                           int n_out_axes, const int *out_axes) {
-  if (in_axes ? n_in_axes != j->n_in : n_in_axes != 0) {
+  if (n_in_axes != j->n_in && (in_axes || n_in_axes != 0)) {
     ft_set_error(ctx, FT_ERR_INVALID_ARG, in_axes
                  ? "vmap: in_axes has %d entries; the jaxpr has %d inputs"
                  : "vmap: in_axes is NULL but n_in_axes is %d (the jaxpr has %d inputs; NULL "
-                   "takes 0)", n_in_axes, j->n_in);
+                   "takes that or 0)", n_in_axes, j->n_in);
     return false;
   }
-  if (out_axes ? n_out_axes != j->n_out : n_out_axes != 0) {
+  if (n_out_axes != j->n_out && (out_axes || n_out_axes != 0)) {
     ft_set_error(ctx, FT_ERR_INVALID_ARG, out_axes
                  ? "vmap: out_axes has %d entries; the jaxpr has %d outputs"
                  : "vmap: out_axes is NULL but n_out_axes is %d (the jaxpr has %d outputs; NULL "
-                   "takes 0)", n_out_axes, j->n_out);
+                   "takes that or 0)", n_out_axes, j->n_out);
     return false;
   }
   return true;

@@ -217,8 +217,15 @@ static void lengths(void) {
   CHECK(!strcmp(ft_ctx_error(ctx), "vmap: in_axes has 1 entries; the jaxpr has 2 inputs"));
   CHECK(ft_vmap(ctx, j, 2, ia, 2, oa, 4) == NULL);
   CHECK(!strcmp(ft_ctx_error(ctx), "vmap: out_axes has 2 entries; the jaxpr has 1 outputs"));
-  CHECK(ft_vmap(ctx, j, 2, NULL, 0, NULL, 4) == NULL);
-  CHECK(CONTAINS(ft_ctx_error(ctx), "in_axes is NULL but n_in_axes is 2"));
+  CHECK(ft_vmap(ctx, j, 3, NULL, 0, NULL, 4) == NULL);
+  CHECK(CONTAINS(ft_ctx_error(ctx), "in_axes is NULL but n_in_axes is 3"));
+  ft_jaxpr *d0 = ft_vmap(ctx, j, 0, NULL, 0, NULL, 4), *d2 = ft_vmap(ctx, j, 2, NULL, 1, NULL, 4);
+  CHECK(d0 && d2);  /* NULL axes with 0 or the count: the same program */
+  char h0[33] = "", h2[33] = "";
+  if (d0 && d2) ft_jaxpr_hash_hex(d0, h0), ft_jaxpr_hash_hex(d2, h2);
+  CHECK(h0[0] && !strcmp(h0, h2));
+  ft_jaxpr_free(d0);
+  ft_jaxpr_free(d2);
   ft_jaxpr *v = ft_vmap(ctx, j, 2, ia, 1, oa, 4);
   CHECK(v != NULL);
   ft_aval av;
