@@ -195,7 +195,7 @@ for lib in "$RTLIB" "$tmp/libaot_all.so" "$tmp/driver"; do
     pass=$((pass + 1))
   fi
 done
-if readelf -d "$tmp/libaot_all.so" | grep -q 'NEEDED.*\[libfrankentrace_rt\.so\.0\]'; then  # the SONAME, with the ABI major
+if readelf -d "$tmp/libaot_all.so" | grep -q 'NEEDED.*\[libfrankentrace_rt\.so\.1\]'; then  # the SONAME, with the ABI number
   pass=$((pass + 1))
 else
   echo "FAIL: libaot_all.so does not record libfrankentrace_rt.so.1"; fail=$((fail + 1))
