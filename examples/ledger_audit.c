@@ -33,7 +33,8 @@ int main(int argc, char **argv) {
   }
   ft_ctx *ctx = ft_ctx_new(NULL);
   /* calls: keep each call's input and output bytes, so reexec can re-run it */
-  ft_ledger_options opts = {.calls = FT_LEDGER_CALLS_BYTES};
+  ft_ledger_options opts = FT_LEDGER_OPTIONS_INIT;
+  opts.calls = FT_LEDGER_CALLS_BYTES;
   ft_ledger *lg = ft_ledger_open(ctx, argv[1], &opts);
   if (!lg || ft_ctx_attach_ledger(ctx, lg) != FT_OK) {
     fprintf(stderr, "ledger_audit: %s\n", ft_ctx_error(ctx));
@@ -46,7 +47,7 @@ int main(int argc, char **argv) {
   ft_fn *fn = g ? ft_jit(ctx, g, NULL) : NULL;
   float xs[3] = {0.5f, -1, 2};
   ft_array *x = ft_array_from_data(ctx, FT_F32, 1, (int64_t[]){3}, xs), *out = NULL;
-  if (!fn || ft_call(fn, 1, &x, 1, &out) != FT_OK) {
+  if (!fn || ft_call(fn, 1, (const ft_array *const *)&x, 1, &out) != FT_OK) {
     fprintf(stderr, "ledger_audit: %s\n", ft_ctx_error(ctx));
     return 1;
   }

@@ -44,7 +44,7 @@ int main(void) {
     ft_array *in[4] = {ft_array_from_data(ctx, FT_F32, 1, (int64_t[]){D}, w),
                        ft_array_from_data(ctx, FT_F32, 0, NULL, &b), xa, ya};
     ft_array *out[3] = {0};
-    if (ft_call(step, 4, in, 3, out) != FT_OK) {
+    if (ft_call(step, 4, (const ft_array *const *)in, 3, out) != FT_OK) {
       fprintf(stderr, "logistic_regression: %s\n", ft_ctx_error(ctx));
       return 1;
     }

@@ -61,7 +61,7 @@ int main(void) {
                        ft_array_from_data(ctx, FT_F32, 2, (int64_t[]){N, IN}, x),
                        ft_array_from_data(ctx, FT_F32, 1, (int64_t[]){N}, y)};
     ft_array *out[5] = {0};
-    if (ft_call(step, 6, in, 5, out) != FT_OK) {
+    if (ft_call(step, 6, (const ft_array *const *)in, 5, out) != FT_OK) {
       fprintf(stderr, "mlp: %s\n", ft_ctx_error(ctx));
       return 1;
     }
@@ -81,7 +81,7 @@ int main(void) {
                       ft_array_from_data(ctx, FT_F32, 0, NULL, &b2),
                       ft_array_from_data(ctx, FT_F32, 2, (int64_t[]){N, IN}, x)};
   ft_array *pred = NULL;
-  if (!jp || ft_eval(ctx, jp, 5, pin, 1, &pred) != FT_OK) {
+  if (!jp || ft_eval(ctx, jp, 5, (const ft_array *const *)pin, 1, &pred) != FT_OK) {
     fprintf(stderr, "mlp: %s\n", ft_ctx_error(ctx));
     return 1;
   }

@@ -47,7 +47,7 @@ int main(void) {
   const float as[] = {2, 9, 1e6f, 0.25f};
   for (int k = 0; k < 4; k++) {
     ft_array *in = ft_array_from_data(ctx, FT_F32, 0, NULL, &as[k]), *out[2] = {0};
-    if (ft_call(fn, 1, &in, 2, out) != FT_OK) {
+    if (ft_call(fn, 1, (const ft_array *const *)&in, 2, out) != FT_OK) {
       fprintf(stderr, "newton: %s\n", ft_ctx_error(ctx));
       return 1;
     }

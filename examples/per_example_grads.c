@@ -26,7 +26,7 @@ int main(void) {
   int argnum = 0;
   ft_jaxpr *jg = jl ? ft_grad(ctx, jl, 1, &argnum, false) : NULL;
   int in_axes[3] = {FT_VMAP_NONE, 0, 0}, out_axes[1] = {0};
-  ft_jaxpr *jv = jg ? ft_vmap(ctx, jg, in_axes, out_axes, N) : NULL;
+  ft_jaxpr *jv = jg ? ft_vmap(ctx, jg, 3, in_axes, 1, out_axes, N) : NULL;
   if (!jv) {
     fprintf(stderr, "per_example_grads: %s\n", ft_ctx_error(ctx));
     return 1;
@@ -42,7 +42,7 @@ int main(void) {
                      ft_array_from_data(ctx, FT_F32, 2, (int64_t[]){N, D}, x),
                      ft_array_from_data(ctx, FT_F32, 1, (int64_t[]){N}, y)};
   ft_array *g = NULL;
-  if (ft_eval(ctx, jv, 3, in, 1, &g) != FT_OK) {
+  if (ft_eval(ctx, jv, 3, (const ft_array *const *)in, 1, &g) != FT_OK) {
     fprintf(stderr, "per_example_grads: %s\n", ft_ctx_error(ctx));
     return 1;
   }

@@ -39,9 +39,10 @@ int main(void) {
   float xs[4] = {0, 1, 2, -1.5f};
   ft_array *x = ft_array_from_data(ctx, FT_F32, 1, (int64_t[]){4}, xs);
   ft_array *g_interp = NULL, *g_jit = NULL;
-  if (ft_eval(ctx, jg, 1, &x, 1, &g_interp) != FT_OK) return fail(ctx);
+  const ft_array *args[1] = {x};  /* inputs are borrowed, and const */
+  if (ft_eval(ctx, jg, 1, args, 1, &g_interp) != FT_OK) return fail(ctx);
   ft_fn *fn = ft_jit(ctx, jg, NULL);
-  if (!fn || ft_call(fn, 1, &x, 1, &g_jit) != FT_OK) return fail(ctx);
+  if (!fn || ft_call(fn, 1, args, 1, &g_jit) != FT_OK) return fail(ctx);
   const float *g = ft_array_data(g_interp);
   printf("grad f at [0, 1, 2, -1.5] = [%g, %g, %g, %g]\n", g[0], g[1], g[2], g[3]);
   printf("interpreter and JIT agree bit for bit: %s\n", ft_array_equal_bits(g_interp, g_jit) ? "yes" : "no");

@@ -11,16 +11,22 @@
  *  - One ft_ctx must not be used by two threads at the same time; separate
  *    contexts are independent.
  *
- * The header compiles as C11 and as C++.
+ *  - Argument order: the context, then the object acted on, then inputs as
+ *    (count, array) pairs, then outputs, then options. Every array
+ *    parameter comes with its length, except where the length is fixed by
+ *    an operand's rank and says so.
+ *  - Borrowed inputs are const (const ft_array *const *in): a C caller
+ *    holding ft_array *in[] passes it with a cast,
+ *    (const ft_array *const *)in (C++ converts implicitly).
+ *  - Option structs begin with `size_t size`; initialize them with their
+ *    *_INIT macro (e.g. ft_jit_options o = FT_JIT_OPTIONS_INIT;). The
+ *    library reads only the fields that fit in size, so a program built
+ *    against an older header keeps working; a size of 0 (a struct not
+ *    initialized by the macro) is refused with FT_ERR_INVALID_ARG, and
+ *    non-zero fields beyond what this library knows with
+ *    FT_ERR_UNSUPPORTED.
  *
- * Sections (each owned by one area of the library; edit only your own):
- *   core (context, status, dtypes, avals)  — src/ir
- *   jaxpr (parse, print, hash, verify)     — src/ir
- *   arrays and .npy                        — src/runtime
- *   interpreter                            — src/runtime
- *   tracing                                — src/trace
- *   transforms                             — src/transforms
- *   ledger                                 — src/ledger
+ * The header compiles as C11 and as C++.
  */
 #ifndef FT_H
 #define FT_H
@@ -30,13 +36,14 @@
 #include <stdint.h>
 
 /* The version of this header (semantic versioning; the shared library's
- * SONAME carries the ABI major, libfrankentrace.so.0). ft_version() gives
+ * SONAME carries the ABI number, raised at each incompatible change:
+ * libfrankentrace.so.1 since 0.2.0). ft_version() gives
  * the version of the library actually linked. meson.build checks these
  * against the project's version. */
 #define FT_VERSION_MAJOR 0
-#define FT_VERSION_MINOR 1
+#define FT_VERSION_MINOR 2
 #define FT_VERSION_PATCH 0
-#define FT_VERSION_STRING "0.1.0"
+#define FT_VERSION_STRING "0.2.0"
 /* One number for compile-time comparisons: FT_VERSION_NUMBER >= FT_VERSION_AT(0, 2, 0). */
 #define FT_VERSION_AT(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define FT_VERSION_NUMBER FT_VERSION_AT(FT_VERSION_MAJOR, FT_VERSION_MINOR, FT_VERSION_PATCH)
@@ -45,6 +52,15 @@
 #define FT_API __attribute__((visibility("default")))
 #else
 #define FT_API
+#endif
+
+/* The *_INIT macros of the option structs: size set, every other field
+ * zero (in C a designated initializer; in C++ an expression that value-
+ * initializes the struct, so that -Wextra stays quiet in both). */
+#ifdef __cplusplus
+#define FT_SIZED_INIT_(T) ([] { T o_{}; o_.size = sizeof o_; return o_; }())
+#else
+#define FT_SIZED_INIT_(T) {.size = sizeof(T)}
 #endif
 
 #ifdef __cplusplus
@@ -100,13 +116,25 @@ typedef struct ft_aval {
   bool weak_type;
 } ft_aval;
 
-/* Error-handling policy (DESIGN.md §9). */
+/* Error-handling policy (docs/architecture.md, "Modes"). */
 typedef enum ft_mode {
   FT_MODE_STRICT = 0,  /* fail closed on anything unknown */
   FT_MODE_HARDENED     /* also guard at run time and record guard events */
 } ft_mode;
 
+/* The allocator of array buffers (ft_ctx_options.allocator). alloc returns
+ * size bytes aligned to alignment (64; a power of two dividing size), or
+ * NULL on failure; free releases such a block (p never NULL) and gets the
+ * size that was asked for. Both may be called from any thread (the JIT's
+ * executor threads allocate the buffers of interpreter fallback steps). */
+typedef struct ft_allocator {
+  void *(*alloc)(void *user, size_t size, size_t alignment);
+  void (*free)(void *user, void *p, size_t size);
+  void *user;
+} ft_allocator;
+
 typedef struct ft_ctx_options {
+  size_t size;         /* sizeof(ft_ctx_options): set by FT_CTX_OPTIONS_INIT */
   ft_mode mode;
   int num_threads;     /* 0: FT_NUM_THREADS from the environment, else the core count */
   /* Hardened mode only (ignored in strict mode): */
@@ -114,7 +142,21 @@ typedef struct ft_ctx_options {
                            keeping the defined result and reporting it */
   bool guard_each_step; /* also check every equation (interpreter) or plan step (JIT) for
                            NaN/Inf appearing in its results (slow: a debugging aid) */
+  /* Where the buffers of arrays made on this context come from (both
+   * functions NULL: aligned_alloc and free). Exactly these allocations go
+   * through it: the data buffer of every ft_array the library creates on
+   * the context or on an ft_fn compiled on it, i.e. ft_array_new,
+   * ft_array_from_data, ft_npy_read, ft_npy_read_mem, the outputs of ft_eval,
+   * ft_call and ft_profile_jaxpr, and the interpreter's intermediate arrays
+   * (in ft_eval, and in JIT fallback steps). An array remembers its
+   * allocator: ft_array_free gives the buffer back to it, so the user
+   * pointer must stay valid until the last such array is freed. Array
+   * handles (a small struct), ft_array_wrap's handles, jaxprs, compiled
+   * code, the JIT's buffer frames, ledger buffers and returned strings use
+   * malloc. */
+  ft_allocator allocator;
 } ft_ctx_options;
+#define FT_CTX_OPTIONS_INIT FT_SIZED_INIT_(ft_ctx_options)
 
 typedef struct ft_ctx ft_ctx;
 
@@ -122,9 +164,16 @@ typedef struct ft_ctx ft_ctx;
 FT_API const char *ft_version(void);
 
 /* Creates a context. opts may be NULL (defaults: strict, automatic threads).
- * Returns NULL only when memory is exhausted. Free with ft_ctx_free(). */
+ * Returns NULL when memory is exhausted or opts is refused (its size is 0,
+ * it sets fields this library does not know, or only one of the
+ * allocator's alloc and free): with no context to hold a message, check
+ * the options with ft_ctx_options_check first when that matters. Free with
+ * ft_ctx_free(). */
 FT_API ft_ctx *ft_ctx_new(const ft_ctx_options *opts);
 FT_API void ft_ctx_free(ft_ctx *ctx);
+/* Why ft_ctx_new would refuse opts: FT_OK, or a status with a message in
+ * buf (len bytes; may be NULL). */
+FT_API ft_status ft_ctx_options_check(const ft_ctx_options *opts, char *buf, size_t len);
 
 /* The message of the last failure on ctx ("" if none): a copy for the
  * calling thread, valid until this thread's fourth later ft_ctx_error call.
@@ -147,11 +196,14 @@ FT_API void ft_ctx_clear_error(ft_ctx *ctx);
  * every iteration (AOT-emitted functions take no context and run
  * unbounded). Zero fields mean no limit. */
 typedef struct ft_loop_limits {
+  size_t size;             /* sizeof(ft_loop_limits): set by FT_LOOP_LIMITS_INIT */
   int64_t max_iterations;  /* per execution of one loop; 0: none */
   double max_seconds;      /* wall time of one execution of one loop; <= 0: none */
 } ft_loop_limits;
-/* Sets ctx's loop limits (NULL: none). Applies to loops that start later. */
-FT_API void ft_ctx_set_loop_limits(ft_ctx *ctx, const ft_loop_limits *limits);
+#define FT_LOOP_LIMITS_INIT FT_SIZED_INIT_(ft_loop_limits)
+/* Sets ctx's loop limits (NULL: none). Applies to loops that start later.
+ * FT_ERR_INVALID_ARG (limits unchanged) for a NULL ctx or a bad size. */
+FT_API ft_status ft_ctx_set_loop_limits(ft_ctx *ctx, const ft_loop_limits *limits);
 /* Cancels: every loop running on ctx, from any thread, stops before its
  * next iteration and its call fails with FT_ERR_CANCELLED; so do later
  * loops until ft_ctx_clear_cancel. Safe to call from any thread or from a
@@ -159,8 +211,7 @@ FT_API void ft_ctx_set_loop_limits(ft_ctx *ctx, const ft_loop_limits *limits);
 FT_API void ft_ctx_cancel(ft_ctx *ctx);
 FT_API void ft_ctx_clear_cancel(ft_ctx *ctx);
 
-/* Hardened mode's run-time guards (DESIGN.md §9, docs/architecture.md
- * "Modes"). Strict mode (the default) fails closed on anything unknown
+/* Hardened mode's run-time guards (docs/architecture.md, "Modes"). Strict mode (the default) fails closed on anything unknown
  * when a program is parsed, transformed, optimized or compiled, and adds
  * no run-time check. FT_MODE_HARDENED keeps every strict check and also
  * guards ft_eval and ft_call (ft_call_into) at run time:
@@ -293,13 +344,16 @@ FT_API ft_array *ft_array_from_data(ft_ctx *ctx, ft_dtype dtype, int rank, const
  * e.g. from aligned_alloc(64, n)) is borrowed, never freed by the library,
  * and must stay valid and unmoved until ft_array_free() of the result, which
  * frees only the handle. Reads and writes through the array (ft_call_into
- * outputs, ft_array_data) go to data. Fails like ft_array_new, or with
+ * outputs, ft_array_data, ft_array_data_mut) go to data. Fails like ft_array_new, or with
  * FT_ERR_INVALID_ARG when data is NULL for a non-empty array or misaligned. */
 FT_API ft_array *ft_array_wrap(ft_ctx *ctx, ft_dtype dtype, int rank, const int64_t *dims,
                                void *data);
 FT_API void ft_array_free(ft_array *a);
-/* The buffer (owned by a, valid until ft_array_free; writable). NULL for NULL. */
-FT_API void *ft_array_data(const ft_array *a);
+/* The buffer (owned by a, or the caller's for ft_array_wrap; valid until
+ * ft_array_free), read-only. NULL for NULL. */
+FT_API const void *ft_array_data(const ft_array *a);
+/* The same buffer, writable (fill an input, write a wrapped buffer). */
+FT_API void *ft_array_data_mut(ft_array *a);
 /* The dtype and shape (weak_type false). */
 FT_API ft_aval ft_array_aval(const ft_array *a);
 /* PRNG keys at the boundary (docs/random.md): a key array key<fry>[s] holds
@@ -336,7 +390,8 @@ FT_API ft_status ft_npy_write_mem(ft_ctx *ctx, const ft_array *a, void **out, si
  * constvar's dtype and shape (FT_ERR_TYPE / FT_ERR_SHAPE naming the
  * constant); FT_ERR_INVALID_ARG when j already carries values or n is
  * wrong. On failure j is unchanged. */
-FT_API ft_status ft_jaxpr_bind_consts(ft_ctx *ctx, ft_jaxpr *j, int n, ft_array *const *values);
+FT_API ft_status ft_jaxpr_bind_consts(ft_ctx *ctx, ft_jaxpr *j, int n,
+                                      const ft_array *const *values);
 /* Constants of sub-jaxprs. A jit whose closed jaxpr keeps constants (JAX
  * 0.12 keeps NumPy arrays so: jnp.piecewise's tables in jax.scipy.special's
  * sici and spence) prints `{ lambda a:f32[8]; ...}` with no values, so a
@@ -352,7 +407,7 @@ FT_API int ft_jaxpr_num_sub_consts(const ft_jaxpr *j);
 FT_API int ft_jaxpr_sub_num_consts(const ft_jaxpr *j, int k);
 FT_API ft_status ft_jaxpr_sub_const_aval(const ft_jaxpr *j, int k, int i, ft_aval *out);
 FT_API ft_status ft_jaxpr_bind_sub_consts(ft_ctx *ctx, ft_jaxpr *j, int k, int n,
-                                          ft_array *const *values);
+                                          const ft_array *const *values);
 
 /* Evaluates j with the reference interpreter (simple, slow, the oracle for
  * compiled code; every primitive, control flow included).
@@ -368,11 +423,11 @@ FT_API ft_status ft_jaxpr_bind_sub_consts(ft_ctx *ctx, ft_jaxpr *j, int k, int n
  * equation (index and primitive) and the problem. Reductions follow the
  * canonical order of docs/determinism.md, so the results are bit-identical
  * to the JIT's. */
-FT_API ft_status ft_eval(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
+FT_API ft_status ft_eval(ft_ctx *ctx, const ft_jaxpr *j, int n_in, const ft_array *const *in,
                          int n_out, ft_array **out);
 
 /* ================================================================= tracing */
-/* Tracing turns a C function into a jaxpr (DESIGN.md §3). ft_trace calls
+/* Tracing turns a C function into a jaxpr (docs/tracing.md). ft_trace calls
  * your function with symbolic values (ft_val *); each op below appends one
  * equation (after the primitive's shape rule) and returns a new value.
  *
@@ -541,13 +596,16 @@ FT_API ft_val *ft_bitcast_convert(ft_val *x, ft_dtype dt);
  * operand axis i (strictly increasing; NULL for a rank-0 operand). */
 FT_API ft_val *ft_broadcast_in_dim(ft_val *x, int rank, const int64_t *shape, const int *bdims);
 FT_API ft_val *ft_reshape(ft_val *x, int rank, const int64_t *new_sizes);
-FT_API ft_val *ft_transpose(ft_val *x, const int *permutation);
+/* permutation: n == rank(x) entries. */
+FT_API ft_val *ft_transpose(ft_val *x, int n, const int *permutation);
 FT_API ft_val *ft_squeeze(ft_val *x, int n, const int *dims);
 FT_API ft_val *ft_expand_dims(ft_val *x, int n, const int *dims);
 FT_API ft_val *ft_rev(ft_val *x, int n, const int *dims);
-/* strides may be NULL (all 1). Each array has one entry per axis of x. */
-FT_API ft_val *ft_slice(ft_val *x, const int64_t *start, const int64_t *limit, const int64_t *strides);
-/* start_indices: rank(x) integer scalars. */
+/* start, limit and strides: n == rank(x) entries each; strides may be NULL
+ * (all 1). */
+FT_API ft_val *ft_slice(ft_val *x, int n, const int64_t *start, const int64_t *limit,
+                        const int64_t *strides);
+/* start_indices: rank(x) integer scalars; sizes: rank(x) entries. */
 FT_API ft_val *ft_dynamic_slice(ft_val *x, ft_val *const *start_indices, const int64_t *sizes);
 FT_API ft_val *ft_dynamic_update_slice(ft_val *x, ft_val *update, ft_val *const *start_indices);
 FT_API ft_val *ft_concatenate(int n, ft_val *const *xs, int dimension);
@@ -625,8 +683,8 @@ FT_API int ft_sort_multi(int n, ft_val *const *xs, int dimension, bool is_stable
 /* The k largest along the last axis of x (values, int32 indices); returns 2 or -1. */
 FT_API int ft_top_k(ft_val *x, int k, ft_val **values, ft_val **indices);
 
-/* ---- jnp.linalg: spectral and orthogonal decompositions (issue 20,
- * docs/linalg-spectral.md). Matrices are the last two axes of a (f32 or
+/* ---- jnp.linalg: spectral and orthogonal decompositions
+ * (docs/linalg-spectral.md). Matrices are the last two axes of a (f32 or
  * f64; leading axes are a batch). Each returns its number of results, or
  * -1 with the error on the trace. Results are written only where the
  * pointer is not NULL. */
@@ -714,7 +772,7 @@ FT_API ft_val *ft_relu(ft_val *x);
 /* jax.nn.one_hot of integer labels: labels.shape + (n,), in dtype dt. */
 FT_API ft_val *ft_one_hot(ft_val *labels, int n, ft_dtype dt);
 
-/* ---- indexing (src/trace/index.c): gather, scatter, windows, convolution.
+/* ---- indexing: gather, scatter, windows, convolution.
  * lax semantics: the last axis of `indices` holds the start-index vectors;
  * axis numbers are non-negative. Conveniences (ft_take, ft_index_update_*)
  * follow jax.numpy. top_k is ft_top_k above. */
@@ -811,7 +869,7 @@ typedef struct ft_conv_opts {
 } ft_conv_opts;
 FT_API ft_val *ft_conv(ft_val *lhs, ft_val *rhs, const ft_conv_opts *opts);
 
-/* ---- linear algebra (src/trace/linalg.c, docs/linalg.md): jnp.linalg and
+/* ---- linear algebra (docs/linalg.md): jnp.linalg and
  * jax.lax.linalg over leading batch dims (equal in every operand), f32 and
  * f64 (and c64/c128 for cholesky, triangular_solve and lu). Failures are
  * values, as in JAX on CPU: a matrix that is not positive definite gives
@@ -849,7 +907,7 @@ FT_API int ft_slogdet(ft_val *a, ft_val **sign, ft_val **logabsdet);
 /* jnp.linalg.det: sign * exp(logabsdet). */
 FT_API ft_val *ft_det(ft_val *a);
 
-/* ---- custom rules (src/trace/custom.c): jax.custom_jvp and jax.custom_vjp.
+/* ---- custom rules: jax.custom_jvp and jax.custom_vjp.
  * fn is traced into call_jaxpr, which evaluation runs; the rules are traced
  * into jaxprs that the transforms use instead of differentiating fn
  * (docs/autodiff.md, "Custom rules"). fn and the rules are called with the
@@ -883,8 +941,8 @@ FT_API int ft_custom_vjp_call(ft_tracer *t, const char *name, ft_trace_fn fn, ft
                               ft_val **out, int max_out);
 
 /* ============================================================== transforms */
-/* Automatic differentiation as jaxpr -> jaxpr transforms (DESIGN.md §4,
- * docs/autodiff.md). Every result is a new, verified jaxpr the caller frees
+/* Automatic differentiation as jaxpr -> jaxpr transforms
+ * (docs/autodiff.md). Every result is a new, verified jaxpr the caller frees
  * with ft_jaxpr_free(); the input is not modified and may be freed at once.
  * They compose: ft_grad(ft_grad(f)) is the second derivative, exactly (no
  * finite differences anywhere in the library).
@@ -941,7 +999,7 @@ FT_API ft_jaxpr *ft_inline(ft_ctx *ctx, const ft_jaxpr *j);
 /* ================================================================== ledger */
 /* A ledger is a directory that records, hash-chained and repairable, every
  * trace, parse, transform, optimization, compilation and (opt-in) call made
- * through a context it is attached to (DESIGN.md §8, docs/ledger.md). The
+ * through a context it is attached to (docs/ledger.md). The
  * hashes (XXH3-128) protect against accidents, not against an adversary. */
 typedef struct ft_ledger ft_ledger;
 
@@ -964,9 +1022,10 @@ typedef enum ft_ledger_calls {
   FT_LEDGER_CALLS_BYTES      /* also the bytes of each array up to call_byte_cap */
 } ft_ledger_calls;
 
-/* Zero-initialized options give the defaults. k, m and block_size apply when
+/* FT_LEDGER_OPTIONS_INIT gives the defaults. k, m and block_size apply when
  * a ledger is created; an existing ledger keeps its own. */
 typedef struct ft_ledger_options {
+  size_t size;               /* sizeof(ft_ledger_options): set by FT_LEDGER_OPTIONS_INIT */
   ft_ledger_fsync fsync;
   ft_ledger_calls calls;
   size_t call_byte_cap;      /* 0: 1 MiB per array */
@@ -975,6 +1034,7 @@ typedef struct ft_ledger_options {
   int block_size;            /* bytes per block; 0: 4096 (16..1 MiB, a multiple of 16) */
   bool auto_recover;         /* open a torn ledger by running ft_ledger_recover first */
 } ft_ledger_options;
+#define FT_LEDGER_OPTIONS_INIT FT_SIZED_INIT_(ft_ledger_options)
 
 /* Opens the ledger in dir, creating dir and the ledger when absent. Only one
  * writer may have a ledger open (an advisory lock; FT_ERR_IO otherwise). A
@@ -1087,38 +1147,42 @@ FT_API ft_status ft_ledger_object_read(ft_ctx *ctx, const char *dir, const char 
 FT_API const char *ft_ledger_kind_name(ft_ledger_kind kind);
 
 /* ==================================================================== vmap */
-/* Batching (jax.vmap) as a jaxpr-to-jaxpr transform (DESIGN.md §4,
- * docs/vmap.md). Owned by src/transforms/vmap*.c, batching*.c, jac*.c. */
+/* Batching (jax.vmap) as a jaxpr-to-jaxpr transform (docs/vmap.md). */
 
 /* An in_axes / out_axes entry meaning "not mapped" (JAX's None). */
 #define FT_VMAP_NONE (-2147483647 - 1)
 
 /* jax.vmap of j, the per-example program: the result takes inputs with a
- * batch axis of size axis_size (>= 0) inserted at in_axes[i] (FT_VMAP_NONE:
+ * batch axis of size axis_size (>= 0) inserted at in_axes[i] (n_in_axes
+ * entries, one per input of j, ft_jaxpr_num_inputs; constvars are never
+ * mapped) (FT_VMAP_NONE:
  * input i is not mapped and keeps its aval; a negative axis counts from the
  * end of the batched input, so -1 appends the batch axis) and returns each
  * output with the batch axis at out_axes[k] (FT_VMAP_NONE: output k must
  * not depend on a mapped input; negative: counted from the end of the
- * batched output). in_axes NULL maps every input at axis 0; out_axes NULL
- * puts every batch axis at 0. Outputs that do not depend on a mapped input
+ * batched output; n_out_axes entries, one per output). in_axes NULL (with
+ * n_in_axes 0 or the input count) maps every input at axis 0; out_axes
+ * NULL (with n_out_axes 0 or the output count) puts every batch axis at 0. Outputs that do not depend on a mapped input
  * are broadcast along the batch axis (unless out_axes says none).
  * Constvars (and their values) are kept, unbatched.
  *
  * Evaluated by the interpreter, the result is bit-identical to evaluating j
  * on each slice of the inputs and stacking the results (docs/vmap.md).
  *
- * Errors: FT_ERR_INVALID_ARG for an axis out of range, axis_size < 0, or a
- * mapped output with out_axes none. The result is verified; free it with
- * ft_jaxpr_free(). */
-FT_API ft_jaxpr *ft_vmap(ft_ctx *ctx, const ft_jaxpr *j, const int *in_axes, const int *out_axes,
-                         int64_t axis_size);
+ * Errors: FT_ERR_INVALID_ARG for a length that is not the jaxpr's count
+ * (naming both), an axis out of range, axis_size < 0, or a mapped output
+ * with out_axes none. The result is verified; free it with ft_jaxpr_free(). */
+FT_API ft_jaxpr *ft_vmap(ft_ctx *ctx, const ft_jaxpr *j, int n_in_axes, const int *in_axes,
+                         int n_out_axes, const int *out_axes, int64_t axis_size);
 /* The same, with the batch size taken from the avals of the batched
- * arguments (batched_in, one per input of j) as jax.vmap(f)(*args) does:
+ * arguments (batched_in, n_batched_in == one per input of j, as in_axes)
+ * as jax.vmap(f)(*args) does:
  * each mapped argument must be j's input aval with one axis inserted at its
  * in_axes entry, all of one size (FT_ERR_SHAPE names the first two that
  * disagree); unmapped arguments must equal j's input avals. */
-FT_API ft_jaxpr *ft_vmap_avals(ft_ctx *ctx, const ft_jaxpr *j, const int *in_axes,
-                               const int *out_axes, const ft_aval *batched_in);
+FT_API ft_jaxpr *ft_vmap_avals(ft_ctx *ctx, const ft_jaxpr *j, int n_in_axes, const int *in_axes,
+                               int n_out_axes, const int *out_axes, int n_batched_in,
+                               const ft_aval *batched_in);
 
 /* Jacobians and Hessians, as JAX builds them (docs/vmap.md). Each takes
  * j's inputs and returns, for each inexact output y_k of j (in order), the
@@ -1131,7 +1195,7 @@ FT_API ft_jaxpr *ft_jacrev(ft_ctx *ctx, const ft_jaxpr *j, int argnum);
 FT_API ft_jaxpr *ft_hessian(ft_ctx *ctx, const ft_jaxpr *j, int argnum);
 
 /* ===================================================================== jit */
-/* Compilation to native code (DESIGN.md §6, docs/jit.md). Owned by src/lower.
+/* Compilation to native code (docs/jit.md).
  * ft_jit plans a jaxpr into steps — fused loop kernels compiled by LLVM (one
  * module per program, host CPU, no FP contraction, the shared math library
  * inlined), GEMM calls through the project's one GEMM routine, and, for what
@@ -1140,8 +1204,9 @@ FT_API ft_jaxpr *ft_hessian(ft_ctx *ctx, const ft_jaxpr *j, int argnum);
  * bit-identical to ft_eval. */
 typedef struct ft_fn ft_fn;
 
-/* Zero-initialized options give the defaults. */
+/* FT_JIT_OPTIONS_INIT gives the defaults. */
 typedef struct ft_jit_options {
+  size_t size;            /* sizeof(ft_jit_options): set by FT_JIT_OPTIONS_INIT */
   int opt_level;          /* LLVM pipeline default<On>: 0 means 2; 1..3 */
   bool no_cache;          /* bypass both compile caches */
   bool no_disk_cache;     /* in-memory cache only */
@@ -1153,6 +1218,7 @@ typedef struct ft_jit_options {
                              compile, run by the interpreter's rule); without it ft_jit
                              fails closed naming the first (FT_ERR_UNSUPPORTED) */
 } ft_jit_options;
+#define FT_JIT_OPTIONS_INIT FT_SIZED_INIT_(ft_jit_options)
 
 /* What one ft_jit did (ft_fn_stats). Times in milliseconds. */
 typedef struct ft_jit_stats {
@@ -1175,12 +1241,24 @@ FT_API ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts)
  * receives n_out new arrays the caller frees with ft_array_free(). Results
  * are bit-identical to ft_eval, for any thread count. Several threads may
  * call one fn at once: each call takes its own buffer frame (up to 8; more
- * callers wait), see docs/executor.md. */
-FT_API ft_status ft_call(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_array **out);
+ * callers wait), see docs/executor.md. A failure's status is returned and
+ * its message left on the context (ft_ctx_error), where a concurrent
+ * call's failure may replace it: use ft_call_ex to get this call's own. */
+FT_API ft_status ft_call(ft_fn *fn, int n_in, const ft_array *const *in, int n_out,
+                         ft_array **out);
 /* The same into caller-provided arrays of the output avals: no allocation
  * unless a fallback step runs. An output array must not also be an input. */
-FT_API ft_status ft_call_into(ft_fn *fn, int n_in, ft_array *const *in, int n_out,
+FT_API ft_status ft_call_into(ft_fn *fn, int n_in, const ft_array *const *in, int n_out,
                               ft_array *const *out);
+/* ft_call and ft_call_into with a per-call error: on failure, this call's
+ * message is written to err (err_len bytes, always NUL-terminated,
+ * truncated to fit), whatever other threads calling fn do; on success err
+ * is set to "". err may be NULL (err_len is then ignored). The message is
+ * also left on the context as ft_call leaves it. */
+FT_API ft_status ft_call_ex(ft_fn *fn, int n_in, const ft_array *const *in, int n_out,
+                            ft_array **out, char *err, size_t err_len);
+FT_API ft_status ft_call_into_ex(ft_fn *fn, int n_in, const ft_array *const *in, int n_out,
+                                 ft_array *const *out, char *err, size_t err_len);
 FT_API void ft_fn_free(ft_fn *fn);
 /* ft_ctx_cancel on the context fn reports to: its running calls stop at
  * their next loop iteration with FT_ERR_CANCELLED. */
@@ -1204,8 +1282,8 @@ typedef enum ft_emit_kind {
  * `const char *<name>_error(void)` says why), with `<name>_release`; it runs
  * every step kind through libfrankentrace_rt (no LLVM), which it needs at
  * link time (docs/jit.md, "AOT"). name NULL gives "ft_main". */
-FT_API ft_status ft_jit_emit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts,
-                             ft_emit_kind kind, const char *name, const char *path);
+FT_API ft_status ft_jit_emit(ft_ctx *ctx, const ft_jaxpr *j, ft_emit_kind kind, const char *name,
+                             const char *path, const ft_jit_options *opts);
 /* Empties the in-memory compile cache (compiled code still used by an
  * ft_fn lives until that ft_fn is freed). */
 FT_API void ft_jit_cache_clear(void);
@@ -1233,7 +1311,7 @@ FT_API ft_status ft_jit_disk_cache_clear(ft_ctx *ctx, const char *cache_dir, int
 /* ================================================================= compose */
 /* A transform stack named in one line, in JAX's Python spelling, e.g.
  * "jit(vmap(grad(f, argnums=0), in_axes=(0, None), axis_size=8))"
- * (docs/transform.md). Owned by src/transforms/compose.c. Grammar:
+ * (docs/transform.md). Grammar:
  *   expr  := NAME | fn '(' expr (',' arg)* [','] ')'
  *   fn    := grad | value_and_grad | jvp | vjp | vmap | jit | jacfwd | jacrev | hessian
  *   arg   := value | KEY '=' value     (positional values in JAX's order, then keywords)
@@ -1262,8 +1340,9 @@ typedef struct ft_transform_step {
   const ft_jaxpr *result;  /* the program after this step (borrowed) */
 } ft_transform_step;
 
-/* Zero-initialized options give ft_transform's behaviour. */
+/* FT_TRANSFORM_OPTIONS_INIT gives ft_transform's behaviour. */
 typedef struct ft_transform_options {
+  size_t size;             /* sizeof(ft_transform_options): FT_TRANSFORM_OPTIONS_INIT */
   /* The avals of the arguments the result will be called with, as ft_eval
    * takes them (when j's constvars carry no values, their avals come first
    * and are skipped): a vmap without axis_size= takes its size from them,
@@ -1276,17 +1355,18 @@ typedef struct ft_transform_options {
   void (*on_step)(void *user, const ft_transform_step *step);
   void *user;
 } ft_transform_options;
+#define FT_TRANSFORM_OPTIONS_INIT FT_SIZED_INIT_(ft_transform_options)
 
 /* ft_transform with options (opts may be NULL). */
 FT_API ft_jaxpr *ft_transform_ex(ft_ctx *ctx, const ft_jaxpr *j, const char *expr,
                                  const ft_transform_options *opts);
 
 /* ================================================================ optimize */
-/* Equality saturation on jaxprs (DESIGN.md §5, docs/egraph.md). Owned by
- * src/egraph/tensor*.c. Each equation becomes an e-node keyed by primitive
- * and params; rewrite rules grow the e-graph; the cheapest equivalent
- * program under a cost model of FLOPs and bytes moved is extracted (shared
- * subterms computed once: CSE; unused ones dropped: DCE). */
+/* Equality saturation on jaxprs (docs/egraph.md). Each equation becomes an
+ * e-node keyed by primitive and params; rewrite rules grow the e-graph; the
+ * cheapest equivalent program under a cost model of FLOPs and bytes moved
+ * is extracted (shared subterms computed once: CSE; unused ones dropped:
+ * DCE). */
 typedef enum ft_opt_tier {
   /* Only rewrites that keep every output bit for every input (NaN payloads
    * aside: docs/determinism.md treats all NaNs as equal): x*1, x/1,
@@ -1331,17 +1411,16 @@ FT_API void ft_opt_report_free(ft_opt_report *report);
 
 /* =================================================================== tools */
 /* What the command-line tools need beyond the calls above, so every tool is
- * a client of include/ alone (docs/architecture.md, "Layers"). Owned by
- * src/api/. */
+ * a client of this header alone (docs/architecture.md, "Layers"). */
 
-/* The primitive table (src/ir/prims.def): primitives are numbered
+/* The primitive table (docs/primitives.md): primitives are numbered
  * 0 .. ft_primitive_count() - 1 in table order. ft_primitive_name gives
  * NULL out of range; ft_primitive_lookup gives -1 for an unknown name. */
 FT_API int ft_primitive_count(void);
 FT_API const char *ft_primitive_name(int prim);
 FT_API int ft_primitive_lookup(const char *name);
 
-/* The primitive x pass rule matrix of DESIGN.md §2 (ftc coverage). Passes
+/* The primitive x pass rule matrix (ftc coverage, docs/primitives.md). Passes
  * are numbered 0 .. ft_coverage_num_passes() - 1: eval, jvp, transpose,
  * batch, egraph, lower. ft_coverage_status gives NULL when the pass has a
  * rule for the primitive, else the reason (static text: "unsupported:
@@ -1351,15 +1430,16 @@ FT_API int ft_coverage_num_passes(void);
 FT_API const char *ft_coverage_pass_name(int pass);
 FT_API const char *ft_coverage_status(int prim, int pass);
 
-/* Plan statistics without code generation (tools/jit-fallbacks): plans j
+/* Plan statistics without code generation (what tools/jit-fallbacks in
+ * the source tree prints): plans j
  * as ft_jit plans it (the exact-tier e-graph rewrite first unless
  * opts->no_optimize; opts may be NULL) and lists every fallback step at
  * every depth (control-flow sub-programs included), one line each:
  * "DEPTH KEY\n", where KEY is "prim [in dtypes -> out dtypes] reason".
  * *n_fallback receives the count, *lines (may be NULL) the text (malloc'd,
  * free with ft_free). Error on ctx. */
-FT_API ft_status ft_jit_plan_fallbacks(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts,
-                                       int *n_fallback, char **lines);
+FT_API ft_status ft_jit_plan_fallbacks(ft_ctx *ctx, const ft_jaxpr *j, int *n_fallback,
+                                       char **lines, const ft_jit_options *opts);
 
 /* What ftc run --profile / --stats do: compiles j as ft_jit does (no
  * compile cache) and runs it on the executor: one warm-up call, then runs
@@ -1367,9 +1447,9 @@ FT_API ft_status ft_jit_plan_fallbacks(ft_ctx *ctx, const ft_jaxpr *j, const ft_
  * ft_array_free). *trace_json (may be NULL) receives the last call's Chrome
  * trace, *stats (may be NULL) the per-step table over the profiled calls;
  * both malloc'd, free with ft_free. */
-FT_API ft_status ft_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
-                                  int n_out, ft_array **out, int runs, char **trace_json,
-                                  char **stats);
+FT_API ft_status ft_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in,
+                                  const ft_array *const *in, int n_out, ft_array **out,
+                                  char **trace_json, char **stats, int runs);
 
 #ifdef __cplusplus
 }

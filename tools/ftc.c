@@ -168,8 +168,8 @@ char *ftc_read_file(const char *path, size_t *len_out) {
 
 static ft_ledger *ledger;   /* --ledger DIR, open for the whole run */
 static ft_ctx *ledger_ctx;  /* the context it was opened with (owns its errors) */
-static ft_ctx_options ctx_opts;    /* --mode, --guard-fail, --guard-each-step */
-static ft_jit_options jit_opts;    /* --allow-fallback */
+static ft_ctx_options ctx_opts = FT_CTX_OPTIONS_INIT;  /* --mode, --guard-fail, --guard-each-step */
+static ft_jit_options jit_opts = FT_JIT_OPTIONS_INIT;  /* --allow-fallback */
 
 const ft_jit_options *ftc_jit_options(void) { return &jit_opts; }
 
@@ -233,7 +233,7 @@ static int global_options(int *argc, char **argv) {
   }
   argv[n] = NULL;
   *argc = n;
-  ft_ledger_options o = {0};
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options)};
   if (!strcmp(calls, "none")) o.calls = FT_LEDGER_CALLS_NONE;
   else if (!strcmp(calls, "hashes")) o.calls = FT_LEDGER_CALLS_HASHES;
   else if (!strcmp(calls, "bytes")) o.calls = FT_LEDGER_CALLS_BYTES;

@@ -104,7 +104,7 @@ int ftc_run_and_print(ft_ctx *ctx, const char *cmd, const ft_jaxpr *j, int n_ins
       ftc_fail(cmd, "%s", ft_ctx_error(ctx));
       goto done;
     }
-  if (ft_eval(ctx, j, n, in, no, out) != FT_OK) {
+  if (ft_eval(ctx, j, n, (const ft_array *const *)in, no, out) != FT_OK) {
     ftc_fail(cmd, "%s", ft_ctx_error(ctx));
     goto done;
   }

@@ -242,7 +242,7 @@ static int buffers_make(ft_ctx *ctx, const opts *o, const demo_data *d, int np, 
     for (int i = 0; i < 3 * np; i++) {
       const ft_aval *a = &av[i % np];
       if (!(b->state[s][i] = ft_array_new(ctx, FT_F32, a->rank, a->dims))) return 1;
-      memset(ft_array_data(b->state[s][i]), 0, sizeof(float) * (size_t)ft_aval_size(a));
+      memset(ft_array_data_mut(b->state[s][i]), 0, sizeof(float) * (size_t)ft_aval_size(a));
     }
     if (!(b->state[s][3 * np] = ft_array_new(ctx, FT_F32, 0, NULL))) return 1;
   }
@@ -266,7 +266,7 @@ static int buffers_make(ft_ctx *ctx, const opts *o, const demo_data *d, int np, 
 
 /* Copies minibatch s of the permutation into b->x and b->y (one-hot). */
 static void fill_batch(const demo_data *d, const int32_t *perm, int s, int batch, buffers *b) {
-  float *x = ft_array_data(b->x), *y = ft_array_data(b->y);
+  float *x = ft_array_data_mut(b->x), *y = ft_array_data_mut(b->y);
   memset(y, 0, sizeof(float) * (size_t)batch * DEMO_CLASSES);
   for (int k = 0; k < batch; k++) {
     int i = perm[s * batch + k];
@@ -277,11 +277,11 @@ static void fill_batch(const demo_data *d, const int32_t *perm, int s, int batch
 
 /* Runs the initialization: state[0] params and the shuffle key. */
 static int run_init(const opts *o, programs *p, buffers *b) {
-  *(int32_t *)ft_array_data(b->seed) = o->seed;
+  *(int32_t *)ft_array_data_mut(b->seed) = o->seed;
   ft_array *out[DEMO_MAX_PARAMS + 1];
   for (int i = 0; i < p->np; i++) out[i] = b->state[0][i];
   out[p->np] = b->key;
-  return ft_call_into(p->init, 1, &b->seed, p->np + 1, out) != FT_OK;
+  return ft_call_into(p->init, 1, (const ft_array *const *)&b->seed, p->np + 1, out) != FT_OK;
 }
 
 /* Evaluates accuracy on both sets (state s). */
@@ -289,9 +289,9 @@ static int evaluate(const demo_data *d, programs *p, buffers *b, int s, double *
   ft_array *in[DEMO_MAX_PARAMS + 1];
   for (int i = 0; i < p->np; i++) in[i] = b->state[s][i];
   in[p->np] = b->xtr;
-  if (ft_call_into(p->pred_train, p->np + 1, in, 1, &b->ptr) != FT_OK) return 1;
+  if (ft_call_into(p->pred_train, p->np + 1, (const ft_array *const *)in, 1, &b->ptr) != FT_OK) return 1;
   in[p->np] = b->xte;
-  if (ft_call_into(p->pred_test, p->np + 1, in, 1, &b->pte) != FT_OK) return 1;
+  if (ft_call_into(p->pred_test, p->np + 1, (const ft_array *const *)in, 1, &b->pte) != FT_OK) return 1;
   *tr = accuracy(ft_array_data(b->ptr), d->y_train, d->n_train);
   *te = accuracy(ft_array_data(b->pte), d->y_test, d->n_test);
   return 0;
@@ -324,23 +324,23 @@ static int train(ft_ctx *ctx, const opts *o, const demo_data *d, programs *p, bo
   int cur = 0, t = 0;
   double t0 = now_s();
   for (int e = 0; e < o->epochs; e++) {
-    *(int32_t *)ft_array_data(b.epoch) = e;
+    *(int32_t *)ft_array_data_mut(b.epoch) = e;
     ft_array *pin[2] = {b.key, b.epoch};
-    if (ft_call_into(p->perm, 2, pin, 1, &b.perm) != FT_OK) goto done;
+    if (ft_call_into(p->perm, 2, (const ft_array *const *)pin, 1, &b.perm) != FT_OK) goto done;
     const int32_t *perm = ft_array_data(b.perm);
     double te0 = now_s(), sum = 0;
     for (int s = 0; s < steps_per_epoch; s++) {
       fill_batch(d, perm, s, o->batch, &b);
-      *(float *)ft_array_data(b.t) = (float)++t;
+      *(float *)ft_array_data_mut(b.t) = (float)++t;
       ft_array *in[3 * DEMO_MAX_PARAMS + 3];
       for (int i = 0; i < 3 * np; i++) in[i] = b.state[cur][i];
       in[3 * np] = b.t;
       in[3 * np + 1] = b.x;
       in[3 * np + 2] = b.y;
-      if (ft_call_into(p->step, 3 * np + 3, in, nst, b.state[1 - cur]) != FT_OK) goto done;
+      if (ft_call_into(p->step, 3 * np + 3, (const ft_array *const *)in, nst, b.state[1 - cur]) != FT_OK) goto done;
       if (detach && t == 1) ft_ctx_attach_ledger(ctx, NULL);
       cur = 1 - cur;
-      float loss = *(float *)ft_array_data(b.state[cur][3 * np]);
+      float loss = *(const float *)ft_array_data(b.state[cur][3 * np]);
       r->losses[t - 1] = loss;
       sum += loss;
       if (!isfinite(loss)) {
@@ -381,17 +381,17 @@ static int check_one_step(ft_ctx *ctx, const opts *o, const demo_data *d, progra
   int rc = 1, np = p->np, nst = 3 * np + 1;
   ft_array *want[3 * DEMO_MAX_PARAMS + 1] = {0};
   if (buffers_make(ctx, o, d, np, &b) || run_init(o, p, &b)) goto done;
-  int32_t *perm = ft_array_data(b.perm);
+  int32_t *perm = ft_array_data_mut(b.perm);
   for (int i = 0; i < d->n_train; i++) perm[i] = i;
   fill_batch(d, perm, 0, o->batch, &b);
-  *(float *)ft_array_data(b.t) = 1.0f;
+  *(float *)ft_array_data_mut(b.t) = 1.0f;
   ft_array *in[3 * DEMO_MAX_PARAMS + 3];
   for (int i = 0; i < 3 * np; i++) in[i] = b.state[0][i];
   in[3 * np] = b.t;
   in[3 * np + 1] = b.x;
   in[3 * np + 2] = b.y;
-  if (ft_eval(ctx, flat, 3 * np + 3, in, nst, want) != FT_OK) goto done;
-  if (ft_call_into(p->step, 3 * np + 3, in, nst, b.state[1]) != FT_OK) goto done;
+  if (ft_eval(ctx, flat, 3 * np + 3, (const ft_array *const *)in, nst, want) != FT_OK) goto done;
+  if (ft_call_into(p->step, 3 * np + 3, (const ft_array *const *)in, nst, b.state[1]) != FT_OK) goto done;
   int same = 0;
   for (int i = 0; i < nst; i++) same += ft_array_equal_bits(want[i], b.state[1][i]);
   printf("one step, interpreter (unoptimized program) vs JIT (optimized, compiled): %d of %d outputs "
@@ -504,7 +504,7 @@ static int check_threads(const opts *o, const demo_data *d, const ft_jaxpr *step
   int ne = oc.epochs;
   printf("the same training again%s:", ne < o->epochs ? " (its first epoch)" : "");
   for (int k = 0; k < 4; k++) {
-    ft_ctx_options co = {.num_threads = threads[k]};
+    ft_ctx_options co = {.size = sizeof(ft_ctx_options), .num_threads = threads[k]};
     ft_ctx *c = ft_ctx_new(&co);
     programs p;
     run_result r;
@@ -650,7 +650,7 @@ int ftc_cmd_demo(int argc, char **argv) {
   if (!ctx) return 1;
   if (o.threads) {
     /* The main run's own context, with the ledger of --ledger attached. */
-    ft_ctx_options co = {.num_threads = o.threads};
+    ft_ctx_options co = {.size = sizeof(ft_ctx_options), .num_threads = o.threads};
     ft_ctx *c2 = ft_ctx_new(&co);
     if (!c2 || (ftc_ledger() && ft_ctx_attach_ledger(c2, ftc_ledger()) != FT_OK)) {
       ft_ctx_free(c2);

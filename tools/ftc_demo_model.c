@@ -126,7 +126,7 @@ int demo_param_avals(demo_model m, ft_aval *out) {
 static ft_val *key_at(ft_val *keys, int64_t i) {
   const int64_t start[1] = {i}, limit[1] = {i + 1};
   const int dims[1] = {0};
-  return ft_squeeze(ft_slice(keys, start, limit, NULL), 1, dims);
+  return ft_squeeze(ft_slice(keys, ft_val_rank(keys), start, limit, NULL), 1, dims);
 }
 
 /* Glorot-uniform weights as (2u - 1) * lim: u * 2 - 1 is exact, so the one

@@ -149,7 +149,7 @@ int ftc_cmd_run(int argc, char **argv) {
   ft_array **in = NULL, **out = NULL;
   int n_out = 0;
   if (!ins || !ctx) { ftc_fail("run", "out of memory"); goto done; }
-  ft_loop_limits lim = {0};
+  ft_loop_limits lim = {.size = sizeof(ft_loop_limits)};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--stats")) {
       stats = true;
@@ -208,8 +208,8 @@ int ftc_cmd_run(int argc, char **argv) {
   ft_status rst;
   if (profile || stats) {
     char *json = NULL;
-    rst = ft_profile_jaxpr(ctx, j, n_ins, in, n_out, out, 10, profile ? &json : NULL,
-                           stats ? &stats_text : NULL);
+    rst = ft_profile_jaxpr(ctx, j, n_ins, (const ft_array *const *)in, n_out, out,
+                           profile ? &json : NULL, stats ? &stats_text : NULL, 10);
     if (rst == FT_OK && profile && ft_file_write(ctx, "profile", profile, json, strlen(json))) {
       ftc_fail("run", "%s", ft_ctx_error(ctx));
       free(json);
@@ -219,7 +219,7 @@ int ftc_cmd_run(int argc, char **argv) {
   } else {
     ft_fn *fn = strcmp(engine, "jit") ? NULL : ft_jit(ctx, j, ftc_jit_options());
     rst = !strcmp(engine, "jit") && !fn ? ft_ctx_status(ctx)
-          : fn ? ft_call(fn, n_ins, in, n_out, out) : ft_eval(ctx, j, n_ins, in, n_out, out);
+          : fn ? ft_call(fn, n_ins, (const ft_array *const *)in, n_out, out) : ft_eval(ctx, j, n_ins, (const ft_array *const *)in, n_out, out);
     ft_fn_free(fn);
   }
   ftc_report_guards("run", ctx);

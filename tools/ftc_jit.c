@@ -76,7 +76,7 @@ int ftc_cmd_compile(int argc, char **argv) {
     snprintf(tmp, sizeof tmp, "/tmp/ftc-compile-%ld.out", (long)getpid());
     path = tmp;
   }
-  if (ft_jit_emit(ctx, j, &o, (ft_emit_kind)kind, name, path) != FT_OK) {
+  if (ft_jit_emit(ctx, j, (ft_emit_kind)kind, name, path, &o) != FT_OK) {
     ftc_fail("compile", "%s", ft_ctx_error(ctx));
     goto done;
   }

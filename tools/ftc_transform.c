@@ -164,9 +164,9 @@ static int run(ft_ctx *ctx, const ft_jaxpr *r, bool jit, ft_array **in, int n_in
   if (!out) return ftc_fail("transform", "out of memory");
   ft_status st;
   if (jit) {
-    st = (fn = ft_jit(ctx, r, ftc_jit_options())) ? ft_call(fn, n_in, in, n_out, out) : ft_ctx_status(ctx);
+    st = (fn = ft_jit(ctx, r, ftc_jit_options())) ? ft_call(fn, n_in, (const ft_array *const *)in, n_out, out) : ft_ctx_status(ctx);
   } else {
-    st = ft_eval(ctx, r, n_in, in, n_out, out);
+    st = ft_eval(ctx, r, n_in, (const ft_array *const *)in, n_out, out);
   }
   ftc_report_guards("transform", ctx);
   if (st != FT_OK) {
@@ -227,7 +227,7 @@ int ftc_cmd_transform(int argc, char **argv) {
   if (!o.shapes)
     for (int i = 0; i < o.n_ins; i++) avals[n_avals++] = ft_array_aval(in[i]);
   dumper d = {.ctx = ctx, .print = o.dump && !o.quiet};
-  ft_transform_options topts = {.in_avals = n_avals ? avals : NULL, .n_in_avals = n_avals,
+  ft_transform_options topts = {.size = sizeof(ft_transform_options), .in_avals = n_avals ? avals : NULL, .n_in_avals = n_avals,
                                 .name = o.name, .on_step = on_step, .user = &d};
   if (d.print) {
     printf("# input: %s\n", o.name);

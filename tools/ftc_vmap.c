@@ -168,7 +168,7 @@ int ftc_cmd_vmap(int argc, char **argv) {
     rc = size == -2 ? 2 : 1;
     goto done;
   }
-  if (!(v = ft_vmap(ctx, j, in_axes, out_axes, size))) {
+  if (!(v = ft_vmap(ctx, j, ft_jaxpr_num_inputs(j), in_axes, ft_jaxpr_num_outputs(j), out_axes, size))) {
     ftc_fail("vmap", "%s", ft_ctx_error(ctx));
     goto done;
   }

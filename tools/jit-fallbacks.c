@@ -92,7 +92,7 @@ static void one_file(tally *t, const char *path) {
   free(text);
   int n = 0;
   char *lines = NULL;
-  if (!j || ft_jit_plan_fallbacks(ctx, j, &(ft_jit_options){.no_optimize = !t->optimize}, &n, &lines)) {
+  if (!j || ft_jit_plan_fallbacks(ctx, j, &n, &lines, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_optimize = !t->optimize})) {
     fprintf(stderr, "jit-fallbacks: %s: %s\n", path, ft_ctx_error(ctx));
     t->failed++;
   } else {

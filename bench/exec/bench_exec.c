@@ -150,11 +150,11 @@ static double prog_time(prog *g, ft_pool *pool, int reps, ft_bufplan_stats *st) 
   ft_prog_exec *pe = ft_prog_exec_new(C, g->p, pool, NULL);
   if (!pe) die("prog_exec");
   if (st) *st = ft_prog_exec_plan_stats(pe);
-  ft_prog_exec_run(pe, C, g->in, g->out, NULL);
+  ft_prog_exec_run(pe, C, (const ft_array *const *)g->in, g->out, NULL);
   double best = 1e9;
   for (int rep = 0; rep < reps; rep++) {
     double t0 = now();
-    if (ft_prog_exec_run(pe, C, g->in, g->out, NULL)) die("run");
+    if (ft_prog_exec_run(pe, C, (const ft_array *const *)g->in, g->out, NULL)) die("run");
     double dt = now() - t0;
     if (dt < best) best = dt;
   }
@@ -253,7 +253,7 @@ static double modeled_speedup(prog *g, ft_pool *p1) {
   ft_exec *x = ft_prog_exec_executor(pe);
   ft_exec_profile *prof = ft_exec_profile_new(x);
   for (int r = 0; r < 5; r++)
-    if (ft_prog_exec_run(pe, C, g->in, g->out, prof)) die("run");
+    if (ft_prog_exec_run(pe, C, (const ft_array *const *)g->in, g->out, prof)) die("run");
   int nt = ft_exec_num_tasks(x), nw = ft_exec_num_waves(x);
   bool *done = calloc((size_t)nt, sizeof *done);
   double serial = 0, modeled = 0;
@@ -353,15 +353,15 @@ int main(int argc, char **argv) {
   printf("\n## ft_call_into of a scalar x*2+1 (the whole call path; best of 5 x 20000 calls)\n\n");
   printf("| threads | ns per call |\n|---|---|\n");
   for (int nt = 1; nt <= 2; nt++) {
-    ft_ctx *cx = ft_ctx_new(&(ft_ctx_options){.num_threads = nt});
+    ft_ctx *cx = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = nt});
     ft_jaxpr *sj = ft_parse(cx, SCALAR, strlen(SCALAR), "scalar");
-    ft_fn *fn = sj ? ft_jit(cx, sj, &(ft_jit_options){.no_disk_cache = true}) : NULL;
+    ft_fn *fn = sj ? ft_jit(cx, sj, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_disk_cache = true}) : NULL;
     if (!fn) die("scalar jit");
     ft_array *x = ft_array_new(cx, FT_F32, 0, NULL), *y = ft_array_new(cx, FT_F32, 0, NULL);
     double best = 1e9;
     for (int r = 0; r < 5; r++) {
       double t0 = now();
-      for (int i = 0; i < 20000; i++) ft_call_into(fn, 1, &x, 1, &y);
+      for (int i = 0; i < 20000; i++) ft_call_into(fn, 1, (const ft_array *const *)&x, 1, &y);
       double dt = (now() - t0) / 20000;
       if (dt < best) best = dt;
     }

@@ -130,12 +130,12 @@ static int tr_attention(ft_tracer *t, ft_val *const *in, ft_val **out, int m, vo
   const int perm[3] = {1, 0, 2};
   ft_val *qkv[3];
   for (int k = 0; k < 3; k++)
-    qkv[k] = ft_transpose(ft_reshape(ft_matmul(x, in[1 + k]), 3, shd), perm); /* [H,S,D] */
+    qkv[k] = ft_transpose(ft_reshape(ft_matmul(x, in[1 + k]), 3, shd), 3, perm); /* [H,S,D] */
   ft_val *s = ft_np_mul(dotg(qkv[0], qkv[1], 2, 2, 1), wf(x, 0.125));      /* [H,S,S] */
   ft_val *p = ft_softmax(s, -1);
   ft_val *o = dotg(p, qkv[2], 2, 1, 1);                                      /* [H,S,D] */
   const int64_t sd[2] = {S, H * D};
-  out[0] = ft_matmul(ft_reshape(ft_transpose(o, perm), 2, sd), in[4]);
+  out[0] = ft_matmul(ft_reshape(ft_transpose(o, ft_val_rank(o), perm), 2, sd), in[4]);
   return 1;
 }
 
@@ -332,16 +332,16 @@ static void unload(loaded *L) {
 /* One call: compiled into the preallocated outputs, or interpreted (the
  * interpreter allocates its outputs; they replace the previous ones). */
 static ft_status call_once(loaded *L) {
-  if (L->fn && !g_call_alloc) return ft_call_into(L->fn, L->n_in, L->in, L->n_out, L->out);
+  if (L->fn && !g_call_alloc) return ft_call_into(L->fn, L->n_in, (const ft_array *const *)L->in, L->n_out, L->out);
   if (L->fn) {
     ft_array *o[16];
-    ft_status st = ft_call(L->fn, L->n_in, L->in, L->n_out, o);
+    ft_status st = ft_call(L->fn, L->n_in, (const ft_array *const *)L->in, L->n_out, o);
     if (st) return st;
     for (int i = 0; i < L->n_out; i++) ft_array_free(L->out[i]), L->out[i] = o[i];
     return FT_OK;
   }
   ft_array *o[16];
-  ft_status st = ft_eval(g_ctx, L->j, L->n_in, L->in, L->n_out, o);
+  ft_status st = ft_eval(g_ctx, L->j, L->n_in, (const ft_array *const *)L->in, L->n_out, o);
   if (st) return st;
   for (int i = 0; i < L->n_out; i++) ft_array_free(L->out[i]), L->out[i] = o[i];
   return FT_OK;
@@ -377,7 +377,7 @@ static void cmd_setup(const char *name, const char *dir) {
   double ms = 0;
   snprintf(L->engine, sizeof L->engine, "interpreter (JIT pending)");
   if (use_jit()) {
-    ft_jit_options o = {0};
+    ft_jit_options o = {.size = sizeof(ft_jit_options)};
     /* A private cache per run: results never depend on what an earlier
      * build left in ~/.cache (a stale entry once crashed a kernel). */
     o.cache_dir = getenv("FT_BENCH_CACHE_DIR");
@@ -476,7 +476,7 @@ static void cmd_compile(const char *name, const char *dir) {
     unload(&L);
     return;
   }
-  ft_jit_options o = {0};
+  ft_jit_options o = {.size = sizeof(ft_jit_options)};
   o.no_cache = true;
   L.fn = ft_jit(g_ctx, L.j, &o);
   double t2 = now();
@@ -488,7 +488,7 @@ static void cmd_compile(const char *name, const char *dir) {
   }
   L.n_out = ft_jaxpr_num_outputs(L.j);
   ft_array *o2[16];
-  ft_status st = ft_call(L.fn, L.n_in, L.in, L.n_out, o2);
+  ft_status st = ft_call(L.fn, L.n_in, (const ft_array *const *)L.in, L.n_out, o2);
   double t3 = now();
   if (st) {
     printf("err call: %s\n", ft_ctx_error(g_ctx));
@@ -536,7 +536,7 @@ static void cmd_transform(const char *kind, int n, int reps) {
   int n_out_eqns = 0;
   for (int r = 0; r < reps; r++) {
     double t0 = now();
-    ft_jaxpr *g = !strcmp(kind, "grad") ? ft_grad(g_ctx, j, 0, NULL, false) : ft_vmap(g_ctx, j, NULL, NULL, 16);
+    ft_jaxpr *g = !strcmp(kind, "grad") ? ft_grad(g_ctx, j, 0, NULL, false) : ft_vmap(g_ctx, j, 0, NULL, 0, NULL, 16);
     t[r] = now() - t0;
     if (!g) {
       printf("err %s: %s\n", kind, ft_ctx_error(g_ctx));
@@ -595,7 +595,7 @@ static double tiny_call_s(ft_ctx *ctx, int n, int *steps) {
   char *text = tiny_steps_text(n);
   ft_jaxpr *j = text ? ft_parse(ctx, text, strlen(text), "tiny-steps") : NULL;
   free(text);
-  ft_jit_options o = {0};
+  ft_jit_options o = {.size = sizeof(ft_jit_options)};
   o.cache_dir = getenv("FT_BENCH_CACHE_DIR");
   ft_fn *fn = j ? ft_jit(ctx, j, &o) : NULL;
   ft_jaxpr_free(j);
@@ -610,7 +610,7 @@ static double tiny_call_s(ft_ctx *ctx, int n, int *steps) {
   for (int r = 0; x && y && r < 7; r++) {
     double t0 = now();
     for (int i = 0; i < calls; i++)
-      if (ft_call_into(fn, 1, &x, 1, &y)) best = -1e30;
+      if (ft_call_into(fn, 1, (const ft_array *const *)&x, 1, &y)) best = -1e30;
     double dt = (now() - t0) / calls;
     if (dt < best) best = dt;
   }
@@ -632,7 +632,7 @@ static void cmd_overhead(int n) {
   double per[2], whole[2];
   int steps = 0, one = 0;
   for (int nt = 1; nt <= 2; nt++) {
-    ft_ctx_options co = {0};
+    ft_ctx_options co = {.size = sizeof(ft_ctx_options)};
     co.num_threads = nt;
     ft_ctx *ctx = ft_ctx_new(&co);
     double t1 = ctx ? tiny_call_s(ctx, 1, &one) : -1, tn = ctx ? tiny_call_s(ctx, n + 1, &steps) : -1;

@@ -34,7 +34,7 @@ static ft_jaxpr *parse(ft_ctx *c, const char *text) {
 }
 
 static ft_fn *jit(ft_ctx *c, ft_jaxpr *j, bool no_cache) {
-  ft_jit_options o = {.no_cache = no_cache};
+  ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = no_cache};
   ft_fn *fn = ft_jit(c, j, &o);
   if (!fn) {
     fprintf(stderr, "jit: %s\n", ft_ctx_error(c));
@@ -114,23 +114,23 @@ int main(int argc, char **argv) {
   ft_fn *fc = jit(c, chain, true);
   int64_t dims[1] = {N};
   ft_array *x = ft_array_new(c, FT_F32, 1, dims), *y = ft_array_new(c, FT_F32, 1, dims);
-  float *xd = ft_array_data(x);
+  float *xd = ft_array_data_mut(x);
   for (long i = 0; i < N; i++) xd[i] = (float)((i % 2001) - 1000) * 0.004f;
   double best_chain = 1e9, best_copy = 1e9;
   for (int r = 0; r < 7; r++) {
     t0 = now();
-    if (ft_call_into(fc, 1, &x, 1, &y) != FT_OK) {
+    if (ft_call_into(fc, 1, (const ft_array *const *)&x, 1, &y) != FT_OK) {
       fprintf(stderr, "call: %s\n", ft_ctx_error(c));
       return 1;
     }
     double t = now() - t0;
     if (t < best_chain) best_chain = t;
     t0 = now();
-    stream_copy(xd, ft_array_data(y), N);
+    stream_copy(xd, ft_array_data_mut(y), N);
     t = now() - t0;
     if (t < best_copy) best_copy = t;
   }
-  ft_call_into(fc, 1, &x, 1, &y); /* y holds the chain again for the value check */
+  ft_call_into(fc, 1, (const ft_array *const *)&x, 1, &y); /* y holds the chain again for the value check */
   double gbs_chain = 8.0 * (double)N / best_chain * 1e-9, gbs_copy = 8.0 * (double)N / best_copy * 1e-9;
 
   /* ---- 2: call overhead of a scalar function */
@@ -143,13 +143,13 @@ int main(int argc, char **argv) {
   double best_into = 1e9, best_call = 1e9;
   for (int r = 0; r < 3; r++) {
     t0 = now();
-    for (int i = 0; i < CALLS; i++) ft_call_into(fsc, 1, &xs, 1, &ys);
+    for (int i = 0; i < CALLS; i++) ft_call_into(fsc, 1, (const ft_array *const *)&xs, 1, &ys);
     double t = (now() - t0) / CALLS * 1e9;
     if (t < best_into) best_into = t;
     t0 = now();
     for (int i = 0; i < CALLS / 10; i++) {
       ft_array *o;
-      ft_call(fsc, 1, &xs, 1, &o);
+      ft_call(fsc, 1, (const ft_array *const *)&xs, 1, &o);
       ft_array_free(o);
     }
     t = (now() - t0) / (CALLS / 10) * 1e9;
@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
   if (la && fgets(load, sizeof load, la)) load[strcspn(load, " ")] = 0;
   if (la) fclose(la);
   printf("\nload average at the end: %s (on a busy machine every time above is inflated)\n", load);
-  printf("value check: y[12345] = %.9g\n", (double)((float *)ft_array_data(y))[12345]);
+  printf("value check: y[12345] = %.9g\n", (double)((const float *)ft_array_data(y))[12345]);
 
   ft_array_free(x), ft_array_free(y), ft_array_free(xs), ft_array_free(ys);
   ft_fn_free(fc), ft_fn_free(fsc);

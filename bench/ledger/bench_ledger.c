@@ -93,7 +93,7 @@ static void run_configs(const ft_jaxpr *vg, ft_array **p, int n_par, int steps, 
     if (!configs[c].ledger) continue;
     char sub[64];
     snprintf(sub, sizeof sub, "%s/%d", dir, c);
-    ft_ledger_options o = {.calls = configs[c].calls, .fsync = configs[c].fsync};
+    ft_ledger_options o = {.size = sizeof(ft_ledger_options), .calls = configs[c].calls, .fsync = configs[c].fsync};
     if (!(lg[c] = ft_ledger_open(ctx[c], sub, &o))) die("ledger", ctx[c]);
     ft_ctx_attach_ledger(ctx[c], lg[c]);
   }
@@ -101,9 +101,9 @@ static void run_configs(const ft_jaxpr *vg, ft_array **p, int n_par, int steps, 
     int c = (s / chunk) % N_CONFIGS, at = s / (chunk * N_CONFIGS) * chunk + s % chunk;
     ft_array *out[8] = {0};
     double t0 = now();
-    if (ft_eval(ctx[c], vg, n_par + 2, p, n_par + 1, out) != FT_OK) die("eval", ctx[c]);
+    if (ft_eval(ctx[c], vg, n_par + 2, (const ft_array *const *)p, n_par + 1, out) != FT_OK) die("eval", ctx[c]);
     for (int k = 0; k < n_par; k++) {
-      float *w = ft_array_data(p[k]);
+      float *w = ft_array_data_mut(p[k]);
       const float *g = ft_array_data(out[1 + k]);
       size_t n = ft_array_nbytes(p[k]) / sizeof(float);
       for (size_t i = 0; i < n; i++) w[i] -= 0.01f * g[i];
@@ -141,7 +141,7 @@ static void bench_shape(shape sh, int steps) {
     av[i].rank = ranks[i];
     memcpy(av[i].dims, dims[i], sizeof(int64_t) * (size_t)ranks[i]);
     if (!(p[i] = ft_array_new(ctx, FT_F32, ranks[i], dims[i]))) die("array", ctx);
-    float *d = ft_array_data(p[i]);
+    float *d = ft_array_data_mut(p[i]);
     size_t n = ft_array_nbytes(p[i]) / sizeof(float);
     for (size_t k = 0; k < n; k++) {
       seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;

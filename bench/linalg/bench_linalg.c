@@ -79,7 +79,7 @@ static int bench(ft_ctx *ctx, const char *name, ft_trace_fn fn, int n_in, const 
   for (int r = -2; r < REPS; r++) {
     ft_array *out[4] = {0};
     double t0 = now();
-    if (ft_call(f, n_in, in, ft_jaxpr_num_outputs(g), out)) return fprintf(stderr, "%s\n", ft_ctx_error(ctx)), 1;
+    if (ft_call(f, n_in, (const ft_array *const *)in, ft_jaxpr_num_outputs(g), out)) return fprintf(stderr, "%s\n", ft_ctx_error(ctx)), 1;
     if (r >= 0) t[r] = 1e3 * (now() - t0);
     for (int k = 0; k < 4; k++) ft_array_free(out[k]);
   }

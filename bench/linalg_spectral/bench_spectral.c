@@ -53,7 +53,7 @@ int main(void) {
     for (int r = -2; r < REPS; r++) {
       ft_array *out[3] = {0};
       double t0 = now();
-      if (ft_call(f, 1, &in, w[k].n_out, out)) return fprintf(stderr, "%s\n", ft_ctx_error(ctx)), 1;
+      if (ft_call(f, 1, (const ft_array *const *)&in, w[k].n_out, out)) return fprintf(stderr, "%s\n", ft_ctx_error(ctx)), 1;
       if (r >= 0) t[r] = 1e3 * (now() - t0);
       for (int o = 0; o < w[k].n_out; o++) ft_array_free(out[o]);
     }

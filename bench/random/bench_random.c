@@ -55,7 +55,7 @@ int main(void) {
     double t[REPS];
     for (int r = -2; r < REPS; r++) {
       double t0 = now();
-      if (ft_call_into(f, 1, &key, 1, &out)) return fprintf(stderr, "%s\n", ft_ctx_error(ctx)), 1;
+      if (ft_call_into(f, 1, (const ft_array *const *)&key, 1, &out)) return fprintf(stderr, "%s\n", ft_ctx_error(ctx)), 1;
       if (r >= 0) t[r] = 1e3 * (now() - t0);
     }
     qsort(t, REPS, sizeof t[0], cmp);

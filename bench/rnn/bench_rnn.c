@@ -55,7 +55,7 @@ static char *program(int T) {
 static ft_array *filled(ft_ctx *ctx, int rank, const int64_t *dims, float scale, unsigned *seed) {
   ft_array *a = ft_array_new(ctx, FT_F32, rank, dims);
   if (!a) return NULL;
-  float *p = ft_array_data(a);
+  float *p = ft_array_data_mut(a);
   for (size_t i = 0; i < ft_array_nbytes(a) / sizeof(float); i++) {
     *seed = *seed * 1103515245u + 12345u;
     p[i] = scale * ((float)((*seed >> 8) & 0xffff) / 32768.0f - 1.0f);
@@ -83,7 +83,7 @@ int main(void) {
   double *t = malloc(sizeof(double) * (size_t)reps);
   for (int r = -1; r < reps; r++) {
     double t0 = now();
-    if (ft_call_into(f, 4, in, 3, out)) return fprintf(stderr, "%s\n", ft_ctx_error(ctx)), 1;
+    if (ft_call_into(f, 4, (const ft_array *const *)in, 3, out)) return fprintf(stderr, "%s\n", ft_ctx_error(ctx)), 1;
     if (r >= 0) t[r] = 1e3 * (now() - t0);
   }
   qsort(t, (size_t)reps, sizeof t[0], cmp);

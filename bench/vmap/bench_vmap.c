@@ -50,7 +50,7 @@ int main(void) {
     for (int r = 0; r < reps; r++) {
       ft_jaxpr_free(v);
       double t0 = now();
-      v = ft_vmap(ctx, j, in_axes, NULL, 16);
+      v = ft_vmap(ctx, j, ft_jaxpr_num_inputs(j), in_axes, 0, NULL, 16);
       double dt = now() - t0;
       if (dt < best) best = dt;
     }
@@ -60,7 +60,7 @@ int main(void) {
       ft_array *a = ft_array_new(ctx, FT_F32, 3, da), *w = ft_array_new(ctx, FT_F32, 2, dw);
       ft_array *in[2] = {a, w}, *out = NULL;
       double t0 = now();
-      ft_eval(ctx, v, 2, in, 1, &out);
+      ft_eval(ctx, v, 2, (const ft_array *const *)in, 1, &out);
       te = now() - t0;
       ft_array_free(out);
       int64_t ds[2] = {64, 32};
@@ -68,7 +68,7 @@ int main(void) {
       ft_array *sin_[2] = {s, w};
       t0 = now();
       for (int b = 0; b < 16; b++) {
-        ft_eval(ctx, j, 2, sin_, 1, &out);
+        ft_eval(ctx, j, 2, (const ft_array *const *)sin_, 1, &out);
         ft_array_free(out);
       }
       tl = now() - t0;

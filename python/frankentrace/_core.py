@@ -371,13 +371,13 @@ def _preload_runtime():
     $FT_AOT_LIBDIR when set, else the copy installed in the package (pip
     install .), else by its SONAME."""
     d = os.environ.get("FT_AOT_LIBDIR")
-    cand = [os.path.join(d, "libfrankentrace_rt.so.0")] if d else []
+    cand = [os.path.join(d, "libfrankentrace_rt.so.1")] if d else []
     here = os.path.dirname(os.path.abspath(__file__))
-    # A wheel holds the versioned file only (libfrankentrace_rt.so.0.1.0);
-    # loaded by path, its SONAME (libfrankentrace_rt.so.0) satisfies the
+    # A wheel holds the versioned file only (libfrankentrace_rt.so.0.2.0);
+    # loaded by path, its SONAME (libfrankentrace_rt.so.1) satisfies the
     # AOT library's NEEDED entry.
     cand += sorted(os.path.join(here, f) for f in os.listdir(here) if f.startswith("libfrankentrace_rt.so"))
-    cand.append("libfrankentrace_rt.so.0")
+    cand.append("libfrankentrace_rt.so.1")
     errors = []
     for c in cand:
         try:

@@ -163,7 +163,7 @@ static PyObject *to_numpy(ft_array *a) {
     ft_array_free(a);
     return NULL;
   }
-  PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, d, av.rank, dims, NULL, ft_array_data(a),
+  PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, d, av.rank, dims, NULL, ft_array_data_mut(a),
                                        NPY_ARRAY_CARRAY, NULL);
   if (!arr) {
     Py_DECREF(cap);
@@ -399,7 +399,7 @@ static PyObject *program_bind_consts(ProgramObject *p, PyObject *seq) {
   if (arrays_from_seq(seq, &arr, &n) < 0) return NULL;
   ft_status st;
   LOCKED_BEGIN
-  st = ft_jaxpr_bind_consts(g_ctx, p->j, (int)n, arr);
+  st = ft_jaxpr_bind_consts(g_ctx, p->j, (int)n, (const ft_array *const *)arr);
   LOCKED_END
   arrays_free(arr, n);
   if (st) return raise_ctx();
@@ -420,7 +420,7 @@ static PyObject *program_eval(ProgramObject *p, PyObject *seq) {
   ft_status st;
   PyObject *r = NULL;
   LOCKED_BEGIN
-  st = ft_eval(g_ctx, p->j, (int)n, arr, n_out, out);
+  st = ft_eval(g_ctx, p->j, (int)n, (const ft_array *const *)arr, n_out, out);
   if (st) r = NULL;
   LOCKED_END
   arrays_free(arr, n);
@@ -487,7 +487,7 @@ static PyObject *fn_run(FnObject *f, ft_array **in, int n) {
   if (f->n_out > 16 && !(out = PyMem_Calloc((size_t)f->n_out, sizeof *out))) return PyErr_NoMemory();
   ft_status st;
   Py_BEGIN_ALLOW_THREADS
-  st = ft_call(f->fn, n, in, f->n_out, out);
+  st = ft_call(f->fn, n, (const ft_array *const *)in, f->n_out, out);
   Py_END_ALLOW_THREADS
   PyObject *r = NULL;
   if (st)
@@ -554,6 +554,7 @@ static PyObject *mod_jit(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "O!|pp", &ProgramType, &prog, &allow_fallback, &optimize)) return NULL;
   ft_jit_options o;
   memset(&o, 0, sizeof o);
+  o.size = sizeof o;
   o.allow_fallback = allow_fallback;
   o.no_optimize = !optimize;
   ft_fn *fn;
@@ -919,7 +920,7 @@ static PyObject *mod_vmap(PyObject *self, PyObject *args) {
   Py_DECREF(seq);
   ft_jaxpr *r;
   LOCKED_BEGIN
-  r = ft_vmap_avals(g_ctx, j, in_axes, out_axes, avals);
+  r = ft_vmap_avals(g_ctx, j, ft_jaxpr_num_inputs(j), in_axes, ft_jaxpr_num_outputs(j), out_axes, ft_jaxpr_num_inputs(j), avals);
   LOCKED_END
   PyMem_Free(avals);
   return program_new_from(r);
@@ -948,10 +949,11 @@ static PyObject *mod_emit(PyObject *self, PyObject *args) {
   if (k < 0) return PyErr_Format(PyExc_ValueError, "frankentrace: unknown emit kind '%s'", kind);
   ft_jit_options o;
   memset(&o, 0, sizeof o);
+  o.size = sizeof o;
   o.allow_fallback = true;
   ft_status st;
   LOCKED_BEGIN
-  st = ft_jit_emit(g_ctx, PROGRAM_ARG(prog), &o, (ft_emit_kind)k, name, path);
+  st = ft_jit_emit(g_ctx, PROGRAM_ARG(prog), (ft_emit_kind)k, name, path, &o);
   LOCKED_END
   if (st) return raise_ctx();
   Py_RETURN_NONE;
@@ -965,6 +967,7 @@ static PyObject *mod_ledger_open(PyObject *self, PyObject *args) {
   if (calls < 0 || calls > 2) return PyErr_Format(PyExc_ValueError, "frankentrace: calls must be 0, 1 or 2");
   ft_ledger_options o;
   memset(&o, 0, sizeof o);
+  o.size = sizeof o;
   o.fsync = FT_LEDGER_FSYNC_CLOSE;
   o.calls = (ft_ledger_calls)calls;
   ft_status st = FT_OK;

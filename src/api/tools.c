@@ -109,12 +109,15 @@ static int walk(lines *L, const ft_program *p, int depth) {
   return n;
 }
 
-ft_status ft_jit_plan_fallbacks(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts,
-                                int *n_fallback, char **out_lines) {
+ft_status ft_jit_plan_fallbacks(ft_ctx *ctx, const ft_jaxpr *j, int *n_fallback,
+                                char **out_lines, const ft_jit_options *opts) {
   if (n_fallback) *n_fallback = 0;
   if (out_lines) *out_lines = NULL;
   if (!j) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "jit: no jaxpr given");
-  bool optimize = !(opts && opts->no_optimize);
+  ft_jit_options o;
+  ft_status st = ft_opts_read(ctx, "ft_jit_options", opts, sizeof o, &o);
+  if (st) return st;
+  bool optimize = !o.no_optimize;
   ft_jaxpr *opt = optimize ? ft_optimize(ctx, j, FT_OPT_EXACT, NULL) : NULL;
   if (optimize && !opt) return ft_ctx_status(ctx);
   ft_program *p = ft_program_plan(ctx, opt ? opt : j, &(ft_plan_options){0});
@@ -142,7 +145,7 @@ ft_status ft_jit_plan_fallbacks(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_opt
 
 /* -------------------------------------------------------------- profiling */
 
-ft_status ft_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
-                           int n_out, ft_array **out, int runs, char **trace_json, char **stats) {
+ft_status ft_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in, const ft_array *const *in,
+                           int n_out, ft_array **out, char **trace_json, char **stats, int runs) {
   return ft_exec_profile_jaxpr(ctx, j, n_in, in, n_out, out, runs, trace_json, stats);
 }

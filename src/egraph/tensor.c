@@ -437,7 +437,7 @@ static bool eval_splat(ft_tclient *tc, ft_prim p, const ft_pval *ps, int n, cons
     nomem = true; /* they fail only when an allocation does */
     goto done;
   }
-  if (ft_interp_jaxpr(tc->ctx, J, n, args, &res) != FT_OK || !res) goto done;
+  if (ft_interp_jaxpr(tc->ctx, J, n, (const ft_array *const *)args, &res) != FT_OK || !res) goto done;
   memset(obits, 0, 16);
   if (ft_array_size(res) >= 1) {
     memcpy(obits, res->data, ft_dtype_size(out->dtype));

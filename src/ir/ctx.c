@@ -23,10 +23,70 @@ _Noreturn void ft_assert_fail(const char *what, const char *file, int line) {
   abort();
 }
 
+/* Sized option structs (the header's conventions): the first member is
+ * size_t size. Reads the fields that fit in both the caller's size and
+ * this library's, checks that the caller set none beyond what the library
+ * knows, and leaves dst with every other field zero and size == known. */
+static ft_status opts_read(const char *what, const void *src, size_t known, void *dst, char *msg,
+                           size_t msg_len) {
+  memset(dst, 0, known);
+  size_t given = known;
+  if (src) {
+    memcpy(&given, src, sizeof given);
+    if (given < sizeof(size_t)) {
+      if (msg) snprintf(msg, msg_len, "%s: size is %zu, not sizeof(%s) (initialize the struct "
+                        "with its _INIT macro)", what, given, what);
+      return FT_ERR_INVALID_ARG;
+    }
+    const unsigned char *b = src;
+    for (size_t i = known; i < given; i++)
+      if (b[i]) {
+        if (msg) snprintf(msg, msg_len, "%s: byte %zu of %zu is set, but this library (%s) "
+                          "knows only the first %zu bytes (a field it does not have)",
+                          what, i, given, FT_VERSION_STRING, known);
+        return FT_ERR_UNSUPPORTED;
+      }
+    memcpy(dst, src, given < known ? given : known);
+  }
+  memcpy(dst, &known, sizeof known);
+  if (msg && msg_len) msg[0] = 0;
+  return FT_OK;
+}
+
+ft_status ft_opts_read(ft_ctx *ctx, const char *what, const void *src, size_t known, void *dst) {
+  char msg[512];
+  ft_status st = opts_read(what, src, known, dst, msg, sizeof msg);
+  return st ? ft_set_error(ctx, st, "%s", msg) : FT_OK;
+}
+
+static ft_status ctx_opts(const ft_ctx_options *opts, ft_ctx_options *o, char *msg, size_t len) {
+  ft_status st = opts_read("ft_ctx_options", opts, sizeof *o, o, msg, len);
+  if (st) return st;
+  if (!o->allocator.alloc != !o->allocator.free) {
+    if (msg) snprintf(msg, len, "ft_ctx_options: the allocator sets %s but not %s (set both or "
+                      "neither)", o->allocator.alloc ? "alloc" : "free",
+                      o->allocator.alloc ? "free" : "alloc");
+    return FT_ERR_INVALID_ARG;
+  }
+  if ((unsigned)o->mode > FT_MODE_HARDENED) {
+    if (msg) snprintf(msg, len, "ft_ctx_options: mode %d is not FT_MODE_STRICT or "
+                      "FT_MODE_HARDENED", (int)o->mode);
+    return FT_ERR_INVALID_ARG;
+  }
+  return FT_OK;
+}
+
+ft_status ft_ctx_options_check(const ft_ctx_options *opts, char *buf, size_t len) {
+  ft_ctx_options o;
+  return ctx_opts(opts, &o, buf, buf ? len : 0);
+}
+
 ft_ctx *ft_ctx_new(const ft_ctx_options *opts) {
+  ft_ctx_options o;
+  if (ctx_opts(opts, &o, NULL, 0)) return NULL;
   ft_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return NULL;
-  if (opts) ctx->opts = *opts;
+  ctx->opts = o;
   if (pthread_mutex_init(&ctx->err_lock, NULL)) {
     free(ctx);
     return NULL;
@@ -81,12 +141,31 @@ void ft_ctx_clear_error(ft_ctx *ctx) {
   pthread_mutex_unlock(&ctx->err_lock);
 }
 
+/* A per-call error (ft_call_ex): while a thread runs such a call, every
+ * message it sets on that call's context is also written to the caller's
+ * buffer, which no other thread writes. */
+static _Thread_local ft_err_capture capture;
+
+ft_err_capture ft_err_capture_begin(const ft_ctx *ctx, char *buf, size_t len) {
+  ft_err_capture saved = capture;
+  if (buf && len) buf[0] = 0;
+  capture = (ft_err_capture){.ctx = buf && len ? ctx : NULL, .buf = buf, .len = len};
+  return saved;
+}
+
+void ft_err_capture_end(ft_err_capture saved) { capture = saved; }
+
+static void capture_set(const ft_ctx *ctx, const char *msg) {
+  if (capture.ctx && capture.ctx == ctx) snprintf(capture.buf, capture.len, "%s", msg);
+}
+
 void ft_ctx_set_message(ft_ctx *ctx, ft_status st, const char *msg) {
   if (!ctx) return;
   pthread_mutex_lock(&ctx->err_lock);
   if (st != FT_OK) ctx->status = st;
   snprintf(ctx->err, sizeof ctx->err, "%s", msg);
   pthread_mutex_unlock(&ctx->err_lock);
+  capture_set(ctx, msg);
 }
 
 ft_status ft_set_errorv(ft_ctx *ctx, ft_status st, const char *fmt, va_list ap) {
@@ -97,6 +176,7 @@ ft_status ft_set_errorv(ft_ctx *ctx, ft_status st, const char *fmt, va_list ap) 
   ctx->status = st;
   memcpy(ctx->err, msg, sizeof msg);
   pthread_mutex_unlock(&ctx->err_lock);
+  capture_set(ctx, msg);
   return st;
 }
 
@@ -128,12 +208,25 @@ void ft_error_prefix(ft_ctx *ctx, const char *fmt, ...) {
   memcpy(ctx->err + n + 2, old, m);
   ctx->err[n + 2 + m] = 0;
   pthread_mutex_unlock(&ctx->err_lock);
+  if (capture.ctx && capture.ctx == ctx) {
+    /* this call's own message, which another thread may have replaced on ctx */
+    char *own = malloc(capture.len);
+    if (own) {
+      memcpy(own, capture.buf, capture.len);
+      snprintf(capture.buf, capture.len, "%s: %s", pre, own);
+      free(own);
+    }
+  }
 }
 
-void ft_ctx_set_loop_limits(ft_ctx *ctx, const ft_loop_limits *l) {
-  if (!ctx) return;
-  atomic_store(&ctx->loop_max_iters, l && l->max_iterations > 0 ? l->max_iterations : 0);
-  atomic_store(&ctx->loop_max_seconds, l && l->max_seconds > 0 ? l->max_seconds : 0.0);
+ft_status ft_ctx_set_loop_limits(ft_ctx *ctx, const ft_loop_limits *limits) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  ft_loop_limits l;
+  ft_status st = ft_opts_read(ctx, "ft_loop_limits", limits, sizeof l, &l);
+  if (st) return st;
+  atomic_store(&ctx->loop_max_iters, l.max_iterations > 0 ? l.max_iterations : 0);
+  atomic_store(&ctx->loop_max_seconds, l.max_seconds > 0 ? l.max_seconds : 0.0);
+  return FT_OK;
 }
 
 void ft_ctx_cancel(ft_ctx *ctx) {

@@ -71,7 +71,7 @@ typedef struct ft_ctx_event {
   size_t len;
   const ft_jaxpr *jaxpr;     /* the parsed, traced or evaluated jaxpr */
   int n_in, n_out;           /* eval: its arguments and results */
-  ft_array *const *in;
+  const ft_array *const *in;
   ft_array *const *out;
   const char *op;            /* eval: the engine ("jit"); NULL: "interp" */
   const char *params;        /* compile: a JSON object as text */
@@ -155,6 +155,22 @@ ft_status ft_loop_step(ft_loop_guard *g, ft_ctx *ctx);
 void ft_ctx_set_message(ft_ctx *ctx, ft_status st, const char *msg);
 /* Prepends "prefix: " to the current message (for context on the way out). */
 void ft_error_prefix(ft_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Per-call errors (ft_call_ex): from begin to end, every message the
+ * calling thread sets on ctx is also written to buf (len bytes; set to ""
+ * at begin). Nests: end restores what begin returned. */
+typedef struct ft_err_capture {
+  const ft_ctx *ctx;
+  char *buf;
+  size_t len;
+} ft_err_capture;
+ft_err_capture ft_err_capture_begin(const ft_ctx *ctx, char *buf, size_t len);
+void ft_err_capture_end(ft_err_capture saved);
+/* Reads a sized option struct (the header's conventions: size_t size
+ * first) into dst (known bytes): the fields within both sizes are copied,
+ * the rest zeroed; src NULL gives all defaults. FT_ERR_INVALID_ARG for a
+ * size below sizeof(size_t), FT_ERR_UNSUPPORTED for a non-zero byte past
+ * known; the message names what (the struct's name). */
+ft_status ft_opts_read(ft_ctx *ctx, const char *what, const void *src, size_t known, void *dst);
 
 /* ================================================================ dtype.c */
 bool ft_dtype_is_float(ft_dtype dt);    /* f16 bf16 f32 f64 */

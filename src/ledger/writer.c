@@ -177,8 +177,8 @@ fail:;
 
 /* Validated options with defaults filled in. */
 static ft_status fill_options(ft_ctx *ctx, const ft_ledger_options *in, ft_ledger_options *o) {
-  static const ft_ledger_options zero;
-  *o = in ? *in : zero;
+  ft_status st = ft_opts_read(ctx, "ft_ledger_options", in, sizeof *o, o);
+  if (st) return st;
   if (!o->call_byte_cap) o->call_byte_cap = FT_LEDGER_DEFAULT_CAP;
   if (!o->parity_k) o->parity_k = 8;
   if (!o->parity_m) o->parity_m = 2;

@@ -270,8 +270,8 @@ static ft_status prepare(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *o
   return q->p ? FT_OK : ft_ctx_status(ctx);
 }
 
-ft_status ft_jit_emit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts,
-                      ft_emit_kind kind, const char *name, const char *path) {
+ft_status ft_jit_emit(ft_ctx *ctx, const ft_jaxpr *j, ft_emit_kind kind, const char *name,
+                      const char *path, const ft_jit_options *opts) {
   if (!j || !path) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "emit: NULL argument");
   if (!name) name = "ft_main";
   if (!valid_name(name)) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "emit: '%s' is not a C identifier", name);
@@ -279,8 +279,8 @@ ft_status ft_jit_emit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts
   /* NAME_error and NAME_release must not be the runtime's own symbols */
   if (!strncmp(name, "ft_aot_rt", 9))
     return ft_set_error(ctx, FT_ERR_INVALID_ARG, "emit: names starting with ft_aot_rt are the runtime's ('%s')", name);
-  ft_jit_options o = {0};
-  if (opts) o = *opts;
+  ft_jit_options o;
+  if (ft_opts_read(ctx, "ft_jit_options", opts, sizeof o, &o)) return ft_ctx_status(ctx);
   prepared q = {0};
   ft_status st = prepare(ctx, j, &o, &q);
   ft_program *p = q.p;

@@ -352,7 +352,7 @@ int ft_aot_rt_call(ft_aot_desc *d, const void *const *in, void *const *out) {
   }
   ft_ctx *ctx = status ? NULL : ctx_take(st);
   if (!status && !ctx) snprintf(msg, sizeof msg, "aot: out of memory"), status = FT_ERR_NOMEM;
-  if (!status && (status = ft_prog_exec_run(st->pe, ctx, ptrs, ptrs + p->n_args, NULL)))
+  if (!status && (status = ft_prog_exec_run(st->pe, ctx, (const ft_array *const *)ptrs, ptrs + p->n_args, NULL)))
     fail(d, status, ft_ctx_error(ctx));
   else if (status)
     fail(d, status, msg);

@@ -291,7 +291,7 @@ oom:
 static ft_status run_sub(ft_ctx *ctx, sub *q, void *const *in, void *const *out) {
   for (int k = 0; k < q->p->n_args; k++) q->inv[k].data = in[k];
   for (int k = 0; k < q->p->n_out; k++) q->outv[k].data = out[k];
-  return ft_program_run(ctx, q->p, q->inp, q->outp, q->kbufs, q->arena);
+  return ft_program_run(ctx, q->p, (const ft_array *const *)q->inp, q->outp, q->kbufs, q->arena);
 }
 
 /* An integer scalar as the interpreter reads it (ft_get_i64). */

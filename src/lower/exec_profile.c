@@ -36,7 +36,7 @@ ft_status ft_exec_compile(ft_ctx *ctx, const ft_jaxpr *j, ft_program **p, ft_jit
   return FT_OK;
 }
 
-ft_status ft_exec_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
+ft_status ft_exec_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in, const ft_array *const *in,
                                 int n_out, ft_array **out, int runs, char **json, char **stats) {
   if (json) *json = NULL;
   if (stats) *stats = NULL;

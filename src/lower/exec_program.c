@@ -522,7 +522,7 @@ static void put_literal(const ft_var *v, void *dst) {
   else ft_set_i64(&a, 0, v->lit.i);
 }
 
-ft_status ft_prog_exec_run(ft_prog_exec *pe, ft_ctx *ctx, ft_array *const *in,
+ft_status ft_prog_exec_run(ft_prog_exec *pe, ft_ctx *ctx, const ft_array *const *in,
                            ft_array *const *out, ft_exec_profile *prof) {
   const ft_program *p = pe->p;
   const ft_jaxpr *j = p->j;

@@ -877,8 +877,8 @@ static char *plan_record_text(const ft_program *p, const ft_jaxpr *planned, cons
 }
 
 char *ft_jit_plan_record(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
-  ft_jit_options o = {0};
-  if (opts) o = *opts;
+  ft_jit_options o;
+  if (ft_opts_read(ctx, "ft_jit_options", opts, sizeof o, &o)) return NULL;
   ft_jaxpr *opt = NULL;
   if (!o.no_optimize) {
     if (!(opt = ft_optimize(ctx, j, FT_OPT_EXACT, NULL))) return NULL;
@@ -918,8 +918,8 @@ ft_fn *ft_jit(ft_ctx *ctx, const ft_jaxpr *j, const ft_jit_options *opts) {
     ft_set_error(ctx, FT_ERR_INVALID_ARG, "jit: NULL jaxpr");
     return NULL;
   }
-  ft_jit_options o = {0};
-  if (opts) o = *opts;
+  ft_jit_options o;
+  if (ft_opts_read(ctx, "ft_jit_options", opts, sizeof o, &o)) return NULL;
   if (o.opt_level < 0 || o.opt_level > 3) {
     ft_set_error(ctx, FT_ERR_INVALID_ARG, "jit: opt_level %d is not 0..3", o.opt_level);
     return NULL;
@@ -984,7 +984,7 @@ fail:
 /* Hardened mode: the call boundary, the run (step by step on the calling
  * thread with guard_each_step: the same kernels and routines, so the same
  * bits), NaN/Inf in the outputs. */
-static ft_status call_hardened(ft_fn *fn, ft_array *const *in, ft_array *const *out) {
+static ft_status call_hardened(ft_fn *fn, const ft_array *const *in, ft_array *const *out) {
   ft_ctx *ctx = fn->ctx;
   const ft_program *p = fn->prog;
   ft_guard_where saved = ft_guard_tl;
@@ -1005,7 +1005,8 @@ static ft_status call_hardened(ft_fn *fn, ft_array *const *in, ft_array *const *
   return st;
 }
 
-ft_status ft_call_into(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_array *const *out) {
+ft_status ft_call_into(ft_fn *fn, int n_in, const ft_array *const *in, int n_out,
+                       ft_array *const *out) {
   if (!fn) return FT_ERR_INVALID_ARG;
   ft_program *p = fn->prog;
   if (n_in != p->n_args || (n_in && !in) || n_out != p->n_out || (n_out && !out))
@@ -1023,7 +1024,7 @@ ft_status ft_call_into(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_a
   return st;
 }
 
-ft_status ft_call(ft_fn *fn, int n_in, ft_array *const *in, int n_out, ft_array **out) {
+ft_status ft_call(ft_fn *fn, int n_in, const ft_array *const *in, int n_out, ft_array **out) {
   if (!fn || (n_out && !out)) return FT_ERR_INVALID_ARG;
   ft_program *p = fn->prog;
   if (n_out != p->n_out)
@@ -1038,6 +1039,28 @@ fail:
   /* this call's own status: another thread may have failed on the context since */
   for (int k = 0; k < n_out; k++) ft_array_free(out[k]), out[k] = NULL;
   return st;
+}
+
+/* Per-call errors: the messages this thread sets on fn's context during the
+ * call go to err as well (src/ir/ctx.c); a failure that set none (a NULL
+ * fn) is named by its status. */
+static ft_status call_ex_done(ft_status st, ft_err_capture saved, char *err, size_t err_len) {
+  ft_err_capture_end(saved);
+  if (err && err_len && st != FT_OK && !err[0])
+    snprintf(err, err_len, "call: failed with %s", ft_status_string(st));
+  return st;
+}
+
+ft_status ft_call_ex(ft_fn *fn, int n_in, const ft_array *const *in, int n_out, ft_array **out,
+                     char *err, size_t err_len) {
+  ft_err_capture saved = ft_err_capture_begin(fn ? fn->ctx : NULL, err, err_len);
+  return call_ex_done(ft_call(fn, n_in, in, n_out, out), saved, err, err_len);
+}
+
+ft_status ft_call_into_ex(ft_fn *fn, int n_in, const ft_array *const *in, int n_out,
+                          ft_array *const *out, char *err, size_t err_len) {
+  ft_err_capture saved = ft_err_capture_begin(fn ? fn->ctx : NULL, err, err_len);
+  return call_ex_done(ft_call_into(fn, n_in, in, n_out, out), saved, err, err_len);
 }
 
 void ft_fn_cancel(ft_fn *fn) {

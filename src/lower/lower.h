@@ -258,12 +258,12 @@ ft_status ft_routine_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
  * arrays of the output avals (written). kbufs: scratch of p->n_bufs
  * pointers; arena: p->arena_bytes bytes, 64-aligned. Steps run in order on
  * the calling thread. */
-ft_status ft_program_run(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+ft_status ft_program_run(ft_ctx *ctx, const ft_program *p, const ft_array *const *in,
                          ft_array *const *out, void **kbufs, void *arena);
 /* The same, and after each step, hardened mode's per-step guard: NaN/Inf
  * in a result of a step whose inputs held none (ft_call_into with
  * guard_each_step runs the whole call this way). */
-ft_status ft_program_run_checked(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+ft_status ft_program_run_checked(ft_ctx *ctx, const ft_program *p, const ft_array *const *in,
                                  ft_array *const *out, void **kbufs, void *arena);
 /* The first fallback step of p, looking into control steps' sub-programs:
  * the message "equation N (prim): why" (nested: "equation N (while),
@@ -434,7 +434,7 @@ void ft_prog_exec_free(ft_prog_exec *pe);
 /* Runs the program: like ft_program_run (in/out checked against the
  * avals; out written), on the executor. Safe from several threads at once;
  * allocation-free when the program has no fallback step. */
-ft_status ft_prog_exec_run(ft_prog_exec *pe, ft_ctx *ctx, ft_array *const *in,
+ft_status ft_prog_exec_run(ft_prog_exec *pe, ft_ctx *ctx, const ft_array *const *in,
                            ft_array *const *out, ft_exec_profile *prof);
 ft_exec *ft_prog_exec_executor(ft_prog_exec *pe);
 /* The input buffer that loop kernel k (one of p's steps) may overwrite
@@ -464,7 +464,7 @@ ft_status ft_exec_compile(ft_ctx *ctx, const ft_jaxpr *j, struct ft_program **p,
  * (the results; free with ft_array_free). *json (may be NULL) receives the
  * last call's Chrome trace, *stats (may be NULL) the per-step table over
  * the profiled calls; both malloc'd, free with free(). */
-ft_status ft_exec_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
+ft_status ft_exec_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in, const ft_array *const *in,
                                 int n_out, ft_array **out, int runs, char **json, char **stats);
 
 #endif /* FT_LOWER_H */

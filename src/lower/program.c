@@ -80,7 +80,7 @@ static ft_status run_fallback(ft_ctx *ctx, const ft_program *p, const ft_step *s
     views[k].data = kbufs[s->in[k]];
     in[k] = &views[k];
   }
-  st = ft_interp_jaxpr(ctx, s->sub, s->n_in, in, out);
+  st = ft_interp_jaxpr(ctx, s->sub, s->n_in, (const ft_array *const *)in, out);
   if (st == FT_OK)
     for (int k = 0; k < s->n_out; k++) {
       if (out[k]->nbytes) memcpy(kbufs[s->out[k]], out[k]->data, out[k]->nbytes);
@@ -195,20 +195,20 @@ static ft_status guard_step(ft_ctx *ctx, const ft_program *p, const ft_step *s, 
   return FT_OK;
 }
 
-static ft_status program_run(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+static ft_status program_run(ft_ctx *ctx, const ft_program *p, const ft_array *const *in,
                              ft_array *const *out, void **kbufs, void *arena, bool check);
 
-ft_status ft_program_run(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+ft_status ft_program_run(ft_ctx *ctx, const ft_program *p, const ft_array *const *in,
                          ft_array *const *out, void **kbufs, void *arena) {
   return program_run(ctx, p, in, out, kbufs, arena, false);
 }
 
-ft_status ft_program_run_checked(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+ft_status ft_program_run_checked(ft_ctx *ctx, const ft_program *p, const ft_array *const *in,
                                  ft_array *const *out, void **kbufs, void *arena) {
   return program_run(ctx, p, in, out, kbufs, arena, true);
 }
 
-static ft_status program_run(ft_ctx *ctx, const ft_program *p, ft_array *const *in,
+static ft_status program_run(ft_ctx *ctx, const ft_program *p, const ft_array *const *in,
                              ft_array *const *out, void **kbufs, void *arena, bool check) {
   const ft_jaxpr *j = p->j;
   int nc = j->const_data ? 0 : j->n_const;

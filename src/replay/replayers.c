@@ -32,7 +32,7 @@
 
 /* A private context with ctx's options. */
 static ft_ctx *private_ctx(ft_ctx *ctx) {
-  ft_ctx_options o = ctx ? ctx->opts : (ft_ctx_options){0};
+  ft_ctx_options o = ctx ? ctx->opts : (ft_ctx_options)FT_CTX_OPTIONS_INIT;
   ft_ctx *p = ft_ctx_new(&o);
   if (!p) ft_set_error(ctx, FT_ERR_NOMEM, "replay: out of memory");
   return p;
@@ -207,7 +207,7 @@ static ft_jaxpr *run_vmap(ft_ctx *p, const json_t *params, const ft_jaxpr *j) {
   else if (!json_is_integer(size)) ft_set_error(p, FT_ERR_INVALID_ARG, "params: vmap needs axis_size");
   else if (!int_list(p, json_object_get(params, "in_axes"), n_in, 0, ax, "in_axes") &&
            !int_list(p, json_object_get(params, "out_axes"), n_out, 0, ax + n_in, "out_axes"))
-    r = ft_vmap(p, j, ax, ax + n_in, json_integer_value(size));
+    r = ft_vmap(p, j, n_in, ax, n_out, ax + n_in, json_integer_value(size));
   free(ax);
   return r;
 }
@@ -277,7 +277,7 @@ ft_status ft_lreplay_interp(ft_ctx *ctx, void *user, const char *op, const char 
     if (!(arr[i - 1] = read_array(p, &in[i], name))) st = ft_ctx_status(p);
   }
   ft_array **res = arr ? arr + n_in : NULL;
-  if (!st) st = ft_eval(p, j, n_in - 1, arr, n_out, res);
+  if (!st) st = ft_eval(p, j, n_in - 1, (const ft_array *const *)arr, n_out, res);
   for (int k = 0; !st && k < n_out; k++) st = write_array(p, res[k], &out[k]);
   for (int i = 0; arr && i < n_in + n_out; i++) ft_array_free(arr[i]);
   free(arr);
@@ -326,7 +326,8 @@ ft_status ft_lreplay_jit_plan(ft_ctx *ctx, void *user, const char *op, const cha
   if (!st && !j) st = ft_ctx_status(p);
   if (!st) st = attach_consts(p, j, in + 1, n_in - 1);
   if (!st) {
-    ft_jit_options o = {.opt_level = int_param(params, "opt_level", 0),
+    ft_jit_options o = {.size = sizeof o,
+                        .opt_level = int_param(params, "opt_level", 0),
                         .no_fusion = json_is_true(json_object_get(params, "no_fusion")),
                         .interpret_all = json_is_true(json_object_get(params, "interpret_all")),
                         .no_optimize = json_is_true(json_object_get(params, "no_optimize"))};

@@ -47,7 +47,18 @@ ft_array *ft_array_alloc(ft_ctx *ctx, const ft_aval *aval) {
   ft_array *a = calloc(1, sizeof *a);
   size_t cap = (nb + FT_ARRAY_ALIGN - 1) / FT_ARRAY_ALIGN * FT_ARRAY_ALIGN;
   if (cap == 0) cap = FT_ARRAY_ALIGN;
-  void *d = a ? aligned_alloc(FT_ARRAY_ALIGN, cap) : NULL;
+  /* The context's allocator (ft_ctx_options.allocator), which the array
+   * keeps so that ft_array_free gives the buffer back to it. */
+  ft_allocator al = ctx && ctx->opts.allocator.alloc ? ctx->opts.allocator : (ft_allocator){0};
+  void *d = !a ? NULL : al.alloc ? al.alloc(al.user, cap, FT_ARRAY_ALIGN)
+                                 : aligned_alloc(FT_ARRAY_ALIGN, cap);
+  if (d && (uintptr_t)d % FT_ARRAY_ALIGN) {
+    al.free(al.user, d, cap);
+    free(a);
+    ft_set_error(ctx, FT_ERR_INVALID_ARG, "array: the context's allocator returned %p, which is "
+                 "not %d-byte aligned", d, FT_ARRAY_ALIGN);
+    return NULL;
+  }
   if (!d) {
     free(a);
     ft_set_error(ctx, FT_ERR_NOMEM, "array: out of memory allocating %zu bytes", nb);
@@ -57,6 +68,8 @@ ft_array *ft_array_alloc(ft_ctx *ctx, const ft_aval *aval) {
   a->aval = ft_aval_make(aval->dtype, aval->rank, aval->dims);
   a->nbytes = nb;
   a->data = d;
+  a->cap = cap;
+  a->allocator = al;
   return a;
 }
 
@@ -119,15 +132,20 @@ ft_array *ft_array_wrap(ft_ctx *ctx, ft_dtype dtype, int rank, const int64_t *di
 
 void ft_array_free(ft_array *a) {
   if (!a) return;
-  if (!a->borrowed) free(a->data);
+  if (a->borrowed) {}
+  else if (a->allocator.free) a->allocator.free(a->allocator.user, a->data, a->cap);
+  else free(a->data);
   free(a);
 }
 
-void *ft_array_data(const ft_array *a) { return a ? a->data : NULL; }
+const void *ft_array_data(const ft_array *a) { return a ? a->data : NULL; }
+
+void *ft_array_data_mut(ft_array *a) { return a ? a->data : NULL; }
 
 /* Copies n values into s's constants (s: j itself or one of its sub-jaxprs,
  * which share j's arena); what names the entry point in messages. */
-static ft_status bind_into(ft_ctx *ctx, ft_jaxpr *j, ft_jaxpr *s, int n, ft_array *const *values,
+static ft_status bind_into(ft_ctx *ctx, ft_jaxpr *j, ft_jaxpr *s, int n,
+                           const ft_array *const *values,
                            const char *what) {
   if (!j) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "%s: the jaxpr is NULL", what);
   if (s->const_data)
@@ -163,12 +181,12 @@ static ft_status bind_into(ft_ctx *ctx, ft_jaxpr *j, ft_jaxpr *s, int n, ft_arra
   return FT_OK;
 }
 
-ft_status ft_jaxpr_bind_consts(ft_ctx *ctx, ft_jaxpr *j, int n, ft_array *const *values) {
+ft_status ft_jaxpr_bind_consts(ft_ctx *ctx, ft_jaxpr *j, int n, const ft_array *const *values) {
   return bind_into(ctx, j, j, n, values, "bind_consts");
 }
 
 ft_status ft_jaxpr_bind_sub_consts(ft_ctx *ctx, ft_jaxpr *j, int k, int n,
-                                   ft_array *const *values) {
+                                   const ft_array *const *values) {
   if (!j) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "bind_sub_consts: the jaxpr is NULL");
   const ft_jaxpr **subs = NULL;
   int m = ft_jaxpr_closed_subs(j, &subs);

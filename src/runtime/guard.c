@@ -94,7 +94,7 @@ static ft_status boundary_fail(ft_ctx *ctx, const ft_jaxpr *j, ft_status st, int
   return g ? g : st;
 }
 
-ft_status ft_guard_boundary(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *in,
+ft_status ft_guard_boundary(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_array *const *in,
                             int n_out, ft_array *const *out) {
   int nc = j->const_data ? 0 : j->n_const;
   char why[400], msg[600];

@@ -233,16 +233,16 @@ static ft_status guard_step(ft_ctx *ctx, const ft_jaxpr *j, env *E, const ft_eqn
   return FT_OK;
 }
 
-static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *args,
+static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_array *const *args,
                         ft_array **outs, bool top);
 
-ft_status ft_interp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *args,
+ft_status ft_interp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_array *const *args,
                           ft_array **outs) {
   return interp(ctx, j, n_args, args, outs, false);
 }
 
 /* top: ft_eval's own program, whose equations name where a guard fired. */
-static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *args,
+static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_array *const *args,
                         ft_array **outs, bool top) {
   int n_const_args = j->const_data ? 0 : j->n_const;
   if (n_args != n_const_args + j->n_in)
@@ -274,11 +274,12 @@ static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *co
         st = ft_ctx_status(ctx);
         goto done;
       }
-      env_set(&E, v, args[k], false);
+      /* borrowed (not owned): the interpreter never writes an input */
+      env_set(&E, v, (ft_array *)args[k], false);
     }
   }
   for (int k = 0; k < j->n_in; k++) {
-    ft_array *a = args[n_const_args + k];
+    ft_array *a = (ft_array *)args[n_const_args + k];  /* borrowed, never written */
     if (!check_aval(ctx, "eval: input", k, j->invars[k], a)) {
       st = ft_ctx_status(ctx);
       goto done;
@@ -312,7 +313,7 @@ done:
   return st;
 }
 
-ft_status ft_eval(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in, int n_out,
+ft_status ft_eval(ft_ctx *ctx, const ft_jaxpr *j, int n_in, const ft_array *const *in, int n_out,
                   ft_array **out) {
   if (!j || (n_in && !in) || !out)
     return ft_set_error(ctx, FT_ERR_INVALID_ARG, "eval: NULL argument");

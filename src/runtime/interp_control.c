@@ -27,7 +27,7 @@ static ft_status call(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *cons
                         "eval: a sub-jaxpr closes over %d constants whose values the text does "
                         "not carry (JAX prints a closed jaxpr's constvars, not their values); bind "
                         "them with ft_jaxpr_bind_sub_consts", j->n_const);
-  return ft_interp_jaxpr(ctx, j, n_args, args, outs);
+  return ft_interp_jaxpr(ctx, j, n_args, (const ft_array *const *)args, outs);
 }
 
 static ft_status cond_eval(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {

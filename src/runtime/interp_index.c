@@ -264,7 +264,7 @@ static ft_status combine(ft_ctx *ctx, ft_prim p, ft_array *o, int64_t oi, const 
     memcpy(ap->cur->data, (char *)o->data + (size_t)oi * es, es);
     memcpy(ap->upd->data, (const char *)u->data + (size_t)ui * es, es);
     ft_array *args[2] = {ap->cur, ap->upd}, *res = NULL;
-    ft_status st = ft_interp_jaxpr(ctx, ap->j, 2, args, &res);
+    ft_status st = ft_interp_jaxpr(ctx, ap->j, 2, (const ft_array *const *)args, &res);
     if (st) return st;
     memcpy((char *)o->data + (size_t)oi * es, res->data, es);
     ft_array_free(res);

@@ -18,6 +18,8 @@ struct ft_array {
   size_t nbytes;        /* element count * dtype size */
   void *data;           /* never NULL (a zero-size array has a 64-byte block) */
   bool borrowed;        /* ft_array_wrap: data is the caller's, not freed */
+  size_t cap;           /* the buffer's allocated size (owned arrays) */
+  ft_allocator allocator; /* the buffer's allocator (both NULL: aligned_alloc/free) */
 };
 
 enum { FT_ARRAY_ALIGN = 64 };
@@ -67,7 +69,7 @@ int64_t *ft_enum_offsets(const ft_aval *a, const int64_t *dims, int nd, int64_t 
 /* Evaluates a (sub-)jaxpr. args: the constvars first when j->const_data is
  * NULL, then the invars; they are borrowed. outs receive j->n_out new arrays
  * the caller owns. Used by ft_eval and by the control-flow primitives. */
-ft_status ft_interp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *args,
+ft_status ft_interp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_array *const *args,
                           ft_array **outs);
 /* The number of arguments ft_interp_jaxpr expects for j. */
 int ft_interp_num_args(const ft_jaxpr *j);
@@ -88,7 +90,7 @@ ft_status ft_guard_results(ft_ctx *ctx, const ft_jaxpr *j, int eqn, const char *
  * program's aval, a matching byte count and 64-byte aligned data; no
  * output overlaps an input or another output. A fault is a CALL guard and
  * the call's error (FT_ERR_TYPE, FT_ERR_SHAPE or FT_ERR_INVALID_ARG). */
-ft_status ft_guard_boundary(ft_ctx *ctx, const ft_jaxpr *j, int n_args, ft_array *const *in,
+ft_status ft_guard_boundary(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_array *const *in,
                             int n_out, ft_array *const *out);
 /* Coverage: NULL when ft_eval has a rule for p, else why not. */
 const char *ft_eval_rule_status(ft_prim p);

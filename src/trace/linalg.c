@@ -30,7 +30,7 @@ static ft_val *mT(ft_val *x) {
   int r = x->v->aval.rank, perm[FT_MAX_RANK];
   for (int i = 0; i < r; i++) perm[i] = i;
   perm[r - 2] = r - 1, perm[r - 1] = r - 2;
-  return ft_transpose(x, perm);
+  return ft_transpose(x, r, perm);
 }
 
 /* The mask col - row <= 0 (lower) over x's shape, from int32 iotas. */

@@ -295,8 +295,15 @@ static ft_val *with_ints(ft_prim p, const char *param, ft_val *x, int n, const i
   return ft__emit1(root, p, 1, &x, ps);
 }
 
-ft_val *ft_transpose(ft_val *x, const int *perm) {
-  return with_ints(FT_P_TRANSPOSE, "permutation", x, x ? x->v->aval.rank : 0, perm);
+ft_val *ft_transpose(ft_val *x, int n, const int *perm) {
+  ft_tracer *root = root1(x, FT_P_TRANSPOSE);
+  if (!root) return NULL;
+  if (n != x->v->aval.rank) {
+    ft__fail(root, FT_ERR_INVALID_ARG, "transpose: the permutation has %d entries; the operand "
+             "has rank %d", n, x->v->aval.rank);
+    return NULL;
+  }
+  return with_ints(FT_P_TRANSPOSE, "permutation", x, n, perm);
 }
 ft_val *ft_squeeze(ft_val *x, int n, const int *dims) { return with_ints(FT_P_SQUEEZE, "dimensions", x, n, dims); }
 ft_val *ft_expand_dims(ft_val *x, int n, const int *dims) {
@@ -304,11 +311,16 @@ ft_val *ft_expand_dims(ft_val *x, int n, const int *dims) {
 }
 ft_val *ft_rev(ft_val *x, int n, const int *dims) { return with_ints(FT_P_REV, "dimensions", x, n, dims); }
 
-ft_val *ft_slice(ft_val *x, const int64_t *start, const int64_t *limit, const int64_t *strides) {
+ft_val *ft_slice(ft_val *x, int n, const int64_t *start, const int64_t *limit,
+                 const int64_t *strides) {
   ft_prim p = FT_P_SLICE;
   ft_tracer *root = root1(x, p);
   if (!root) return NULL;
-  int n = x->v->aval.rank;
+  if (n != x->v->aval.rank) {
+    ft__fail(root, FT_ERR_INVALID_ARG, "slice: start, limit and strides have %d entries; the "
+             "operand has rank %d", n, x->v->aval.rank);
+    return NULL;
+  }
   if (n && (!start || !limit)) {
     ft__fail(root, FT_ERR_INVALID_ARG, "slice: start or limit is NULL");
     return NULL;

@@ -141,8 +141,8 @@ ft_val *ft_random_permutation(ft_val *key, int64_t n) {
     int64_t two = 2, one = 1, z = 0;
     int zero = 0;
     ft_val *ks = ft_random_split(key, 1, &two);
-    key = ft_squeeze(ft_slice(ks, &z, &one, &one), 1, &zero);
-    ft_val *sk = ft_squeeze(ft_slice(ks, &one, &two, &one), 1, &zero);
+    key = ft_squeeze(ft_slice(ks, 1, &z, &one, &one), 1, &zero);
+    ft_val *sk = ft_squeeze(ft_slice(ks, 1, &one, &two, &one), 1, &zero);
     ft_val *pair[2] = {ft_random_bits(sk, 32, 1, &n), x}, *out[2] = {0};
     if (ft_sort_multi(2, pair, 0, true, 1, out) < 0) return NULL;
     x = out[1];

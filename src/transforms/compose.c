@@ -536,12 +536,12 @@ static ft_jaxpr *apply_vmap(ceval *e, const cnode *n, const ft_jaxpr *f, const f
       goto done;
     }
     ft_buf_printf(params, " axis_size=%lld", (long long)sz->i);
-    r = ft_vmap(e->ctx, f, ia, oa, sz->i);
+    r = ft_vmap(e->ctx, f, ni, ia, no, oa, sz->i);
   } else if (!any_mapped) {
     eerr(e, n->pos, "vmap with every in_axes None needs axis_size= (as in JAX)");
     goto done;
   } else if (n_avals >= ni) {
-    r = ft_vmap_avals(e->ctx, f, ia, oa, avals);
+    r = ft_vmap_avals(e->ctx, f, ni, ia, no, oa, ni, avals);
     if (r) {
       for (int k = 0; k < ni; k++)
         if (ia[k] != FT_VMAP_NONE) {
@@ -657,6 +657,9 @@ ft_jaxpr *ft_transform_ex(ft_ctx *ctx, const ft_jaxpr *j, const char *expr,
   if (!j || !expr)
     return ft_set_error(ctx, FT_ERR_INVALID_ARG, "transform: %s is NULL", j ? "expr" : "jaxpr"),
            NULL;
+  ft_transform_options opts_read;
+  if (ft_opts_read(ctx, "ft_transform_options", opts, sizeof opts_read, &opts_read)) return NULL;
+  if (opts) opts = &opts_read;
   cparser p = {.ctx = ctx, .s = expr, .len = strlen(expr), .name = opts ? opts->name : NULL};
   cnode *tree = parse_all(&p);
   if (!tree) return NULL;

@@ -129,7 +129,7 @@ static ft_jaxpr *jacobian(ft_ctx *ctx, const ft_jaxpr *j, int argnum, jac_mode m
     for (int k = 0; k < d->n_out; k++)
       axes[nd + k] = k < j->n_out ? FT_VMAP_NONE : mode == JAC_FWD ? -1 : 0;
     ft_jaxpr_free(v);
-    if (!(v = ft_vmap(ctx, d, axes, axes + nd, n))) goto fail;
+    if (!(v = ft_vmap(ctx, d, nd, axes, d->n_out, axes + nd, n))) goto fail;
     if (!inline_into(ctx, &t, v, cv, din, dout)) goto fail;
     if (mode == JAC_FWD) {
       for (int k = 0, m = 0; k < j->n_out; k++) {

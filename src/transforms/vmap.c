@@ -309,9 +309,31 @@ static bool after_vmap(ft_ctx *ctx, const ft_jaxpr *j, const ft_jaxpr *r, const 
   return ok;
 }
 
-ft_jaxpr *ft_vmap(ft_ctx *ctx, const ft_jaxpr *j, const int *in_axes, const int *out_axes,
-                  int64_t axis_size) {
+/* The lengths of the axis arrays: one entry per input / output of j; NULL
+ * (the default axes) with that count or 0. */
+static bool check_lengths(ft_ctx *ctx, const ft_jaxpr *j, int n_in_axes, const int *in_axes,
+                          int n_out_axes, const int *out_axes) {
+  if (n_in_axes != j->n_in && (in_axes || n_in_axes != 0)) {
+    ft_set_error(ctx, FT_ERR_INVALID_ARG, in_axes
+                 ? "vmap: in_axes has %d entries; the jaxpr has %d inputs"
+                 : "vmap: in_axes is NULL but n_in_axes is %d (the jaxpr has %d inputs; NULL "
+                   "takes that or 0)", n_in_axes, j->n_in);
+    return false;
+  }
+  if (n_out_axes != j->n_out && (out_axes || n_out_axes != 0)) {
+    ft_set_error(ctx, FT_ERR_INVALID_ARG, out_axes
+                 ? "vmap: out_axes has %d entries; the jaxpr has %d outputs"
+                 : "vmap: out_axes is NULL but n_out_axes is %d (the jaxpr has %d outputs; NULL "
+                   "takes that or 0)", n_out_axes, j->n_out);
+    return false;
+  }
+  return true;
+}
+
+ft_jaxpr *ft_vmap(ft_ctx *ctx, const ft_jaxpr *j, int n_in_axes, const int *in_axes,
+                  int n_out_axes, const int *out_axes, int64_t axis_size) {
   if (!j) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "vmap: jaxpr is NULL"), NULL;
+  if (!check_lengths(ctx, j, n_in_axes, in_axes, n_out_axes, out_axes)) return NULL;
   int *bd = malloc(sizeof(int) * (size_t)(j->n_in + 2 * j->n_out + 1));
   ft_var **buf = malloc(sizeof(ft_var *) * (size_t)(j->n_in + j->n_out + 1));
   ft_jaxpr *r = NULL;
@@ -389,10 +411,17 @@ done:
   return r;
 }
 
-ft_jaxpr *ft_vmap_avals(ft_ctx *ctx, const ft_jaxpr *j, const int *in_axes, const int *out_axes,
+ft_jaxpr *ft_vmap_avals(ft_ctx *ctx, const ft_jaxpr *j, int n_in_axes, const int *in_axes,
+                        int n_out_axes, const int *out_axes, int n_batched_in,
                         const ft_aval *batched_in) {
-  if (!j || !batched_in)
+  if (!j || (!batched_in && j->n_in))
     return ft_set_error(ctx, FT_ERR_INVALID_ARG, "vmap: jaxpr or avals is NULL"), NULL;
+  if (!check_lengths(ctx, j, n_in_axes, in_axes, n_out_axes, out_axes)) return NULL;
+  if (n_batched_in != j->n_in)
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG,
+                        "vmap: %d argument avals given; the jaxpr has %d inputs", n_batched_in,
+                        j->n_in),
+           NULL;
   int64_t size = -1;
   int first = -1, first_ax = 0;
   for (int i = 0; i < j->n_in; i++) {
@@ -435,5 +464,5 @@ ft_jaxpr *ft_vmap_avals(ft_ctx *ctx, const ft_jaxpr *j, const int *in_axes, cons
                         "vmap: no input is mapped (all in_axes are none): use ft_vmap with "
                         "axis_size"),
            NULL;
-  return ft_vmap(ctx, j, in_axes, out_axes, size);
+  return ft_vmap(ctx, j, n_in_axes, in_axes, n_out_axes, out_axes, size);
 }

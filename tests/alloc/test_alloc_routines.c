@@ -56,7 +56,7 @@ static void fill(ft_array *a, uint64_t seed) {
   ft_aval av = ft_array_aval(a);
   int64_t n = 1;
   for (int d = 0; d < av.rank; d++) n *= av.dims[d];
-  unsigned char *p = ft_array_data(a);
+  unsigned char *p = ft_array_data_mut(a);
   for (int64_t i = 0; i < n; i++) {
     double v = (double)(rng(&seed) >> 11) * 0x1p-53 * 16 - 8;
     switch (av.dtype) {
@@ -138,25 +138,25 @@ START_TEST(steady_state_routine_calls_do_not_allocate) {
     in[k] = ft_array_new(ctx, av.dtype, av.rank, av.dims);
     fill(in[k], 31u * (uint64_t)k + (uint64_t)_i);
     if (av.dtype == FT_I32) /* indices: some out of range */
-      for (int64_t e = 0; e < av.dims[0]; e++) ((int32_t *)ft_array_data(in[k]))[e] = (int32_t)(e * 3) - 2;
+      for (int64_t e = 0; e < av.dims[0]; e++) ((int32_t *)ft_array_data_mut(in[k]))[e] = (int32_t)(e * 3) - 2;
   }
-  ck_assert_msg(ft_eval(ctx, j, n_in, in, n_out, want) == FT_OK, "%s", ft_ctx_error(ctx));
+  ck_assert_msg(ft_eval(ctx, j, n_in, (const ft_array *const *)in, n_out, want) == FT_OK, "%s", ft_ctx_error(ctx));
   for (int k = 0; k < n_out; k++) {
     ft_aval av;
     ck_assert_int_eq(ft_jaxpr_output_aval(j, k, &av), FT_OK);
     got[k] = ft_array_new(ctx, av.dtype, av.rank, av.dims);
   }
-  ft_jit_options o = {.no_disk_cache = true};
+  ft_jit_options o = {.size = sizeof(ft_jit_options), .no_disk_cache = true};
   ft_fn *fn = ft_jit(ctx, j, &o);
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(ctx));
   ft_jit_stats st;
   ck_assert_int_eq(ft_fn_stats(fn, &st), FT_OK);
   ck_assert_int_eq(st.n_fallback, 0);
-  ck_assert_int_eq(ft_call_into(fn, n_in, in, n_out, got), FT_OK); /* first call: frames */
+  ck_assert_int_eq(ft_call_into(fn, n_in, (const ft_array *const *)in, n_out, got), FT_OK); /* first call: frames */
   atomic_store(&allocs, 0);
   atomic_store(&counting, true);
   int fails = 0;
-  for (int rep = 0; rep < 20; rep++) fails += ft_call_into(fn, n_in, in, n_out, got) != FT_OK;
+  for (int rep = 0; rep < 20; rep++) fails += ft_call_into(fn, n_in, (const ft_array *const *)in, n_out, got) != FT_OK;
   atomic_store(&counting, false);
   long n_allocs = atomic_load(&allocs);
   ck_assert_int_eq(fails, 0);

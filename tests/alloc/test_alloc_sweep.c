@@ -218,12 +218,12 @@ static blob sc_grad(void) {
 }
 static blob sc_vmap(void) {
   static const int in_axes[6] = {FT_VMAP_NONE, FT_VMAP_NONE, FT_VMAP_NONE, FT_VMAP_NONE, 0, 0};
-  return jaxpr_result(ft_vmap(F.ctx, F.mlp, in_axes, NULL, 2));
+  return jaxpr_result(ft_vmap(F.ctx, F.mlp, ft_jaxpr_num_inputs(F.mlp), in_axes, 0, NULL, 2));
 }
 
 static blob run_eval(const ft_jaxpr *j, int n_out) {
   ft_array *out[8] = {0};
-  ft_status st = ft_eval(F.ctx, j, 6, F.mlp_in, n_out, out);
+  ft_status st = ft_eval(F.ctx, j, 6, (const ft_array *const *)F.mlp_in, n_out, out);
   disarm();
   blob b = {0};
   if (st == FT_OK) {
@@ -324,7 +324,7 @@ static blob sc_optimize(void) { return jaxpr_result(ft_optimize(F.ctx, F.mlp_gra
  * no cache, and one call: the result's bytes. */
 static blob fn_result(ft_fn *fn, ft_array *const *in, int n_in, int n_out) {
   ft_array *out[4] = {0};
-  ft_status st = fn ? ft_call(fn, n_in, in, n_out, out) : ft_ctx_status(F.ctx);
+  ft_status st = fn ? ft_call(fn, n_in, (const ft_array *const *)in, n_out, out) : ft_ctx_status(F.ctx);
   disarm();
   blob b = {0};
   if (st == FT_OK) {
@@ -346,7 +346,7 @@ static blob fn_result(ft_fn *fn, ft_array *const *in, int n_in, int n_out) {
   return b;
 }
 static blob sc_jit(void) {
-  ft_fn *fn = ft_jit(F.ctx, F.small, &(ft_jit_options){.no_cache = true});
+  ft_fn *fn = ft_jit(F.ctx, F.small, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true});
   blob b = fn_result(fn, &F.small_in, 1, 1);
   ft_fn_free(fn);
   return b;
@@ -492,7 +492,7 @@ static void setup(void) {
     fprintf(stderr, "FT_GOLDEN is not set\n");
     exit(2);
   }
-  F.ctx = ft_ctx_new(&(ft_ctx_options){.num_threads = 1});
+  F.ctx = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = 1});
   static const char *names[3] = {"grad_rnn_scan.jaxpr", "cond_multi_output_consts.jaxpr",
                                  "gather_scatter.jaxpr"};
   for (int i = 0; i < 3; i++) {
@@ -509,7 +509,7 @@ static void setup(void) {
     F.mlp_avals[i] = (ft_aval){.dtype = FT_F32, .rank = mlp_rank[i]};
     memcpy(F.mlp_avals[i].dims, mlp_dims[i], sizeof(int64_t) * (size_t)mlp_rank[i]);
     F.mlp_in[i] = ft_array_new(F.ctx, FT_F32, mlp_rank[i], mlp_dims[i]);
-    float *d = ft_array_data(F.mlp_in[i]);
+    float *d = ft_array_data_mut(F.mlp_in[i]);
     size_t n = ft_array_nbytes(F.mlp_in[i]) / sizeof(float);
     for (size_t k = 0; k < n; k++) d[k] = (float)((k * 7 + (size_t)i * 3) % 11) / 8.0f - 0.6f;
   }
@@ -533,13 +533,13 @@ static void setup(void) {
   const float xs[5] = {0.5f, -1.0f, 2.0f, 3.5f, -0.25f};
   F.small = ft_parse(F.ctx, small, strlen(small), "small");
   F.small_in = ft_array_from_data(F.ctx, FT_F32, 1, &d5, xs);
-  F.small_fn = F.small ? ft_jit(F.ctx, F.small, &(ft_jit_options){.no_cache = true}) : NULL;
-  F.grad_fn = ft_jit(F.ctx, F.mlp_grad, &(ft_jit_options){.no_cache = true});
+  F.small_fn = F.small ? ft_jit(F.ctx, F.small, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true}) : NULL;
+  F.grad_fn = ft_jit(F.ctx, F.mlp_grad, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true});
   snprintf(F.ledger_dir, sizeof F.ledger_dir, "%s/alloc_sweep_ledger_%d", tmp ? tmp : "/tmp",
            (int)getpid());
-  F.lctx = ft_ctx_new(&(ft_ctx_options){.num_threads = 1});
+  F.lctx = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = 1});
   F.ledger = F.lctx ? ft_ledger_open(F.lctx, F.ledger_dir,
-                                     &(ft_ledger_options){.fsync = FT_LEDGER_FSYNC_NEVER}) : NULL;
+                                     &(ft_ledger_options){.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER}) : NULL;
   if (!F.small_fn || !F.grad_fn || !F.ledger || ft_ctx_attach_ledger(F.lctx, F.ledger)) {
     fprintf(stderr, "setup: %s %s\n", ft_ctx_error(F.ctx), ft_ctx_error(F.lctx));
     exit(2);

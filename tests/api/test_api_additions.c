@@ -44,12 +44,12 @@ static void array_wrap(void) {
   const char *text = "{ lambda ; a:f32[4]. let b:f32[4] = mul a a in (b,) }";
   ft_jaxpr *j = ft_parse(ctx, text, strlen(text), "sq");
   ft_array *out = NULL;
-  CHECK(j && ft_eval(ctx, j, 1, &a, 1, &out) == FT_OK);
-  CHECK(out && ((float *)ft_array_data(out))[3] == 16.0f);
+  CHECK(j && ft_eval(ctx, j, 1, (const ft_array *const *)&a, 1, &out) == FT_OK);
+  CHECK(out && ((const float *)ft_array_data(out))[3] == 16.0f);
   float *dst = aligned_alloc(64, 64);
   ft_array *o = ft_array_wrap(ctx, FT_F32, 1, (int64_t[]){4}, dst);
   ft_fn *fn = j ? ft_jit(ctx, j, NULL) : NULL;
-  CHECK(fn && ft_call_into(fn, 1, &a, 1, &o) == FT_OK);
+  CHECK(fn && ft_call_into(fn, 1, (const ft_array *const *)&a, 1, &o) == FT_OK);
   CHECK(dst[0] == 1.0f && dst[1] == 4.0f && dst[2] == 9.0f && dst[3] == 16.0f);
   ft_fn_free(fn);
   ft_array_free(o);
@@ -86,36 +86,36 @@ static void parsed_constants(void) {
   ft_array *b = ft_array_from_data(ctx, FT_I32, 0, NULL, &bv);
   ft_array *x = ft_array_from_data(ctx, FT_F32, 1, (int64_t[]){3}, xv);
   /* wrong count, then a wrong dtype: refused, j unchanged */
-  CHECK(ft_jaxpr_bind_consts(ctx, j, 1, &k) == FT_ERR_INVALID_ARG);
+  CHECK(ft_jaxpr_bind_consts(ctx, j, 1, (const ft_array *const *)&k) == FT_ERR_INVALID_ARG);
   CHECK(strstr(ft_ctx_error(ctx), "has 2 constants; 1 values given"));
-  CHECK(ft_jaxpr_bind_consts(ctx, j, 2, (ft_array *[]){k, x}) == FT_ERR_TYPE);
+  CHECK(ft_jaxpr_bind_consts(ctx, j, 2, (const ft_array *const *)(ft_array *[]){k, x}) == FT_ERR_TYPE);
   CHECK(strstr(ft_ctx_error(ctx), "constant 1 is i32[]; the value is f32[3]"));
   CHECK(!ft_jaxpr_consts_bound(j));
   /* before binding: constants are leading inputs; after: inputs only */
   ft_array *out[2] = {0};
-  CHECK(ft_eval(ctx, j, 3, (ft_array *[]){k, b, x}, 2, out) == FT_OK);
-  CHECK(out[0] && ((float *)ft_array_data(out[0]))[2] == 400.0f);
+  CHECK(ft_eval(ctx, j, 3, (const ft_array *const *)(ft_array *[]){k, b, x}, 2, out) == FT_OK);
+  CHECK(out[0] && ((const float *)ft_array_data(out[0]))[2] == 400.0f);
   ft_array_free(out[0]), ft_array_free(out[1]);
   char before[33], after[33];
   ft_jaxpr_hash_hex(j, before);
-  CHECK(ft_jaxpr_bind_consts(ctx, j, 2, (ft_array *[]){k, b}) == FT_OK);
+  CHECK(ft_jaxpr_bind_consts(ctx, j, 2, (const ft_array *const *)(ft_array *[]){k, b}) == FT_OK);
   CHECK(ft_jaxpr_consts_bound(j));
   ft_jaxpr_hash_hex(j, after);
   CHECK(strcmp(before, after) != 0);  /* the values are part of the program now */
   kv[0] = -1;                         /* copied: later changes do not reach j */
   ft_array_free(k);
   out[0] = out[1] = NULL;
-  CHECK(ft_eval(ctx, j, 1, &x, 2, out) == FT_OK);
-  CHECK(out[0] && ((float *)ft_array_data(out[0]))[0] == 2.0f && ((float *)ft_array_data(out[0]))[2] == 400.0f);
-  CHECK(out[1] && *(int32_t *)ft_array_data(out[1]) == 7);
+  CHECK(ft_eval(ctx, j, 1, (const ft_array *const *)&x, 2, out) == FT_OK);
+  CHECK(out[0] && ((const float *)ft_array_data(out[0]))[0] == 2.0f && ((const float *)ft_array_data(out[0]))[2] == 400.0f);
+  CHECK(out[1] && *(const int32_t *)ft_array_data(out[1]) == 7);
   ft_array_free(out[0]), ft_array_free(out[1]);
   ft_fn *fn = ft_jit(ctx, j, NULL);
   out[0] = out[1] = NULL;
-  CHECK(fn && ft_call(fn, 1, &x, 2, out) == FT_OK);
-  CHECK(out[0] && ((float *)ft_array_data(out[0]))[1] == 30.0f);
+  CHECK(fn && ft_call(fn, 1, (const ft_array *const *)&x, 2, out) == FT_OK);
+  CHECK(out[0] && ((const float *)ft_array_data(out[0]))[1] == 30.0f);
   ft_array_free(out[0]), ft_array_free(out[1]);
   ft_fn_free(fn);
-  CHECK(ft_jaxpr_bind_consts(ctx, j, 2, (ft_array *[]){b, b}) == FT_ERR_INVALID_ARG);
+  CHECK(ft_jaxpr_bind_consts(ctx, j, 2, (const ft_array *const *)(ft_array *[]){b, b}) == FT_ERR_INVALID_ARG);
   CHECK(strstr(ft_ctx_error(ctx), "already have values"));
   ft_array_free(b);
   ft_array_free(x);
@@ -159,35 +159,35 @@ static void sub_constants(void) {
   ft_array *v = ft_array_from_data(ctx, FT_I32, 1, (int64_t[]){3}, vv);
   ft_array *out[1] = {0};
   /* unbound: both engines refuse, naming what is missing */
-  CHECK(ft_eval(ctx, j, 1, &x, 1, out) != FT_OK && !out[0]);
+  CHECK(ft_eval(ctx, j, 1, (const ft_array *const *)&x, 1, out) != FT_OK && !out[0]);
   CHECK(strstr(ft_ctx_error(ctx), "closes over 1 constants whose values the text does not carry"));
   ft_fn *fn = ft_jit(ctx, j, NULL);
-  CHECK(!fn || ft_call(fn, 1, &x, 1, out) != FT_OK);
+  CHECK(!fn || ft_call(fn, 1, (const ft_array *const *)&x, 1, out) != FT_OK);
   CHECK(!out[0] && strstr(ft_ctx_error(ctx), "closes over constants whose values the text does not"));
   ft_fn_free(fn);
   /* wrong index, count or dtype: refused, j unchanged */
-  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 2, 1, &k) == FT_ERR_INVALID_ARG);
+  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 2, 1, (const ft_array *const *)&k) == FT_ERR_INVALID_ARG);
   CHECK(strstr(ft_ctx_error(ctx), "2 sub-jaxprs with constants; no number 2"));
-  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 1, 1, &u) == FT_ERR_INVALID_ARG);
+  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 1, 1, (const ft_array *const *)&u) == FT_ERR_INVALID_ARG);
   CHECK(strstr(ft_ctx_error(ctx), "the sub-jaxpr has 2 constants; 1 values given"));
-  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 0, 1, &v) == FT_ERR_TYPE);
+  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 0, 1, (const ft_array *const *)&v) == FT_ERR_TYPE);
   char h0[33], h1[33];
   ft_jaxpr_hash_hex(j, h0);
-  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 0, 1, &k) == FT_OK);
-  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 1, 2, (ft_array *[]){u, v}) == FT_OK);
+  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 0, 1, (const ft_array *const *)&k) == FT_OK);
+  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 1, 2, (const ft_array *const *)(ft_array *[]){u, v}) == FT_OK);
   ft_jaxpr_hash_hex(j, h1);
   CHECK(strcmp(h0, h1) != 0);  /* the bound values are part of the program */
-  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 0, 1, &k) == FT_ERR_INVALID_ARG);
+  CHECK(ft_jaxpr_bind_sub_consts(ctx, j, 0, 1, (const ft_array *const *)&k) == FT_ERR_INVALID_ARG);
   CHECK(strstr(ft_ctx_error(ctx), "the sub-jaxpr's constants already have values"));
   kv[0] = -1;  /* copied */
   const float want[3] = {1 * 4 + 5, 10 * 9 + 6, 100 * 16 * 2 + 7};
-  CHECK(ft_eval(ctx, j, 1, &x, 1, out) == FT_OK && out[0]);
-  for (int i = 0; out[0] && i < 3; i++) CHECK(((float *)ft_array_data(out[0]))[i] == want[i]);
+  CHECK(ft_eval(ctx, j, 1, (const ft_array *const *)&x, 1, out) == FT_OK && out[0]);
+  for (int i = 0; out[0] && i < 3; i++) CHECK(((const float *)ft_array_data(out[0]))[i] == want[i]);
   ft_array_free(out[0]);
   out[0] = NULL;
   fn = ft_jit(ctx, j, NULL);
-  CHECK(fn && ft_call(fn, 1, &x, 1, out) == FT_OK && out[0]);
-  for (int i = 0; out[0] && i < 3; i++) CHECK(((float *)ft_array_data(out[0]))[i] == want[i]);
+  CHECK(fn && ft_call(fn, 1, (const ft_array *const *)&x, 1, out) == FT_OK && out[0]);
+  for (int i = 0; out[0] && i < 3; i++) CHECK(((const float *)ft_array_data(out[0]))[i] == want[i]);
   ft_array_free(out[0]);
   ft_fn_free(fn);
   ft_array_free(k), ft_array_free(x), ft_array_free(u), ft_array_free(v);

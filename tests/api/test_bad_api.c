@@ -49,7 +49,7 @@ static ft_status fx(ft_fn *f) {
 }
 static ft_status ex(ft_jaxpr *j, int n_in, ft_array **in, int n_out) {
   ft_array *out[4] = {0};
-  ft_status st = ft_eval(C, j, n_in, in, n_out, out);
+  ft_status st = ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, out);
   for (int k = 0; k < 4; k++) ft_array_free(out[k]);
   return st;
 }
@@ -57,7 +57,7 @@ static ft_status cx(ft_jaxpr *j, int n_in, ft_array **in, int n_out) {
   ft_fn *f = ft_jit(C, j, NULL);
   if (!f) return ft_ctx_status(C);
   ft_array *out[4] = {0};
-  ft_status st = ft_call(f, n_in, in, n_out, out);
+  ft_status st = ft_call(f, n_in, (const ft_array *const *)in, n_out, out);
   for (int k = 0; k < 4; k++) ft_array_free(out[k]);
   ft_fn_free(f);
   return st;

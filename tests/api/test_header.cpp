@@ -6,8 +6,21 @@
 #include "ft.h"
 
 int main() {
-  ft_ctx *ctx = ft_ctx_new(nullptr);
+  // The *_INIT macros compile as C++ too; C++ converts ft_array ** to the
+  // const input arrays implicitly.
+  ft_ctx_options co = FT_CTX_OPTIONS_INIT;
+  ft_jit_options jo = FT_JIT_OPTIONS_INIT;
+  ft_ledger_options lo = FT_LEDGER_OPTIONS_INIT;
+  ft_loop_limits ll = FT_LOOP_LIMITS_INIT;
+  ft_transform_options to = FT_TRANSFORM_OPTIONS_INIT;
+  if (co.size != sizeof co || jo.size != sizeof jo || lo.size != sizeof lo || ll.size != sizeof ll ||
+      to.size != sizeof to)
+    return 1;
+  ft_ctx *ctx = ft_ctx_new(&co);
   if (!ctx) return 1;
+  ft_array *none[1] = {nullptr};
+  ft_array *res[1] = {nullptr};
+  if (ft_eval(ctx, nullptr, 1, none, 1, res) != FT_ERR_INVALID_ARG) return 1;
   const char *text = "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }";
   ft_jaxpr *j = ft_parse(ctx, text, std::strlen(text), "cxx");
   if (!j) {

@@ -63,10 +63,10 @@ START_TEST(test_equals_hand_composed) {
   int in_axes[2] = {0, N}, a0[1] = {0}, a01[2] = {0, 1}, a1[1] = {1};
   ft_jaxpr *g = ft_grad(C, f, 1, a0, false);
   assert_same(ft_transform(C, f, "vmap(grad(f), in_axes=(0, None), axis_size=4)"),
-              ft_vmap(C, g, in_axes, NULL, 4), "vmap(grad(f))");
+              ft_vmap(C, g, ft_jaxpr_num_inputs(g), in_axes, 0, NULL, 4), "vmap(grad(f))");
   /* positional in_axes / out_axes as in JAX, jit as the identity */
   assert_same(ft_transform(C, f, " jit( vmap(grad(f, 0), (0, None), 0, axis_size=4,) ) "),
-              ft_vmap(C, g, in_axes, NULL, 4), "jit(vmap(grad(f)))");
+              ft_vmap(C, g, ft_jaxpr_num_inputs(g), in_axes, 0, NULL, 4), "jit(vmap(grad(f)))");
   assert_same(ft_transform(C, f, "grad(f, argnums=(0, 1))"), ft_grad(C, f, 2, a01, false),
               "grad argnums=(0, 1)");
   assert_same(ft_transform(C, f, "grad(f, argnums=-1)"), ft_grad(C, f, 1, a1, false),
@@ -80,12 +80,12 @@ START_TEST(test_equals_hand_composed) {
   assert_same(ft_transform(C, f, "vjp(f)"), ft_vjp_jaxpr(C, f), "vjp");
   assert_same(ft_transform(C, f, "f"), ft_transform(C, f, "jit(jit(f))"), "f vs jit(jit(f))");
   /* grad of vmap, vmap of vmap */
-  ft_jaxpr *v = ft_vmap(C, f, in_axes, NULL, 2);
+  ft_jaxpr *v = ft_vmap(C, f, ft_jaxpr_num_inputs(f), in_axes, 0, NULL, 2);
   int out_none[1] = {N};
-  ft_jaxpr *v2 = ft_vmap(C, f, (int[2]){N, N}, out_none, 5);
+  ft_jaxpr *v2 = ft_vmap(C, f, ft_jaxpr_num_inputs(f), (int[2]){N, N}, ft_jaxpr_num_outputs(f), out_none, 5);
   assert_same(ft_transform(C, f, "vmap(vmap(f, in_axes=(0, None), axis_size=2), in_axes=(None, 1),"
                                  " out_axes=-1, axis_size=3)"),
-              ft_vmap(C, v, (int[2]){N, 1}, (int[1]){-1}, 3), "vmap(vmap(f))");
+              ft_vmap(C, v, ft_jaxpr_num_inputs(v), (int[2]){N, 1}, ft_jaxpr_num_outputs(v), (int[1]){-1}, 3), "vmap(vmap(f))");
   assert_same(ft_transform(C, f, "vmap(f, in_axes=None, out_axes=None, axis_size=5)"), v2,
               "vmap all None");
   ft_jaxpr_free(v);
@@ -100,14 +100,14 @@ START_TEST(test_axis_size_from_avals) {
   ft_jaxpr *f = parse(F2);
   ft_aval av[2] = {{.dtype = FT_F32, .rank = 3, .dims = {6, 3, 4}},
                    {.dtype = FT_F32, .rank = 1, .dims = {3}}};
-  ft_transform_options o = {.in_avals = av, .n_in_avals = 2};
+  ft_transform_options o = {.size = sizeof(ft_transform_options), .in_avals = av, .n_in_avals = 2};
   ft_jaxpr *g = ft_grad(C, f, 1, (int[1]){1}, false);
-  ft_jaxpr *v1 = ft_vmap(C, g, (int[2]){1, N}, NULL, 4);
+  ft_jaxpr *v1 = ft_vmap(C, g, ft_jaxpr_num_inputs(g), (int[2]){1, N}, 0, NULL, 4);
   assert_same(ft_transform_ex(C, f, "vmap(vmap(grad(f, argnums=1), in_axes=(1, None)), in_axes=(0, None))", &o),
-              ft_vmap(C, v1, (int[2]){0, N}, NULL, 6), "nested vmap, sizes from avals");
+              ft_vmap(C, v1, ft_jaxpr_num_inputs(v1), (int[2]){0, N}, 0, NULL, 6), "nested vmap, sizes from avals");
   /* axis_size= wins over the avals; without avals it is required */
   assert_same(ft_transform_ex(C, f, "vmap(grad(f, argnums=1), in_axes=(1, None), axis_size=4)", &o),
-              ft_vmap(C, g, (int[2]){1, N}, NULL, 4), "explicit axis_size");
+              ft_vmap(C, g, ft_jaxpr_num_inputs(g), (int[2]){1, N}, 0, NULL, 4), "explicit axis_size");
   ft_jaxpr_free(v1);
   ft_jaxpr_free(g);
   ft_jaxpr_free(f);
@@ -135,7 +135,7 @@ START_TEST(test_second_derivative_exact) {
   const double xs[] = {1.5, -0.75, 3.0, 0.0, -2.25};
   for (size_t k = 0; k < sizeof xs / sizeof xs[0]; k++) {
     ft_array *x = ft_array_from_data(C, FT_F64, 0, NULL, &xs[k]), *y = NULL;
-    ck_assert_int_eq(ft_eval(C, gg, 1, &x, 1, &y), FT_OK);
+    ck_assert_int_eq(ft_eval(C, gg, 1, (const ft_array *const *)&x, 1, &y), FT_OK);
     ck_assert(*(const double *)ft_array_data(y) == 6 * xs[k] + 4);
     ft_array_free(x), ft_array_free(y);
   }
@@ -147,7 +147,7 @@ END_TEST
 static ft_array *fill(const ft_aval *av, uint64_t *s) {
   ft_array *a = ft_array_new(C, av->dtype, av->rank, av->dims);
   ck_assert(a != NULL);
-  float *p = ft_array_data(a);
+  float *p = ft_array_data_mut(a);
   for (int64_t i = 0; i < ft_aval_size(av); i++) {
     *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
     p[i] = (float)((int64_t)(*s >> 40) - (1 << 23)) / (float)(1 << 22);
@@ -198,7 +198,7 @@ START_TEST(test_mlp_per_example_grads) {
     xs[i] = fill(&av[i], &seed);
   }
   step_log log = {0};
-  ft_transform_options o = {.in_avals = av, .n_in_avals = 6, .name = "f", .on_step = log_step,
+  ft_transform_options o = {.size = sizeof(ft_transform_options), .in_avals = av, .n_in_avals = 6, .name = "f", .on_step = log_step,
                             .user = &log};
   const char *expr = "jit(vmap(grad(f, argnums=0), in_axes=(None, None, None, None, 0, 0)))";
   ft_jaxpr *r = ft_transform_ex(C, f, expr, &o);
@@ -209,7 +209,7 @@ START_TEST(test_mlp_per_example_grads) {
   ck_assert_str_eq(log.names[1], "vmap");
   ck_assert_str_eq(log.names[2], "jit");
   ft_jaxpr *g = ft_grad(C, f, 1, (int[1]){0}, false);
-  ft_jaxpr *v = ft_vmap_avals(C, g, (int[6]){N, N, N, N, 0, 0}, NULL, av);
+  ft_jaxpr *v = ft_vmap_avals(C, g, ft_jaxpr_num_inputs(g), (int[6]){N, N, N, N, 0, 0}, 0, NULL, ft_jaxpr_num_inputs(g), av);
   char hg[33], hv[33], hr[33];
   ft_jaxpr_hash_hex(g, hg), ft_jaxpr_hash_hex(v, hv), ft_jaxpr_hash_hex(r, hr);
   ck_assert_str_eq(log.hashes[0], hg);
@@ -220,8 +220,8 @@ START_TEST(test_mlp_per_example_grads) {
   ft_array *out_jit = NULL, *out_eval = NULL;
   ft_fn *fn = ft_jit(C, r, NULL);
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
-  ck_assert_msg(ft_call(fn, 6, xs, 1, &out_jit) == FT_OK, "%s", ft_ctx_error(C));
-  ck_assert_msg(ft_eval(C, r, 6, xs, 1, &out_eval) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, 6, (const ft_array *const *)xs, 1, &out_jit) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, r, 6, (const ft_array *const *)xs, 1, &out_eval) == FT_OK, "%s", ft_ctx_error(C));
   ck_assert(ft_array_equal_bits(out_jit, out_eval));
   ft_aval ao = ft_array_aval(out_jit);
   ck_assert_int_eq(ao.rank, 3);
@@ -229,7 +229,7 @@ START_TEST(test_mlp_per_example_grads) {
   for (int b = 0; b < B; b++) {
     ft_array *one[6], *gb = NULL;
     for (int i = 0; i < 6; i++) one[i] = i >= 4 ? take0(xs[i], b) : xs[i];
-    ck_assert_int_eq(ft_eval(C, g, 6, one, 1, &gb), FT_OK);
+    ck_assert_int_eq(ft_eval(C, g, 6, (const ft_array *const *)one, 1, &gb), FT_OK);
     ft_array *lane = take0(out_jit, b);
     ck_assert_msg(ft_array_equal_bits(lane, gb), "lane %d differs", b);
     ft_array_free(lane), ft_array_free(gb);
@@ -288,7 +288,7 @@ static const bad_case bad[] = {
 
 START_TEST(test_bad_strings) {
   ft_jaxpr *f = parse(F2);
-  ft_transform_options o = {.name = "f"};
+  ft_transform_options o = {.size = sizeof(ft_transform_options), .name = "f"};
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     const bad_case *b = &bad[k];
     ft_ctx_clear_error(C);
@@ -322,7 +322,7 @@ START_TEST(test_transform_errors_prefixed) {
   ck_assert(ft_transform(C, f, expr) == NULL);
   ft_status st = ft_ctx_status(C);
   char *msg = strdup(ft_ctx_error(C));
-  ft_jaxpr *v = ft_vmap(C, f, (int[2]){0, N}, NULL, 3);
+  ft_jaxpr *v = ft_vmap(C, f, ft_jaxpr_num_inputs(f), (int[2]){0, N}, 0, NULL, 3);
   ck_assert(ft_grad(C, v, 0, NULL, false) == NULL);
   ck_assert_int_ne(st, FT_OK);
   ck_assert_int_eq(st, ft_ctx_status(C));
@@ -337,7 +337,7 @@ START_TEST(test_transform_errors_prefixed) {
                 ft_ctx_error(C));
   /* and a shape that disagrees with in_axes */
   ft_aval av[2] = {{.dtype = FT_F32, .rank = 2, .dims = {4, 5}}, {.dtype = FT_F32, .rank = 1, .dims = {3}}};
-  ft_transform_options o = {.in_avals = av, .n_in_avals = 2};
+  ft_transform_options o = {.size = sizeof(ft_transform_options), .in_avals = av, .n_in_avals = 2};
   ck_assert(ft_transform_ex(C, f, "vmap(f, in_axes=(0, None))", &o) == NULL);
   ck_assert_int_eq(ft_ctx_status(C), FT_ERR_SHAPE);
   ck_assert_msg(!strncmp(ft_ctx_error(C), "vmap(...): ", 11), "%s", ft_ctx_error(C));
@@ -356,7 +356,7 @@ START_TEST(test_ledger_records_steps) {
   ft_jaxpr *f = parse(F2);
   char dir[] = "/tmp/ft-compose-XXXXXX";
   ck_assert(mkdtemp(dir) != NULL);
-  ft_ledger_options lo = {.fsync = FT_LEDGER_FSYNC_NEVER};
+  ft_ledger_options lo = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER};
   ft_ledger *lg = ft_ledger_open(C, dir, &lo);
   ck_assert_msg(lg != NULL, "%s", ft_ctx_error(C));
   ck_assert_int_eq(ft_ctx_attach_ledger(C, lg), FT_OK);
@@ -365,7 +365,7 @@ START_TEST(test_ledger_records_steps) {
   ck_assert_msg(r != NULL, "%s", ft_ctx_error(C));
   int64_t n1 = ft_ledger_num_records(lg);
   ft_jaxpr *g = ft_grad(C, f, 0, NULL, false);
-  ft_jaxpr *v = ft_vmap(C, g, (int[2]){0, N}, NULL, 4);
+  ft_jaxpr *v = ft_vmap(C, g, ft_jaxpr_num_inputs(g), (int[2]){0, N}, 0, NULL, 4);
   int64_t n2 = ft_ledger_num_records(lg);
   ck_assert_int_gt(n1 - n0, 0);
   ck_assert_int_eq(n1 - n0, n2 - n1);

@@ -22,12 +22,12 @@ static ft_array *ones_of(ft_ctx *ctx, const ft_aval *av) {
   ft_array *a = ft_array_new(ctx, av->dtype, av->rank, av->dims);
   if (!a) return NULL;
   size_t n = (size_t)ft_array_size(a);
-  memset(ft_array_data(a), 0, ft_array_nbytes(a));
+  memset(ft_array_data_mut(a), 0, ft_array_nbytes(a));
   for (size_t i = 0; i < n; i++) {
-    if (av->dtype == FT_F32) ((float *)ft_array_data(a))[i] = 1.0f;
-    else if (av->dtype == FT_F64) ((double *)ft_array_data(a))[i] = 1.0;
-    else if (av->dtype == FT_C64) ((float *)ft_array_data(a))[2 * i] = 1.0f;
-    else if (av->dtype == FT_C128) ((double *)ft_array_data(a))[2 * i] = 1.0;
+    if (av->dtype == FT_F32) ((float *)ft_array_data_mut(a))[i] = 1.0f;
+    else if (av->dtype == FT_F64) ((double *)ft_array_data_mut(a))[i] = 1.0;
+    else if (av->dtype == FT_C64) ((float *)ft_array_data_mut(a))[2 * i] = 1.0f;
+    else if (av->dtype == FT_C128) ((double *)ft_array_data_mut(a))[2 * i] = 1.0;
   }
   return a;
 }
@@ -60,10 +60,10 @@ int conf_rt_program(ft_ctx *ctx, const ft_jaxpr *j, ft_array *const *in, int n_i
   if (r == CONF_RT_PASS && in) {
     ft_array **a = calloc((size_t)n_out + 1, sizeof *a), **b = calloc((size_t)n_out + 1, sizeof *b);
     ft_ctx_clear_error(ctx);
-    if (ft_eval(ctx, j, n_in, in, n_out, a) != FT_OK) {
+    if (ft_eval(ctx, j, n_in, (const ft_array *const *)in, n_out, a) != FT_OK) {
       r = CONF_RT_NOEVAL; /* the property is about the text; nothing to run */
       ft_ctx_clear_error(ctx);
-    } else if (ft_eval(ctx, k, n_in, in, n_out, b) != FT_OK) {
+    } else if (ft_eval(ctx, k, n_in, (const ft_array *const *)in, n_out, b) != FT_OK) {
       snprintf(why, n_why, "the re-parsed program does not run: %s", ft_ctx_error(ctx));
       r = CONF_RT_FAIL;
     } else {
@@ -135,7 +135,7 @@ void conf_rt_transforms(ft_ctx *ctx, const ft_jaxpr *j, ft_array *const *in, int
   } else {
     int np = ft_jaxpr_num_outputs(pp);
     ft_array **po = calloc((size_t)np + 1, sizeof *po);
-    bool ran = po && ft_eval(ctx, pp, n_in, in, np, po) == FT_OK;
+    bool ran = po && ft_eval(ctx, pp, n_in, (const ft_array *const *)in, np, po) == FT_OK;
     rt_one(ctx, "linearize:primal", pp, in, n_in, fn, user);
     ft_ctx_clear_error(ctx);
     if (ran) rt_one(ctx, "linearize:tangent", tp, po + (np - n_res), n_res, fn, user);
@@ -145,7 +145,7 @@ void conf_rt_transforms(ft_ctx *ctx, const ft_jaxpr *j, ft_array *const *in, int
   }
 
   /* vmap over a new leading axis of 2 (constants unbatched) */
-  ft_jaxpr *vm = ft_vmap(ctx, j, NULL, NULL, 2);
+  ft_jaxpr *vm = ft_vmap(ctx, j, 0, NULL, 0, NULL, 2);
   ft_array *st[MAXT];
   int ns = 0;
   bool ok = n_in <= MAXT;
@@ -164,8 +164,8 @@ void conf_rt_transforms(ft_ctx *ctx, const ft_jaxpr *j, ft_array *const *in, int
       break;
     }
     size_t nb = ft_array_nbytes(in[i]);
-    memcpy(ft_array_data(b), ft_array_data(in[i]), nb);
-    memcpy((char *)ft_array_data(b) + nb, ft_array_data(in[i]), nb);
+    memcpy(ft_array_data_mut(b), ft_array_data_mut(in[i]), nb);
+    memcpy((char *)ft_array_data_mut(b) + nb, ft_array_data_mut(in[i]), nb);
     st[ns++] = b;
   }
   if (ok) rt_one(ctx, "vmap", vm, st, ns, fn, user);

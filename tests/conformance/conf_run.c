@@ -30,7 +30,7 @@ typedef ft_status (*conf_engine_fn)(ft_ctx *ctx, const ft_jaxpr *j, int n_in,
 
 static ft_status eng_interp(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
                             int n_out, ft_array **out) {
-  return ft_eval(ctx, j, n_in, in, n_out, out);
+  return ft_eval(ctx, j, n_in, (const ft_array *const *)in, n_out, out);
 }
 #if CONF_JIT
 static ft_status eng_jit(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *const *in,
@@ -38,10 +38,10 @@ static ft_status eng_jit(ft_ctx *ctx, const ft_jaxpr *j, int n_in, ft_array *con
   /* The harness checks the JIT's numbers: equations it does not compile run
    * as interpreter fallback steps (tools/jit-fallbacks counts them), which
    * ft_jit refuses unless asked. */
-  ft_jit_options jo = {.no_disk_cache = true, .allow_fallback = true};
+  ft_jit_options jo = {.size = sizeof(ft_jit_options), .no_disk_cache = true, .allow_fallback = true};
   ft_fn *fn = ft_jit(ctx, j, &jo);
   if (!fn) return ft_ctx_status(ctx);
-  ft_status st = ft_call(fn, n_in, in, n_out, out);
+  ft_status st = ft_call(fn, n_in, (const ft_array *const *)in, n_out, out);
   ft_fn_free(fn);
   return st;
 }
@@ -331,7 +331,7 @@ static bool bind_subs(runctx *rc, ft_jaxpr *j, json_t *ent, const char *prefix) 
     ok = load_arrays(rc, json_array_get(subs, (size_t)k), a, &n);
     ft_ctx_clear_error(rc->ctx);
     if (!ok) snprintf(why, sizeof why, "cannot read the constants of sub-jaxpr %d", k);
-    else if (ft_jaxpr_bind_sub_consts(rc->ctx, j, k, n, a)) {
+    else if (ft_jaxpr_bind_sub_consts(rc->ctx, j, k, n, (const ft_array *const *)a)) {
       snprintf(why, sizeof why, "%s", ft_ctx_error(rc->ctx));
       ok = false;
     }
@@ -480,7 +480,7 @@ static ft_jaxpr *our_transform(ft_ctx *ctx, const char *t, const ft_jaxpr *j, js
   if (!strcmp(t, "grad")) return ft_grad(ctx, j, 1, &argnum, false);
   if (!strcmp(t, "jvp")) return ft_jvp(ctx, j);
   if (!strcmp(t, "vjp")) return ft_vjp_jaxpr(ctx, j);
-  if (!strcmp(t, "vmap")) return ft_vmap(ctx, j, NULL, NULL, b);
+  if (!strcmp(t, "vmap")) return ft_vmap(ctx, j, 0, NULL, 0, NULL, b);
   if (!strcmp(t, "jacfwd")) return ft_jacfwd(ctx, j, argnum);
   if (!strcmp(t, "jacrev")) return ft_jacrev(ctx, j, argnum);
   if (!strcmp(t, "hessian")) return ft_hessian(ctx, j, argnum);
@@ -489,7 +489,7 @@ static ft_jaxpr *our_transform(ft_ctx *ctx, const char *t, const ft_jaxpr *j, js
   if (!strcmp(t, "grad_grad")) r = ft_grad(ctx, g, 1, &argnum, false);
   /* jit is the identity on values: jit_vmap_grad runs vmap(grad) (and the
    * JIT engine, when present, compiles it) */
-  else if (!strcmp(t, "vmap_grad") || !strcmp(t, "jit_vmap_grad")) r = ft_vmap(ctx, g, NULL, NULL, b);
+  else if (!strcmp(t, "vmap_grad") || !strcmp(t, "jit_vmap_grad")) r = ft_vmap(ctx, g, 0, NULL, 0, NULL, b);
   ft_jaxpr_free(g);
   return r;
 }

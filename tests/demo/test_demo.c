@@ -83,11 +83,11 @@ static void run_init(demo_model m, int seed, ft_array **out) {
   ft_jaxpr *j = demo_trace_init(C, m);
   ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
   ft_array *s = ft_array_from_data(C, FT_I32, 0, NULL, &seed);
-  ck_assert_msg(ft_eval(C, j, 1, &s, 5, out) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, j, 1, (const ft_array *const *)&s, 5, out) == FT_OK, "%s", ft_ctx_error(C));
   ft_fn *fn = ft_jit(C, j, NULL);
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
   ft_array *jo[5] = {0};
-  ck_assert_msg(ft_call(fn, 1, &s, 5, jo) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, 1, (const ft_array *const *)&s, 5, jo) == FT_OK, "%s", ft_ctx_error(C));
   for (int k = 0; k < 5; k++) {
     ck_assert_msg(ft_array_equal_bits(out[k], jo[k]), "init output %d: JIT != interpreter", k);
     ft_array_free(jo[k]);
@@ -163,14 +163,14 @@ static void step_case_make(step_case *sc, demo_model m, int batch) {
   ft_jaxpr *pj = demo_trace_perm(C, d.n_train);
   int32_t epoch = 0;
   ft_array *pin[2] = {init[4], ft_array_from_data(C, FT_I32, 0, NULL, &epoch)}, *perm = NULL;
-  ck_assert_msg(ft_eval(C, pj, 2, pin, 1, &perm) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, pj, 2, (const ft_array *const *)pin, 1, &perm) == FT_OK, "%s", ft_ctx_error(C));
   const int32_t *p = ft_array_data(perm);
   for (int i = 0; i < 4; i++) {
     sc->in[i] = init[i];
     ft_aval av = ft_array_aval(init[i]);
     for (int k = 1; k < 3; k++) {
       sc->in[4 * k + i] = ft_array_new(C, FT_F32, av.rank, av.dims);
-      memset(ft_array_data(sc->in[4 * k + i]), 0, sizeof(float) * (size_t)ft_aval_size(&av));
+      memset(ft_array_data_mut(sc->in[4 * k + i]), 0, sizeof(float) * (size_t)ft_aval_size(&av));
     }
   }
   float one = 1.0f;
@@ -178,7 +178,7 @@ static void step_case_make(step_case *sc, demo_model m, int batch) {
   const int64_t dx[2] = {batch, DEMO_PIXELS}, dy[2] = {batch, DEMO_CLASSES};
   sc->in[13] = ft_array_new(C, FT_F32, 2, dx);
   sc->in[14] = ft_array_new(C, FT_F32, 2, dy);
-  float *x = ft_array_data(sc->in[13]), *y = ft_array_data(sc->in[14]);
+  float *x = ft_array_data_mut(sc->in[13]), *y = ft_array_data_mut(sc->in[14]);
   memset(y, 0, sizeof(float) * (size_t)batch * DEMO_CLASSES);
   for (int k = 0; k < batch; k++) {
     memcpy(x + k * DEMO_PIXELS, d.x_train + (size_t)p[k] * DEMO_PIXELS, sizeof(float) * DEMO_PIXELS);
@@ -202,7 +202,7 @@ START_TEST(step_jit_equals_interpreter) {
   step_case sc;
   step_case_make(&sc, m, 32);
   ft_array *want[13] = {0}, *got[13] = {0};
-  ck_assert_msg(ft_eval(C, sc.flat, 15, sc.in, 13, want) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, sc.flat, 15, (const ft_array *const *)sc.in, 13, want) == FT_OK, "%s", ft_ctx_error(C));
   ft_fn *fn = ft_jit(C, sc.opt, NULL);
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
   ft_jit_stats st;
@@ -212,14 +212,14 @@ START_TEST(step_jit_equals_interpreter) {
     ft_aval av = ft_array_aval(want[i]);
     got[i] = ft_array_new(C, FT_F32, av.rank, av.dims);
   }
-  ck_assert_msg(ft_call_into(fn, 15, sc.in, 13, got) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_call_into(fn, 15, (const ft_array *const *)sc.in, 13, got) == FT_OK, "%s", ft_ctx_error(C));
   for (int i = 0; i < 13; i++) ck_assert_msg(ft_array_equal_bits(want[i], got[i]), "output %d differs", i);
   /* The loss of the default run's first step, against JAX's (rounding only). */
   char path[4096];
   snprintf(path, sizeof path, "%s/demo/%s_loss.npy", fixtures(), demo_model_name(m));
   ft_array *jl = ft_npy_read(C, path);
   ck_assert_msg(jl != NULL, "%s", ft_ctx_error(C));
-  float mine = *(float *)ft_array_data(got[12]), jax = *(float *)ft_array_data(jl);
+  float mine = *(const float *)ft_array_data(got[12]), jax = *(const float *)ft_array_data(jl);
   ck_assert_msg(fabsf(mine - jax) <= 4e-6f * fabsf(jax), "step 1 loss %.9g, JAX %.9g", (double)mine, (double)jax);
   /* Adam's first step moves a weight with a nonzero gradient by the
    * learning rate (m / c1 = g, sqrt(v / c2) = |g|): the output biases. */
@@ -252,9 +252,9 @@ START_TEST(train_steps_do_not_allocate) {
     for (int i = 0; i < 13; i++) {
       ft_aval av = ft_array_aval(sc.in[i]); /* in[12], t, is a scalar like the loss */
       st[s2][i] = ft_array_new(C, FT_F32, av.rank, av.dims);
-      memcpy(ft_array_data(st[s2][i]), ft_array_data(sc.in[i]), sizeof(float) * (size_t)ft_aval_size(&av));
+      memcpy(ft_array_data_mut(st[s2][i]), ft_array_data_mut(sc.in[i]), sizeof(float) * (size_t)ft_aval_size(&av));
     }
-  float *t = ft_array_data(sc.in[12]);
+  float *t = ft_array_data_mut(sc.in[12]);
   int cur = 0, fails = 0;
   for (int step = 0; step < 4; step++) {
     if (step == 1) {
@@ -266,13 +266,13 @@ START_TEST(train_steps_do_not_allocate) {
     for (int i = 0; i < 12; i++) in[i] = st[cur][i];
     in[12] = sc.in[12], in[13] = sc.in[13], in[14] = sc.in[14];
     for (int i = 0; i < 13; i++) out[i] = st[1 - cur][i];
-    fails += ft_call_into(fn, 15, in, 13, out) != FT_OK; /* no ck_assert here: Check allocates */
+    fails += ft_call_into(fn, 15, (const ft_array *const *)in, 13, out) != FT_OK; /* no ck_assert here: Check allocates */
     cur = 1 - cur;
   }
   atomic_store(&counting, false);
   ck_assert_msg(fails == 0, "%s", ft_ctx_error(C));
   ck_assert_int_eq(atomic_load(&allocs), 0);
-  ck_assert(isfinite(*(float *)ft_array_data(st[cur][12])));
+  ck_assert(isfinite(*(const float *)ft_array_data(st[cur][12])));
   for (int s2 = 0; s2 < 2; s2++)
     for (int i = 0; i < 13; i++) ft_array_free(st[s2][i]);
   ft_fn_free(fn);
@@ -285,7 +285,7 @@ START_TEST(ledger_verifies_replays_reexecs) {
   ck_assert_ptr_nonnull(mkdtemp(dir));
   char lg_dir[4200];
   snprintf(lg_dir, sizeof lg_dir, "%s/ledger", dir);
-  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER, .calls = FT_LEDGER_CALLS_BYTES};
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER, .calls = FT_LEDGER_CALLS_BYTES};
   ft_ledger *lg = ft_ledger_open(C, lg_dir, &o);
   ck_assert_msg(lg != NULL, "%s", ft_ctx_error(C));
   ck_assert_int_eq(ft_ctx_attach_ledger(C, lg), FT_OK);
@@ -294,7 +294,7 @@ START_TEST(ledger_verifies_replays_reexecs) {
   ft_fn *fn = ft_jit(C, sc.opt, NULL);
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
   ft_array *out[13] = {0};
-  ck_assert_msg(ft_call(fn, 15, sc.in, 13, out) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, 15, (const ft_array *const *)sc.in, 13, out) == FT_OK, "%s", ft_ctx_error(C));
   for (int i = 0; i < 13; i++) ft_array_free(out[i]);
   ft_fn_free(fn);
   step_case_free(&sc);

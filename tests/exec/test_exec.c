@@ -575,7 +575,7 @@ START_TEST(ftz_and_daz_are_off_on_every_thread) {
 END_TEST
 
 START_TEST(thread_count_from_options_and_environment) {
-  ft_ctx_options o = {.num_threads = 3};
+  ft_ctx_options o = {.size = sizeof(ft_ctx_options), .num_threads = 3};
   ck_assert_int_eq(ft_pool_default_threads(&o), 3);
   setenv("FT_NUM_THREADS", "5", 1);
   ck_assert_int_eq(ft_pool_default_threads(NULL), 5);

@@ -248,7 +248,7 @@ START_TEST(split_gemms_in_programs_are_bitwise_on_every_thread_count) {
       in[k] = ft_array_alloc(C, &a);
       for (int64_t i = 0; i < ft_array_size(in[k]); i++) ft_set_f64(in[k], i, frand());
     }
-    ck_assert_int_eq(ft_eval(C, j, 2, in, 1, want), FT_OK);
+    ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)in, 1, want), FT_OK);
     got[0] = ft_array_alloc(C, &want[0]->aval);
     ft_program *p;
     ft_jit_code *code;
@@ -265,7 +265,7 @@ START_TEST(split_gemms_in_programs_are_bitwise_on_every_thread_count) {
       ck_assert_int_eq(ft_exec_task_chunks(x, gt), sc->chunks);
       for (int rep = 0; rep < 3; rep++) {
         memset(got[0]->data, 0xA5, got[0]->nbytes);
-        ck_assert_msg(ft_prog_exec_run(pe, C, in, got, NULL) == FT_OK, "%s", ft_ctx_error(C));
+        ck_assert_msg(ft_prog_exec_run(pe, C, (const ft_array *const *)in, got, NULL) == FT_OK, "%s", ft_ctx_error(C));
         ck_assert_msg(xt_same_bits(got[0], want[0]), "%s differs on %d threads", sc->name,
                       POOL_SIZES[ps]);
       }
@@ -293,7 +293,7 @@ static ft_status eval_fn(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
   eval_job *e = u;
   ft_ctx *ctx = ft_exec_call_ctx(c);
   for (int k = 0; k < e->n_out; k++) ft_array_free(e->got[k]), e->got[k] = NULL;
-  ft_status st = ft_eval(ctx, e->j, e->n_in, e->in, e->n_out, e->got);
+  ft_status st = ft_eval(ctx, e->j, e->n_in, (const ft_array *const *)e->in, e->n_out, e->got);
   if (st) {
     ft_exec_fail(c, st, "%s", ft_ctx_error(ctx));
     ft_ctx_clear_error(ctx);
@@ -342,7 +342,7 @@ START_TEST(project_dot_and_fft_are_thread_count_independent) {
       ft_ctx_clear_error(C);
       x->n_out = ft_jaxpr_num_outputs(j);
       ck_assert_int_le(x->n_out, 8);
-      if (cp == 0) ck_assert_int_eq(ft_eval(C, j, x->n_in, x->in, x->n_out, x->want), FT_OK);
+      if (cp == 0) ck_assert_int_eq(ft_eval(C, j, x->n_in, (const ft_array *const *)x->in, x->n_out, x->want), FT_OK);
     }
     for (int cp = 1; cp < COPIES; cp++) {
       e[ne - COPIES + cp].j = j;

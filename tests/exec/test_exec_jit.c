@@ -16,14 +16,14 @@ static ft_ctx *C, *CT[NT];
 
 static void setup(void) {
   C = ft_ctx_new(NULL);
-  for (int i = 0; i < NT; i++) CT[i] = ft_ctx_new(&(ft_ctx_options){.num_threads = THREADS[i]});
+  for (int i = 0; i < NT; i++) CT[i] = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = THREADS[i]});
 }
 static void teardown(void) {
   for (int i = 0; i < NT; i++) ft_ctx_free(CT[i]);
   ft_ctx_free(C);
 }
 
-static const ft_jit_options JO = {.no_disk_cache = true};
+static const ft_jit_options JO = {.size = sizeof(ft_jit_options), .no_disk_cache = true};
 
 START_TEST(golden_ft_call_bitwise_on_every_thread_count) {
   const char *dir = getenv("FT_GOLDEN");
@@ -44,11 +44,11 @@ START_TEST(golden_ft_call_bitwise_on_every_thread_count) {
     int n_out = ft_jaxpr_num_outputs(j);
     ft_array **want = calloc((size_t)n_out + 1, sizeof *want);
     ft_array **got = calloc((size_t)n_out + 1, sizeof *got);
-    if (ft_eval(C, j, n_in, in, n_out, want) == FT_OK) {
+    if (ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, want) == FT_OK) {
       compared++;
       for (int t = 0; t < NT; t++) {
         ft_fn *fn = ft_jit(CT[t], j, &JO);
-        if (!fn || ft_call(fn, n_in, in, n_out, got) != FT_OK) {
+        if (!fn || ft_call(fn, n_in, (const ft_array *const *)in, n_out, got) != FT_OK) {
           fprintf(stderr, "%s on %d threads: %s\n", name, THREADS[t], ft_ctx_error(CT[t]));
           ft_ctx_clear_error(CT[t]);
           bad++;
@@ -90,16 +90,16 @@ START_TEST(steady_state_ft_call_into_does_not_allocate) {
   int n_out = ft_jaxpr_num_outputs(j);
   ft_array *want[8] = {0}, *got[8] = {0};
   ck_assert_int_le(n_out, 8);
-  ck_assert_int_eq(ft_eval(C, j, n_in, in, n_out, want), FT_OK);
+  ck_assert_int_eq(ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, want), FT_OK);
   for (int t = 0; t < NT; t++) {
     ft_fn *fn = ft_jit(CT[t], j, &JO);
     ck_assert_msg(fn, "%s", ft_ctx_error(CT[t]));
     for (int k = 0; k < n_out; k++) got[k] = ft_array_alloc(C, &want[k]->aval);
-    ck_assert_int_eq(ft_call_into(fn, n_in, in, n_out, got), FT_OK);
+    ck_assert_int_eq(ft_call_into(fn, n_in, (const ft_array *const *)in, n_out, got), FT_OK);
     atomic_store(&xt_allocs, 0);
     atomic_store(&xt_counting, true);
     int fails = 0;
-    for (int rep = 0; rep < 50; rep++) fails += ft_call_into(fn, n_in, in, n_out, got) != FT_OK;
+    for (int rep = 0; rep < 50; rep++) fails += ft_call_into(fn, n_in, (const ft_array *const *)in, n_out, got) != FT_OK;
     atomic_store(&xt_counting, false);
     ck_assert_int_eq(fails, 0);
     ck_assert_int_eq(atomic_load(&xt_allocs), 0);

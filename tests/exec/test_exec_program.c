@@ -57,7 +57,7 @@ static int exec_vs(const char *name, const compiled *c, int n_in, ft_array **in,
     }
     for (int rep = 0; rep < 2; rep++) {
       for (int k = 0; k < n_out; k++) memset(got[k]->data, 0xA5, got[k]->nbytes);
-      if (ft_prog_exec_run(pe, C, in, got, NULL) != FT_OK) {
+      if (ft_prog_exec_run(pe, C, (const ft_array *const *)in, got, NULL) != FT_OK) {
         fprintf(stderr, "%s: run on %d threads: %s\n", name, POOL_SIZES[ps], ft_ctx_error(C));
         bad++;
         break;
@@ -102,7 +102,7 @@ START_TEST(golden_programs_bitwise_on_every_thread_count) {
     int n_out = ft_jaxpr_num_outputs(j);
     ft_array **want = calloc((size_t)n_out + 1, sizeof *want);
     compiled c;
-    if (ft_eval(C, j, n_in, in, n_out, want) == FT_OK) {
+    if (ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, want) == FT_OK) {
       if (!compile(j, &c)) {
         fprintf(stderr, "%s: compile: %s\n", name, ft_ctx_error(C));
         bad_cases++;
@@ -142,7 +142,7 @@ static bool mlp_load(mlp_case *m, const char *name) {
   if (!dir || !(m->j = xt_load_case(C, dir, name, m->in, &m->n_in))) return false;
   m->n_out = ft_jaxpr_num_outputs(m->j);
   m->want = calloc((size_t)m->n_out + 1, sizeof *m->want);
-  return ft_eval(C, m->j, m->n_in, m->in, m->n_out, m->want) == FT_OK && compile(m->j, &m->c);
+  return ft_eval(C, m->j, m->n_in, (const ft_array *const *)m->in, m->n_out, m->want) == FT_OK && compile(m->j, &m->c);
 }
 
 static void mlp_free(mlp_case *m) {
@@ -162,11 +162,11 @@ START_TEST(steady_state_program_runs_do_not_allocate) {
   for (int ps = 0; ps < 5; ps++) {
     ft_prog_exec *pe = ft_prog_exec_new(C, m.c.p, POOLS[ps], NULL);
     ck_assert_ptr_nonnull(pe);
-    ck_assert_int_eq(ft_prog_exec_run(pe, C, m.in, got, NULL), FT_OK); /* first call: frame */
+    ck_assert_int_eq(ft_prog_exec_run(pe, C, (const ft_array *const *)m.in, got, NULL), FT_OK); /* first call: frame */
     atomic_store(&xt_allocs, 0);
     atomic_store(&xt_counting, true);
     int fails = 0;
-    for (int rep = 0; rep < 50; rep++) fails += ft_prog_exec_run(pe, C, m.in, got, NULL) != FT_OK;
+    for (int rep = 0; rep < 50; rep++) fails += ft_prog_exec_run(pe, C, (const ft_array *const *)m.in, got, NULL) != FT_OK;
     atomic_store(&xt_counting, false);
     ck_assert_int_eq(fails, 0);
     ck_assert_int_eq(atomic_load(&xt_allocs), 0);
@@ -191,7 +191,7 @@ static void *user_main(void *arg) {
   ft_array *got[16];
   for (int k = 0; k < u->m->n_out; k++) got[k] = ft_array_alloc(ctx, &u->m->want[k]->aval);
   for (int rep = 0; rep < 25; rep++) {
-    if (ft_prog_exec_run(u->pe, ctx, u->m->in, got, NULL) != FT_OK) u->bad++;
+    if (ft_prog_exec_run(u->pe, ctx, (const ft_array *const *)u->m->in, got, NULL) != FT_OK) u->bad++;
     for (int k = 0; k < u->m->n_out; k++) u->bad += !xt_same_bits(got[k], u->m->want[k]);
   }
   for (int k = 0; k < u->m->n_out; k++) ft_array_free(got[k]);
@@ -229,7 +229,7 @@ START_TEST(profile_names_the_steps) {
   ft_exec_profile *prof = ft_exec_profile_new(x);
   ft_array *got[16];
   for (int k = 0; k < m.n_out; k++) got[k] = ft_array_alloc(C, &m.want[k]->aval);
-  ck_assert_int_eq(ft_prog_exec_run(pe, C, m.in, got, prof), FT_OK);
+  ck_assert_int_eq(ft_prog_exec_run(pe, C, (const ft_array *const *)m.in, got, prof), FT_OK);
   char *js = ft_exec_profile_json(prof);
   ck_assert_ptr_nonnull(strstr(js, "\"name\":\"gemm dot_general#"));
   free(js);
@@ -274,7 +274,7 @@ static void inplace_case(const char *text, size_t want_peak, size_t want_sum, in
     for (int64_t i = 0; i < ft_array_size(in[k]); i++)
       ft_set_f64(in[k], i, (double)(xt_rng(&seed) >> 11) * 0x1p-53 - 0.5);
   }
-  ck_assert_int_eq(ft_eval(C, j, 2, in, 1, want), FT_OK);
+  ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)in, 1, want), FT_OK);
   compiled c;
   ck_assert_msg(compile(j, &c), "%s", ft_ctx_error(C));
   ft_prog_exec *pe = ft_prog_exec_new(C, c.p, NULL, NULL);

@@ -30,7 +30,7 @@ static ft_array *input(ft_ctx *ctx) {
   int64_t d[1] = {64};
   ft_array *x = ft_array_new(ctx, FT_F32, 1, d);
   ck_assert_ptr_nonnull(x);
-  float *p = ft_array_data(x);
+  float *p = ft_array_data_mut(x);
   for (int i = 0; i < 64; i++) p[i] = (float)i * 0.5f;
   return x;
 }
@@ -41,7 +41,7 @@ static void *caller(void *arg) {
   shared *s = arg;
   for (int i = 0; i < CALLS; i++) {
     ft_array *out[8] = {0};
-    if (ft_call(s->fn, 1, &s->in, 1, out) != FT_OK) {
+    if (ft_call(s->fn, 1, (const ft_array *const *)&s->in, 1, out) != FT_OK) {
       s->bad++;
       continue;
     }
@@ -50,7 +50,7 @@ static void *caller(void *arg) {
       if (y[k] != ((float)k * 0.5f) * ((float)k * 0.5f)) s->bad++;
     ft_array_free(out[0]);
     int want = 2 + s->id;
-    if (ft_call(s->fn, 1, &s->in, want, out) != FT_ERR_INVALID_ARG) s->bad++;
+    if (ft_call(s->fn, 1, (const ft_array *const *)&s->in, want, out) != FT_ERR_INVALID_ARG) s->bad++;
     const char *m = ft_ctx_error(s->ctx);
     bool whole = false;
     for (int t = 0; t < THREADS; t++) {
@@ -113,7 +113,7 @@ START_TEST(concurrent_logged_calls_append_whole_records) {
   char path[300];
   snprintf(path, sizeof path, "%s/l", dir);
   ft_ctx *ctx = ft_ctx_new(NULL);
-  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER, .calls = FT_LEDGER_CALLS_HASHES};
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER, .calls = FT_LEDGER_CALLS_HASHES};
   ft_ledger *lg = ft_ledger_open(ctx, path, &o);
   ck_assert_msg(lg != NULL, "%s", ft_ctx_error(ctx));
   ck_assert_int_eq(ft_ctx_attach_ledger(ctx, lg), FT_OK);
@@ -160,7 +160,7 @@ START_TEST(attach_race_has_one_winner) {
   char path[300];
   snprintf(path, sizeof path, "%s/l", dir);
   ft_ctx *c[2] = {ft_ctx_new(NULL), ft_ctx_new(NULL)};
-  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER};
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER};
   ft_ledger *lg = ft_ledger_open(c[0], path, &o);
   ck_assert_ptr_nonnull(lg);
   pthread_barrier_t go;

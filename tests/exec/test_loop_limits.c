@@ -41,7 +41,7 @@ static const char *LONG_SCAN =
 static ft_array *i32(ft_ctx *ctx, int32_t v) {
   ft_array *a = ft_array_new(ctx, FT_I32, 0, NULL);
   ck_assert_ptr_nonnull(a);
-  *(int32_t *)ft_array_data(a) = v;
+  *(int32_t *)ft_array_data_mut(a) = v;
   return a;
 }
 
@@ -72,8 +72,8 @@ static void done(runner *r) {
 /* Runs with inputs a (and b when n_in is 2); *res gets the output. */
 static ft_status run(runner *r, int n_in, int32_t a, int32_t b, int32_t *res) {
   ft_array *in[2] = {i32(r->ctx, a), i32(r->ctx, b)}, *out[1] = {NULL};
-  ft_status st = r->fn ? ft_call(r->fn, n_in, in, 1, out) : ft_eval(r->ctx, r->j, n_in, in, 1, out);
-  if (st == FT_OK) *res = *(int32_t *)ft_array_data(out[0]);
+  ft_status st = r->fn ? ft_call(r->fn, n_in, (const ft_array *const *)in, 1, out) : ft_eval(r->ctx, r->j, n_in, (const ft_array *const *)in, 1, out);
+  if (st == FT_OK) *res = *(const int32_t *)ft_array_data(out[0]);
   ft_array_free(out[0]);
   ft_array_free(in[0]);
   ft_array_free(in[1]);
@@ -96,7 +96,7 @@ static const char *core(const runner *r, const char *prim) {
 static void iteration_limit(bool jit) {
   runner r = make(COUNT, jit);
   int32_t res = -1;
-  ft_loop_limits l = {.max_iterations = 10};
+  ft_loop_limits l = {.size = sizeof(ft_loop_limits), .max_iterations = 10};
   ft_ctx_set_loop_limits(r.ctx, &l);
   ck_assert_int_eq(run(&r, 2, 0, 10, &res), FT_OK); /* exactly 10 iterations */
   ck_assert_int_eq(res, 10);
@@ -133,7 +133,7 @@ static double now(void) {
 
 static void time_limit(bool jit) {
   runner s = make(LONG_SCAN, jit);
-  ft_loop_limits l = {.max_seconds = 0.2};
+  ft_loop_limits l = {.size = sizeof(ft_loop_limits), .max_seconds = 0.2};
   ft_ctx_set_loop_limits(s.ctx, &l);
   int32_t res;
   double t0 = now();

@@ -99,7 +99,7 @@ static void check_report(ft_status st, const ft_ledger_report *r, const char *wh
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!ctx) {
-    if (!(ctx = ft_ctx_new(&(ft_ctx_options){.num_threads = 1}))) abort();
+    if (!(ctx = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = 1}))) abort();
     const char *tmp = getenv("TMPDIR");
     snprintf(root, sizeof root, "%s/ftfuzz-ledger-XXXXXX", tmp && strlen(tmp) < 32 ? tmp : "/tmp");
     if (!mkdtemp(root)) abort();

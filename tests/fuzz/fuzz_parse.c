@@ -9,7 +9,7 @@
 static ft_ctx *ctx;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (!ctx && !(ctx = ft_ctx_new(&(ft_ctx_options){.num_threads = 1}))) abort();
+  if (!ctx && !(ctx = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = 1}))) abort();
   ft_ctx_clear_error(ctx);
   ft_jaxpr *j = ft_parse(ctx, (const char *)data, size, "fuzz");
   if (!j) {

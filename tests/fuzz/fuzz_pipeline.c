@@ -47,12 +47,12 @@ static void run_both(const ft_jaxpr *r, const ft_jaxpr *o) {
     ft_jaxpr_input_aval(r, i, &av);
     in[i] = ft_array_new(ctx, av.dtype, av.rank, av.dims);
     if (!in[i]) goto done;
-    unsigned char *d = ft_array_data(in[i]);
+    unsigned char *d = ft_array_data_mut(in[i]);
     for (size_t k = 0; k < ft_array_nbytes(in[i]); k++) d[k] = (unsigned char)(k * 37 + (size_t)i * 11 + 3) & 0x3f;
   }
-  ft_status s1 = ft_eval(ctx, r, n_in, in, n_out, a);
+  ft_status s1 = ft_eval(ctx, r, n_in, (const ft_array *const *)in, n_out, a);
   if (s1 == FT_OK) {
-    ft_status s2 = ft_eval(ctx, o, n_in, in, n_out, b);
+    ft_status s2 = ft_eval(ctx, o, n_in, (const ft_array *const *)in, n_out, b);
     FUZZ_CHECK(s2 == FT_OK, "the optimized program fails where the original runs: %s",
                ft_ctx_error(ctx));
     for (int k = 0; k < n_out; k++) FUZZ_CHECK(same(a[k], b[k]), "output %d differs after optimize", k);
@@ -65,7 +65,7 @@ done:
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > MAX_LEN) return 0;
-  if (!ctx) ctx = ft_ctx_new(&(ft_ctx_options){.num_threads = 1});
+  if (!ctx) ctx = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = 1});
   char *text = malloc(size + 1);
   if (!text) return 0;
   memcpy(text, data, size);

@@ -50,7 +50,7 @@ static ft_jaxpr *transform(ft_jaxpr *j, int which) {
   case 0: return j;
   case 1: r = ft_jvp(ctx, j); break;
   case 2: r = ft_vjp_jaxpr(ctx, j); break;
-  case 3: r = ft_vmap(ctx, j, NULL, NULL, 2); break;
+  case 3: r = ft_vmap(ctx, j, 0, NULL, 0, NULL, 2); break;
   case 4: {
     int arg = 0;
     r = ft_grad(ctx, j, 1, &arg, ft_jaxpr_num_outputs(j) > 1);
@@ -80,22 +80,22 @@ static void run_both(const ft_jaxpr *a, const ft_jaxpr *b) {
     ok = (in[i] = ft_array_new(ctx, av.dtype, av.rank, av.dims)) != NULL;
     if (!ok) break;
     /* small values, not all equal: floats 0.25..1.75, ints 0..2, bools alternating */
-    memset(ft_array_data(in[i]), 0, ft_array_nbytes(in[i]));
+    memset(ft_array_data_mut(in[i]), 0, ft_array_nbytes(in[i]));
     size_t n = (size_t)ft_aval_size(&av);
     for (size_t e = 0; e < n; e++) {
       size_t r = e + (size_t)i;
       double v = av.dtype == FT_BOOL            ? (double)(e & 1)
                  : ft_dtype_is_float(av.dtype) ? 0.25 + 0.25 * (double)(r % 7)
                                                : (double)(r % 3);
-      if (av.dtype == FT_F32) ((float *)ft_array_data(in[i]))[e] = (float)v;
-      else if (av.dtype == FT_F64) ((double *)ft_array_data(in[i]))[e] = v;
-      else if (av.dtype == FT_I32) ((int32_t *)ft_array_data(in[i]))[e] = (int32_t)v;
-      else if (av.dtype == FT_I64) ((int64_t *)ft_array_data(in[i]))[e] = (int64_t)v;
-      else if (av.dtype == FT_BOOL) ((uint8_t *)ft_array_data(in[i]))[e] = (uint8_t)v;
+      if (av.dtype == FT_F32) ((float *)ft_array_data_mut(in[i]))[e] = (float)v;
+      else if (av.dtype == FT_F64) ((double *)ft_array_data_mut(in[i]))[e] = v;
+      else if (av.dtype == FT_I32) ((int32_t *)ft_array_data_mut(in[i]))[e] = (int32_t)v;
+      else if (av.dtype == FT_I64) ((int64_t *)ft_array_data_mut(in[i]))[e] = (int64_t)v;
+      else if (av.dtype == FT_BOOL) ((uint8_t *)ft_array_data_mut(in[i]))[e] = (uint8_t)v;
     }
   }
-  if (ok && ft_eval(ctx, a, ni, in, no, oa) == FT_OK) {
-    FUZZ_CHECK(ft_eval(ctx, b, ni, in, no, ob) == FT_OK, "the re-parsed program does not run: %s",
+  if (ok && ft_eval(ctx, a, ni, (const ft_array *const *)in, no, oa) == FT_OK) {
+    FUZZ_CHECK(ft_eval(ctx, b, ni, (const ft_array *const *)in, no, ob) == FT_OK, "the re-parsed program does not run: %s",
                ft_ctx_error(ctx));
     for (int k = 0; k < no; k++)
       FUZZ_CHECK(ft_array_equal_bits(oa[k], ob[k]), "output %d of the re-parsed program differs", k);
@@ -106,8 +106,8 @@ static void run_both(const ft_jaxpr *a, const ft_jaxpr *b) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!ctx) {
-    if (!(ctx = ft_ctx_new(&(ft_ctx_options){.num_threads = 1}))) abort();
-    ft_ctx_set_loop_limits(ctx, &(ft_loop_limits){.max_iterations = 1000, .max_seconds = 1.0});
+    if (!(ctx = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = 1}))) abort();
+    ft_ctx_set_loop_limits(ctx, &(ft_loop_limits){.size = sizeof(ft_loop_limits), .max_iterations = 1000, .max_seconds = 1.0});
   }
   if (size < 2 || size > 16384) return 0;
   unsigned sel = data[0];

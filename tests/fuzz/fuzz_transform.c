@@ -59,7 +59,7 @@ static void check_result(ft_jaxpr *r, const char *expr) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!ctx) {
-    if (!(ctx = ft_ctx_new(&(ft_ctx_options){.num_threads = 1}))) abort();
+    if (!(ctx = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = 1}))) abort();
     const char *src[2] = {F2, G3};
     for (int i = 0; i < 2; i++)
       if (!(progs[i] = ft_parse(ctx, src[i], strlen(src[i]), "fixed"))) {
@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ft_ctx_clear_error(ctx);
     check_result(ft_transform(ctx, progs[i], expr), expr);
   }
-  ft_transform_options o = {.in_avals = f2_avals, .n_in_avals = 2, .name = "f",
+  ft_transform_options o = {.size = sizeof(ft_transform_options), .in_avals = f2_avals, .n_in_avals = 2, .name = "f",
                             .on_step = on_step};
   ft_ctx_clear_error(ctx);
   check_result(ft_transform_ex(ctx, progs[0], expr, &o), expr);

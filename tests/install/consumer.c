@@ -31,7 +31,7 @@ int main(void) {
   float xs[3] = {1, 2, 3};
   ft_array *in = ft_array_from_data(ctx, FT_F32, 1, (int64_t[]){3}, xs);
   ft_array *out = NULL;
-  if (!g || !in || ft_eval(ctx, g, 1, &in, 1, &out) != FT_OK) {
+  if (!g || !in || ft_eval(ctx, g, 1, (const ft_array *const *)&in, 1, &out) != FT_OK) {
     printf("failed: %s\n", ft_ctx_error(ctx));
     return 1;
   }

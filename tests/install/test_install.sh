@@ -30,12 +30,12 @@ prefix_dir=$(dirname "$(find "$dest" -name frankentrace.h -path '*/include/*' | 
 # The shared library: real file, SONAME with the ABI major, two symlinks.
 real=$(cd "$libdir" && ls libfrankentrace.so.*.*.* 2>/dev/null | head -1)
 soname=$(readelf -d "$libdir/$real" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-[ "$soname" = libfrankentrace.so.0 ] && ok || bad "SONAME '$soname', wanted libfrankentrace.so.0"
-[ "$(readlink "$libdir/libfrankentrace.so.0")" = "$real" ] && ok || bad "libfrankentrace.so.0 does not link to $real"
-[ "$(readlink "$libdir/libfrankentrace.so")" = libfrankentrace.so.0 ] && ok || bad "libfrankentrace.so does not link to libfrankentrace.so.0"
+[ "$soname" = libfrankentrace.so.1 ] && ok || bad "SONAME '$soname', wanted libfrankentrace.so.1"
+[ "$(readlink "$libdir/libfrankentrace.so.1")" = "$real" ] && ok || bad "libfrankentrace.so.1 does not link to $real"
+[ "$(readlink "$libdir/libfrankentrace.so")" = libfrankentrace.so.1 ] && ok || bad "libfrankentrace.so does not link to libfrankentrace.so.1"
 [ -f "$libdir/libfrankentrace.a" ] && ok || bad "no libfrankentrace.a"
-rt_soname=$(readelf -d "$libdir/libfrankentrace_rt.so.0" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-[ "$rt_soname" = libfrankentrace_rt.so.0 ] && ok || bad "libfrankentrace_rt SONAME '$rt_soname'"
+rt_soname=$(readelf -d "$libdir/libfrankentrace_rt.so.1" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$rt_soname" = libfrankentrace_rt.so.1 ] && ok || bad "libfrankentrace_rt SONAME '$rt_soname'"
 # The header: <frankentrace.h> only (ft.h stays in the tree).
 [ -f "$prefix_dir/frankentrace.h" ] && ok || bad "no include/frankentrace.h"
 [ ! -e "$prefix_dir/ft.h" ] && ok || bad "ft.h installed into include/"
@@ -65,7 +65,7 @@ if ! shared_flags=$(pkg-config --cflags --libs frankentrace 2>"$tmp/pc.err"); th
 elif ! $cc -std=c11 -Wall -Werror "${flags[@]}" consumer.c $shared_flags -Wl,-rpath,"$libdir" -o shared 2>"$tmp/cc.err"; then
   bad "shared build with: $shared_flags"; head -20 "$tmp/cc.err"
 else
-  readelf -d shared | grep -q 'NEEDED.*\[libfrankentrace.so.0\]' && ok || bad "the shared build does not need libfrankentrace.so.0"
+  readelf -d shared | grep -q 'NEEDED.*\[libfrankentrace.so.1\]' && ok || bad "the shared build does not need libfrankentrace.so.1"
   got=$(./shared 2>&1)
   [ "$got" = "$want" ] && ok || { bad "shared program printed:"; echo "$got"; }
 fi

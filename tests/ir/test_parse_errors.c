@@ -141,7 +141,7 @@ END_TEST
 /* Hardened mode refuses params this build does not know, as strict does:
  * dropping one could change what the program computes. */
 START_TEST(unknown_param_hardened) {
-  ft_ctx_options o = {.mode = FT_MODE_HARDENED};
+  ft_ctx_options o = {.size = sizeof(ft_ctx_options), .mode = FT_MODE_HARDENED};
   ft_ctx *ctx = ft_ctx_new(&o);
   const char *t = "{ lambda ; a:f32[3]. let b:f32[3] = neg[foo=(1, 2)] a in (b,) }";
   ck_assert_ptr_null(ft_parse(ctx, t, strlen(t), "x"));

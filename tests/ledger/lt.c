@@ -29,7 +29,7 @@ void lt_rmrf(char *dir) {
 }
 
 ft_ledger *lt_open(ft_ctx *ctx, const char *dir, int k, int m, int block) {
-  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER, .calls = FT_LEDGER_CALLS_BYTES,
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER, .calls = FT_LEDGER_CALLS_BYTES,
                          .parity_k = k, .parity_m = m, .block_size = block};
   ft_ledger *lg = ft_ledger_open(ctx, dir, &o);
   ck_assert_msg(lg != NULL, "open %s: %s", dir, ft_ctx_error(ctx));

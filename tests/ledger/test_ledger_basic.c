@@ -99,16 +99,16 @@ START_TEST(test_canonical_record) {
   /* Same event, same bytes: keys sorted, no whitespace, sum over the rest. */
   json_t *rec = json_pack("{s:s, s:s, s:{s:i, s:[i]}, s:[], s:[], s:[], s:s, s:s}", "op", "grad",
                           "kind", "transform", "params", "z", 1, "a", 2, "inputs", "outputs",
-                          "fired", "mode", "strict", "version", "0.1.0");
+                          "fired", "mode", "strict", "version", "0.2.0");
   char sum[33], want_sum[33];
   char *line = ft_ledger_seal(rec, 7, "00000000000000000000000000000000", sum);
   const char *body = "{\"fired\":[],\"inputs\":[],\"kind\":\"transform\",\"mode\":\"strict\","
                      "\"op\":\"grad\",\"outputs\":[],\"params\":{\"a\":[2],\"z\":1},"
                      "\"prev\":\"00000000000000000000000000000000\",\"seq\":7,"
-                     "\"version\":\"0.1.0\"}";
+                     "\"version\":\"0.2.0\"}";
   ft_lhash_hex(body, strlen(body), want_sum);
   ck_assert_str_eq(sum, want_sum);
-  char *want = ft_lio_path("%.*s,\"sum\":\"%s\",\"version\":\"0.1.0\"}",
+  char *want = ft_lio_path("%.*s,\"sum\":\"%s\",\"version\":\"0.2.0\"}",
                            (int)(strstr(body, ",\"version\"") - body), body, want_sum);
   ck_assert_str_eq(line, want);
   free(want);
@@ -120,7 +120,7 @@ END_TEST
 START_TEST(test_check_line_rejects) {
   json_t *rec = json_pack("{s:s, s:s, s:{}, s:[], s:[], s:[], s:s, s:s}", "op", "grad", "kind",
                           "transform", "params", "inputs", "outputs", "fired", "mode", "strict",
-                          "version", "0.1.0");
+                          "version", "0.2.0");
   char sum[33];
   char *line = ft_ledger_seal(rec, 1, "00000000000000000000000000000000", sum);
   json_t *out;
@@ -158,7 +158,7 @@ START_TEST(test_call_levels) {
   for (int l = 0; l < 3; l++) {
     char *dir = lt_tmpdir();
     ft_ctx *ctx = ft_ctx_new(NULL);
-    ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER, .calls = levels[l], .call_byte_cap = 8};
+    ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER, .calls = levels[l], .call_byte_cap = 8};
     ft_ledger *lg = ft_ledger_open(ctx, dir, &o);
     ck_assert_ptr_nonnull(lg);
     ft_ctx_attach_ledger(ctx, lg);
@@ -189,7 +189,7 @@ END_TEST
 
 START_TEST(test_precomputed_hash_and_params_object) {
   char *dir = lt_tmpdir();
-  ft_ctx *ctx = ft_ctx_new(&(ft_ctx_options){.mode = FT_MODE_HARDENED});
+  ft_ctx *ctx = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .mode = FT_MODE_HARDENED});
   ft_ledger *lg = lt_open(ctx, dir, 0, 0, 0);
   uint8_t h[16];
   ft_lhash128("abc", 3, h);
@@ -248,8 +248,10 @@ END_TEST
 START_TEST(test_options_and_lock) {
   char *dir = lt_tmpdir();
   ft_ctx *ctx = ft_ctx_new(NULL);
-  ft_ledger_options bad[] = {{.parity_k = 65}, {.parity_m = 17}, {.block_size = 100},
-                             {.block_size = 8}, {.fsync = (ft_ledger_fsync)7}};
+  enum { S = sizeof(ft_ledger_options) };
+  ft_ledger_options bad[] = {{.size = S, .parity_k = 65}, {.size = S, .parity_m = 17},
+                             {.size = S, .block_size = 100}, {.size = S, .block_size = 8},
+                             {.size = S, .fsync = (ft_ledger_fsync)7}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ck_assert_ptr_null(ft_ledger_open(ctx, dir, &bad[i]));
     ck_assert_int_eq(ft_ctx_status(ctx), FT_ERR_INVALID_ARG);
@@ -289,7 +291,7 @@ START_TEST(test_torn_open_refused_unless_auto_recover) {
   free(p);
   ck_assert_int_eq(lt_health(dir), FT_LEDGER_TORN);
   ft_ctx *ctx = ft_ctx_new(NULL);
-  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER};
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER};
   ck_assert_ptr_null(ft_ledger_open(ctx, dir, &o));
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(ctx), "recover"));
   o.auto_recover = true;

@@ -18,7 +18,7 @@
 static _Noreturn void child(const char *dir, int fd, size_t chunk) {
   ft_ledger_fault_chunk(chunk);
   ft_ctx *ctx = ft_ctx_new(NULL);
-  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER, .parity_k = 8, .parity_m = 2,
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER, .parity_k = 8, .parity_m = 2,
                          .block_size = 64};
   ft_ledger *lg = ft_ledger_open(ctx, dir, &o);
   if (!lg) _exit(3);
@@ -226,7 +226,7 @@ START_TEST(test_failed_creation_reports_status) {
   for (long nth = 1; nth <= 2; nth++) {
     char *dir = lt_tmpdir();
     ft_ctx *ctx = ft_ctx_new(NULL);
-    ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER};
+    ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER};
     ft_ledger_fault_inject(nth, ENOSPC);
     ft_ledger *lg = ft_ledger_open(ctx, dir, &o);
     ft_ledger_fault_inject(0, 0);

@@ -272,7 +272,7 @@ static void expect_open_refused(const char *dir, const char *want) {
   lt_snap before, after;
   lt_snap_take(dir, &before);
   ft_ctx *ctx = ft_ctx_new(NULL);
-  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER};
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER};
   ck_assert_ptr_null(ft_ledger_open(ctx, dir, &o));
   ck_assert_int_eq(ft_ctx_status(ctx), FT_ERR_IO);
   if (want) ck_assert_str_eq(ft_ctx_error(ctx), want);
@@ -364,7 +364,7 @@ START_TEST(test_every_flip_of_log_refuses_open) {
   lt_snap_take(dir, &s);
   const char *files[] = {"log.jsonl", "parity/log.par", "parity/log.tail"};
   ft_ctx *ctx = ft_ctx_new(NULL);
-  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER};
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER};
   size_t tried = 0;
   for (int fi = 0; fi < 3; fi++) {
     const lt_file *f = &s.files[file_index(&s, files[fi])];

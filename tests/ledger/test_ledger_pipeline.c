@@ -52,7 +52,7 @@ static void make_inputs(ft_ctx *ctx, ft_array **in) {
   for (int i = 0; i < 6; i++) {
     in[i] = ft_array_new(ctx, FT_F32, rank_of[i], dims_of[i]);
     ck_assert_ptr_nonnull(in[i]);
-    float *d = ft_array_data(in[i]);
+    float *d = ft_array_data_mut(in[i]);
     ft_aval av = ft_array_aval(in[i]);
     for (int64_t k = 0; k < ft_aval_size(&av); k++) {
       s = s * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -95,7 +95,7 @@ enum { N_RECORDS = 14, N_CALLS = 4, SEQ_GRAD = 3 };
 static char *record_mlp(ft_ledger_calls calls) {
   char *dir = lt_tmpdir();
   ft_ctx *ctx = ft_ctx_new(NULL);
-  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER, .calls = calls};
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER, .calls = calls};
   ft_ledger *lg = ft_ledger_open(ctx, dir, &o);
   ck_assert_ptr_nonnull(lg);
   ck_assert_int_eq(ft_ctx_attach_ledger(ctx, lg), FT_OK);
@@ -112,21 +112,21 @@ static char *record_mlp(ft_ledger_calls calls) {
   ck_assert_int_eq(ft_vjp(ctx, j, &fwd, &bwd, NULL), FT_OK);
   ft_jaxpr *d = ft_dce(ctx, back);
   const int in_axes[6] = {FT_VMAP_NONE, FT_VMAP_NONE, FT_VMAP_NONE, FT_VMAP_NONE, 0, 0};
-  ft_jaxpr *vm = ft_vmap(ctx, j, in_axes, NULL, 2);
+  ft_jaxpr *vm = ft_vmap(ctx, j, ft_jaxpr_num_inputs(j), in_axes, 0, NULL, 2);
   ck_assert_msg(g && vg && jv && d && vm, "%s", ft_ctx_error(ctx));
 
   ft_array *in[6], *loss0 = NULL, *loss1 = NULL, *grads[4] = {0}, *vin[6], *vloss = NULL;
   make_inputs(ctx, in);
-  ck_assert_int_eq(ft_eval(ctx, j, 6, in, 1, &loss0), FT_OK);
-  ck_assert_int_eq(ft_eval(ctx, g, 6, in, 4, grads), FT_OK);
+  ck_assert_int_eq(ft_eval(ctx, j, 6, (const ft_array *const *)in, 1, &loss0), FT_OK);
+  ck_assert_int_eq(ft_eval(ctx, g, 6, (const ft_array *const *)in, 4, grads), FT_OK);
   for (int p = 0; p < 4; p++) {
-    float *w = ft_array_data(in[p]);
+    float *w = ft_array_data_mut(in[p]);
     const float *dw = ft_array_data(grads[p]);
     ft_aval av = ft_array_aval(in[p]);
     for (int64_t k = 0; k < ft_aval_size(&av); k++) w[k] -= 0.5f * dw[k];
   }
-  ck_assert_int_eq(ft_eval(ctx, j, 6, in, 1, &loss1), FT_OK);
-  ck_assert(*(float *)ft_array_data(loss1) < *(float *)ft_array_data(loss0));
+  ck_assert_int_eq(ft_eval(ctx, j, 6, (const ft_array *const *)in, 1, &loss1), FT_OK);
+  ck_assert(*(const float *)ft_array_data(loss1) < *(const float *)ft_array_data(loss0));
   /* The vmapped loss over two copies of the batch. */
   for (int i = 0; i < 6; i++) {
     ft_aval av = ft_array_aval(in[i]);
@@ -136,11 +136,11 @@ static char *record_mlp(ft_ledger_calls calls) {
     }
     int64_t vd[3] = {2, av.dims[0], av.dims[1]};
     vin[i] = ft_array_new(ctx, FT_F32, 3, vd);
-    memcpy(ft_array_data(vin[i]), ft_array_data(in[i]), ft_array_nbytes(in[i]));
-    memcpy((char *)ft_array_data(vin[i]) + ft_array_nbytes(in[i]), ft_array_data(in[i]),
+    memcpy(ft_array_data_mut(vin[i]), ft_array_data_mut(in[i]), ft_array_nbytes(in[i]));
+    memcpy((char *)ft_array_data_mut(vin[i]) + ft_array_nbytes(in[i]), ft_array_data_mut(in[i]),
            ft_array_nbytes(in[i]));
   }
-  ck_assert_int_eq(ft_eval(ctx, vm, 6, vin, 1, &vloss), FT_OK);
+  ck_assert_int_eq(ft_eval(ctx, vm, 6, (const ft_array *const *)vin, 1, &vloss), FT_OK);
   ck_assert_int_eq(ft_ledger_num_records(lg), calls == FT_LEDGER_CALLS_NONE ? N_RECORDS - N_CALLS
                                                                              : N_RECORDS);
   ck_assert_int_eq(ft_ledger_close(lg), FT_OK);
@@ -284,7 +284,7 @@ START_TEST(test_forged_records_are_named) {
   /* seq 3: a real call; seq 4: the same call with its result altered. */
   ft_array *x[6], *loss = NULL;
   make_inputs(ctx, x);
-  ck_assert_int_eq(ft_eval(ctx, j, 6, x, 1, &loss), FT_OK);
+  ck_assert_int_eq(ft_eval(ctx, j, 6, (const ft_array *const *)x, 1, &loss), FT_OK);
   /* Record it again by hand: the same inputs, the result + 1 ulp. */
   void *bufs[9];
   size_t lens[9];
@@ -296,7 +296,7 @@ START_TEST(test_forged_records_are_named) {
   ft_array *c = ft_array_from_data(ctx, FT_F32, 1, dc, cw);
   ck_assert_int_eq(ft_npy_write_mem(ctx, c, &bufs[0], &lens[0]), FT_OK);
   for (int i = 0; i < 6; i++) ck_assert_int_eq(ft_npy_write_mem(ctx, x[i], &bufs[1 + i], &lens[1 + i]), FT_OK);
-  ((uint32_t *)ft_array_data(loss))[0] += 1;
+  ((uint32_t *)ft_array_data_mut(loss))[0] += 1;
   ck_assert_int_eq(ft_npy_write_mem(ctx, loss, &bufs[7], &lens[7]), FT_OK);
   for (int i = 0; i < 8; i++) objs[1 + i] = (ft_ledger_obj){NULL, bufs[i], lens[i], NULL};
   ft_ledger_event call = {.kind = FT_LEDGER_CALL, .op = "interp", .inputs = objs, .n_inputs = 8,
@@ -346,7 +346,7 @@ START_TEST(test_failed_write_fails_the_call) {
   ft_array *x[6], *loss = (ft_array *)1;
   make_inputs(ctx, x);
   ft_ledger_fault_inject(1, ENOSPC);
-  ck_assert_int_eq(ft_eval(ctx, j, 6, x, 1, &loss), FT_ERR_IO);
+  ck_assert_int_eq(ft_eval(ctx, j, 6, (const ft_array *const *)x, 1, &loss), FT_ERR_IO);
   ck_assert_ptr_null(loss);
   ft_ledger_fault_inject(0, 0);
   ck_assert_int_eq(ft_ledger_num_records(lg), 1);
@@ -376,7 +376,7 @@ END_TEST
 START_TEST(test_jitted_mlp_ledger_verifies_replays_reexecs) {
   char *dir = lt_tmpdir();
   ft_ctx *ctx = ft_ctx_new(NULL);
-  ft_ledger_options lo = {.fsync = FT_LEDGER_FSYNC_NEVER, .calls = FT_LEDGER_CALLS_BYTES};
+  ft_ledger_options lo = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER, .calls = FT_LEDGER_CALLS_BYTES};
   ft_ledger *lg = ft_ledger_open(ctx, dir, &lo);
   ck_assert_ptr_nonnull(lg);
   ck_assert_int_eq(ft_ctx_attach_ledger(ctx, lg), FT_OK);
@@ -384,24 +384,24 @@ START_TEST(test_jitted_mlp_ledger_verifies_replays_reexecs) {
   const int argnums[4] = {0, 1, 2, 3};
   ft_jaxpr *g = ft_grad(ctx, j, 4, argnums, false);
   ck_assert_ptr_nonnull(g);
-  ft_jit_options jo = {.no_disk_cache = true};
+  ft_jit_options jo = {.size = sizeof(ft_jit_options), .no_disk_cache = true};
   ft_fn *floss = ft_jit(ctx, j, &jo), *fgrad = ft_jit(ctx, g, &jo);
   ck_assert_msg(floss && fgrad, "%s", ft_ctx_error(ctx));
   ft_array *in[6], *loss0 = NULL, *grads[4] = {0}, *ref = NULL;
   make_inputs(ctx, in);
-  ck_assert_int_eq(ft_call(floss, 6, in, 1, &loss0), FT_OK);
-  ck_assert_int_eq(ft_call(fgrad, 6, in, 4, grads), FT_OK);
+  ck_assert_int_eq(ft_call(floss, 6, (const ft_array *const *)in, 1, &loss0), FT_OK);
+  ck_assert_int_eq(ft_call(fgrad, 6, (const ft_array *const *)in, 4, grads), FT_OK);
   for (int p = 0; p < 4; p++) {
-    float *w = ft_array_data(in[p]);
+    float *w = ft_array_data_mut(in[p]);
     const float *dw = ft_array_data(grads[p]);
     ft_aval av = ft_array_aval(in[p]);
     for (int64_t k = 0; k < ft_aval_size(&av); k++) w[k] -= 0.5f * dw[k];
   }
   ft_aval lav = ft_array_aval(loss0);
   ft_array *loss1 = ft_array_new(ctx, lav.dtype, lav.rank, lav.dims);
-  ck_assert_int_eq(ft_call_into(floss, 6, in, 1, &loss1), FT_OK);
-  ck_assert(*(float *)ft_array_data(loss1) < *(float *)ft_array_data(loss0));
-  ck_assert_int_eq(ft_eval(ctx, j, 6, in, 1, &ref), FT_OK);
+  ck_assert_int_eq(ft_call_into(floss, 6, (const ft_array *const *)in, 1, &loss1), FT_OK);
+  ck_assert(*(const float *)ft_array_data(loss1) < *(const float *)ft_array_data(loss0));
+  ck_assert_int_eq(ft_eval(ctx, j, 6, (const ft_array *const *)in, 1, &ref), FT_OK);
   ck_assert_mem_eq(ft_array_data(ref), ft_array_data(loss1), sizeof(float));
   ck_assert_int_eq(ft_ledger_close(lg), FT_OK);
   char *ops = record_ops(dir);

@@ -65,7 +65,7 @@ static void record_call(ft_ctx *ctx, const char *a, const char *b) {
 static char *make_mixed(ft_ledger_calls calls) {
   char *dir = lt_tmpdir();
   ft_ctx *ctx = ft_ctx_new(NULL);
-  ft_ledger_options o = {.fsync = FT_LEDGER_FSYNC_NEVER, .calls = calls};
+  ft_ledger_options o = {.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER, .calls = calls};
   ft_ledger *lg = ft_ledger_open(ctx, dir, &o);
   ck_assert_ptr_nonnull(lg);
   ft_ctx_attach_ledger(ctx, lg);

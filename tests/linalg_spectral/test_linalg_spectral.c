@@ -58,7 +58,7 @@ static int f_eigh_loss(ft_tracer *t, ft_val *const *in, ft_val **out, int max_ou
 
 /* Runs j through ft_eval; returns outputs (caller frees). */
 static void run_eval(ft_jaxpr *j, ft_array *in, int n_out, ft_array **out) {
-  ck_assert_msg(ft_eval(C, j, 1, &in, n_out, out) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, j, 1, (const ft_array *const *)&in, n_out, out) == FT_OK, "%s", ft_ctx_error(C));
 }
 
 static void expect_hex(const ft_array *a, int n, const double *want) {
@@ -255,7 +255,7 @@ START_TEST(bitwise_across_engines_and_threads) {
   ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
   ft_jaxpr *g = ft_grad(C, j, 1, (int[]){0}, false);
   ck_assert_msg(g != NULL, "%s", ft_ctx_error(C));
-  ft_jaxpr *vg = ft_vmap(C, g, (int[]){0}, (int[]){0}, 6);
+  ft_jaxpr *vg = ft_vmap(C, g, ft_jaxpr_num_inputs(g), (int[]){0}, ft_jaxpr_num_outputs(g), (int[]){0}, 6);
   ck_assert_msg(vg != NULL, "%s", ft_ctx_error(C));
   double x[6 * 25];
   uint64_t s = 12345;
@@ -269,11 +269,11 @@ START_TEST(bitwise_across_engines_and_threads) {
   for (int i = 0; i < 6 * 25; i++) ck_assert(isfinite(rv[i]));
   int threads[3] = {1, 2, 8};
   for (int k = 0; k < 3; k++) {
-    ft_ctx *c2 = ft_ctx_new(&(ft_ctx_options){.num_threads = threads[k]});
+    ft_ctx *c2 = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = threads[k]});
     ft_fn *fn = ft_jit(c2, vg, NULL);
     ck_assert_msg(fn != NULL, "%s", ft_ctx_error(c2));
     ft_array *o = NULL;
-    ck_assert_msg(ft_call(fn, 1, &in, 1, &o) == FT_OK, "%s", ft_ctx_error(c2));
+    ck_assert_msg(ft_call(fn, 1, (const ft_array *const *)&in, 1, &o) == FT_OK, "%s", ft_ctx_error(c2));
     ck_assert_msg(!memcmp(ft_array_data(o), rv, sizeof x), "threads=%d differs", threads[k]);
     ft_array_free(o);
     ft_fn_free(fn);

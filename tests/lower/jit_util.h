@@ -38,7 +38,7 @@ static inline char *jt_emit(ft_jaxpr *j, ft_emit_kind kind) {
   int fd = mkstemp(path);
   ck_assert_int_ge(fd, 0);
   close(fd);
-  ck_assert_int_eq(ft_jit_emit(C, j, NULL, kind, NULL, path), FT_OK);
+  ck_assert_int_eq(ft_jit_emit(C, j, kind, NULL, path, NULL), FT_OK);
   size_t len;
   char *text = jt_read_all(path, &len);
   unlink(path);

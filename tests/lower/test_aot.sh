@@ -135,12 +135,12 @@ for e in "${excluded[@]}"; do echo "    excluded $e"; done
   done
   echo '};'
 } >"$tmp/aot_table.h"
-if ! env -u LD_PRELOAD "$CC" -shared -o "$tmp/libaot_all.so" "${objs[@]}" -L"$RTDIR" -l:libfrankentrace_rt.so.0 \
+if ! env -u LD_PRELOAD "$CC" -shared -o "$tmp/libaot_all.so" "${objs[@]}" -L"$RTDIR" -l:libfrankentrace_rt.so.1 \
        -Wl,-rpath,"$RTDIR" -lm 2>"$tmp/err"; then
   echo "FAIL: linking libaot_all.so"; sed 's/^/    /' "$tmp/err" | head -8; exit 1
 fi
 if ! env -u LD_PRELOAD "$CC" "${cflags[@]}" "${sanflags[@]}" -I"$tmp" "$DRIVER" -o "$tmp/driver" \
-       "$tmp/libaot_all.so" -Wl,-rpath,"$tmp" -L"$RTDIR" -l:libfrankentrace_rt.so.0 -Wl,-rpath,"$RTDIR" 2>"$tmp/err"; then
+       "$tmp/libaot_all.so" -Wl,-rpath,"$tmp" -L"$RTDIR" -l:libfrankentrace_rt.so.1 -Wl,-rpath,"$RTDIR" 2>"$tmp/err"; then
   echo "FAIL: building the driver"; sed 's/^/    /' "$tmp/err" | head -8; exit 1
 fi
 
@@ -195,10 +195,10 @@ for lib in "$RTLIB" "$tmp/libaot_all.so" "$tmp/driver"; do
     pass=$((pass + 1))
   fi
 done
-if readelf -d "$tmp/libaot_all.so" | grep -q 'NEEDED.*\[libfrankentrace_rt\.so\.0\]'; then  # the SONAME, with the ABI major
+if readelf -d "$tmp/libaot_all.so" | grep -q 'NEEDED.*\[libfrankentrace_rt\.so\.1\]'; then  # the SONAME, with the ABI number
   pass=$((pass + 1))
 else
-  echo "FAIL: libaot_all.so does not record libfrankentrace_rt.so.0"; fail=$((fail + 1))
+  echo "FAIL: libaot_all.so does not record libfrankentrace_rt.so.1"; fail=$((fail + 1))
 fi
 
 # The runtime library exports the AOT entry points and only ft_* symbols.

@@ -60,7 +60,7 @@ START_TEST(traced_constants_so) {
   ck_assert_ptr_nonnull(j->const_data);
   char path[64];
   snprintf(path, sizeof path, "/tmp/ft_test_aot_rt_%ld.so", (long)getpid());
-  ck_assert_msg(ft_jit_emit(C, j, NULL, FT_EMIT_SO, "tc", path) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_jit_emit(C, j, FT_EMIT_SO, "tc", path, NULL) == FT_OK, "%s", ft_ctx_error(C));
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   unlink(path);
   ck_assert_msg(h, "dlopen: %s", dlerror());
@@ -74,7 +74,7 @@ START_TEST(traced_constants_so) {
   jt_fill(x, 7);
   ft_fn *jf = ft_jit(C, j, NULL);
   ck_assert_ptr_nonnull(jf);
-  ck_assert_int_eq(ft_call(jf, 1, &x, 1, &want), FT_OK);
+  ck_assert_int_eq(ft_call(jf, 1, (const ft_array *const *)&x, 1, &want), FT_OK);
 
   worker w[3];
   pthread_t th[3];

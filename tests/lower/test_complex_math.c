@@ -78,11 +78,11 @@ static void run(ft_ctx *Cx, const char *what, ft_jaxpr *j, int n_in, ft_array **
                 json_t *want, double eps) {
   ft_array *ref[2] = {NULL, NULL}, *got[2] = {NULL, NULL};
   int n_out = ft_jaxpr_num_outputs(j);
-  ck_assert_msg(ft_eval(Cx, j, n_in, in, n_out, ref) == FT_OK, "%s: %s", what, ft_ctx_error(Cx));
+  ck_assert_msg(ft_eval(Cx, j, n_in, (const ft_array *const *)in, n_out, ref) == FT_OK, "%s: %s", what, ft_ctx_error(Cx));
   check_close(what, ref[k], want, eps);
-  ft_fn *fn = ft_jit(Cx, j, &(ft_jit_options){.no_cache = true, .allow_fallback = true});
+  ft_fn *fn = ft_jit(Cx, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true, .allow_fallback = true});
   ck_assert_msg(fn != NULL, "%s: %s", what, ft_ctx_error(Cx));
-  ck_assert_msg(ft_call(fn, n_in, in, n_out, got) == FT_OK, "%s: %s", what, ft_ctx_error(Cx));
+  ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, n_out, got) == FT_OK, "%s: %s", what, ft_ctx_error(Cx));
   for (int o = 0; o < n_out; o++) check_same_bits(what, ref[o], got[o]);
   for (int o = 0; o < n_out; o++) ft_array_free(ref[o]), ft_array_free(got[o]);
   ft_fn_free(fn);

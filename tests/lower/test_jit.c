@@ -25,7 +25,7 @@ static int jit_vs_interp(const char *name, const ft_jaxpr *j, int n_in, ft_array
   ft_array **want = calloc((size_t)n_out + 1, sizeof *want), **got = calloc((size_t)n_out + 1, sizeof *got);
   ck_assert(want && got);
   ft_ctx_clear_error(C);
-  if (ft_eval(C, j, n_in, in, n_out, want) != FT_OK) {
+  if (ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, want) != FT_OK) {
     free(want), free(got);
     return -1; /* the interpreter cannot run it: nothing to compare */
   }
@@ -33,7 +33,7 @@ static int jit_vs_interp(const char *name, const ft_jaxpr *j, int n_in, ft_array
   if (!fn) {
     fprintf(stderr, "%s: ft_jit failed: %s\n", name, ft_ctx_error(C));
     bad = n_out ? n_out : 1;
-  } else if (ft_call(fn, n_in, in, n_out, got) != FT_OK) {
+  } else if (ft_call(fn, n_in, (const ft_array *const *)in, n_out, got) != FT_OK) {
     fprintf(stderr, "%s: ft_call failed: %s\n", name, ft_ctx_error(C));
     bad = n_out ? n_out : 1;
   } else {
@@ -72,7 +72,7 @@ START_TEST(golden_jit_equals_interp) {
   int cases = 0, compared = 0, bad_cases = 0, outs = 0, nan_payload = 0;
   struct dirent *de;
   char path[4096];
-  ft_jit_options opts = {.no_cache = true};
+  ft_jit_options opts = {.size = sizeof(ft_jit_options), .no_cache = true};
   while ((de = readdir(d))) {
     size_t nl = strlen(de->d_name);
     if (nl < 7 || strcmp(de->d_name + nl - 6, ".jaxpr")) continue;
@@ -150,7 +150,7 @@ START_TEST(mlp_loss_and_grad) {
     int n_in;
     ft_jaxpr *j = load_golden(names[t], in, &n_in);
     bool strict = true;
-    ft_jit_options o = {.no_cache = true};
+    ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true};
     ck_assert_int_eq(jit_vs_interp(names[t], j, n_in, in, &o, &strict), 0);
     ck_assert(strict);
     ft_fn *fn = ft_jit(C, j, &o);
@@ -314,7 +314,7 @@ START_TEST(elementwise_all_dtypes) {
     bool strict = true;
     /* the second shape at opt_level 3: every kernel vectorized (at 2, small
      * kernels are compiled unoptimized) */
-    ft_jit_options o = {.no_cache = true, .opt_level = si ? 3 : 2};
+    ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true, .opt_level = si ? 3 : 2};
     int r = jit_vs_interp(name, j, 6, in, &o, &strict);
     ck_assert_msg(r >= 0, "%s: the interpreter failed: %s", name, ft_ctx_error(C));
     fails += r;
@@ -366,12 +366,12 @@ START_TEST(int_reductions_wrap) {
                cases[c].out, cases[c].eqn);
       ft_jaxpr *j = parse_text(text);
       ft_array *out = NULL;
-      ck_assert_msg(ft_eval(C, j, 1, &in, 1, &out) == FT_OK, "%s: %s", text, ft_ctx_error(C));
+      ck_assert_msg(ft_eval(C, j, 1, (const ft_array *const *)&in, 1, &out) == FT_OK, "%s: %s", text, ft_ctx_error(C));
       for (int64_t i = 0; i < ft_array_size(out); i++)
         ck_assert_msg(ft_get_i64(out, i) == (w ? cases[c].want32[i] : cases[c].want64[i]),
                       "%s: element %lld is %lld", text, (long long)i, (long long)ft_get_i64(out, i));
       bool strict = true;
-      ck_assert_int_eq(jit_vs_interp(text, j, 1, &in, &(ft_jit_options){.no_cache = true}, &strict), 0);
+      ck_assert_int_eq(jit_vs_interp(text, j, 1, &in, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true}, &strict), 0);
       ft_array_free(out);
       ft_jaxpr_free(j);
     }
@@ -422,14 +422,14 @@ START_TEST(nan_bits_elementwise) {
         double x = k ? v[i % NV] : v[i / NV];
         if (dtv[d] == FT_F16 || dtv[d] == FT_BF16) { /* the sign of -NaN kept */
           uint16_t h = dtv[d] == FT_F16 ? ft_f64_to_f16(x) : ft_f64_to_bf16(x);
-          ((uint16_t *)ft_array_data(in[k]))[i] = h;
+          ((uint16_t *)ft_array_data_mut(in[k]))[i] = h;
         } else {
           ft_set_f64(in[k], i, x);
         }
       }
     }
     bool strict = true;
-    ck_assert_int_eq(jit_vs_interp(dts[d], j, 2, in, &(ft_jit_options){.no_cache = true}, &strict), 0);
+    ck_assert_int_eq(jit_vs_interp(dts[d], j, 2, in, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true}, &strict), 0);
     ck_assert_msg(strict, "%s: NaN bits differ between the JIT and the interpreter", dts[d]);
     ft_array_free(in[0]), ft_array_free(in[1]);
     ft_jaxpr_free(j);
@@ -467,10 +467,10 @@ START_TEST(nan_bits_maxmin_reductions) {
       ck_assert_ptr_nonnull(in);
       for (int i = 0; i < N; i++) {
         uint64_t r = jt_rng(&seed), v = r % 3 ? one : pick[(r >> 8) % 8];
-        memcpy((char *)ft_array_data(in) + (size_t)i * (size_t)(w / 8), &v, (size_t)(w / 8));
+        memcpy((char *)ft_array_data_mut(in) + (size_t)i * (size_t)(w / 8), &v, (size_t)(w / 8));
       }
       bool strict = true;
-      ck_assert_int_eq(jit_vs_interp(dts[d], j, 1, &in, &(ft_jit_options){.no_cache = true}, &strict), 0);
+      ck_assert_int_eq(jit_vs_interp(dts[d], j, 1, &in, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true}, &strict), 0);
       ck_assert_msg(strict, "%s trial %d: NaN bits differ between the JIT and the interpreter", dts[d], trial);
       ft_array_free(in);
     }
@@ -479,15 +479,15 @@ START_TEST(nan_bits_maxmin_reductions) {
   /* the rule itself, in the interpreter: +NaN (payload 1) over +NaN, -NaN, inf */
   const float xs[5] = {1.0f, -INFINITY, INFINITY, 2.0f, -1.0f};
   ft_array *in = ft_array_new(C, FT_F32, 1, (const int64_t[]){5});
-  memcpy(ft_array_data(in), xs, sizeof xs);
-  uint32_t *u = ft_array_data(in);
+  memcpy(ft_array_data_mut(in), xs, sizeof xs);
+  uint32_t *u = ft_array_data_mut(in);
   u[0] = 0xffc00000u, u[3] = 0x7fc00001u, u[4] = 0x7fc00000u;
   ft_jaxpr *j = parse_text("{ lambda ; a:f32[5]. let b:f32[] = reduce_max[axes=(0,) out_sharding=None] a\n"
                            "    c:f32[] = reduce_min[axes=(0,) out_sharding=None] a in (b, c) }");
   ft_array *out[2] = {0};
-  ck_assert_int_eq(ft_eval(C, j, 1, &in, 2, out), FT_OK);
-  ck_assert_uint_eq(*(uint32_t *)ft_array_data(out[0]), 0x7fc00001u);
-  ck_assert_uint_eq(*(uint32_t *)ft_array_data(out[1]), 0x7fc00001u);
+  ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)&in, 2, out), FT_OK);
+  ck_assert_uint_eq(*(const uint32_t *)ft_array_data(out[0]), 0x7fc00001u);
+  ck_assert_uint_eq(*(const uint32_t *)ft_array_data(out[1]), 0x7fc00001u);
   ft_array_free(out[0]), ft_array_free(out[1]), ft_array_free(in);
   ft_jaxpr_free(j);
 }
@@ -532,7 +532,7 @@ START_TEST(reductions_and_views) {
           if (!isfinite(ft_get_f64(in[k], e))) ft_set_f64(in[k], e, 0.25);
     }
     bool strict = true;
-    ft_jit_options o = {.no_cache = true};
+    ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true};
     ck_assert_int_eq(jit_vs_interp(d, j, 3, in, &o, &strict), 0);
     ft_fn *fn = ft_jit(C, j, &o);
     ft_jit_stats s;
@@ -600,7 +600,7 @@ START_TEST(fused_reductions) {
     }
     for (int lvl = 2; lvl <= 3; lvl++) {
       bool strict = true;
-      ft_jit_options o = {.no_cache = true, .opt_level = lvl};
+      ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true, .opt_level = lvl};
       ck_assert_int_eq(jit_vs_interp(d, j, 6, in, &o, &strict), 0);
       ft_fn *fn = ft_jit(C, j, &o);
       ft_jit_stats s;
@@ -664,7 +664,7 @@ START_TEST(column_sums) {
           char name[96];
           snprintf(name, sizeof name, "column %s[%lld,%lld] fill %d O%d", d, R, D, fill, lvl);
           bool strict = true;
-          ft_jit_options o = {.no_cache = true, .opt_level = lvl};
+          ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true, .opt_level = lvl};
           ck_assert_int_eq(jit_vs_interp(name, j, 3, in, &o, &strict), 0);
         }
         for (int k = 0; k < 3; k++) ft_array_free(in[k]);
@@ -746,7 +746,7 @@ START_TEST(maxmin_lanes) {
           char name[64];
           snprintf(name, sizeof name, "maxmin %s[%lld] fill %d O%d", d, L, fill, lvl);
           bool strict = true;
-          ft_jit_options o = {.no_cache = true, .opt_level = lvl};
+          ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true, .opt_level = lvl};
           ck_assert_int_eq(jit_vs_interp(name, j, 2, in, &o, &strict), 0);
         }
         for (int k = 0; k < 2; k++) ft_array_free(in[k]);
@@ -823,12 +823,12 @@ START_TEST(split_reductions) {
         }
         for (int threads = 1; threads <= 3; threads++) {
           ft_ctx *outer = C;
-          ft_ctx_options co = {.num_threads = threads};
+          ft_ctx_options co = {.size = sizeof(ft_ctx_options), .num_threads = threads};
           C = ft_ctx_new(&co);
           char name[64];
           snprintf(name, sizeof name, "split %s[%lld] fill %d threads %d", d, L, fill, threads);
           bool strict = true;
-          ft_jit_options o = {.no_cache = true, .opt_level = 3};
+          ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true, .opt_level = 3};
           ck_assert_int_eq(jit_vs_interp(name, j, 3, in, &o, &strict), 0);
           if (fill == 0 && threads == 1) {
             ft_fn *fn = ft_jit(C, j, &o);
@@ -862,7 +862,7 @@ START_TEST(control_flow_compiles) {
     ft_array *in[16];
     int n_in;
     ft_jaxpr *j = load_golden(names[t], in, &n_in);
-    ft_jit_options o = {.no_cache = true};
+    ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true};
     ft_fn *fn = ft_jit(C, j, &o);
     ck_assert_msg(fn != NULL, "%s: %s", names[t], ft_ctx_error(C));
     ft_jit_stats s;
@@ -906,18 +906,18 @@ START_TEST(while_batched_predicate) {
   float want_d[6] = {16.0f, 8.0f, 12.0f, 4.0f, 20.0f, 5.0f};
   ft_array *x = ft_array_from_data(C, FT_F32, 2, (int64_t[]){3, 2}, xv);
   ft_array *o[2] = {NULL, NULL};
-  ck_assert_int_eq(ft_eval(C, j, 1, &x, 2, o), FT_OK);
+  ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)&x, 2, o), FT_OK);
   ck_assert_mem_eq(ft_array_data(o[0]), want_c, sizeof want_c);
   ck_assert_mem_eq(ft_array_data(o[1]), want_d, sizeof want_d);
   ft_array_free(o[0]), ft_array_free(o[1]);
-  ft_jit_options opt = {.no_cache = true};
+  ft_jit_options opt = {.size = sizeof(ft_jit_options), .no_cache = true};
   ft_fn *fn = ft_jit(C, j, &opt);
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
   ft_jit_stats st;
   ft_fn_stats(fn, &st);
   ck_assert_int_eq(st.n_fallback, 0);
   o[0] = o[1] = NULL;
-  ck_assert_int_eq(ft_call(fn, 1, &x, 2, o), FT_OK);
+  ck_assert_int_eq(ft_call(fn, 1, (const ft_array *const *)&x, 2, o), FT_OK);
   ck_assert_mem_eq(ft_array_data(o[0]), want_c, sizeof want_c);
   ck_assert_mem_eq(ft_array_data(o[1]), want_d, sizeof want_d);
   ft_array_free(o[0]), ft_array_free(o[1]), ft_array_free(x);
@@ -1012,7 +1012,7 @@ END_TEST
 
 /* ---------------------------------------------------------------- cache */
 static ft_fn *jit_with(ft_jaxpr *j, const char *dir, ft_jit_stats *s) {
-  ft_jit_options o = {.cache_dir = dir};
+  ft_jit_options o = {.size = sizeof(ft_jit_options), .cache_dir = dir};
   ft_fn *fn = ft_jit(C, j, &o);
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
   ft_fn_stats(fn, s);
@@ -1025,8 +1025,8 @@ static void check_runs(ft_fn *fn, ft_jaxpr *j) {
   ft_jaxpr_input_aval(j, 0, &av);
   in[0] = rand_array(FT_F32, &av, 7);
   ft_array *want[1], *got[1];
-  ck_assert_int_eq(ft_eval(C, j, 1, in, 1, want), FT_OK);
-  ck_assert_int_eq(ft_call(fn, 1, in, 1, got), FT_OK);
+  ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)in, 1, want), FT_OK);
+  ck_assert_int_eq(ft_call(fn, 1, (const ft_array *const *)in, 1, got), FT_OK);
   ck_assert(jt_same(got[0], want[0], NULL, NULL));
   ft_array_free(in[0]), ft_array_free(want[0]), ft_array_free(got[0]);
 }
@@ -1106,13 +1106,13 @@ START_TEST(call_into_and_errors) {
   ft_array *x = ft_array_from_data(C, FT_F32, 0, NULL, &xv);
   ft_array *o[3] = {ft_array_new(C, FT_F32, 0, NULL), ft_array_new(C, FT_F32, 0, NULL),
                     ft_array_new(C, FT_F32, 0, NULL)};
-  ck_assert_int_eq(ft_call_into(fn, 1, &x, 3, o), FT_OK);
-  ck_assert(*(float *)ft_array_data(o[0]) == 4.0f);
-  ck_assert(*(float *)ft_array_data(o[1]) == 1.5f);
-  ck_assert(*(float *)ft_array_data(o[2]) == 3.0f);
+  ck_assert_int_eq(ft_call_into(fn, 1, (const ft_array *const *)&x, 3, o), FT_OK);
+  ck_assert(*(const float *)ft_array_data(o[0]) == 4.0f);
+  ck_assert(*(const float *)ft_array_data(o[1]) == 1.5f);
+  ck_assert(*(const float *)ft_array_data(o[2]) == 3.0f);
   ck_assert_int_eq(ft_call_into(fn, 0, NULL, 3, o), FT_ERR_INVALID_ARG);
   ft_array *wrong = ft_array_new(C, FT_F64, 0, NULL);
-  ck_assert_int_eq(ft_call_into(fn, 1, &wrong, 3, o), FT_ERR_TYPE);
+  ck_assert_int_eq(ft_call_into(fn, 1, (const ft_array *const *)&wrong, 3, o), FT_ERR_TYPE);
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "input 0"));
   ft_array_free(wrong);
   for (int k = 0; k < 3; k++) ft_array_free(o[k]);

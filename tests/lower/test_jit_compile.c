@@ -26,7 +26,7 @@ static const char *PROG =
     "  in (b, d, f, g) }\n";
 
 static ft_ctx *ctx_threads(int n) {
-  ft_ctx_options o = {.num_threads = n};
+  ft_ctx_options o = {.size = sizeof(ft_ctx_options), .num_threads = n};
   ft_ctx *c = ft_ctx_new(&o);
   ck_assert_ptr_nonnull(c);
   return c;
@@ -70,10 +70,10 @@ static void compile_and_check(int threads, ft_array **out, bool *blob) {
   ck_assert_msg(j != NULL, "%s", ft_ctx_error(c));
   ft_array *in[3], *want[4];
   inputs(c, j, in);
-  ck_assert_int_eq(ft_eval(c, j, 3, in, 4, want), FT_OK);
+  ck_assert_int_eq(ft_eval(c, j, 3, (const ft_array *const *)in, 4, want), FT_OK);
   char dir[] = "/tmp/ft_jit_split_XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
-  ft_jit_options o = {.cache_dir = dir};
+  ft_jit_options o = {.size = sizeof(ft_jit_options), .cache_dir = dir};
   ft_jit_cache_clear();
   ft_fn *fn = ft_jit(c, j, &o);
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(c));
@@ -81,7 +81,7 @@ static void compile_and_check(int threads, ft_array **out, bool *blob) {
   ft_fn_stats(fn, &s);
   ck_assert(!s.mem_hit && !s.disk_hit);
   ck_assert_int_eq(s.n_kernels, 4);
-  ck_assert_int_eq(ft_call(fn, 3, in, 4, out), FT_OK);
+  ck_assert_int_eq(ft_call(fn, 3, (const ft_array *const *)in, 4, out), FT_OK);
   for (int k = 0; k < 4; k++) ck_assert_msg(jt_same(out[k], want[k], NULL, NULL), "output %d", k);
   ft_fn_free(fn);
   char path[4200];
@@ -93,7 +93,7 @@ static void compile_and_check(int threads, ft_array **out, bool *blob) {
   ft_fn_stats(fn, &s);
   ck_assert(s.disk_hit && !s.disk_corrupt);
   ft_array *again[4];
-  ck_assert_int_eq(ft_call(fn, 3, in, 4, again), FT_OK);
+  ck_assert_int_eq(ft_call(fn, 3, (const ft_array *const *)in, 4, again), FT_OK);
   for (int k = 0; k < 4; k++) ck_assert(jt_same(again[k], want[k], NULL, NULL));
   for (int k = 0; k < 4; k++) ft_array_free(again[k]), ft_array_free(want[k]);
   for (int i = 0; i < 3; i++) ft_array_free(in[i]);
@@ -160,10 +160,10 @@ static void classes_check(int threads, uint64_t want_objects) {
     ck_assert_ptr_nonnull(in[i] = ft_array_alloc(c, &av));
     jt_fill(in[i], 31 + (uint64_t)i);
   }
-  ck_assert_int_eq(ft_eval(c, j, 4, in, 4, want), FT_OK);
+  ck_assert_int_eq(ft_eval(c, j, 4, (const ft_array *const *)in, 4, want), FT_OK);
   char dir[] = "/tmp/ft_jit_classes_XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
-  ft_jit_options o = {.cache_dir = dir};
+  ft_jit_options o = {.size = sizeof(ft_jit_options), .cache_dir = dir};
   for (int round = 0; round < 3; round++) {
     /* rounds 0 and 1 compile (1: the math subset cached), 2 loads the disk entry */
     ft_jit_cache_clear();
@@ -178,7 +178,7 @@ static void classes_check(int threads, uint64_t want_objects) {
     ft_fn_stats(fn, &s);
     ck_assert_int_eq(s.n_kernels, 4);
     ck_assert(s.disk_hit == (round == 2) && !s.disk_corrupt);
-    ck_assert_int_eq(ft_call(fn, 4, in, 4, got), FT_OK);
+    ck_assert_int_eq(ft_call(fn, 4, (const ft_array *const *)in, 4, got), FT_OK);
     for (int k = 0; k < 4; k++) {
       ck_assert_msg(jt_same(got[k], want[k], NULL, NULL), "%d threads, round %d: output %d", threads, round,
                     k);
@@ -262,16 +262,16 @@ START_TEST(transposed_reads_tiled) {
   int64_t dw[2] = {100, 300}, dg[2] = {300, 100};
   ft_array *in[2] = {ft_array_new(C, FT_F32, 2, dw), ft_array_new(C, FT_F32, 2, dg)};
   for (int a = 0; a < 2; a++) {
-    float *d = ft_array_data(in[a]);
+    float *d = ft_array_data_mut(in[a]);
     for (int64_t i = 0; i < 30000; i++) d[i] = (float)((i * 7919 + a) % 2001 - 1000) * 0.37f;
   }
   ft_array *want = NULL;
-  ck_assert_int_eq(ft_eval(C, j, 2, in, 1, &want), FT_OK);
+  ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)in, 1, &want), FT_OK);
   float *out = malloc(30000 * sizeof(float));
   memset(out, 0xff, 30000 * sizeof(float));
   void **kb = calloc((size_t)p->n_bufs, sizeof *kb);
   for (int a = 0; a < ks->n_in; a++) /* an input buffer's index is its argument */
-    if (ks->in[a] >= 0) kb[ks->in[a]] = ft_array_data(in[p->bufs[ks->in[a]].index]);
+    if (ks->in[a] >= 0) kb[ks->in[a]] = ft_array_data_mut(in[p->bufs[ks->in[a]].index]);
   kb[ks->out[0]] = out;
   fn(kb, 0, 37);
   fn(kb, 37, 41);
@@ -336,10 +336,10 @@ START_TEST(cheap_producer_recomputed_in_reduction) {
       ft_array *in = ft_array_alloc(c, &av), *want = NULL, *got = NULL;
       ck_assert_ptr_nonnull(in);
       jt_fill(in, 5);
-      ck_assert_int_eq(ft_eval(c, j, 1, &in, 1, &want), FT_OK);
+      ck_assert_int_eq(ft_eval(c, j, 1, (const ft_array *const *)&in, 1, &want), FT_OK);
       ft_fn *fn = ft_jit(c, j, NULL);
       ck_assert_msg(fn != NULL, "%s", ft_ctx_error(c));
-      ck_assert_int_eq(ft_call(fn, 1, &in, 1, &got), FT_OK);
+      ck_assert_int_eq(ft_call(fn, 1, (const ft_array *const *)&in, 1, &got), FT_OK);
       ck_assert_msg(jt_same(got, want, NULL, NULL), "program %d, %d threads", pi, threads);
       ft_array_free(got), ft_array_free(want), ft_array_free(in);
       ft_fn_free(fn);

@@ -87,11 +87,11 @@ static void check_text(const char *name, const char *text, uint64_t seed, int lv
     ck_assert_ptr_nonnull(in[k]);
     fill(in[k], seed * 131 + (uint64_t)k);
   }
-  ck_assert_msg(ft_eval(C, j, n_in, in, n_out, want) == FT_OK, "%s: %s", name, ft_ctx_error(C));
-  ft_jit_options o = {.no_cache = true, .opt_level = lvl < 0 ? 0 : lvl, .no_optimize = lvl >= 0};
+  ck_assert_msg(ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, want) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true, .opt_level = lvl < 0 ? 0 : lvl, .no_optimize = lvl >= 0};
   ft_fn *fn = ft_jit(C, j, &o);
   ck_assert_msg(fn != NULL, "%s: %s", name, ft_ctx_error(C));
-  ck_assert_msg(ft_call(fn, n_in, in, n_out, got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, n_out, got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ft_jit_stats s;
   ck_assert_int_eq(ft_fn_stats(fn, &s), FT_OK);
   char *plan = ft_fn_plan(fn);
@@ -277,11 +277,11 @@ START_TEST(division_specials) {
         ft_set_c128(in[k], i, k ? SPECIAL[i % NSPECIAL] : SPECIAL[i / NSPECIAL],
                     k ? -SPECIAL[i / NSPECIAL] : SPECIAL[i % NSPECIAL]);
     ft_array *want[4] = {0}, *got[4] = {0};
-    ck_assert_int_eq(ft_eval(C, j, 2, in, 4, want), FT_OK);
-    ft_jit_options o = {.no_cache = true, .no_optimize = true};
+    ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)in, 4, want), FT_OK);
+    ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true, .no_optimize = true};
     ft_fn *fn = ft_jit(C, j, &o);
     ck_assert_ptr_nonnull(fn);
-    ck_assert_int_eq(ft_call(fn, 2, in, 4, got), FT_OK);
+    ck_assert_int_eq(ft_call(fn, 2, (const ft_array *const *)in, 4, got), FT_OK);
     for (int k = 0; k < 4; k++) {
       int64_t at = -1;
       ck_assert_msg(jt_same(got[k], want[k], NULL, &at), "%s output %d differs at part %lld", d->c, k,
@@ -403,10 +403,10 @@ START_TEST(nan_payloads) {
     }
     int n_out = ft_jaxpr_num_outputs(j);
     ft_array *want[16] = {0}, *got[16] = {0};
-    ck_assert_int_eq(ft_eval(C, j, 4, in, n_out, want), FT_OK);
-    ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.no_cache = true, .no_optimize = true});
+    ck_assert_int_eq(ft_eval(C, j, 4, (const ft_array *const *)in, n_out, want), FT_OK);
+    ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true, .no_optimize = true});
     ck_assert_ptr_nonnull(fn);
-    ck_assert_int_eq(ft_call(fn, 4, in, n_out, got), FT_OK);
+    ck_assert_int_eq(ft_call(fn, 4, (const ft_array *const *)in, n_out, got), FT_OK);
     for (int k = 0; k < n_out; k++) {
       ck_assert_msg(!memcmp(got[k]->data, want[k]->data, want[k]->nbytes), "%s: output %d bytes differ",
                     d->c, k);
@@ -437,10 +437,10 @@ static void jit_equals_eval(const char *name, const ft_jaxpr *j, int n_in, ft_ar
   int n_out = ft_jaxpr_num_outputs(j);
   ft_array *want[8] = {0}, *got[8] = {0};
   ck_assert(n_out <= 8);
-  ck_assert_msg(ft_eval(C, j, n_in, in, n_out, want) == FT_OK, "%s: %s", name, ft_ctx_error(C));
-  ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.no_cache = true});
+  ck_assert_msg(ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, want) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true});
   ck_assert_msg(fn != NULL, "%s: %s", name, ft_ctx_error(C));
-  ck_assert_msg(ft_call(fn, n_in, in, n_out, got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, n_out, got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ft_jit_stats s;
   ck_assert_int_eq(ft_fn_stats(fn, &s), FT_OK);
   char *plan = ft_fn_plan(fn);

@@ -52,11 +52,11 @@ static int check_run(const char *name, const ft_jaxpr *j, int n_in, ft_array **i
   int n_out = ft_jaxpr_num_outputs(j);
   ft_array **want = calloc((size_t)n_out, sizeof *want), **got = calloc((size_t)n_out, sizeof *got);
   ck_assert(want && got);
-  ck_assert_msg(ft_eval(C, j, n_in, in, n_out, want) == FT_OK, "%s: %s", name, ft_ctx_error(C));
-  ft_jit_options o = {.no_cache = true, .opt_level = lvl, .no_optimize = !optimize};
+  ck_assert_msg(ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, want) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true, .opt_level = lvl, .no_optimize = !optimize};
   ft_fn *fn = ft_jit(C, j, &o);
   ck_assert_msg(fn != NULL, "%s: %s", name, ft_ctx_error(C));
-  ck_assert_msg(ft_call(fn, n_in, in, n_out, got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, n_out, got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ft_jit_stats s;
   ck_assert_int_eq(ft_fn_stats(fn, &s), FT_OK);
   char *plan = ft_fn_plan(fn);

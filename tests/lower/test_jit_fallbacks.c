@@ -100,14 +100,14 @@ static int run_cmp(const char *text, uint64_t seed, bool finite, bool nan_any) {
     ck_assert(in[k] != NULL);
     fill_any(in[k], seed + 31u * (uint64_t)k, finite);
   }
-  ck_assert_msg(ft_eval(C, j, n_in, in, n_out, want) == FT_OK, "%s\n%s", ft_ctx_error(C), text);
+  ck_assert_msg(ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, want) == FT_OK, "%s\n%s", ft_ctx_error(C), text);
   /* fallback steps allowed: this file counts them */
-  ft_jit_options o = {.no_cache = true, .no_optimize = true, .allow_fallback = true};
+  ft_jit_options o = {.size = sizeof(ft_jit_options), .no_cache = true, .no_optimize = true, .allow_fallback = true};
   ft_fn *fn = ft_jit(C, j, &o);
   ck_assert_msg(fn != NULL, "%s\n%s", ft_ctx_error(C), text);
   for (int call = 0; call < 2; call++) { /* the second into the same outputs: no state left */
-    if (call == 0) ck_assert_msg(ft_call(fn, n_in, in, n_out, got) == FT_OK, "%s\n%s", ft_ctx_error(C), text);
-    else ck_assert(ft_call_into(fn, n_in, in, n_out, got) == FT_OK);
+    if (call == 0) ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, n_out, got) == FT_OK, "%s\n%s", ft_ctx_error(C), text);
+    else ck_assert(ft_call_into(fn, n_in, (const ft_array *const *)in, n_out, got) == FT_OK);
     for (int k = 0; k < n_out; k++) {
       ck_assert(ft_aval_eq(&got[k]->aval, &want[k]->aval));
       ft_dtype dt = want[k]->aval.dtype;
@@ -253,7 +253,7 @@ START_TEST(half_maxmin_compiled) {
     ck_assert_int_eq(run_cmp(text, 13u + (uint64_t)t, true, false), 0);
     ft_jaxpr *j = ft_parse(C, text, strlen(text), "half");
     ck_assert(j != NULL);
-    ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.no_cache = true, .no_optimize = true});
+    ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true, .no_optimize = true});
     ck_assert(fn != NULL);
     char *plan = ft_fn_plan(fn);
     ft_jit_stats st;
@@ -323,16 +323,16 @@ START_TEST(reduction_refused) {
   const char *text = "{ lambda ; a:c64[3]. let\n    b:c64[] = reduce_max[axes=(0,)] a\n  in (b,) }\n";
   ft_jaxpr *j = ft_parse(C, text, strlen(text), "refused");
   ck_assert(j != NULL);
-  ck_assert_ptr_null(ft_jit(C, j, &(ft_jit_options){.no_cache = true, .no_optimize = true}));
+  ck_assert_ptr_null(ft_jit(C, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true, .no_optimize = true}));
   ck_assert_int_eq(ft_ctx_status(C), FT_ERR_UNSUPPORTED); /* unless allowed */
-  ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.no_cache = true, .no_optimize = true,
+  ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true, .no_optimize = true,
                                              .allow_fallback = true});
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
   ft_jit_stats st;
   ck_assert_int_eq(ft_fn_stats(fn, &st), FT_OK);
   ck_assert_int_eq(st.n_fallback, 1);
   ft_array *x = ft_array_alloc(C, &j->invars[0]->aval), *o = NULL;
-  ck_assert(ft_call(fn, 1, &x, 1, &o) != FT_OK);
+  ck_assert(ft_call(fn, 1, (const ft_array *const *)&x, 1, &o) != FT_OK);
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "reduce_max is not defined for dtype c64"));
   ft_array_free(x);
   ft_fn_free(fn);

@@ -50,11 +50,11 @@ static int check_prog_nan(const char *text, ft_array *const *given, int n_given,
     jt_fill(in[k], 1000u + (uint64_t)k * 77u + strlen(text));
     put_nans(in[k], 7u + (uint64_t)k);
   }
-  ck_assert_msg(ft_eval(C, j, n_in, in, n_out, want) == FT_OK, "%s\n%s", ft_ctx_error(C), text);
-  ft_jit_options o = {.no_disk_cache = true};
+  ck_assert_msg(ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, want) == FT_OK, "%s\n%s", ft_ctx_error(C), text);
+  ft_jit_options o = {.size = sizeof(ft_jit_options), .no_disk_cache = true};
   ft_fn *fn = ft_jit(C, j, &o);
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
-  ck_assert_msg(ft_call(fn, n_in, in, n_out, got) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, n_out, got) == FT_OK, "%s", ft_ctx_error(C));
   for (int k = 0; k < n_out; k++) {
     bool strict = true;
     ck_assert_msg(jt_same(want[k], got[k], &strict, NULL), "output %d differs:\n%s", k, text);
@@ -257,7 +257,7 @@ START_TEST(rule_status_and_plan) {
     ck_assert_ptr_null(ft_lower_rule_status(moved[i]));
   const char *text = "{ lambda ; a:f32[3]. let\n    b:f32[3] = cumsum[axis=0 reverse=True] a\n  in (b,) }\n";
   ft_jaxpr *j = ft_parse(C, text, strlen(text), "plan");
-  ft_jit_options o = {.no_disk_cache = true};
+  ft_jit_options o = {.size = sizeof(ft_jit_options), .no_disk_cache = true};
   ft_fn *fn = ft_jit(C, j, &o);
   ck_assert_ptr_nonnull(fn);
   char *plan = ft_fn_plan(fn);
@@ -281,7 +281,7 @@ static void check_routine(const char *text, const char *prim, ft_array *const *g
   ck_assert_msg(check_prog(text, given, n_given) == 0, "a fallback step is left:\n%s", text);
   ft_jaxpr *j = ft_parse(C, text, strlen(text), "routine plan");
   ck_assert_ptr_nonnull(j);
-  ft_jit_options o = {.no_disk_cache = true};
+  ft_jit_options o = {.size = sizeof(ft_jit_options), .no_disk_cache = true};
   ft_fn *fn = ft_jit(C, j, &o);
   ck_assert_ptr_nonnull(fn);
   char *plan = ft_fn_plan(fn), want[64];

@@ -16,7 +16,7 @@
 #include "ft.h"
 
 static ft_ctx *new_ctx(ft_mode mode, bool fail, bool each) {
-  ft_ctx_options o = {.mode = mode, .guard_fail = fail, .guard_each_step = each};
+  ft_ctx_options o = {.size = sizeof(ft_ctx_options), .mode = mode, .guard_fail = fail, .guard_each_step = each};
   ft_ctx *ctx = ft_ctx_new(&o);
   ck_assert_ptr_nonnull(ctx);
   return ctx;
@@ -37,10 +37,10 @@ static ft_array *f32s(ft_ctx *ctx, int rank, const int64_t *dims, const float *v
 /* Runs j on in[] through the interpreter (jit false) or ft_jit; outputs in out. */
 static ft_status run(ft_ctx *ctx, const ft_jaxpr *j, bool jit, int n_in, ft_array **in, int n_out,
                      ft_array **out) {
-  if (!jit) return ft_eval(ctx, j, n_in, in, n_out, out);
-  ft_fn *fn = ft_jit(ctx, j, &(ft_jit_options){.no_cache = true});
+  if (!jit) return ft_eval(ctx, j, n_in, (const ft_array *const *)in, n_out, out);
+  ft_fn *fn = ft_jit(ctx, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true});
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(ctx));
-  ft_status st = ft_call(fn, n_in, in, n_out, out);
+  ft_status st = ft_call(fn, n_in, (const ft_array *const *)in, n_out, out);
   ft_fn_free(fn);
   return st;
 }
@@ -75,7 +75,7 @@ START_TEST(jit_refuses_fallback_unless_allowed) {
   for (int m = 0; m < 2; m++) {
     ft_ctx *ctx = new_ctx(m ? FT_MODE_HARDENED : FT_MODE_STRICT, false, false);
     ft_jaxpr *j = parse(ctx, CMAX);
-    ft_fn *fn = ft_jit(ctx, j, &(ft_jit_options){.no_cache = true, .no_optimize = true});
+    ft_fn *fn = ft_jit(ctx, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true, .no_optimize = true});
     ck_assert_ptr_null(fn);
     ck_assert_int_eq(ft_ctx_status(ctx), FT_ERR_UNSUPPORTED);
     ck_assert_str_eq(ft_ctx_error(ctx),
@@ -83,10 +83,10 @@ START_TEST(jit_refuses_fallback_unless_allowed) {
                      "equation 0 (reduce_max): a reduction of a dtype the kernels do not fold "
                      "(complex), which the interpreter refuses too (allow them with ft_jit_options.allow_fallback, or ftc "
                      "--allow-fallback)");
-    fn = ft_jit(ctx, j, &(ft_jit_options){.no_cache = true, .no_optimize = true, .allow_fallback = true});
+    fn = ft_jit(ctx, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true, .no_optimize = true, .allow_fallback = true});
     ck_assert_msg(fn != NULL, "%s", ft_ctx_error(ctx));
     ft_fn_free(fn);
-    fn = ft_jit(ctx, j, &(ft_jit_options){.no_cache = true, .interpret_all = true});
+    fn = ft_jit(ctx, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true, .interpret_all = true});
     ck_assert_msg(fn != NULL, "%s", ft_ctx_error(ctx));
     ft_fn_free(fn);
     ft_jaxpr_free(j);
@@ -106,7 +106,7 @@ START_TEST(jit_refuses_nested_fallback) {
       "    ] a\n"
       "  in (b,) }\n";
   ft_jaxpr *j = parse(ctx, t);
-  ck_assert_ptr_null(ft_jit(ctx, j, &(ft_jit_options){.no_cache = true, .no_optimize = true}));
+  ck_assert_ptr_null(ft_jit(ctx, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true, .no_optimize = true}));
   ck_assert_msg(strstr(ft_ctx_error(ctx), "the first equation 0 (jit), sub-jaxpr 0: equation 0 "
                                           "(reduce_max)") != NULL, "%s", ft_ctx_error(ctx));
   ft_jaxpr_free(j);
@@ -316,10 +316,10 @@ START_TEST(loop_budget_guard) {
   for (int jit = 0; jit < 2; jit++)
     for (int m = 0; m < 2; m++) {
       ft_ctx *ctx = new_ctx(m ? FT_MODE_HARDENED : FT_MODE_STRICT, false, false);
-      ft_ctx_set_loop_limits(ctx, &(ft_loop_limits){.max_iterations = 100});
+      ft_ctx_set_loop_limits(ctx, &(ft_loop_limits){.size = sizeof(ft_loop_limits), .max_iterations = 100});
       ft_jaxpr *j = parse(ctx, COUNT);
       ft_array *in[2] = {ft_array_new(ctx, FT_I32, 0, NULL), ft_array_new(ctx, FT_I32, 0, NULL)}, *o = NULL;
-      *(int32_t *)ft_array_data(in[1]) = 1000;
+      *(int32_t *)ft_array_data_mut(in[1]) = 1000;
       ck_assert_int_eq(run(ctx, j, jit, 2, in, 1, &o), FT_ERR_LIMIT);
       ck_assert_ptr_nonnull(strstr(ft_ctx_error(ctx), "while: stopped at the loop limit of 100 iterations"));
       ck_assert_int_eq(ft_ctx_num_guards(ctx), m);
@@ -359,17 +359,17 @@ START_TEST(call_boundary_guard) {
     ck_assert_int_eq(g.decision, FT_GUARD_FAILED);
     ck_assert_str_eq(g.message, "call boundary: input 0: expected f32[4], got f32[3]; the call fails");
     if (jit) {
-      ft_fn *fn = ft_jit(h, j, &(ft_jit_options){.no_cache = true});
+      ft_fn *fn = ft_jit(h, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_cache = true});
       ck_assert_ptr_nonnull(fn);
       ft_array *x = f32s(h, 1, &d4, v);
-      ck_assert_int_eq(ft_call_into(fn, 1, &x, 1, &x), FT_ERR_INVALID_ARG);
+      ck_assert_int_eq(ft_call_into(fn, 1, (const ft_array *const *)&x, 1, &x), FT_ERR_INVALID_ARG);
       ck_assert_str_eq(ft_ctx_error(h), "call boundary: output 0 shares memory with argument 0");
       ck_assert_int_eq(ft_ctx_num_guards(h), 2);
       ck_assert_int_eq(guard(h, 1).output, 0);
       /* a separate output is fine, and gives log's bits */
       ft_array *y = ft_array_new(h, FT_F32, 1, &d4), *ref = NULL;
-      ck_assert_int_eq(ft_call_into(fn, 1, &x, 1, &y), FT_OK);
-      ck_assert_int_eq(ft_eval(h, j, 1, &x, 1, &ref), FT_OK);
+      ck_assert_int_eq(ft_call_into(fn, 1, (const ft_array *const *)&x, 1, &y), FT_OK);
+      ck_assert_int_eq(ft_eval(h, j, 1, (const ft_array *const *)&x, 1, &ref), FT_OK);
       ck_assert(ft_array_equal_bits(ref, y));
       ft_array_free(x), ft_array_free(y), ft_array_free(ref);
       ft_fn_free(fn);
@@ -391,7 +391,7 @@ START_TEST(guards_are_ledger_records) {
   char path[256];
   snprintf(path, sizeof path, "%s/lg", dir);
   ft_ctx *h = new_ctx(FT_MODE_HARDENED, false, false);
-  ft_ledger *lg = ft_ledger_open(h, path, &(ft_ledger_options){.fsync = FT_LEDGER_FSYNC_NEVER,
+  ft_ledger *lg = ft_ledger_open(h, path, &(ft_ledger_options){.size = sizeof(ft_ledger_options), .fsync = FT_LEDGER_FSYNC_NEVER,
                                                               .calls = FT_LEDGER_CALLS_HASHES});
   ck_assert_msg(lg != NULL, "%s", ft_ctx_error(h));
   ck_assert_int_eq(ft_ctx_attach_ledger(h, lg), FT_OK);

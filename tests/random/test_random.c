@@ -48,11 +48,11 @@ static ft_array *u32s(int rank, const int64_t *dims, const uint32_t *v) {
 /* Runs j on in with the interpreter and the JIT; both must agree bitwise.
  * Returns the interpreter's outputs. */
 static void run_both(const ft_jaxpr *j, int n_in, ft_array **in, int n_out, ft_array **out) {
-  ck_assert_msg(ft_eval(C, j, n_in, in, n_out, out) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, out) == FT_OK, "%s", ft_ctx_error(C));
   ft_fn *fn = ft_jit(C, j, NULL);
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
   ft_array *jo[8] = {0};
-  ck_assert_msg(ft_call(fn, n_in, in, n_out, jo) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, n_out, jo) == FT_OK, "%s", ft_ctx_error(C));
   for (int k = 0; k < n_out; k++) {
     ck_assert_msg(ft_array_equal_bits(out[k], jo[k]), "output %d: JIT != interpreter", k);
     ft_array_free(jo[k]);
@@ -125,12 +125,12 @@ START_TEST(rbg_is_refused_clearly) {
                       "  in (c,) }");
   int32_t s = 1;
   ft_array *in = ft_array_from_data(C, FT_I32, 0, NULL, &s), *out = NULL;
-  ck_assert_int_eq(ft_eval(C, j, 1, &in, 1, &out), FT_ERR_UNSUPPORTED);
+  ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)&in, 1, &out), FT_ERR_UNSUPPORTED);
   ck_assert_msg(strstr(ft_ctx_error(C), "PRNG implementation 'rbg' (key<rbg>) is not built") != NULL,
                 "%s", ft_ctx_error(C));
   ft_fn *fn = ft_jit(C, j, NULL);
   if (fn) {
-    ck_assert_int_ne(ft_call(fn, 1, &in, 1, &out), FT_OK);
+    ck_assert_int_ne(ft_call(fn, 1, (const ft_array *const *)&in, 1, &out), FT_OK);
     ck_assert_msg(strstr(ft_ctx_error(C), "is not built") != NULL, "%s", ft_ctx_error(C));
   }
   ft_fn_free(fn);
@@ -149,7 +149,7 @@ START_TEST(vmap_equals_stacking) {
                       "    f:u32[2,2] = random_unwrap c\n"
                       "  in (b, e, f) }");
   int ax = 0;
-  ft_jaxpr *v = ft_vmap(C, j, &ax, NULL, 5);
+  ft_jaxpr *v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), &ax, 0, NULL, 5);
   ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
   uint32_t kd[10];
   for (int i = 0; i < 10; i++) kd[i] = 0x9e3779b9u * (uint32_t)(i + 1);
@@ -164,7 +164,7 @@ START_TEST(vmap_equals_stacking) {
     run_both(j, 1, &k, 3, o);
     for (int q = 0; q < 3; q++) {
       size_t nb = ft_array_nbytes(o[q]);
-      ck_assert(!memcmp((char *)ft_array_data(vo[q]) + i * nb, ft_array_data(o[q]), nb));
+      ck_assert(!memcmp((const char *)ft_array_data(vo[q]) + i * nb, ft_array_data(o[q]), nb));
       ft_array_free(o[q]);
     }
     ft_array_free(k);
@@ -453,11 +453,11 @@ START_TEST(jax_samplers_bitwise) {
       if (i >= nc && ft_jaxpr_input_aval(j, i - nc, &want) == FT_OK && ft_dtype_is_key(want.dtype))
         ck_assert_msg(ft_array_wrap_keys(C, in[i], want.dtype) == FT_OK, "%s", ft_ctx_error(C));
     }
-    ck_assert_msg(ft_eval(C, j, n_in, in, n_out, out) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+    ck_assert_msg(ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, out) == FT_OK, "%s: %s", name, ft_ctx_error(C));
     ft_fn *fn = ft_jit(C, j, NULL);
     ck_assert_msg(fn != NULL, "%s: %s", name, ft_ctx_error(C));
     ft_array *jo[8] = {0};
-    ck_assert_msg(ft_call(fn, n_in, in, n_out, jo) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+    ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, n_out, jo) == FT_OK, "%s: %s", name, ft_ctx_error(C));
     uint64_t worst = 0;
     for (int k = 0; k < n_out; k++) {
       snprintf(path, sizeof path, "%s/random/%s.out%d.npy", dir, name, k);

@@ -52,7 +52,7 @@ static inline ft_status b_eval(B *b, int n_in, ft_array *const *in, int n_out,
   ft_jb_init(&jb, b->j);
   ck_assert_ptr_nonnull(ft_jb_add(&jb, b->p, n_in, iv, n_out, ov, b->ps));
   ck_assert(ft_jaxpr_set_vars(b->j, 0, NULL, n_in, iv, n_out, ov));
-  ft_status st = ft_eval(C, b->j, n_in, in, n_out, res);
+  ft_status st = ft_eval(C, b->j, n_in, (const ft_array *const *)in, n_out, res);
   ft_jaxpr_free(b->j);
   b->j = NULL;
   return st;

@@ -57,7 +57,7 @@ static ft_array *conv_of(const conv_case *c, const char *dt, ft_array *l, ft_arr
   ft_jaxpr *j = ft_parse(C, text, strlen(text), "conv");
   ck_assert_msg(j != NULL, "%s\n%s", ft_ctx_error(C), text);
   ft_array *in[2] = {l, r}, *out = NULL;
-  ck_assert_msg(ft_eval(C, j, 2, in, 1, &out) == FT_OK, "%s\n%s", ft_ctx_error(C), text);
+  ck_assert_msg(ft_eval(C, j, 2, (const ft_array *const *)in, 1, &out) == FT_OK, "%s\n%s", ft_ctx_error(C), text);
   ft_jaxpr_free(j);
   return out;
 }

@@ -159,7 +159,7 @@ START_TEST(golden_vs_jax) {
       n_in++;
     }
     int n_out = ft_jaxpr_num_outputs(j);
-    ft_status st = n_out <= 64 ? ft_eval(C, j, n_in, in, n_out, out) : FT_ERR_UNSUPPORTED;
+    ft_status st = n_out <= 64 ? ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, out) : FT_ERR_UNSUPPORTED;
     bool ok = st == FT_OK;
     if (!ok) {
       fprintf(stderr, "golden %s: eval failed: %s\n", name, ft_ctx_error(C));

@@ -12,7 +12,7 @@
 static ft_status run(const char *text, int n_in, ft_array **in, int n_out, ft_array **out) {
   ft_jaxpr *j = ft_parse(C, text, strlen(text), "test");
   ck_assert_msg(j != NULL, "parse failed: %s", ft_ctx_error(C));
-  ft_status st = ft_eval(C, j, n_in, in, n_out, out);
+  ft_status st = ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, out);
   ft_jaxpr_free(j);
   return st;
 }
@@ -628,7 +628,7 @@ START_TEST(trace_matches_jax) {
   float xv[5] = {0, 1, 2, 3, 4};
   int32_t iv[4] = {0, 4, -1, 2};
   ft_array *in[2] = {ARR(FT_F32, 1, D(5), xv), ARR(FT_I32, 1, D(4), iv)}, *out[4] = {0};
-  ck_assert_int_eq(ft_eval(C, j, 2, in, 4, out), FT_OK);
+  ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)in, 4, out), FT_OK);
   check_f64s(out[0], 5, F(1, 1, 3, 3, 6)); /* -1 is 4: index 4 gets two */
   check_f64s(out[1], 5, F(0, 1, 0, 3, 0));
   check_f64s(out[2], 5, F(0.5, 1, 2, 3, 4));
@@ -717,7 +717,7 @@ START_TEST(trace_take_and_misuse) {
   float xv[5] = {0, 1, 2, 3, 4};
   int32_t iv[4] = {0, -1, 5, -6};
   ft_array *in[2] = {ARR(FT_F32, 1, D(5), xv), ARR(FT_I32, 1, D(4), iv)}, *out[1] = {0};
-  ck_assert_int_eq(ft_eval(C, j, 2, in, 1, out), FT_OK);
+  ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)in, 1, out), FT_OK);
   check_f64s(out[0], 4, F(0, 4, NAN, NAN));
   free_arrays(out, 1), free_arrays(in, 2);
   ft_jaxpr_free(j);

@@ -20,13 +20,13 @@ START_TEST(array_api) {
   ft_aval av = ft_array_aval(a);
   ck_assert_int_eq(av.rank, 2);
   ck_assert_int_eq(av.dims[1], 3);
-  for (int i = 0; i < 6; i++) ck_assert_float_eq(((float *)ft_array_data(a))[i], 0.0f);
+  for (int i = 0; i < 6; i++) ck_assert_float_eq(((const float *)ft_array_data(a))[i], 0.0f);
   float v[6] = {1, 2, 3, 4, 5, -0.0f};
   ft_array *b = ft_array_from_data(C, FT_F32, 2, d, v);
   ck_assert(!ft_array_equal_bits(a, b));
-  memcpy(ft_array_data(a), v, sizeof v);
+  memcpy(ft_array_data_mut(a), v, sizeof v);
   ck_assert(ft_array_equal_bits(a, b));
-  ((float *)ft_array_data(a))[5] = 0.0f; /* +0 vs -0 differ in bits */
+  ((float *)ft_array_data_mut(a))[5] = 0.0f; /* +0 vs -0 differ in bits */
   ck_assert(!ft_array_equal_bits(a, b));
   ft_array_free(a), ft_array_free(b);
   int64_t bad[1] = {-1};
@@ -249,7 +249,7 @@ START_TEST(reduce_precision) {
   b_int(&b, "mantissa_bits", 10);
   ft_array *a = ARR(FT_F32, 1, d, xs);
   ft_array *r = b_run(&b, 1, &a, AV(FT_F32, 1, d));
-  for (int i = 0; i < 4; i++) ck_same_f32(((float *)ft_array_data(r))[i], want[i]);
+  for (int i = 0; i < 4; i++) ck_same_f32(((const float *)ft_array_data(r))[i], want[i]);
   ft_array_free(a), ft_array_free(r);
   /* to bf16's format in f64: 1 + 2^-8 ties to even */
   b = b_new(FT_P_REDUCE_PRECISION);
@@ -464,7 +464,7 @@ START_TEST(binary_broadcast_literal_and_mixed_pow) {
   ft_jb_add(&jb, FT_P_MUL, 2, ins, 1, &y, NULL);
   ft_jaxpr_set_vars(j, 0, NULL, 1, &x, 1, &y);
   ft_array *a = ARR(FT_F32, 1, d, v), *r = NULL;
-  ck_assert_int_eq(ft_eval(C, j, 1, &a, 1, &r), FT_OK);
+  ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)&a, 1, &r), FT_OK);
   const float *o = ft_array_data(r);
   ck_same_f32(o[0], 2.0f);
   ck_same_f32(o[1], -0.0f);
@@ -493,13 +493,13 @@ START_TEST(complex_arith) {
     B b = b_new(ps[k]);
     ft_array *in[2] = {ARR(FT_C64, 1, d, x), ARR(FT_C64, 1, d, y)};
     ft_array *r = b_run(&b, 2, in, AV(FT_C64, 1, d));
-    for (int i = 0; i < 4; i++) ck_same_f32(((float *)ft_array_data(r))[i], want[k][i]);
+    for (int i = 0; i < 4; i++) ck_same_f32(((const float *)ft_array_data(r))[i], want[k][i]);
     free_arrays(in, 2), ft_array_free(r);
   }
   B b = b_new(FT_P_EQ);
   ft_array *in[2] = {ARR(FT_C64, 1, d, x), ARR(FT_C64, 1, d, x)};
   ft_array *r = b_run(&b, 2, in, AV(FT_BOOL, 1, d));
-  ck_assert(((uint8_t *)ft_array_data(r))[1] == 1);
+  ck_assert(((const uint8_t *)ft_array_data(r))[1] == 1);
   free_arrays(in, 2), ft_array_free(r);
 }
 END_TEST
@@ -548,7 +548,7 @@ START_TEST(select_and_clamp) {
   b = b_new(FT_P_SELECT_N);
   ft_array *in2[3] = {SCALAR_I64(FT_BOOL, 1), in[1], in[2]};
   r = b_run(&b, 3, in2, AV(FT_F32, 1, d));
-  ck_same_f32(((float *)ft_array_data(r))[0], 2);
+  ck_same_f32(((const float *)ft_array_data(r))[0], 2);
   ft_array_free(r), ft_array_free(in2[0]);
   free_arrays(in, 4);
   /* clamp(0, x, 1) on [NaN, -1, 2, -0] -> [NaN, 0, 1, 0] (JAX, -0 -> +0) */
@@ -635,15 +635,15 @@ START_TEST(convert_to_float) {
   int64_t d1[1] = {1};
   a = ARR(FT_U64, 1, d1, &u);
   r = convert(a, FT_F32);
-  ck_same_f32(((float *)ft_array_data(r))[0], 0x1p64f);
+  ck_same_f32(((const float *)ft_array_data(r))[0], 0x1p64f);
   ft_array_free(r);
   r = convert(a, FT_F64);
-  ck_same_f64(((double *)ft_array_data(r))[0], 0x1p64);
+  ck_same_f64(((const double *)ft_array_data(r))[0], 0x1p64);
   ft_array_free(a), ft_array_free(r);
   int64_t big = (INT64_C(1) << 60) + 1;
   a = ARR(FT_I64, 1, d1, &big);
   r = convert(a, FT_F32);
-  ck_same_f32(((float *)ft_array_data(r))[0], 0x1p60f);
+  ck_same_f32(((const float *)ft_array_data(r))[0], 0x1p60f);
   ft_array_free(a), ft_array_free(r);
   /* int -> int wraps; bool -> float; real -> complex; complex -> real */
   int32_t w = 300;
@@ -652,15 +652,15 @@ START_TEST(convert_to_float) {
   ck_assert_int_eq(ft_get_i64(r, 0), 44);
   ft_array_free(r);
   r = convert(a, FT_C64);
-  ck_same_f32(((float *)ft_array_data(r))[0], 300.0f);
-  ck_same_f32(((float *)ft_array_data(r))[1], 0.0f);
+  ck_same_f32(((const float *)ft_array_data(r))[0], 300.0f);
+  ck_same_f32(((const float *)ft_array_data(r))[1], 0.0f);
   ft_array *r2 = convert(r, FT_F64);
   ck_same_f64(ft_get_f64(r2, 0), 300.0);
   ft_array_free(a), ft_array_free(r), ft_array_free(r2);
   double dd = 1.0 + 0x1p-30;
   a = ARR(FT_F64, 1, d1, &dd);
   r = convert(a, FT_F32);
-  ck_same_f32(((float *)ft_array_data(r))[0], 1.0f);
+  ck_same_f32(((const float *)ft_array_data(r))[0], 1.0f);
   ft_array_free(a), ft_array_free(r);
 }
 END_TEST
@@ -967,7 +967,7 @@ START_TEST(reduce_axes_and_kinds) {
   int64_t d20[1] = {20};
   a = ARR(FT_F16, 1, d20, h);
   r = reduce(FT_P_REDUCE_SUM, a, 1, (int64_t[]){0}, ft_aval_scalar(FT_F16));
-  ck_assert_uint_eq(((uint16_t *)ft_array_data(r))[0], 16383);
+  ck_assert_uint_eq(((const uint16_t *)ft_array_data(r))[0], 16383);
   ft_array_free(r), ft_array_free(a);
 }
 END_TEST
@@ -1168,7 +1168,7 @@ START_TEST(dot_general) {
     for (int n = 0; n < 4; n++) {
       double s = 0;
       for (int k = 0; k < 3; k++) s += ad[bi * 3 + k] * bb[(bi * 4 + n) * 3 + k];
-      ck_same_f64(((double *)ft_array_data(r))[bi * 4 + n], s);
+      ck_same_f64(((const double *)ft_array_data(r))[bi * 4 + n], s);
     }
   free_arrays(in2, 2), ft_array_free(r);
   /* int8 x int8 -> int32 (preferred_element_type), with wrap-free sums */
@@ -1187,7 +1187,7 @@ START_TEST(dot_general) {
   b_pv(&b, "dimension_numbers", dotdims(b.j->arena, 1, (int64_t[]){1}, (int64_t[]){0}, 0, NULL, NULL));
   ft_array *in4[2] = {ft_array_new(C, FT_F32, 2, d20), ft_array_new(C, FT_F32, 2, d03)};
   r = b_run(&b, 2, in4, AV(FT_F32, 2, d2x3));
-  for (int i = 0; i < 6; i++) ck_same_f32(((float *)ft_array_data(r))[i], 0.0f);
+  for (int i = 0; i < 6; i++) ck_same_f32(((const float *)ft_array_data(r))[i], 0.0f);
   free_arrays(in4, 2), ft_array_free(r);
 }
 END_TEST
@@ -1205,17 +1205,17 @@ START_TEST(fft_prims) {
   ft_array *a = ARR(FT_C64, 1, d4, x);
   ft_array *r = fft(a, 0, 4, AV(FT_C64, 1, d4));
   float w[8] = {10, 0, -2, 2, -2, 0, -2, -2};
-  for (int i = 0; i < 8; i++) ck_same_f32(((float *)ft_array_data(r))[i], w[i]);
+  for (int i = 0; i < 8; i++) ck_same_f32(((const float *)ft_array_data(r))[i], w[i]);
   ft_array *back = fft(r, 1, 4, AV(FT_C64, 1, d4));
-  for (int i = 0; i < 8; i++) ck_same_f32(((float *)ft_array_data(back))[i], x[i]);
+  for (int i = 0; i < 8; i++) ck_same_f32(((const float *)ft_array_data(back))[i], x[i]);
   ft_array_free(a), ft_array_free(r), ft_array_free(back);
   double xr[4] = {1, 2, 3, 4};
   a = ARR(FT_F64, 1, d4, xr);
   r = fft(a, 2, 4, AV(FT_C128, 1, d3));
   double wr[6] = {10, 0, -2, 2, -2, 0};
-  for (int i = 0; i < 6; i++) ck_same_f64(((double *)ft_array_data(r))[i], wr[i]);
+  for (int i = 0; i < 6; i++) ck_same_f64(((const double *)ft_array_data(r))[i], wr[i]);
   back = fft(r, 3, 4, AV(FT_F64, 1, d4));
-  for (int i = 0; i < 4; i++) ck_same_f64(((double *)ft_array_data(back))[i], xr[i]);
+  for (int i = 0; i < 4; i++) ck_same_f64(((const double *)ft_array_data(back))[i], xr[i]);
   ft_array_free(a), ft_array_free(r), ft_array_free(back);
   /* a batch of two 2-D transforms of size 2x2 */
   int64_t d222[3] = {2, 2, 2};
@@ -1226,7 +1226,7 @@ START_TEST(fft_prims) {
   a = ARR(FT_C64, 3, d222, y);
   r = b_run(&b, 1, &a, a->aval);
   float wy[16] = {4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0};
-  for (int i = 0; i < 16; i++) ck_same_f32(((float *)ft_array_data(r))[i], wy[i]);
+  for (int i = 0; i < 16; i++) ck_same_f32(((const float *)ft_array_data(r))[i], wy[i]);
   ft_array_free(a), ft_array_free(r);
 }
 END_TEST
@@ -1275,13 +1275,13 @@ START_TEST(while_loop_sums) {
   ft_jaxpr_set_vars(top, 0, NULL, 3, ins, 2, outs);
   ft_array *args[3] = {SCALAR_I64(FT_I32, 10), SCALAR_I64(FT_I32, 0), SCALAR_I64(FT_I32, 0)};
   ft_array *res[2];
-  ck_assert_int_eq(ft_eval(C, top, 3, args, 2, res), FT_OK);
+  ck_assert_int_eq(ft_eval(C, top, 3, (const ft_array *const *)args, 2, res), FT_OK);
   ck_assert_int_eq(ft_get_i64(res[0], 0), 10);
   ck_assert_int_eq(ft_get_i64(res[1], 0), 45);
   free_arrays(res, 2);
   /* a loop that never runs returns the initial carry */
   ft_set_i64(args[1], 0, 20);
-  ck_assert_int_eq(ft_eval(C, top, 3, args, 2, res), FT_OK);
+  ck_assert_int_eq(ft_eval(C, top, 3, (const ft_array *const *)args, 2, res), FT_OK);
   ck_assert_int_eq(ft_get_i64(res[0], 0), 20);
   ck_assert_int_eq(ft_get_i64(res[1], 0), 0);
   free_arrays(res, 2), free_arrays(args, 3);
@@ -1316,7 +1316,7 @@ static void run_scan(bool reverse, const float *xs, float c0, float *carry, floa
   ck_assert_ptr_nonnull(ft_jb_add(&jb, FT_P_SCAN, 2, ins, 2, outs, ps));
   ft_jaxpr_set_vars(top, 0, NULL, 2, ins, 2, outs);
   ft_array *args[2] = {SCALAR_F64(FT_F32, c0), ARR(FT_F32, 1, d3, xs)}, *res[2];
-  ck_assert_int_eq(ft_eval(C, top, 2, args, 2, res), FT_OK);
+  ck_assert_int_eq(ft_eval(C, top, 2, (const ft_array *const *)args, 2, res), FT_OK);
   *carry = (float)ft_get_f64(res[0], 0);
   memcpy(ys, ft_array_data(res[1]), 12);
   free_arrays(res, 2), free_arrays(args, 2);
@@ -1378,7 +1378,7 @@ START_TEST(cond_index_and_calls) {
   double want[5] = {-3.0, 9.0, 0, 0, -3.0};
   for (int k = 0; k < 5; k++) {
     ft_array *args[2] = {SCALAR_I64(FT_I32, idx[k]), SCALAR_F64(FT_F32, 3.0)}, *r;
-    ck_assert_int_eq(ft_eval(C, top, 2, args, 1, &r), FT_OK);
+    ck_assert_int_eq(ft_eval(C, top, 2, (const ft_array *const *)args, 1, &r), FT_OK);
     if (idx[k] == 2 || idx[k] == 7) ck_assert(fabs(ft_get_f64(r, 0) - exp(3.0)) < 1e-5);
     else ck_same_f64(ft_get_f64(r, 0), want[k]);
     free_arrays(args, 2), ft_array_free(r);
@@ -1402,30 +1402,30 @@ START_TEST(eval_errors_and_consts) {
   float cv[2] = {10, 20}, xv[2] = {1, 2};
   ft_array *args[2] = {ARR(FT_F32, 1, d2, cv), ARR(FT_F32, 1, d2, xv)}, *r = NULL;
   /* no const_data: the constant is the leading input */
-  ck_assert_int_eq(ft_eval(C, j, 2, args, 1, &r), FT_OK);
-  ck_same_f32(((float *)ft_array_data(r))[1], 22.0f);
+  ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)args, 1, &r), FT_OK);
+  ck_same_f32(((const float *)ft_array_data(r))[1], 22.0f);
   ft_array_free(r);
-  ck_assert_int_eq(ft_eval(C, j, 1, args + 1, 1, &r), FT_ERR_INVALID_ARG);
+  ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)args + 1, 1, &r), FT_ERR_INVALID_ARG);
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "1 constants"));
   /* with const_data the constant comes from the jaxpr */
   j->const_data = ft_arena_alloc(j->arena, sizeof(void *));
   j->const_data[0] = ft_arena_alloc(j->arena, sizeof cv);
   memcpy(j->const_data[0], cv, sizeof cv);
-  ck_assert_int_eq(ft_eval(C, j, 1, args + 1, 1, &r), FT_OK);
-  ck_same_f32(((float *)ft_array_data(r))[0], 11.0f);
+  ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)args + 1, 1, &r), FT_OK);
+  ck_same_f32(((const float *)ft_array_data(r))[0], 11.0f);
   ft_array_free(r);
   /* a wrong input aval names the input and both avals */
   int64_t d3[1] = {3};
   ft_array *bad = ft_array_new(C, FT_F32, 1, d3);
-  ck_assert_int_eq(ft_eval(C, j, 1, &bad, 1, &r), FT_ERR_SHAPE);
+  ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)&bad, 1, &r), FT_ERR_SHAPE);
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "f32[2]"));
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "f32[3]"));
   ft_array_free(bad);
   bad = ft_array_new(C, FT_I32, 1, d2);
-  ck_assert_int_eq(ft_eval(C, j, 1, &bad, 1, &r), FT_ERR_TYPE);
+  ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)&bad, 1, &r), FT_ERR_TYPE);
   ft_array_free(bad);
-  ck_assert_int_eq(ft_eval(C, j, 1, args + 1, 2, &r), FT_ERR_INVALID_ARG);
-  ck_assert_int_eq(ft_eval(C, NULL, 1, args + 1, 1, &r), FT_ERR_INVALID_ARG);
+  ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)args + 1, 2, &r), FT_ERR_INVALID_ARG);
+  ck_assert_int_eq(ft_eval(C, NULL, 1, (const ft_array *const *)args + 1, 1, &r), FT_ERR_INVALID_ARG);
   free_arrays(args, 2);
   ft_jaxpr_free(j);
 }

@@ -21,7 +21,7 @@ static ft_jaxpr *parse(const char *text) {
 
 static ft_status run(const char *text, int n_in, ft_array **in, int n_out, ft_array **out) {
   ft_jaxpr *j = parse(text);
-  ft_status st = ft_eval(C, j, n_in, in, n_out, out);
+  ft_status st = ft_eval(C, j, n_in, (const ft_array *const *)in, n_out, out);
   ft_jaxpr_free(j);
   return st;
 }
@@ -395,7 +395,7 @@ START_TEST(test_jit_matches_interpreter_across_threads) {
   ft_array *in[2] = {mat64(3, D(NB, N, N), a), mat64(3, D(NB, N, K), rhs)};
   ft_jaxpr *j = parse(PROG);
   ft_array *ref[5];
-  ck_assert_int_eq(ft_eval(C, j, 2, in, 5, ref), FT_OK);
+  ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)in, 5, ref), FT_OK);
   /* the Cholesky solve reproduces b: a x = b to rounding */
   for (int b = 0; b < NB; b++)
     for (int i = 0; i < N; i++)
@@ -406,11 +406,11 @@ START_TEST(test_jit_matches_interpreter_across_threads) {
       }
   static const int threads[] = {1, 2, 8};
   for (int t = 0; t < 3; t++) {
-    ft_ctx *ctx = ft_ctx_new(&(ft_ctx_options){.num_threads = threads[t]});
+    ft_ctx *ctx = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = threads[t]});
     ft_fn *fn = ft_jit(ctx, j, NULL); /* strict: no fallback steps */
     ck_assert_msg(fn != NULL, "jit: %s", ft_ctx_error(ctx));
     ft_array *got[5];
-    ck_assert_msg(ft_call(fn, 2, in, 5, got) == FT_OK, "%s", ft_ctx_error(ctx));
+    ck_assert_msg(ft_call(fn, 2, (const ft_array *const *)in, 5, got) == FT_OK, "%s", ft_ctx_error(ctx));
     for (int k = 0; k < 5; k++) {
       ck_assert_msg(same_bits(got[k], ref[k]), "output %d differs with %d threads", k, threads[t]);
       ft_array_free(got[k]);
@@ -445,7 +445,7 @@ START_TEST(test_tracing_api) {
   ft_array *in[3] = {mat64(2, D(2, 2), F(0, 2, 4, 1)), mat64(1, D(2), F(4, 6)),
                      mat64(2, D(2, 2), F(4, 2, 2, 5))};
   ft_array *o[6];
-  ck_assert_msg(ft_eval(C, j, 3, in, 6, o) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, j, 3, (const ft_array *const *)in, 6, o) == FT_OK, "%s", ft_ctx_error(C));
   check_f64s(o[0], 2, F(1, 2));                     /* 2 y = 4, 4 x + y = 6 */
   check_f64s(o[1], 4, F(-0.125, 0.25, 0.5, 0));     /* inv [[0,2],[4,1]] */
   ck_assert(fabs(ft_get_f64(o[2], 0) + 8) < 1e-14); /* det = -8 */
@@ -472,7 +472,7 @@ START_TEST(test_singular) {
   ft_jaxpr *j = ft_trace(C, trace_det, NULL, 2, av);
   ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
   ft_array *in[2] = {mat64(2, D(2, 2), F(1, 2, 2, 4)), mat64(1, D(2), F(1, 1))}, *o[4];
-  ck_assert_int_eq(ft_eval(C, j, 2, in, 4, o), FT_OK);
+  ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)in, 4, o), FT_OK);
   check_f64s(o[0], 1, F(0));
   check_f64s(o[1], 1, F(0));
   check_f64s(o[2], 1, F(-INFINITY));
@@ -490,7 +490,7 @@ static void check_grad_of(ft_jaxpr *j, const char *text, int n, const double *a0
   ft_jaxpr *g = ft_grad(C, j, 1, (const int[]){0}, false);
   ck_assert_msg(g != NULL, "grad: %s\n%s", ft_ctx_error(C), text);
   ft_array *x = mat64(2, D(n, n), a0), *gr = NULL;
-  ck_assert_msg(ft_eval(C, g, 1, &x, 1, &gr) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, g, 1, (const ft_array *const *)&x, 1, &gr) == FT_OK, "%s", ft_ctx_error(C));
   double h = 1e-6;
   for (int i = 0; i < n * n; i++) {
     double p[64], m[64];
@@ -498,8 +498,8 @@ static void check_grad_of(ft_jaxpr *j, const char *text, int n, const double *a0
     memcpy(m, a0, sizeof(double) * (size_t)(n * n));
     p[i] += h, m[i] -= h;
     ft_array *xp = mat64(2, D(n, n), p), *xm = mat64(2, D(n, n), m), *yp = NULL, *ym = NULL;
-    ck_assert_int_eq(ft_eval(C, j, 1, &xp, 1, &yp), FT_OK);
-    ck_assert_int_eq(ft_eval(C, j, 1, &xm, 1, &ym), FT_OK);
+    ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)&xp, 1, &yp), FT_OK);
+    ck_assert_int_eq(ft_eval(C, j, 1, (const ft_array *const *)&xm, 1, &ym), FT_OK);
     double fd = (ft_get_f64(yp, 0) - ft_get_f64(ym, 0)) / (2 * h), an = ft_get_f64(gr, i);
     ck_assert_msg(fabs(fd - an) <= 1e-6 * (1 + fabs(fd)), "%s\nd/da[%d]: analytic %.17g, fd %.17g", text, i,
                   an, fd);
@@ -680,7 +680,7 @@ START_TEST(test_custom_linear_solve_grad) {
   ft_jaxpr *g = ft_grad(C, j, 2, (const int[]){0, 1}, false);
   ck_assert_msg(g != NULL, "%s", ft_ctx_error(C));
   ft_array *in[2] = {mat64(0, NULL, F(2)), mat64(1, D(2), F(2, 5))}, *o[2];
-  ck_assert_msg(ft_eval(C, g, 2, in, 2, o) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, g, 2, (const ft_array *const *)in, 2, o) == FT_OK, "%s", ft_ctx_error(C));
   check_f64s(o[0], 1, F(-1.75));
   check_f64s(o[1], 2, F(0.5, 0.5));
   ft_array_free(o[0]), ft_array_free(o[1]);
@@ -704,17 +704,17 @@ START_TEST(test_vmap_is_stacking) {
                       "    e:f64[3,3] f:i32[3] g:i32[3] = lu a\n"
                       "  in (d, e, g) }");
   /* a batched along axis 0, b unbatched */
-  ft_jaxpr *v = ft_vmap(C, j, (const int[]){0, FT_VMAP_NONE}, NULL, 2);
+  ft_jaxpr *v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), (const int[]){0, FT_VMAP_NONE}, 0, NULL, 2);
   ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
   double a[2 * 9], b[6];
   memcpy(a, SPD3, sizeof SPD3);
   for (int i = 0; i < 9; i++) a[9 + i] = SPD3[i] * (i % 4 == 0 ? 2 : 1);
   fill(b, 6, 3);
   ft_array *in[2] = {mat64(3, D(2, 3, 3), a), mat64(2, D(3, 2), b)}, *o[3];
-  ck_assert_msg(ft_eval(C, v, 2, in, 3, o) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, v, 2, (const ft_array *const *)in, 3, o) == FT_OK, "%s", ft_ctx_error(C));
   for (int m = 0; m < 2; m++) {
     ft_array *one[2] = {mat64(2, D(3, 3), a + 9 * m), in[1]}, *r[3];
-    ck_assert_int_eq(ft_eval(C, j, 2, one, 3, r), FT_OK);
+    ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)one, 3, r), FT_OK);
     for (int k = 0; k < 3; k++) {
       size_t nb = r[k]->nbytes;
       ck_assert_msg(memcmp((char *)o[k]->data + nb * (size_t)m, r[k]->data, nb) == 0,

@@ -38,7 +38,7 @@ START_TEST(round_trip_every_dtype) {
   for (size_t k = 0; k < FT_COUNTOF(ALL); k++)
     for (int s = 0; s < 4; s++) {
       ft_array *a = ft_array_new(C, ALL[k], ranks[s], shapes[s]);
-      unsigned char *p = ft_array_data(a);
+      unsigned char *p = ft_array_data_mut(a);
       for (size_t i = 0; i < ft_array_nbytes(a); i++)
         p[i] = ALL[k] == FT_BOOL ? (unsigned char)(i % 2) : (unsigned char)(i * 37 + 11);
       void *buf;

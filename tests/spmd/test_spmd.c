@@ -87,11 +87,11 @@ static void check_jvp(const char *name, const ft_jaxpr *j, ft_array *x, const ft
   }
   ck_assert_msg(d != NULL, "%s: %s", name, ft_ctx_error(C));
   ft_array *t = ft_array_clone(C, x);
-  float *tv = ft_array_data(t);
+  float *tv = ft_array_data_mut(t);
   for (int64_t i = 0; i < ft_array_size(t); i++) tv[i] = (float)(i % 7) - 3.0f;
   ft_array *in[2] = {x, t}, *out[2] = {0}, *ft_ = NULL;
-  ck_assert_msg(ft_eval(C, d, 2, in, 2, out) == FT_OK, "%s: jvp: %s", name, ft_ctx_error(C));
-  ck_assert_msg(ft_eval(C, j, 1, &t, 1, &ft_) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, d, 2, (const ft_array *const *)in, 2, out) == FT_OK, "%s: jvp: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, j, 1, (const ft_array *const *)&t, 1, &ft_) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(out[0], fx), "%s: jvp primal differs", name);
   if (linear) ck_assert_msg(ft_array_equal_bits(out[1], ft_), "%s: jvp tangent is not f(t)", name);
   ft_array_free(t), ft_array_free(out[0]), ft_array_free(out[1]), ft_array_free(ft_);
@@ -102,10 +102,10 @@ static void check_jvp(const char *name, const ft_jaxpr *j, ft_array *x, const ft
  * results stacked, bit for bit. */
 static void check_vmap(const char *name, const ft_jaxpr *j, ft_array *x) {
   int ax = 0;
-  ft_jaxpr *v = ft_vmap(C, j, &ax, &ax, 2);
+  ft_jaxpr *v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), &ax, ft_jaxpr_num_outputs(j), &ax, 2);
   ck_assert_msg(v != NULL, "%s: vmap: %s", name, ft_ctx_error(C));
   ft_array *t = ft_array_clone(C, x);
-  float *tv = ft_array_data(t);
+  float *tv = ft_array_data_mut(t);
   for (int64_t i = 0; i < ft_array_size(t); i++) tv[i] = (float)(i % 5) - 2.0f;
   int64_t dims[FT_MAX_RANK + 1] = {2};
   ft_aval xav = ft_array_aval(x);
@@ -113,15 +113,15 @@ static void check_vmap(const char *name, const ft_jaxpr *j, ft_array *x) {
   for (int d = 0; d < xa->rank; d++) dims[d + 1] = xa->dims[d];
   ft_array *b = ft_array_new(C, FT_F32, xa->rank + 1, dims);
   size_t nb = (size_t)ft_array_size(x) * sizeof(float);
-  memcpy(ft_array_data(b), ft_array_data(x), nb);
-  memcpy((char *)ft_array_data(b) + nb, tv, nb);
+  memcpy(ft_array_data_mut(b), ft_array_data_mut(x), nb);
+  memcpy((char *)ft_array_data_mut(b) + nb, tv, nb);
   ft_array *got = NULL, *fx = NULL, *ft_ = NULL;
-  ck_assert_msg(ft_eval(C, v, 1, &b, 1, &got) == FT_OK, "%s: vmap eval: %s", name, ft_ctx_error(C));
-  ck_assert(ft_eval(C, j, 1, &x, 1, &fx) == FT_OK && ft_eval(C, j, 1, &t, 1, &ft_) == FT_OK);
+  ck_assert_msg(ft_eval(C, v, 1, (const ft_array *const *)&b, 1, &got) == FT_OK, "%s: vmap eval: %s", name, ft_ctx_error(C));
+  ck_assert(ft_eval(C, j, 1, (const ft_array *const *)&x, 1, &fx) == FT_OK && ft_eval(C, j, 1, (const ft_array *const *)&t, 1, &ft_) == FT_OK);
   size_t no = (size_t)ft_array_size(fx) * sizeof(float);
   ck_assert_int_eq(ft_array_size(got), 2 * ft_array_size(fx));
   ck_assert_msg(!memcmp(ft_array_data(got), ft_array_data(fx), no) &&
-                !memcmp((char *)ft_array_data(got) + no, ft_array_data(ft_), no),
+                !memcmp((const char *)ft_array_data(got) + no, ft_array_data(ft_), no),
                 "%s: vmap differs from the stacked results", name);
   ft_array_free(t), ft_array_free(b), ft_array_free(got), ft_array_free(fx), ft_array_free(ft_);
   ft_jaxpr_free(v);
@@ -266,12 +266,12 @@ START_TEST(psum_index_order) {
   float v[4] = {1e8f, 1.0f, 1.0f, -1e8f}, w[4] = {1.0f, 1e8f, -1e8f, 1.0f};
   int64_t d = 4;
   ft_array *a = ft_array_from_data(C, FT_F32, 1, &d, v), *o = NULL;
-  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_OK);
+  ck_assert(ft_eval(C, j, 1, (const ft_array *const *)&a, 1, &o) == FT_OK);
   float want = ((v[0] + v[1]) + v[2]) + v[3];
   ck_assert(((const float *)ft_array_data(o))[0] == want && want == 0.0f);
   ft_array_free(a), ft_array_free(o);
   a = ft_array_from_data(C, FT_F32, 1, &d, w);
-  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_OK);
+  ck_assert(ft_eval(C, j, 1, (const ft_array *const *)&a, 1, &o) == FT_OK);
   ck_assert(((const float *)ft_array_data(o))[0] == 1.0f); /* ((1 + 1e8) - 1e8) + 1: the first 1 is lost */
   ft_array_free(a), ft_array_free(o);
   ft_jaxpr_free(j);

@@ -57,9 +57,9 @@ START_TEST(call_equals_direct) {
   ft_jaxpr_free(j);
   const float xs[3] = {0.5f, -1.25f, 2.0f};
   ft_array *x = ft_array_from_data(C, FT_F32, 1, (int64_t[]){3}, xs), *gx = NULL, *y1 = NULL, *y2 = NULL;
-  ck_assert_int_eq(ft_eval(C, g, 1, &x, 1, &gx), FT_OK);
-  ck_assert_int_eq(ft_eval(C, c, 1, &x, 1, &y1), FT_OK);
-  ck_assert_int_eq(ft_eval(C, flat, 1, &x, 1, &y2), FT_OK);
+  ck_assert_int_eq(ft_eval(C, g, 1, (const ft_array *const *)&x, 1, &gx), FT_OK);
+  ck_assert_int_eq(ft_eval(C, c, 1, (const ft_array *const *)&x, 1, &y1), FT_OK);
+  ck_assert_int_eq(ft_eval(C, flat, 1, (const ft_array *const *)&x, 1, &y2), FT_OK);
   const float *gd = ft_array_data(gx), *d1 = ft_array_data(y1);
   for (int i = 0; i < 3; i++) {
     float want = xs[i] - 0.5f * gd[i];

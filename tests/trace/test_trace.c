@@ -505,10 +505,10 @@ static int many_ops(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, 
   int bd3[2] = {1, 2};
   out[n++] = ft_broadcast_in_dim(x, 3, s423, bd3);
   out[n++] = ft_reshape(x, 1, s6);
-  out[n++] = ft_transpose(x, perm);
+  out[n++] = ft_transpose(x, ft_val_rank(x), perm);
   out[n++] = ft_squeeze(ft_expand_dims(x, 1, &ax0), 1, &ax0);
   out[n++] = ft_rev(x, 1, &ax1);
-  out[n++] = ft_slice(x, st, lim, NULL);
+  out[n++] = ft_slice(x, ft_val_rank(x), st, lim, NULL);
   ft_val *idx[2] = {ft_const_i32(t, 0), ft_const_i32(t, 1)};
   int64_t sz[2] = {1, 2};
   out[n++] = ft_dynamic_slice(x, idx, sz);

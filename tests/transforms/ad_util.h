@@ -49,7 +49,7 @@ static inline void free_arrays(int n, ft_array **a) {
 /* Runs j; returns its outputs (caller frees). */
 static inline void run(const ft_jaxpr *j, int n_in, ft_array *const *in, ft_array **out) {
   int no = ft_jaxpr_num_outputs(j);
-  ft_status st = ft_eval(C, j, n_in, in, no, out);
+  ft_status st = ft_eval(C, j, n_in, (const ft_array *const *)in, no, out);
   ck_assert_msg(st == FT_OK, "eval: %s", ft_ctx_error(C));
 }
 

@@ -67,7 +67,7 @@ static inline ft_jaxpr *sub_mutate(ft_ctx *C, const ft_jaxpr *p, unsigned kind) 
   if (kind & 4) {
     int ax[SUB_MAXV];
     for (int i = 0; i < SUB_MAXV; i++) ax[i] = 0;
-    ft_jaxpr *vp = ft_vmap(C, p, ax, ax, 2);
+    ft_jaxpr *vp = ft_vmap(C, p, ft_jaxpr_num_inputs(p), ax, ft_jaxpr_num_outputs(p), ax, 2);
     if (vp) {
       v = jaxpr_clone_shared(a, vp);
       ft_jaxpr_free(vp);

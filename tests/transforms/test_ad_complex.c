@@ -558,7 +558,7 @@ START_TEST(vmap_and_jit) {
                      "    f:c128[3] = complex 1.5:f64[] a";
   ft_jaxpr *j = prog("z:c128[3] x:f64[3]", body, "d, e, f");
   /* z batched on axis 1, x unbatched */
-  ft_jaxpr *v = ft_vmap(C, j, (int[]){1, FT_VMAP_NONE}, (int[]){0, 0, 0}, 4);
+  ft_jaxpr *v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), (int[]){1, FT_VMAP_NONE}, ft_jaxpr_num_outputs(j), (int[]){0, 0, 0}, 4);
   ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
   verify(v);
   ft_array *in[2] = {input_array(v, 0), input_array(v, 1)}, *o[3];
@@ -576,10 +576,10 @@ START_TEST(vmap_and_jit) {
   }
   free_arrays(3, o), free_arrays(2, in);
   /* the JIT compiles them into a loop kernel: bitwise ft_eval */
-  ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.no_disk_cache = true});
+  ft_fn *fn = ft_jit(C, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .no_disk_cache = true});
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
   ft_array *ji[2] = {input_array(j, 0), input_array(j, 1)}, *jo[3], *eo[3];
-  ck_assert_msg(ft_call(fn, 2, ji, 3, jo) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, 2, (const ft_array *const *)ji, 3, jo) == FT_OK, "%s", ft_ctx_error(C));
   run(j, 2, ji, eo);
   for (int q = 0; q < 3; q++) ck_assert(same_bits(jo[q], eo[q]));
   free_arrays(3, jo), free_arrays(3, eo), free_arrays(2, ji);

@@ -390,11 +390,11 @@ static void fx_case(const char *name, const char *jtext, int na, const int *argn
     }
   }
   /* the JIT runs the gradient bit for bit like the interpreter */
-  ft_jit_options jo = {.no_cache = true};
+  ft_jit_options jo = {.size = sizeof(ft_jit_options), .no_cache = true};
   ft_fn *fn = ft_jit(C, g, &jo);
   ck_assert_msg(fn != NULL, "%s: jit: %s", name, ft_ctx_error(C));
   ft_array *jouts[16];
-  ck_assert_msg(ft_call(fn, nin, ins, na, jouts) == FT_OK, "%s: call: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, nin, (const ft_array *const *)ins, na, jouts) == FT_OK, "%s: call: %s", name, ft_ctx_error(C));
   for (int k = 0; k < na; k++)
     ck_assert_msg(!memcmp(jouts[k]->data, outs[k]->data, (size_t)gr[k].n * sizeof(double)), "%s: jit differs",
                   name);

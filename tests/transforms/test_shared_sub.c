@@ -46,7 +46,7 @@ static ft_array *npy(const char *dir, const char *name, const char *what, int k)
 }
 
 static void run(const ft_jaxpr *j, int n_in, ft_array *const *in, ft_array **out) {
-  ft_status st = ft_eval(C, j, n_in, in, ft_jaxpr_num_outputs(j), out);
+  ft_status st = ft_eval(C, j, n_in, (const ft_array *const *)in, ft_jaxpr_num_outputs(j), out);
   ck_assert_msg(st == FT_OK, "eval: %s", ft_ctx_error(C));
 }
 
@@ -87,7 +87,7 @@ static void jit_matches(const char *what, const ft_jaxpr *j, int n_in, ft_array 
   int no = ft_jaxpr_num_outputs(j);
   ft_array *o[64];
   ck_assert_int_le(no, 64);
-  ck_assert_msg(ft_call(fn, n_in, in, no, o) == FT_OK, "%s: ft_call: %s", what, ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, no, o) == FT_OK, "%s: ft_call: %s", what, ft_ctx_error(C));
   for (int k = 0; k < no; k++)
     ck_assert_msg(ft_array_equal_bits(o[k], ref[k]), "%s: output %d of the JIT differs from the interpreter's",
                   what, k);
@@ -132,7 +132,7 @@ static ft_array *ones_like(const ft_array *a) {
   ft_aval av = ft_array_aval(a);
   ft_array *o = ft_array_new(C, av.dtype, av.rank, av.dims);
   ck_assert_ptr_nonnull(o);
-  float *p = ft_array_data(o);
+  float *p = ft_array_data_mut(o);
   for (size_t i = 0; i < ft_array_nbytes(o) / sizeof(float); i++) p[i] = 1.0f;
   return o;
 }
@@ -251,7 +251,7 @@ START_TEST(golden_and_jvp_roundtrip) {
     }
     ft_array *probe[64];
     int no = ft_jaxpr_num_outputs(j);
-    bool runs = have && no <= 64 && ft_eval(C, j, ni, in, no, probe) == FT_OK;
+    bool runs = have && no <= 64 && ft_eval(C, j, ni, (const ft_array *const *)in, no, probe) == FT_OK;
     if (runs) free_all(no, probe);
     if (runs) {
       roundtrip(name, j, ni, in);
@@ -263,7 +263,7 @@ START_TEST(golden_and_jvp_roundtrip) {
           ft_aval av;
           ft_jaxpr_input_aval(jv, i, &av);
           jin[i] = i < ni ? in[i] : ft_array_new(C, av.dtype, av.rank, av.dims);
-          if (i >= ni) memset(ft_array_data(jin[i]), 0, ft_array_nbytes(jin[i]));
+          if (i >= ni) memset(ft_array_data_mut(jin[i]), 0, ft_array_nbytes(jin[i]));
         }
         roundtrip("jvp", jv, nj, jin);
         for (int i = ni; i < nj; i++) ft_array_free(jin[i]);

@@ -81,7 +81,7 @@ static stats S;
 static bool eval(const ft_jaxpr *j, int n_in, ft_array *const *in, ft_array **out) {
   int no = ft_jaxpr_num_outputs(j);
   ck_assert_int_le(no, 8 * MAXV);
-  return ft_eval(C, j, n_in, in, no, out) == FT_OK;
+  return ft_eval(C, j, n_in, (const ft_array *const *)in, no, out) == FT_OK;
 }
 
 /* Both evaluate, or neither; when they do, the outputs are bitwise equal
@@ -172,9 +172,9 @@ static ft_array *filled(const ft_aval *av, double scale, uint32_t *seed) {
   for (size_t i = 0; i < n; i++) {
     *seed = *seed * 1664525u + 1013904223u;
     double u = (double)(*seed >> 8) / (double)(1u << 24);
-    if (av->dtype == FT_F32) ((float *)ft_array_data(a))[i] = (float)(scale * (2 * u - 1));
-    else if (av->dtype == FT_F64) ((double *)ft_array_data(a))[i] = scale * (2 * u - 1);
-    else memset((char *)ft_array_data(a), 0, ft_array_nbytes(a));
+    if (av->dtype == FT_F32) ((float *)ft_array_data_mut(a))[i] = (float)(scale * (2 * u - 1));
+    else if (av->dtype == FT_F64) ((double *)ft_array_data_mut(a))[i] = scale * (2 * u - 1);
+    else memset((char *)ft_array_data_mut(a), 0, ft_array_nbytes(a));
   }
   return a;
 }
@@ -184,8 +184,8 @@ static ft_array *ones(const ft_aval *av) {
   ft_array *a = filled(av, 0, &seed);
   size_t n = ft_array_nbytes(a) / (av->dtype == FT_F64 ? 8 : 4);
   for (size_t i = 0; i < n; i++)
-    if (av->dtype == FT_F32) ((float *)ft_array_data(a))[i] = 1;
-    else if (av->dtype == FT_F64) ((double *)ft_array_data(a))[i] = 1;
+    if (av->dtype == FT_F32) ((float *)ft_array_data_mut(a))[i] = 1;
+    else if (av->dtype == FT_F64) ((double *)ft_array_data_mut(a))[i] = 1;
   return a;
 }
 
@@ -218,7 +218,7 @@ static void jit_same(const char *what, const char *how, const ft_jaxpr *j, int n
   int no = ft_jaxpr_num_outputs(j);
   ft_fn *fn = ft_jit(C, j, NULL);
   ck_assert_msg(fn != NULL, "%s: %s: ft_jit: %s", what, how, ft_ctx_error(C));
-  ck_assert_msg(ft_call(fn, n_in, in, no, got) == FT_OK, "%s: %s: ft_call: %s", what, how, ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, no, got) == FT_OK, "%s: %s: ft_call: %s", what, how, ft_ctx_error(C));
   for (int k = 0; k < no; k++) {
     if (!bits_eq(ref[k], got[k])) dump(j, n_in, in);
     ck_assert_msg(bits_eq(ref[k], got[k]),
@@ -250,7 +250,7 @@ static ft_array *to_f64(const ft_array *x, const double *dir, double h) {
   if (av.dtype != FT_F32) return NULL;
   ft_array *r = ft_array_new(C, FT_F64, av.rank, av.dims);
   const float *s = ft_array_data(x);
-  double *d = ft_array_data(r);
+  double *d = ft_array_data_mut(r);
   size_t n = ft_array_nbytes(x) / 4;
   for (size_t i = 0; i < n; i++) d[i] = (double)s[i] + (dir ? h * dir[i] : 0);
   return r;
@@ -416,7 +416,7 @@ static void check_program(const char *what, const ft_jaxpr *p, int n_in, ft_arra
 
   /* vmap over a new leading axis of 2: lanes x and x / 2 */
   int ax[8 * MAXV] = {0};
-  ft_jaxpr *mp = ft_vmap(C, p, ax, ax, 2), *mi = ft_vmap(C, il, ax, ax, 2);
+  ft_jaxpr *mp = ft_vmap(C, p, ft_jaxpr_num_inputs(p), ax, ft_jaxpr_num_outputs(p), ax, 2), *mi = ft_vmap(C, il, ft_jaxpr_num_inputs(il), ax, ft_jaxpr_num_outputs(il), ax, 2);
   if (both(what, "vmap", mp, mi)) {
     ft_array *bin[MAXV];
     for (int i = 0; i < n_in; i++) {
@@ -426,10 +426,10 @@ static void check_program(const char *what, const ft_jaxpr *p, int n_in, ft_arra
       for (int d = 0; d < av.rank; d++) bv.dims[d + 1] = av.dims[d];
       bin[i] = ft_array_new(C, bv.dtype, bv.rank, bv.dims);
       size_t nb = ft_array_nbytes(in[i]);
-      memcpy(ft_array_data(bin[i]), ft_array_data(in[i]), nb);
-      memcpy((char *)ft_array_data(bin[i]) + nb, ft_array_data(in[i]), nb);
+      memcpy(ft_array_data_mut(bin[i]), ft_array_data_mut(in[i]), nb);
+      memcpy((char *)ft_array_data_mut(bin[i]) + nb, ft_array_data_mut(in[i]), nb);
       if (av.dtype == FT_F32)
-        for (size_t e = 0; e < nb / 4; e++) ((float *)ft_array_data(bin[i]))[nb / 4 + e] *= 0.5f;
+        for (size_t e = 0; e < nb / 4; e++) ((float *)ft_array_data_mut(bin[i]))[nb / 4 + e] *= 0.5f;
     }
     same_bits(what, "vmap", mp, mi, n_in, bin);
     free_all(n_in, bin);

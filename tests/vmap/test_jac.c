@@ -68,7 +68,7 @@ END_TEST
 START_TEST(test_grad_of_vmap) {
   ft_jaxpr *f = vt_parse(C, "{ lambda ; w:f32[3] x:f32[3]. let a:f32[3] = mul w x\n b:f32[3] = sin a\n c:f32[] = reduce_sum[axes=(0,) out_sharding=None] b in (c,) }");
   int axes[2] = {N, 0};
-  ft_jaxpr *v = ft_vmap(C, f, axes, NULL, 4); /* (w, xs[4,3]) -> [4] */
+  ft_jaxpr *v = ft_vmap(C, f, ft_jaxpr_num_inputs(f), axes, 0, NULL, 4); /* (w, xs[4,3]) -> [4] */
   ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
   /* sum over the batch, then grad */
   ft_jaxpr *s = vt_parse(C, "{ lambda ; w:f32[3] x:f32[4,3]. let a:f32[4,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 3) sharding=None] w\n b:f32[4,3] = mul a x\n c:f32[4,3] = sin b\n d:f32[4] = reduce_sum[axes=(1,) out_sharding=None] c in (d,) }");
@@ -82,8 +82,8 @@ START_TEST(test_grad_of_vmap) {
   ft_array *in[3] = {vt_random(C, &aw, &seed, 0, 0), vt_random(C, &ax, &seed, 0, 0),
                      vt_random(C, &ac, &seed, 0, 0)};
   ft_array *o1[3], *o2[3];
-  ck_assert_int_eq(ft_eval(C, gv, 3, in, 3, o1), FT_OK);
-  ck_assert_int_eq(ft_eval(C, gs, 3, in, 3, o2), FT_OK);
+  ck_assert_int_eq(ft_eval(C, gv, 3, (const ft_array *const *)in, 3, o1), FT_OK);
+  ck_assert_int_eq(ft_eval(C, gs, 3, (const ft_array *const *)in, 3, o2), FT_OK);
   /* the primal agrees bitwise; the cotangent of w agrees in value */
   ck_assert(ft_array_equal_bits(o1[0], o2[0]));
   const float *g1 = ft_array_data(o1[1]), *g2 = ft_array_data(o2[1]);
@@ -101,7 +101,7 @@ static const char *F =
 
 static ft_array *eval1(ft_jaxpr *j, ft_array *x) {
   ft_array *o = NULL;
-  ck_assert_msg(ft_eval(C, j, 1, &x, 1, &o) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, j, 1, (const ft_array *const *)&x, 1, &o) == FT_OK, "%s", ft_ctx_error(C));
   return o;
 }
 
@@ -145,8 +145,8 @@ START_TEST(test_jacobian_matrix) {
     ft_jaxpr *jf = ft_jacfwd(C, f, arg), *jr = ft_jacrev(C, f, arg);
     ck_assert_msg(jf && jr, "%s", ft_ctx_error(C));
     ft_array *of = NULL, *orr = NULL;
-    ck_assert_int_eq(ft_eval(C, jf, 2, in, 1, &of), FT_OK);
-    ck_assert_int_eq(ft_eval(C, jr, 2, in, 1, &orr), FT_OK);
+    ck_assert_int_eq(ft_eval(C, jf, 2, (const ft_array *const *)in, 1, &of), FT_OK);
+    ck_assert_int_eq(ft_eval(C, jr, 2, (const ft_array *const *)in, 1, &orr), FT_OK);
     const double *a = ft_array_data(of), *b = ft_array_data(orr);
     int n = arg == 0 ? 12 : 6;
     ck_assert_int_eq(ft_array_nbytes(of), n * 8);

@@ -158,7 +158,7 @@ END_TEST
 START_TEST(test_axis_size_only) {
   ft_jaxpr *j = vt_parse(C, "{ lambda ; a:f32[2]. let b:f32[2] = exp a in (b,) }");
   int in[1] = {N}, out[1] = {1};
-  ft_jaxpr *v = ft_vmap(C, j, in, out, 4);
+  ft_jaxpr *v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), in, ft_jaxpr_num_outputs(j), out, 4);
   ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
   ft_aval av;
   ck_assert_int_eq(ft_jaxpr_output_aval(v, 0, &av), FT_OK);
@@ -168,11 +168,11 @@ START_TEST(test_axis_size_only) {
   ft_jaxpr_free(v);
   ck_assert_int_eq(vt_check(C, "{ lambda ; a:f32[2]. let b:f32[2] = exp a in (b,) }", in, out,
                             4, 3, 0, 0), 8);
-  ck_assert_ptr_null(ft_vmap(C, j, in, out, -1));
+  ck_assert_ptr_null(ft_vmap(C, j, ft_jaxpr_num_inputs(j), in, ft_jaxpr_num_outputs(j), out, -1));
   ck_assert_int_eq(ft_ctx_status(C), FT_ERR_INVALID_ARG);
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "axis_size must be >= 0"));
   ft_aval b = {.dtype = FT_F32, .rank = 1, .dims = {2}};
-  ck_assert_ptr_null(ft_vmap_avals(C, j, in, out, &b));
+  ck_assert_ptr_null(ft_vmap_avals(C, j, ft_jaxpr_num_inputs(j), in, ft_jaxpr_num_outputs(j), out, ft_jaxpr_num_inputs(j), &b));
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "no input is mapped"));
   ft_jaxpr_free(j);
 }
@@ -199,13 +199,13 @@ START_TEST(test_errors) {
                             "    cond_jaxpr={ lambda ; h:i32[3] i:i32[3]. let k:bool[3] = lt h i in (k,) }\n"
                             "    cond_nconsts=0] a a in (c,) }");
   int w0[1] = {0}, wo[1] = {0};
-  ck_assert_ptr_null(ft_vmap(C, w, w0, wo, 2));
+  ck_assert_ptr_null(ft_vmap(C, w, ft_jaxpr_num_inputs(w), w0, ft_jaxpr_num_outputs(w), wo, 2));
   ck_assert_int_eq(ft_ctx_status(C), FT_ERR_UNSUPPORTED);
   ck_assert_msg(strstr(ft_ctx_error(C), "the predicate is batched already"), "%s", ft_ctx_error(C));
   ft_jaxpr_free(w);
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ft_ctx_clear_error(C);
-    ck_assert_ptr_null(ft_vmap(C, j, bad[i].in, bad[i].out, 2));
+    ck_assert_ptr_null(ft_vmap(C, j, ft_jaxpr_num_inputs(j), bad[i].in, ft_jaxpr_num_outputs(j), bad[i].out, 2));
     ck_assert_int_eq(ft_ctx_status(C), FT_ERR_INVALID_ARG);
     ck_assert_msg(strstr(ft_ctx_error(C), bad[i].msg), "case %zu: %s", i, ft_ctx_error(C));
   }
@@ -217,23 +217,23 @@ START_TEST(test_errors) {
   ft_aval b5 = {.dtype = FT_F32, .rank = 1, .dims = {5}};
   ft_aval ok[2] = {a7, b7}, incons[2] = {a7, b6}, wrong[2] = {a4, b7}, unm[2] = {a7, b7};
   int in00[2] = {0, 0}, in0m1[2] = {0, -1}, in0N[2] = {0, N};
-  ft_jaxpr *v = ft_vmap_avals(C, j, in00, NULL, ok);
+  ft_jaxpr *v = ft_vmap_avals(C, j, ft_jaxpr_num_inputs(j), in00, 0, NULL, ft_jaxpr_num_inputs(j), ok);
   ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
   ft_jaxpr_free(v);
-  ck_assert_ptr_null(ft_vmap_avals(C, j, in0m1, NULL, incons));
+  ck_assert_ptr_null(ft_vmap_avals(C, j, ft_jaxpr_num_inputs(j), in0m1, 0, NULL, ft_jaxpr_num_inputs(j), incons));
   ck_assert_int_eq(ft_ctx_status(C), FT_ERR_SHAPE);
   ck_assert_msg(strstr(ft_ctx_error(C), "inconsistent sizes for the mapped axis: input 0 has "
                                         "size 7 along axis 0, input 1 has size 6 along axis 1"),
                 "%s", ft_ctx_error(C));
-  ck_assert_ptr_null(ft_vmap_avals(C, j, in00, NULL, wrong));
+  ck_assert_ptr_null(ft_vmap_avals(C, j, ft_jaxpr_num_inputs(j), in00, 0, NULL, ft_jaxpr_num_inputs(j), wrong));
   ck_assert_int_eq(ft_ctx_status(C), FT_ERR_SHAPE);
-  ck_assert_ptr_null(ft_vmap_avals(C, j, in0N, NULL, unm));
+  ck_assert_ptr_null(ft_vmap_avals(C, j, ft_jaxpr_num_inputs(j), in0N, 0, NULL, ft_jaxpr_num_inputs(j), unm));
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "unmapped input 1 is f32[7,5], expected f32[5]"));
   unm[1] = b5;
-  v = ft_vmap_avals(C, j, in0N, (int[]){N, N}, unm);
+  v = ft_vmap_avals(C, j, ft_jaxpr_num_inputs(j), in0N, ft_jaxpr_num_outputs(j), (int[]){N, N}, ft_jaxpr_num_inputs(j), unm);
   ck_assert_ptr_null(v);
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "out_axes"));
-  ck_assert_ptr_null(ft_vmap(C, NULL, NULL, NULL, 2));
+  ck_assert_ptr_null(ft_vmap(C, NULL, 0, NULL, 0, NULL, 2));
   ck_assert_int_eq(ft_ctx_status(C), FT_ERR_INVALID_ARG);
   ft_jaxpr_free(j);
 }
@@ -243,7 +243,7 @@ END_TEST
 START_TEST(test_nested) {
   ft_jaxpr *j = vt_parse(C, "{ lambda ; a:f32[4,3] b:f32[3,5]. let c:f32[4,5] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b\n d:f32[4] = reduce_sum[axes=(1,) out_sharding=None] c in (c, d) }");
   int in1[2] = {0, N};
-  ft_jaxpr *v1 = ft_vmap(C, j, in1, NULL, 2); /* a:[2,4,3] */
+  ft_jaxpr *v1 = ft_vmap(C, j, ft_jaxpr_num_inputs(j), in1, 0, NULL, 2); /* a:[2,4,3] */
   ck_assert_msg(v1 != NULL, "%s", ft_ctx_error(C));
   int in2[2] = {1, 0};
   uint64_t seed = 99;
@@ -281,14 +281,14 @@ START_TEST(test_cond) {
   /* the mapped index becomes select_n, no cond left */
   ft_jaxpr *j = vt_parse(C, COND);
   int axes[3] = {0, N, N};
-  ft_jaxpr *v = ft_vmap(C, j, axes, NULL, 4);
+  ft_jaxpr *v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), axes, 0, NULL, 4);
   char *p = ft_jaxpr_print(C, v);
   ck_assert_ptr_null(strstr(p, "cond["));
   ck_assert_ptr_nonnull(strstr(p, "select_n"));
   ft_free(p);
   ft_jaxpr_free(v);
   int axes2[3] = {N, 0, N};
-  v = ft_vmap(C, j, axes2, NULL, 4);
+  v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), axes2, 0, NULL, 4);
   p = ft_jaxpr_print(C, v);
   ck_assert_ptr_nonnull(strstr(p, "cond["));
   ft_free(p);
@@ -445,7 +445,7 @@ START_TEST(test_structural) {
     ft_jaxpr *j = vt_parse(C, t[i]);
     for (int ax = 0; ax < 2; ax++) {
       int in[1] = {ax};
-      ft_jaxpr *v = ft_vmap(C, j, in, NULL, 4);
+      ft_jaxpr *v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), in, 0, NULL, 4);
       ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
       ft_aval o;
       ft_jaxpr_output_aval(v, 0, &o);

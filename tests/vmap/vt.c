@@ -16,7 +16,7 @@ ft_array *vt_random(ft_ctx *ctx, const ft_aval *av, uint64_t *seed, int64_t lo, 
   ft_array *a = ft_array_new(ctx, av->dtype, av->rank, av->dims);
   ck_assert_ptr_nonnull(a);
   int64_t n = ft_aval_size(av);
-  void *d = ft_array_data(a);
+  void *d = ft_array_data_mut(a);
   for (int64_t i = 0; i < n; i++) {
     uint64_t r = vt_rand(seed);
     double f = ((double)(r >> 11) / 9007199254740992.0) * 8.0 - 4.0;
@@ -62,7 +62,7 @@ ft_array *vt_take(ft_ctx *ctx, const ft_array *a, int axis, int64_t b) {
   for (int i = 0; i < axis; i++) outer *= av.dims[i];
   for (int i = axis + 1; i < av.rank; i++) inner *= av.dims[i];
   const char *s = ft_array_data(a);
-  char *d = ft_array_data(o);
+  char *d = ft_array_data_mut(o);
   for (int64_t o1 = 0; o1 < outer; o1++)
     memcpy(d + (size_t)(o1 * inner) * es, s + (size_t)((o1 * av.dims[axis] + b) * inner) * es,
            (size_t)inner * es);
@@ -80,13 +80,13 @@ static int norm(int ax, int rank) { return ax < 0 ? ax + rank : ax; }
 int64_t vt_check_j(ft_ctx *ctx, const ft_jaxpr *j, const int *in_axes, const int *out_axes,
                    int64_t B, ft_array *const *xs) {
   int n = ft_jaxpr_num_inputs(j), m = ft_jaxpr_num_outputs(j);
-  ft_jaxpr *v = ft_vmap(ctx, j, in_axes, out_axes, B);
+  ft_jaxpr *v = ft_vmap(ctx, j, ft_jaxpr_num_inputs(j), in_axes, ft_jaxpr_num_outputs(j), out_axes, B);
   ck_assert_msg(v != NULL, "vmap: %s", ft_ctx_error(ctx));
   ck_assert_int_eq(ft_jaxpr_verify(ctx, v), FT_OK);
   ft_array *outs[16], *souts[16], *slices[16];
   ck_assert_int_le(m, 16);
   ck_assert_int_le(n, 16);
-  ft_status st = ft_eval(ctx, v, n, xs, m, outs);
+  ft_status st = ft_eval(ctx, v, n, (const ft_array *const *)xs, m, outs);
   if (st) {
     char *p = ft_jaxpr_print(ctx, v);
     ck_abort_msg("eval of vmap: %s\n%s", ft_ctx_error(ctx), p ? p : "");
@@ -103,7 +103,7 @@ int64_t vt_check_j(ft_ctx *ctx, const ft_jaxpr *j, const int *in_axes, const int
     }
     ft_array *in[16];
     for (int i = 0; i < n; i++) in[i] = slices[i] ? slices[i] : xs[i];
-    ck_assert_msg(ft_eval(ctx, j, n, in, m, souts) == FT_OK, "eval: %s", ft_ctx_error(ctx));
+    ck_assert_msg(ft_eval(ctx, j, n, (const ft_array *const *)in, m, souts) == FT_OK, "eval: %s", ft_ctx_error(ctx));
     for (int k = 0; k < m; k++) {
       int ax = out_axes ? out_axes[k] : 0;
       ft_array *got = ax == FT_VMAP_NONE
@@ -117,8 +117,8 @@ int64_t vt_check_j(ft_ctx *ctx, const ft_jaxpr *j, const int *in_axes, const int
         int64_t nel = ft_aval_size(&sa), bad = -1;
         if (ft_aval_size(&ga) == nel && ga.dtype == sa.dtype)
           for (int64_t e = 0; e < nel && bad < 0; e++)
-            if (memcmp((char *)ft_array_data(g) + e * ft_dtype_size(ga.dtype),
-                       (char *)ft_array_data(souts[k]) + e * ft_dtype_size(ga.dtype),
+            if (memcmp((const char *)ft_array_data(g) + e * ft_dtype_size(ga.dtype),
+                       (const char *)ft_array_data(souts[k]) + e * ft_dtype_size(ga.dtype),
                        ft_dtype_size(ga.dtype)))
               bad = e;
         ck_abort_msg("output %d lane %lld differs (%s vs %s; first element %lld)\n%s", k,

@@ -59,9 +59,9 @@ int main(int argc, char **argv) {
     ft_array_free(file);
   }
   /* AOT emits fallback steps: the reference runs them too */
-  ft_fn *fn = ft_jit(ctx, j, &(ft_jit_options){.allow_fallback = true});
+  ft_fn *fn = ft_jit(ctx, j, &(ft_jit_options){.size = sizeof(ft_jit_options), .allow_fallback = true});
   if (!fn) return die(ctx, "jit");
-  if (ft_call(fn, n_in, in, n_out, out)) return die(ctx, "call");
+  if (ft_call(fn, n_in, (const ft_array *const *)in, n_out, out)) return die(ctx, "call");
   for (int k = 0; k < n_out; k++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/out%d.raw", argv[2], k);
