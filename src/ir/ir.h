@@ -417,6 +417,9 @@ const ft_pval *ft_params_default_shared(ft_prim p);
  * avals, computes the output avals (n_out_expected of them) or reports the
  * misuse (primitive, shapes, dtypes) on ctx. Sub-jaxpr params are checked
  * against the inputs here too. */
+/* SearchSorted's side and method params: false unless valid; *left (side
+ * left) and *binary (method scan or scan_unrolled) when not NULL. */
+bool ft_searchsorted_mode(const ft_pval *side, const ft_pval *method, bool *left, bool *binary);
 ft_status ft_infer(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in,
                    const ft_aval *in, int *n_out, ft_aval *out, int max_out);
 /* shape_linalg.c: the rules of the linear-algebra primitives; false when p

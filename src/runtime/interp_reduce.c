@@ -534,3 +534,98 @@ ft_status ft_sort_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_arr
   }
   return FT_OK;
 }
+
+/* ------------------------------------------------------------ SearchSorted */
+/* Element i of x as lax.sort's comparator keys (the canonical float keys of
+ * float_key; two for complex: real, then imaginary), unsigned-comparable;
+ * returns how many. */
+static int ss_keys(const ft_array *x, int64_t i, uint64_t k[2]) {
+  ft_dtype dt = x->aval.dtype;
+  if (ft_dtype_is_complex(dt)) {
+    double re, im;
+    ft_get_c128(x, i, &re, &im);
+    k[0] = float_key(re), k[1] = float_key(im);
+    return 2;
+  }
+  if (ft_dtype_is_float(dt)) k[0] = float_key(ft_get_f64(x, i));
+  else if (ft_dtype_is_signed(dt)) k[0] = (uint64_t)ft_get_i64(x, i) ^ (UINT64_C(1) << 63);
+  else k[0] = ft_get_u64(x, i); /* unsigned, bool */
+  return 1;
+}
+
+/* -1, 0, 1 as x <, ==, > y in that order. */
+static int ss_cmp(const uint64_t *x, const uint64_t *y, int n) {
+  for (int j = 0; j < n; j++)
+    if (x[j] != y[j]) return x[j] < y[j] ? -1 : 1;
+  return 0;
+}
+
+ft_status ft_searchsorted_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                               void *scratch) {
+  (void)scratch;
+  if (e->n_in != 2 || e->n_out != 1) return ft_set_error(ctx, FT_ERR_TYPE, "SearchSorted: expects 2 operands and 1 result");
+  const ft_aval *a = &in[0]->aval, *q = &in[1]->aval, *o = &e->out[0]->aval;
+  int64_t b = ft_param_int(e, "batch_dims", -1), d = ft_param_int(e, "dimension", -1);
+  const ft_pval *side = ft_eqn_param(e, "side"), *method = ft_eqn_param(e, "method");
+  bool left = false, binary = false;
+  if (!ft_searchsorted_mode(side, method, &left, &binary) || b < 0 || b >= a->rank || d < b ||
+      d >= a->rank || q->rank < b || a->dtype != q->dtype || !ft_dtype_is_int(o->dtype) ||
+      ft_dtype_is_key(a->dtype) || a->dtype == FT_FLOAT0)
+    return ft_set_error(ctx, FT_ERR_TYPE, "SearchSorted: bad operands or params (%s, %s)",
+                        ft_dtype_name(a->dtype), ft_dtype_name(q->dtype));
+  /* the result: sorted's batch axes, its other axes but d, query's rest */
+  int64_t od[2 * FT_MAX_RANK];
+  int orank = 0;
+  for (int i = 0; i < a->rank; i++)
+    if (i != d) od[orank++] = a->dims[i];
+  for (int i = (int)b; i < q->rank; i++) od[orank++] = q->dims[i];
+  bool same = orank == o->rank;
+  for (int i = 0; same && i < orank; i++) same = od[i] == o->dims[i];
+  for (int i = 0; same && i < b; i++) same = a->dims[i] == q->dims[i];
+  if (!same) return ft_set_error(ctx, FT_ERR_SHAPE, "SearchSorted: the result's shape does not follow its operands'");
+  if (!out) return FT_OK;
+  int64_t ast[FT_MAX_RANK], qst[FT_MAX_RANK], idx[2 * FT_MAX_RANK] = {0};
+  c_strides(a, ast);
+  c_strides(q, qst);
+  int64_t n = a->dims[d], sd = ast[d], total = ft_aval_size(o);
+  int levels = 0; /* JAX's ceil(log2(n + 1)) probes */
+  while (levels < 63 && (INT64_C(1) << levels) < n + 1) levels++;
+  for (int64_t t = 0; t < total; t++) {
+    /* idx runs over the result's axes; the sorted line and query element */
+    int64_t abase = 0, qoff = 0;
+    int k = 0;
+    for (int i = 0; i < a->rank; i++)
+      if (i != d) abase += idx[k] * ast[i], qoff += i < b ? idx[k] * qst[i] : 0, k++;
+    for (int i = (int)b; i < q->rank; i++) qoff += idx[k++] * qst[i];
+    uint64_t qk[2], ak[2];
+    int nk = ss_keys(in[1], qoff, qk);
+    uint64_t r = 0;
+    if (n == 0) {
+      r = 0;
+    } else if (binary) { /* _searchsorted_scan_impl: go left when q <= a[mid] (left), q < a[mid] (right) */
+      uint64_t lo = 0, hi = (uint64_t)n;
+      for (int l = 0; l < levels; l++) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (mid >= (uint64_t)n) break; /* not reached: mid < hi <= n until lo == hi */
+        ss_keys(in[0], abase + (int64_t)mid * sd, ak);
+        int c = ss_cmp(qk, ak, nk);
+        bool go_left = left ? c <= 0 : c < 0;
+        if (go_left) hi = mid;
+        else lo = mid;
+      }
+      r = hi;
+    } else { /* compare_all and sort: how many a[i] < q (left), <= q (right) */
+      for (int64_t i = 0; i < n; i++) {
+        ss_keys(in[0], abase + i * sd, ak);
+        int c = ss_cmp(ak, qk, nk);
+        r += left ? c < 0 : c <= 0;
+      }
+    }
+    ft_set_i64(out[0], t, (int64_t)r);
+    for (int i = orank - 1; i >= 0; i--) {
+      if (++idx[i] < od[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return FT_OK;
+}

@@ -512,6 +512,30 @@ static bool rule_top_k(bt_call *c) {
   return tx_emitn(c->t, c->e->prim, c->params, 1, &x, 2, c->y);
 }
 
+/* SearchSorted: JAX's batch rule (hijax.py): a mapped sorted array's batch
+ * axis becomes one of its non-searched axes (at batch_dims); a mapped
+ * query's joins its non-batch axes; both mapped: a new shared batch axis. */
+static bool rule_searchsorted(bt_call *c) {
+  ft_prim p = c->e->prim;
+  int64_t b = pget_int(p, c->params, "batch_dims", 0), d = pget_int(p, c->params, "dimension", 0);
+  ft_var *in[2] = {c->x[0], c->x[1]};
+  if (c->xb[0] >= 0 && c->xb[1] < 0) {
+    in[0] = bt_moveaxis(c->t, c->x[0], c->xb[0], (int)b);
+    pset(p, c->params, "dimension", ft_pv_int(d + 1));
+    c->yb[0] = (int)b;
+  } else if (c->xb[0] < 0) {
+    in[1] = bt_moveaxis(c->t, c->x[1], c->xb[1], (int)b);
+    c->yb[0] = c->e->in[0]->aval.rank - 1;
+  } else {
+    in[0] = bt_moveaxis(c->t, c->x[0], c->xb[0], 0);
+    in[1] = bt_moveaxis(c->t, c->x[1], c->xb[1], 0);
+    pset(p, c->params, "batch_dims", ft_pv_int(b + 1));
+    pset(p, c->params, "dimension", ft_pv_int(d + 1));
+    c->yb[0] = 0;
+  }
+  return emit1(c, in) != NULL;
+}
+
 /* reduce_window_*: a window of 1 along the batch axis. */
 static bool rule_reduce_window(bt_call *c) {
   static const char *ones[] = {"base_dilation", "window_dilation", "window_dimensions",
@@ -578,6 +602,7 @@ bool bt_rule(bt_call *c) {
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: return rule_unary(c); /* elementwise */
   case FT_P_COMPLEX: return rule_broadcasting(c);
   case FT_P_TOP_K: return rule_top_k(c);
+  case FT_P_SEARCHSORTED: return rule_searchsorted(c);
   case FT_P_QR: case FT_P_EIGH: case FT_P_SVD: case FT_P_EIG: case FT_P_SCHUR:
   case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: case FT_P_HOUSEHOLDER_PRODUCT:
     return bt_spectral(c); /* linalg2 */

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Conformance cases of the issue 17 leftovers (branch prims, third
+round): JAX 0.12's SearchSorted HiPrim (jnp.searchsorted's four methods,
+both sides, NaN / signed zero / infinity queries in lax.sort's total order,
+integer and complex arrays, an unsorted array on which the binary search's
+probes decide the answer, hijax.searchsorted's batch_dims and dimension,
+vmap of a mapped sorted array, a mapped query, both), and the functions
+built on it (jnp.digitize, jnp.interp).
+
+Registered with gen_conformance.py's machinery and merged into the
+committed fixtures/conformance/MANIFEST.json, as gen_prims2.py does:
+
+  .venv-oracle/bin/python tools/oracle/gen_prims3.py
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import numpy as np  # noqa: E402
+
+import gen_conformance as G  # noqa: E402
+
+NAMES: list[str] = []
+
+
+def mine(name, group, transforms=()):
+    NAMES.append(name)
+    return G.case(name, "prim", group, transforms)
+
+
+METHODS = ("scan", "scan_unrolled", "compare_all", "sort")
+
+
+def ss_sorted(dty):
+    """A sorted array with duplicates, both zeros, infinities and NaNs at
+    the end (lax.sort's order)."""
+    return np.array([-np.inf, -3.0, -1.0, -0.0, 0.0, 0.0, 1.5, 1.5, 1.5, 7.0, np.inf, np.nan],
+                    dtype=dty)
+
+
+def ss_query(rng, dty):
+    q = rng.uniform(-5, 9, size=(3, 6))
+    q[0] = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0]
+    q[1, :4] = [1.5, -3.0, 7.0, 100.0]
+    return q.astype(dty)
+
+
+def register_prims3():
+    import jax
+    import jax.numpy as jnp
+    from jax._src.numpy import hijax
+
+    for dtn in ("f32", "x64:f64"):
+        x64 = dtn.startswith("x64:")
+        d = dtn.split(":")[-1]
+        pre = "x64_" if x64 else ""
+        dty = G.dt(d)
+        for m in METHODS:
+            for side in ("left", "right"):
+                @mine(f"{pre}prim_searchsorted_{m}_{side}_{d}", "SearchSorted", ("jvp", "vmap"))
+                def b(rng, dty=dty, m=m, side=side):
+                    return (lambda a, q: jnp.searchsorted(a, q, side=side, method=m)), \
+                        [ss_sorted(dty), ss_query(rng, dty)]
+
+            # an unsorted array: the binary search's probes decide (scan),
+            # the counting methods count
+            @mine(f"{pre}prim_searchsorted_unsorted_{m}_{d}", "SearchSorted")
+            def b(rng, dty=dty, m=m):
+                a = np.array([5.0, -1.0, 3.0, np.nan, 2.0, 0.0, 9.0, -4.0, 1.0], dtype=dty)
+                return (lambda a, q: jnp.searchsorted(a, q, method=m)), [a, ss_query(rng, dty)]
+
+        @mine(f"{pre}prim_searchsorted_sorter_{d}", "SearchSorted")
+        def b(rng, dty=dty):
+            a = rng.uniform(-4, 4, size=10).astype(dty)
+            return (lambda a, s, q: jnp.searchsorted(a, q, side="right", sorter=s)), \
+                [a, np.argsort(a).astype(np.int32), ss_query(rng, dty)]
+
+        @mine(f"{pre}prim_searchsorted_dim_{d}", "SearchSorted", ("vmap",))
+        def b(rng, dty=dty):
+            a = np.sort(rng.uniform(-4, 4, size=(3, 7, 2)), axis=1).astype(dty)
+            return (lambda a, q: hijax.searchsorted(a, q, dimension=1, side="right")), \
+                [a, rng.uniform(-5, 5, size=(4, 2)).astype(dty)]
+
+        @mine(f"{pre}prim_searchsorted_batch_{d}", "SearchSorted", ("vmap",))
+        def b(rng, dty=dty):
+            a = np.sort(rng.uniform(-4, 4, size=(3, 2, 6)), axis=2).astype(dty)
+            return (lambda a, q: hijax.searchsorted(a, q, batch_dims=1, dimension=2,
+                                                    method="compare_all")), \
+                [a, rng.uniform(-5, 5, size=(3, 5)).astype(dty)]
+
+        for nm, axes in (("sorted", (0, None)), ("query", (None, 1)), ("both", (1, 0))):
+            @mine(f"{pre}prim_searchsorted_vmap_{nm}_{d}", "SearchSorted")
+            def b(rng, dty=dty, axes=axes):
+                a = np.sort(rng.uniform(-4, 4, size=(3, 8)), axis=1).astype(dty)
+                q = rng.uniform(-5, 5, size=(3, 4)).astype(dty)
+                if axes[0] == 1:
+                    a = np.ascontiguousarray(a.T)
+                if axes == (None, 1):
+                    a = a[0]
+                return jax.vmap(lambda a, q: jnp.searchsorted(a, q), in_axes=axes), [a, q]
+
+        @mine(f"{pre}prim_digitize_{d}", "SearchSorted", ("jvp", "vmap"))
+        def b(rng, dty=dty):
+            bins = np.array([-2.0, -0.5, 0.0, 1.0, 3.0], dtype=dty)
+            return (lambda x, bins: jnp.digitize(x, bins, right=True)), [ss_query(rng, dty), bins]
+
+        @mine(f"{pre}prim_interp_{d}", "SearchSorted", ("jvp", "vjp", "vmap", "grad"))
+        def b(rng, dty=dty):
+            xp = np.sort(rng.uniform(-3, 3, size=8)).astype(dty)
+            fp = rng.uniform(-1, 1, size=8).astype(dty)
+            x = rng.uniform(-4, 4, size=6).astype(dty)
+            return (lambda x, xp, fp: jnp.interp(x, xp, fp).sum()), [x, xp, fp]
+
+    @mine("prim_searchsorted_i32", "SearchSorted", ("vmap",))
+    def b(rng):
+        a = np.array([-7, -2, -2, 0, 3, 3, 3, 10, 2147483647], dtype=np.int32)
+        q = np.array([[-8, -2, 3, 2147483647], [0, 1, 10, -2147483648]], dtype=np.int32)
+        return (lambda a, q: jnp.searchsorted(a, q, side="right")), [a, q]
+
+    @mine("prim_searchsorted_u8_sort", "SearchSorted")
+    def b(rng):
+        a = np.array([0, 1, 1, 4, 200, 255], dtype=np.uint8)
+        q = np.array([0, 1, 2, 255, 254, 100], dtype=np.uint8)
+        return (lambda a, q: jnp.searchsorted(a, q, method="sort")), [a, q]
+
+    @mine("prim_searchsorted_c64", "SearchSorted")
+    def b(rng):
+        a = np.array([-1 + 2j, 0 - 1j, 0 + 0j, 0 + 3j, 2 - 5j, np.nan + 0j], dtype=np.complex64)
+        q = np.array([0 + 1j, 0 - 0j, 2 - 5j, 5 + 0j, -3 + 0j], dtype=np.complex64)
+        return (lambda a, q: jnp.searchsorted(a, q, side="right")), [a, q]
+
+
+def main():
+    G.main_extra(register_prims3, NAMES, __file__)
+
+
+if __name__ == "__main__":
+    main()
