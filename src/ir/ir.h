@@ -235,6 +235,8 @@ typedef enum ft_pkind {
   FT_PK_DOTDIMS,  /* ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)) */
   FT_PK_PADCFG,   /* ((lo, hi, interior), ...) */
   FT_PK_RULE,     /* a function: a name (JAX prints Python rules so) or a jaxpr (C tracing) */
+  FT_PK_AVAL,     /* an aval as JAX prints a ShapedArray (f32[4]): HiPrims' x_aval params,
+                     kept as text and printed from the operand (print.c) */
   FT_PK_LSTUPLE   /* custom_linear_solve's _LinearSolveTuple(matvec=, vecmat=, solve=,
                      transpose_solve=): a tuple of 4 ints, or of 4 closed jaxprs or None,
                      each jaxpr printed as a program of its own (str(ClosedJaxpr)) */

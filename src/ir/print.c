@@ -395,6 +395,11 @@ static void add_kv(pctx *pc, ft_pdoc **kvs, int *n, const ft_eqn *e, int k) {
   const ft_prim_info *pi = ft_prim_get(e->prim);
   if (hidden(e->prim, k, &e->params[k])) return;
   ft_pval v = e->params[k];
+  char avs[160];
+  if (pi->params[k].kind == FT_PK_AVAL) { /* HiPrims' x_aval, x1_aval, x2_aval: the operand's */
+    int i = pi->params[k].name[1] == '2' ? 1 : 0;
+    if (i < e->n_in) v = (ft_pval){.tag = FT_PV_OPAQUE, .s = ft_aval_str(&e->in[i]->aval, avs, sizeof avs)};
+  }
   if (e->prim == FT_P_SCAN && v.tag == FT_PV_NONE && pi->params[k].name[0] == 'f')
     v = scan_tree(pc, e, k);
   ft_pdoc *d = kv_doc(pc, &pi->params[k], &v);

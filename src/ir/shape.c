@@ -1100,6 +1100,25 @@ static ft_status rule_top_k(R *r) {
   return put(r, o);
 }
 
+/* Frexp x -> (m, e: i32) and Ldexp x n -> x (jnp.frexp, jnp.ldexp): a
+ * real float x; Ldexp's n an integer array of x's shape (jnp.ldexp
+ * broadcasts before binding). */
+static ft_status rule_frexp_ldexp(R *r) {
+  ft_status st = check_dtype(r, 0, K_FLOAT, "x");
+  if (st) return st;
+  ft_aval o = r->in[0];
+  o.weak_type = false;
+  if (r->p == FT_P_LDEXP) {
+    if ((st = check_dtype(r, 1, K_INT, "exponent"))) return st;
+    if (!ft_shape_eq(&r->in[0], &r->in[1]))
+      return fail(r, FT_ERR_SHAPE, "x %s and exponent %s must have one shape", S(r, &r->in[0]), S(r, &r->in[1]));
+    return put(r, o);
+  }
+  if ((st = put(r, o))) return st;
+  o.dtype = FT_I32;
+  return put(r, o);
+}
+
 /* SearchSorted's side and method (a parsed sym, or the plain word a C
  * caller wrote): false unless side is left/right and method one of JAX's. */
 bool ft_searchsorted_mode(const ft_pval *side, const ft_pval *method, bool *left, bool *binary) {
@@ -2007,6 +2026,7 @@ static ft_status dispatch(R *r) {
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: return rule_complex_parts(r);
   case FT_P_TOP_K: return rule_top_k(r);
   case FT_P_SEARCHSORTED: return rule_searchsorted(r);
+  case FT_P_FREXP: case FT_P_LDEXP: return rule_frexp_ldexp(r);
   case FT_P_QR: return rule_qr(r); /* linalg2 */
   case FT_P_EIGH: return rule_eigh(r);
   case FT_P_SVD: return rule_svd(r);

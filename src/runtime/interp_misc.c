@@ -232,3 +232,76 @@ ft_status ft_empty_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_ar
   if (out) memset(out[0]->data, 0, nbytes(&out[0]->aval));
   return FT_OK;
 }
+
+/* Frexp and Ldexp: JAX 0.12's bit-exact _frexp_impl and _ldexp_impl
+ * (jax/_src/numpy/ufuncs.py) on the IEEE fields of each float dtype:
+ * subnormal inputs become signed zero first; ±inf and NaN pass through. */
+typedef struct fbits {
+  int width, nexp, nmant;
+} fbits;
+
+static bool fbits_of(ft_dtype dt, fbits *f) {
+  switch (dt) {
+  case FT_F16: *f = (fbits){16, 5, 10}; return true;
+  case FT_BF16: *f = (fbits){16, 8, 7}; return true;
+  case FT_F32: *f = (fbits){32, 8, 23}; return true;
+  case FT_F64: *f = (fbits){64, 11, 52}; return true;
+  default: return false;
+  }
+}
+
+static uint64_t get_bits(const ft_array *a, int64_t i, int bytes) {
+  uint64_t u = 0;
+  memcpy(&u, (const char *)a->data + (size_t)i * (size_t)bytes, (size_t)bytes); /* little-endian */
+  return u;
+}
+
+static void put_bits(ft_array *a, int64_t i, int bytes, uint64_t u) {
+  memcpy((char *)a->data + (size_t)i * (size_t)bytes, &u, (size_t)bytes);
+}
+
+ft_status ft_frexp_ldexp_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                              void *scratch) {
+  (void)scratch;
+  bool ld = e->prim == FT_P_LDEXP;
+  const ft_aval *x = &in[0]->aval;
+  fbits f;
+  if (e->n_in != (ld ? 2 : 1) || e->n_out != (ld ? 1 : 2) || !fbits_of(x->dtype, &f) ||
+      !ft_shape_eq(x, &e->out[0]->aval) || e->out[0]->aval.dtype != x->dtype ||
+      (ld && (!ft_dtype_is_int(in[1]->aval.dtype) || !ft_shape_eq(x, &in[1]->aval))) ||
+      (!ld && (e->out[1]->aval.dtype != FT_I32 || !ft_shape_eq(x, &e->out[1]->aval))))
+    return ft_set_error(ctx, FT_ERR_TYPE, "%s: bad operands (%s)", ft_prim_get(e->prim)->name,
+                        ft_dtype_name(x->dtype));
+  if (!out) return FT_OK;
+  const int bytes = f.width / 8;
+  const uint64_t exp_mask = (UINT64_C(1) << f.nexp) - 1, mant_mask = (UINT64_C(1) << f.nmant) - 1;
+  const uint64_t sign_mask = UINT64_C(1) << (f.width - 1);
+  const int64_t bias = ((int64_t)1 << (f.nexp - 1)) - 1, max_shift = (int64_t)1 << (f.nexp + 1);
+  const bool n_signed = ld && ft_dtype_is_signed(in[1]->aval.dtype);
+  int64_t n = ft_aval_size(x);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t u = get_bits(in[0], i, bytes);
+    uint64_t sign = u & sign_mask, exp = (u >> f.nmant) & exp_mask, mant = u & mant_mask;
+    bool zero = exp == 0, special = exp == exp_mask; /* zero: ±0 or a flushed subnormal */
+    if (!ld) {
+      uint64_t m = special ? u : zero ? sign : sign | ((uint64_t)(bias - 1) << f.nmant) | mant;
+      int64_t ex = special || zero ? 0 : (int64_t)exp - (bias - 1);
+      put_bits(out[0], i, bytes, m);
+      ft_set_i64(out[1], i, ex);
+      continue;
+    }
+    int64_t s; /* the shift, clamped to [-max_shift, max_shift] as JAX does */
+    if (n_signed) {
+      int64_t v = ft_get_i64(in[1], i);
+      s = v < -max_shift ? -max_shift : v > max_shift ? max_shift : v;
+    } else {
+      uint64_t v = ft_get_u64(in[1], i);
+      s = v > (uint64_t)max_shift ? max_shift : (int64_t)v;
+    }
+    int64_t ne = (int64_t)exp + s;
+    uint64_t r = ne <= 0 ? sign : ne >= (int64_t)exp_mask ? sign | (exp_mask << f.nmant)
+                                                         : sign | ((uint64_t)ne << f.nmant) | mant;
+    put_bits(out[0], i, bytes, special ? u : zero ? sign : r);
+  }
+  return FT_OK;
+}

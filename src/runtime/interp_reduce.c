@@ -232,9 +232,44 @@ static ft_status reduce_int(const ft_eqn *e, const ft_array *a, ft_array *o, con
   return FT_OK;
 }
 
+/* The complex product of x[0..n) (interleaved re, im), in the canonical
+ * order of DEF_FOLD (lanes within blocks, then the blocks in order); each
+ * product (ar br - ai bi, ar bi + ai br) in the dtype's precision, as
+ * XLA's complex multiply. */
+#define DEF_CPROD(NAME, T)                                                                \
+  static void NAME(const T *x, int64_t n, double *rr, double *ri) {                       \
+    T tr = 1, ti = 0;                                                                     \
+    for (int64_t b0 = 0; b0 < n; b0 += FT_SUM_BLOCK) {                                    \
+      int64_t m = n - b0 < FT_SUM_BLOCK ? n - b0 : FT_SUM_BLOCK;                          \
+      T ar[FT_SUM_LANES], ai[FT_SUM_LANES];                                               \
+      for (int l = 0; l < FT_SUM_LANES; l++) ar[l] = 1, ai[l] = 0;                        \
+      for (int64_t k = 0; k < m; k++) {                                                   \
+        int l = (int)(k % FT_SUM_LANES);                                                  \
+        T xr = x[2 * (b0 + k)], xi = x[2 * (b0 + k) + 1];                                 \
+        T pr = ar[l] * xr - ai[l] * xi, pi = ar[l] * xi + ai[l] * xr;                     \
+        ar[l] = pr, ai[l] = pi;                                                           \
+      }                                                                                   \
+      for (int w = FT_SUM_LANES / 2; w >= 1; w /= 2)                                      \
+        for (int l = 0; l < w; l++) {                                                     \
+          T pr = ar[l] * ar[l + w] - ai[l] * ai[l + w], pi = ar[l] * ai[l + w] + ai[l] * ar[l + w]; \
+          ar[l] = pr, ai[l] = pi;                                                         \
+        }                                                                                 \
+      if (b0 == 0) tr = ar[0], ti = ai[0];                                                \
+      else {                                                                              \
+        T pr = tr * ar[0] - ti * ai[0], pi = tr * ai[0] + ti * ar[0];                     \
+        tr = pr, ti = pi;                                                                 \
+      }                                                                                   \
+    }                                                                                     \
+    if (n == 1) tr = x[0], ti = x[1];                                                     \
+    *rr = tr, *ri = ti;                                                                   \
+  }
+DEF_CPROD(cprod_f32, float)
+DEF_CPROD(cprod_f64, double)
+
 static ft_status reduce_cpx(const ft_eqn *e, const ft_array *a, ft_array *o, const red_plan *p,
                             void *buf) {
-  if (e->prim != FT_P_REDUCE_SUM) return FT_ERR_UNSUPPORTED;
+  if (e->prim != FT_P_REDUCE_SUM && e->prim != FT_P_REDUCE_PROD) return FT_ERR_UNSUPPORTED;
+  bool prod = e->prim == FT_P_REDUCE_PROD;
   int64_t n = ft_array_size(o);
   for (int64_t i = 0; i < n; i++) {
     int64_t base = kept_base(p, &a->aval, i);
@@ -245,11 +280,13 @@ static ft_status reduce_cpx(const ft_eqn *e, const ft_array *a, ft_array *o, con
         ft_get_c128(a, base + p->roff[k], &re, &im);
         x[2 * k] = (float)re, x[2 * k + 1] = (float)im;
       }
-      rr = ft_sum_f32(x, p->K, 2, FT_F32), ri = ft_sum_f32(x + 1, p->K, 2, FT_F32);
+      if (prod) cprod_f32(x, p->K, &rr, &ri);
+      else rr = ft_sum_f32(x, p->K, 2, FT_F32), ri = ft_sum_f32(x + 1, p->K, 2, FT_F32);
     } else {
       double *x = buf;
       for (int64_t k = 0; k < p->K; k++) ft_get_c128(a, base + p->roff[k], &x[2 * k], &x[2 * k + 1]);
-      rr = ft_sum_f64(x, p->K, 2), ri = ft_sum_f64(x + 1, p->K, 2);
+      if (prod) cprod_f64(x, p->K, &rr, &ri);
+      else rr = ft_sum_f64(x, p->K, 2), ri = ft_sum_f64(x + 1, p->K, 2);
     }
     ft_set_c128(o, i, rr, ri);
   }
@@ -314,7 +351,7 @@ size_t ft_reduce_scratch(const ft_eqn *e) {
 /* Whether the fold of prim is defined on dt (what the bodies compute). */
 static bool reduce_defined(ft_prim p, ft_dtype dt) {
   bool arg = p == FT_P_ARGMAX || p == FT_P_ARGMIN;
-  if (ft_dtype_is_complex(dt)) return p == FT_P_REDUCE_SUM;
+  if (ft_dtype_is_complex(dt)) return p == FT_P_REDUCE_SUM || p == FT_P_REDUCE_PROD;
   if (arg || ft_dtype_is_float(dt)) return true;
   if (dt == FT_BOOL && (p == FT_P_REDUCE_SUM || p == FT_P_REDUCE_PROD)) return false;
   return ft_dtype_is_int(dt) || dt == FT_BOOL;

@@ -603,6 +603,19 @@ bool bt_rule(bt_call *c) {
   case FT_P_COMPLEX: return rule_broadcasting(c);
   case FT_P_TOP_K: return rule_top_k(c);
   case FT_P_SEARCHSORTED: return rule_searchsorted(c);
+  case FT_P_FREXP: /* elementwise: both results keep x's batch axis (JAX) */
+    c->yb[0] = c->yb[1] = c->xb[0];
+    return tx_emitn(c->t, p, c->params, 1, c->x, 2, c->y);
+  case FT_P_LDEXP: { /* JAX's Ldexp.batch: both to the front unless mapped alike */
+    if (c->xb[0] == c->xb[1]) {
+      c->yb[0] = c->xb[0];
+      return emit1(c, c->x) != NULL;
+    }
+    int64_t size = c->xb[0] >= 0 ? c->x[0]->aval.dims[c->xb[0]] : c->x[1]->aval.dims[c->xb[1]];
+    ft_var *in[2] = {bt_match(c->t, c->x[0], c->xb[0], 0, size), bt_match(c->t, c->x[1], c->xb[1], 0, size)};
+    c->yb[0] = 0;
+    return emit1(c, in) != NULL;
+  }
   case FT_P_QR: case FT_P_EIGH: case FT_P_SVD: case FT_P_EIG: case FT_P_SCHUR:
   case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: case FT_P_HOUSEHOLDER_PRODUCT:
     return bt_spectral(c); /* linalg2 */

@@ -28,9 +28,6 @@
                    "(each printed inside _LinearSolveTuple as a program of its own, so the " \
                    "sharing is not in the text); our printout hoists what the text shows"
 
-#define COMPLEX_PROD "eval: reduce_prod of complex64 (jnp.fft's norm=\"ortho\"/\"forward\" multiplies " \
-                     "the axis lengths as complex numbers) is not in the interpreter yet; refused " \
-                     "with 'not defined for dtype c64' (issue 17 §1, complex support)"
 #define XLA_RECIPROCAL "JAX is the less accurate: XLA on CPU divides by a broadcast divisor " \
                        "through its reciprocal (x * (1/y)), 1 ulp from the correctly rounded " \
                        "quotient that FrankenTrace gives (checked in f64: every JAX element equals " \
@@ -82,14 +79,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_sp_i0e_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
     {"*sweep_lax_bessel_i0e_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
     {"*sweep_st_vonmises_logpdf_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
-    {"*sweep_fft_fft2__ortho_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_fft__forward_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_fft__ortho_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_ifft__forward_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_ifft__ortho_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_irfft__ortho_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_rfft__forward_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_rfft__ortho_*", "*interp", COMPLEX_PROD},
     {"*sweep_jnp_divide__bcast_*", "eval:interp", XLA_RECIPROCAL},
     {"sweep_nn_gelu_f32", "*interp", ULP_CLASS_TOO_TIGHT},
     {"x64_sweep_nn_gelu_f64", "*interp", ULP_CLASS_TOO_TIGHT},
@@ -98,7 +87,6 @@ const conf_known conf_known_failures[] = {
     {"sweep_nn_gelu_f32", "eval:jit", ULP_CLASS_TOO_TIGHT},
     {"x64_sweep_nn_gelu_f64", "eval:jit", ULP_CLASS_TOO_TIGHT},
     {"*sweep_st_pareto_logpdf_*", "eval:jit", ULP_CLASS_TOO_TIGHT},
-    {"*sweep_jnp_ldexp_*", "*parse", UNKNOWN_PRIM("Ldexp", "prims")},
     {"*sweep_sp_i1_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
     {"*sweep_sp_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
     {"*sweep_lax_bessel_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
@@ -114,8 +102,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_jnp_sum__axall_*", "jvp:jax:jit", CANCELLATION},
     {"*sweep_sp_betainc_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
     {"*sweep_st_beta_cdf_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
-    {"*sweep_jnp_frexp_*", "*", UNKNOWN_PRIM("Frexp", "prims")},
-    {"*sweep_fft_fft2__ortho_*", "eval:jit", COMPLEX_PROD},
     /* JAX hoists a jaxpr object that several custom_linear_solve equations
      * share (the transposed solve reuses the forward one's matvec) as
      * `let jaxpr = ... in`, unreferenced in the text: each tuple prints its

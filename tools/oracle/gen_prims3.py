@@ -5,7 +5,9 @@ both sides, NaN / signed zero / infinity queries in lax.sort's total order,
 integer and complex arrays, an unsorted array on which the binary search's
 probes decide the answer, hijax.searchsorted's batch_dims and dimension,
 vmap of a mapped sorted array, a mapped query, both), and the functions
-built on it (jnp.digitize, jnp.interp).
+built on it (jnp.digitize, jnp.interp); the Frexp and Ldexp HiPrims
+(jnp.frexp, jnp.ldexp) on every float dtype's edge values (subnormals,
+which JAX flushes, infinities, NaN, signed zeros) and extreme exponents; complex reduce_prod (jnp.prod of c64/c128).
 
 Registered with gen_conformance.py's machinery and merged into the
 committed fixtures/conformance/MANIFEST.json, as gen_prims2.py does:
@@ -114,6 +116,41 @@ def register_prims3():
             fp = rng.uniform(-1, 1, size=8).astype(dty)
             x = rng.uniform(-4, 4, size=6).astype(dty)
             return (lambda x, xp, fp: jnp.interp(x, xp, fp).sum()), [x, xp, fp]
+
+    for dtn in ("f16", "bf16", "f32", "x64:f64"):
+        x64 = dtn.startswith("x64:")
+        d = dtn.split(":")[-1]
+        pre = "x64_" if x64 else ""
+        dty = G.dt(d)
+
+        @mine(f"{pre}prim_frexp_{d}", "Frexp", ("jvp", "vjp", "vmap"))
+        def b(rng, dty=dty):
+            return jnp.frexp, [G.fl_input(rng, dty, (4, 6), -300, 300)]
+
+        @mine(f"{pre}prim_ldexp_{d}", "Ldexp", ("jvp", "vjp", "vmap"))
+        def b(rng, dty=dty):
+            n = rng.integers(-40, 40, size=(4, 6)).astype(np.int32)
+            n[3, :4] = [-100000, 100000, -2147483648, 2147483647]
+            return jnp.ldexp, [G.fl_input(rng, dty, (4, 6), -300, 300), n]
+
+    @mine("prim_ldexp_u8_f32", "Ldexp")
+    def b(rng):
+        return jnp.ldexp, [G.fl_input(rng, np.float32, (4, 6), -3, 3),
+                           rng.integers(0, 256, size=(4, 6)).astype(np.uint8)]
+
+    @mine("prim_frexp_ldexp_sum_f32", "Frexp", ("grad",))
+    def b(rng):
+        def f(x):
+            m, e = jnp.frexp(x)
+            return (jnp.ldexp(m * m, e) + m).sum()
+        return f, [rng.uniform(-50, 50, size=(3, 5)).astype(np.float32)]
+
+    for d, pre, dty in (("c64", "", np.complex64), ("c128", "x64_", np.complex128)):
+        @mine(f"{pre}prim_reduce_prod_{d}", "reduce_prod")
+        def b(rng, dty=dty):
+            z = rng.uniform(0.5, 1.5, size=(3, 20)) * np.exp(1j * rng.uniform(-3, 3, size=(3, 20)))
+            z[2, :3] = [np.inf + 0j, 0j, 1 + 1j]
+            return (lambda z: (jnp.prod(z, axis=1), jnp.prod(z[:2, :5], axis=0))), [z.astype(dty)]
 
     @mine("prim_searchsorted_i32", "SearchSorted", ("vmap",))
     def b(rng):
