@@ -82,7 +82,8 @@ static const struct {
  * NULL for the others. */
 static const char *const *dict_order(ft_prim p) {
   static const char *const searchsorted[] = {"side", "dimension", "batch_dims", "method", NULL};
-  return p == FT_P_SEARCHSORTED ? searchsorted : NULL;
+  static const char *const nonzero[] = {"size", "axes", "out_dtype", NULL};
+  return p == FT_P_SEARCHSORTED ? searchsorted : p == FT_P_NONZERO ? nonzero : NULL;
 }
 
 enum { MAX_PARAMS = 24 };

@@ -1119,6 +1119,47 @@ static ft_status rule_frexp_ldexp(R *r) {
   return put(r, o);
 }
 
+/* Nonzero a [fill per axis]: the checks of JAX's Nonzero (its words); one
+ * result per axis, a's other axes then size. */
+static ft_status rule_nonzero(R *r) {
+  const ft_aval *a = &r->in[0];
+  int64_t size, axes[MAX_INTS];
+  int na;
+  ft_dtype odt;
+  ft_status st;
+  if ((st = need_int(r, "size", &size)) || (st = get_ints(r, "axes", true, axes, &na)) ||
+      (st = need_dtype(r, "out_dtype", &odt)))
+    return st;
+  if (size < 0) return fail(r, FT_ERR_SHAPE, "size must be a positive integer; got size=%lld", (long long)size);
+  if ((st = check_axes(r, "axes", na, axes, a->rank, a))) return st;
+  if (na < 1) return fail(r, FT_ERR_SHAPE, "axes is empty: no results");
+  if (!ft_dtype_is_int(odt)) return fail(r, FT_ERR_TYPE, "out_dtype must be an integer type, got %s", ft_dtype_name(odt));
+  if (r->n_in != 1 && r->n_in != 1 + na)
+    return fail(r, FT_ERR_TYPE, "Expected %d fill values, got %d", na, r->n_in - 1);
+  if ((st = check_dtype(r, 0, K_ANY, "operand"))) return st;
+  ft_aval o = {.dtype = odt};
+  for (int i = 0; i < a->rank; i++) {
+    bool in_axes = false;
+    for (int k = 0; k < na; k++) in_axes |= axes[k] == i;
+    if (!in_axes) o.dims[o.rank++] = a->dims[i];
+  }
+  for (int k = 1; k < r->n_in; k++) {
+    const ft_aval *fv = &r->in[k];
+    if (fv->dtype != odt)
+      return fail(r, FT_ERR_TYPE, "Expected fill values to have dtype %s, got %s", ft_dtype_name(odt), S(r, fv));
+    bool ok = fv->rank <= o.rank;
+    for (int i = 0; ok && i < fv->rank; i++) {
+      int64_t bd = o.dims[o.rank - fv->rank + i];
+      ok = fv->dims[i] == bd || fv->dims[i] == 1;
+    }
+    if (!ok) return fail(r, FT_ERR_SHAPE, "fill_value shape %s cannot be broadcast to the batch shape", S(r, fv));
+  }
+  o.dims[o.rank++] = size;
+  for (int k = 0; k < na; k++)
+    if ((st = put(r, o))) return st;
+  return FT_OK;
+}
+
 /* SearchSorted's side and method (a parsed sym, or the plain word a C
  * caller wrote): false unless side is left/right and method one of JAX's. */
 bool ft_searchsorted_mode(const ft_pval *side, const ft_pval *method, bool *left, bool *binary) {
@@ -2026,6 +2067,7 @@ static ft_status dispatch(R *r) {
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: return rule_complex_parts(r);
   case FT_P_TOP_K: return rule_top_k(r);
   case FT_P_SEARCHSORTED: return rule_searchsorted(r);
+  case FT_P_NONZERO: return rule_nonzero(r);
   case FT_P_FREXP: case FT_P_LDEXP: return rule_frexp_ldexp(r);
   case FT_P_QR: return rule_qr(r); /* linalg2 */
   case FT_P_EIGH: return rule_eigh(r);

@@ -305,3 +305,93 @@ ft_status ft_frexp_ldexp_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
   }
   return FT_OK;
 }
+
+/* Nonzero: JAX 0.12's _nonzero_impl (hijax.py): per index of a's other
+ * axes, the first `size` positions whose element is nonzero (NaN is), in
+ * row-major order of the sorted `axes`; result k holds the position along
+ * the k-th sorted axis; past the count, fill value k (broadcast over the
+ * other axes) or 0. An empty a gives zeros (JAX's jnp.empty). */
+ft_status ft_nonzero_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                          void *scratch) {
+  (void)scratch;
+  const ft_aval *a = &in[0]->aval;
+  int64_t axes[FT_MAX_RANK], size = ft_param_int(e, "size", -1);
+  int na = ft_param_ints(e, "axes", axes, FT_MAX_RANK);
+  bool is_ax[FT_MAX_RANK] = {false};
+  bool ok = na >= 1 && na == e->n_out && (e->n_in == 1 || e->n_in == 1 + na) && size >= 0 &&
+            !ft_dtype_is_key(a->dtype) && a->dtype != FT_FLOAT0;
+  for (int k = 0; ok && k < na; k++) {
+    ok = axes[k] >= 0 && axes[k] < a->rank && !is_ax[axes[k]];
+    if (ok) is_ax[axes[k]] = true;
+  }
+  int nb = 0;
+  int64_t bdims[FT_MAX_RANK], sax[FT_MAX_RANK];
+  for (int i = 0, k = 0; ok && i < a->rank; i++)
+    if (is_ax[i]) sax[k++] = i; /* the axes, sorted */
+    else bdims[nb++] = a->dims[i];
+  for (int k = 0; ok && k < e->n_out; k++) {
+    const ft_aval *o = &e->out[k]->aval;
+    ok = ft_dtype_is_int(o->dtype) && o->rank == nb + 1 && o->dims[nb] == size;
+    for (int i = 0; ok && i < nb; i++) ok = o->dims[i] == bdims[i];
+  }
+  for (int k = 1; ok && k < e->n_in; k++) {
+    const ft_aval *fv = &in[k]->aval;
+    ok = ft_dtype_is_int(fv->dtype) && fv->rank <= nb;
+    for (int i = 0; ok && i < fv->rank; i++) ok = fv->dims[i] == 1 || fv->dims[i] == bdims[nb - fv->rank + i];
+  }
+  if (!ok) return ft_set_error(ctx, FT_ERR_TYPE, "Nonzero: bad operands, results or params");
+  if (!out) return FT_OK;
+  int64_t ast[FT_MAX_RANK], s = 1;
+  for (int i = a->rank - 1; i >= 0; i--) ast[i] = s, s *= a->dims[i];
+  int64_t nbatch = 1, nsub = 1;
+  for (int i = 0; i < nb; i++) nbatch *= bdims[i];
+  for (int k = 0; k < na; k++) nsub *= a->dims[sax[k]];
+  bool empty = ft_aval_size(a) == 0;
+  ft_dtype dt = a->dtype;
+  int64_t bidx[FT_MAX_RANK] = {0};
+  for (int64_t b = 0; b < nbatch; b++) {
+    int64_t base = 0;
+    for (int i = 0, j = 0; i < a->rank; i++)
+      if (!is_ax[i]) base += bidx[j++] * ast[i];
+    int64_t cnt = 0;
+    for (int64_t p = 0; !empty && p < nsub && cnt < size; p++) {
+      int64_t off = base, rem = p, pos[FT_MAX_RANK];
+      for (int k = na - 1; k >= 0; k--) {
+        pos[k] = rem % a->dims[sax[k]], rem /= a->dims[sax[k]];
+        off += pos[k] * ast[sax[k]];
+      }
+      bool nz;
+      if (ft_dtype_is_complex(dt)) {
+        double re, im;
+        ft_get_c128(in[0], off, &re, &im);
+        nz = re != 0 || im != 0;
+      } else if (ft_dtype_is_float(dt)) {
+        nz = ft_get_f64(in[0], off) != 0;
+      } else {
+        nz = ft_get_u64(in[0], off) != 0;
+      }
+      if (!nz) continue;
+      for (int k = 0; k < na; k++) ft_set_i64(out[k], b * size + cnt, pos[k]);
+      cnt++;
+    }
+    for (int k = 0; k < na; k++)
+      for (int64_t j = cnt; j < size; j++) {
+        int64_t v = 0;
+        if (e->n_in > 1 && !empty) { /* fill value k at this batch index, broadcast */
+          const ft_aval *fv = &in[1 + k]->aval;
+          int64_t fo = 0;
+          for (int i = 0; i < fv->rank; i++) {
+            int bi = nb - fv->rank + i;
+            fo = fo * fv->dims[i] + (fv->dims[i] == 1 ? 0 : bidx[bi]);
+          }
+          v = ft_get_i64(in[1 + k], fo);
+        }
+        ft_set_i64(out[k], b * size + j, v);
+      }
+    for (int i = nb - 1; i >= 0; i--) {
+      if (++bidx[i] < bdims[i]) break;
+      bidx[i] = 0;
+    }
+  }
+  return FT_OK;
+}

@@ -33,6 +33,7 @@ ft_rule_into_fn ft_rule_into_for(ft_prim p) {
   case FT_P_SORT: return ft_sort_into;
   case FT_P_SEARCHSORTED: return ft_searchsorted_into;
   case FT_P_FREXP: case FT_P_LDEXP: return ft_frexp_ldexp_into;
+  case FT_P_NONZERO: return ft_nonzero_into;
   case FT_P_CUMSUM: case FT_P_CUMPROD: case FT_P_CUMMAX: case FT_P_CUMMIN: case FT_P_CUMLOGSUMEXP:
     return ft_cumulative_into;
   case FT_P_REDUCE_PRECISION: return ft_reduce_precision_into;

@@ -248,6 +248,9 @@ ft_status ft_sort_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_arr
 /* interp_misc.c: JAX 0.12's Frexp and Ldexp (bit-exact, no scratch) */
 ft_status ft_frexp_ldexp_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                               ft_array *const *out, void *scratch);
+/* interp_misc.c: JAX 0.12's Nonzero (no scratch) */
+ft_status ft_nonzero_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                          void *scratch);
 /* JAX 0.12's SearchSorted (every method; no scratch) */
 ft_status ft_searchsorted_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                                ft_array *const *out, void *scratch);

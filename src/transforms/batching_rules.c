@@ -536,6 +536,36 @@ static bool rule_searchsorted(bt_call *c) {
   return emit1(c, in) != NULL;
 }
 
+/* Nonzero: JAX's batch rule (hijax.py): a's batch axis to the front (an
+ * unmapped a broadcast), axes shifted by one; a mapped fill value to the
+ * front, reshaped to (B, 1, ..., 1) to broadcast over a's other axes. */
+static bool rule_nonzero(bt_call *c) {
+  ft_prim p = c->e->prim;
+  int64_t axes[FT_MAX_RANK], size = -1;
+  int na = pget_ints(p, c->params, "axes", axes, FT_MAX_RANK);
+  if (na < 1 || na > FT_MAX_RANK - 1) return tx_fail(c->t, FT_ERR_UNSUPPORTED, "vmap of Nonzero: bad axes"), false;
+  for (int i = 0; i < c->n_in && size < 0; i++)
+    if (c->xb[i] >= 0) size = c->x[i]->aval.dims[c->xb[i]];
+  ft_var *in[FT_MAX_RANK + 1];
+  in[0] = bt_match(c->t, c->x[0], c->xb[0], 0, size);
+  if (!in[0]) return false;
+  int ones = in[0]->aval.rank - na - 1;
+  for (int k = 1; k < c->n_in; k++) {
+    in[k] = c->x[k];
+    if (c->xb[k] < 0) continue;
+    ft_var *m = bt_moveaxis(c->t, c->x[k], c->xb[k], 0);
+    int64_t dims[FT_MAX_RANK];
+    dims[0] = size;
+    for (int i = 1; i <= ones; i++) dims[i] = 1;
+    in[k] = m ? tx_reshape(c->t, m, ones + 1, dims) : NULL;
+    if (!in[k]) return false;
+  }
+  for (int k = 0; k < na; k++) axes[k]++;
+  set_ints(c, "axes", na, axes);
+  for (int k = 0; k < c->n_out; k++) c->yb[k] = 0;
+  return tx_emitn(c->t, p, c->params, c->n_in, in, c->n_out, c->y);
+}
+
 /* reduce_window_*: a window of 1 along the batch axis. */
 static bool rule_reduce_window(bt_call *c) {
   static const char *ones[] = {"base_dilation", "window_dilation", "window_dimensions",
@@ -603,6 +633,7 @@ bool bt_rule(bt_call *c) {
   case FT_P_COMPLEX: return rule_broadcasting(c);
   case FT_P_TOP_K: return rule_top_k(c);
   case FT_P_SEARCHSORTED: return rule_searchsorted(c);
+  case FT_P_NONZERO: return rule_nonzero(c);
   case FT_P_FREXP: /* elementwise: both results keep x's batch axis (JAX) */
     c->yb[0] = c->yb[1] = c->xb[0];
     return tx_emitn(c->t, p, c->params, 1, c->x, 2, c->y);

@@ -539,7 +539,7 @@ bool jvp_rule(jvp_call *c) {
   case FT_P_CONV_GENERAL_DILATED: return conv(c);
   case FT_P_IOTA: case FT_P_EMPTY2: case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_ARGMAX:
   case FT_P_ARGMIN: case FT_P_REDUCE_XOR: case FT_P_PLATFORM_INDEX: case FT_P_EMPTY:
-  case FT_P_SEARCHSORTED: /* integer result: float0 tangents (JAX's jvp) */
+  case FT_P_SEARCHSORTED: case FT_P_NONZERO: /* integer results: float0 tangents (JAX's jvp) */
     return true;
   case FT_P_POLYNOMIAL: return polynomial(c);
   /* issue 27: the collectives are linear: the same collective of the

@@ -43,9 +43,6 @@
                      "largest output (S = |total|), so reordering the sum (ours is the canonical " \
                      "order) exceeds it (26-34 eps*S, ~1e-7 absolute): not a wrong value"
 
-#define NONZERO "parse: jnp.unique, setdiff1d and in1d with size= print JAX 0.12's primitive " \
-  "Nonzero, which the primitive table does not have yet (issue 17); refused with 'unknown " \
-  "primitive', never run wrongly"
 #define DIGAMMA_F32 "11 ulp from XLA's f32 digamma (bound 8) at one element: ours is computed " \
   "in f64 and rounded (0.5 ulp against a __float128 reference, docs/special-functions.md); " \
   "the harness has no long-double digamma to show which side is the less accurate"
@@ -60,10 +57,6 @@
 const conf_known conf_known_failures[] = {
     {"loop_horner_scan_wrt_x_f32", "grad:jax:*", HORNER_F32},
     {"loop_horner_scan_wrt_x_f32", "jacrev:jax:*", HORNER_F32},
-    {"*sweep_jnp_unique_i32", "parse", NONZERO},
-    {"*sweep_jnp_unique__counts_i32", "parse", NONZERO},
-    {"*sweep_jnp_setdiff1d_i32", "parse", NONZERO},
-    {"*sweep_jnp_in1d_union_i32", "parse", NONZERO},
     {"sweep_sp_digamma_f32", "eval:*", DIGAMMA_F32},
     {"x64_sweep_sp_loggamma_f64", "eval:*", LGAMMA_NEAR_ZERO},
     {"*prim_zeta_f*", "eval:*", ZETA_XLA_NAN},
@@ -90,10 +83,6 @@ const conf_known conf_known_failures[] = {
     {"*sweep_sp_i1_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
     {"*sweep_sp_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
     {"*sweep_lax_bessel_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
-    {"*sweep_jnp_argwhere_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
-    {"*sweep_jnp_flatnonzero_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
-    {"*sweep_jnp_intersect1d_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
-    {"*sweep_jnp_nonzero_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
     {"*sweep_jnp_divide__bcast_*", "vmap:jax:interp", XLA_RECIPROCAL},
     {"*sweep_jnp_prod__axall_*", "jvp:jax:interp", CANCELLATION},
     {"*sweep_jnp_sum__axall_*", "jvp:jax:interp", CANCELLATION},

@@ -43,6 +43,11 @@ row igamma "$nonlin"
 row igammac "$nonlin"
 row log2 "$nonlin"
 row igamma_grad_a 'eval batch egraph lower; jvp: unsupported: JAX defines no JVP rule for igamma_grad_a ("Differentiation rule for '"'"'igamma_grad_a'"'"' not implemented"); transpose: not linear'
+# JAX 0.12's HiJAX primitives of jax.numpy (branch prims)
+row SearchSorted "$int_only"
+row Frexp 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
+row Ldexp "$every"
+row Nonzero 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 spmd_tr='transpose: unsupported: transposes of shard_map and collectives (psum <-> pvary, all_gather <-> reduce_scatter, ppermute <-> its inverse) are the next slice of issue 27 (docs/spmd.md)'
 row all_gather "eval jvp batch egraph; $spmd_tr; lower: unsupported: runs as an interpreter step: not compiled yet"
 row pmax "eval batch; jvp: unsupported: the JVP of pmax/pmin (the tangent at the chosen index) is the next slice of issue 27 (docs/spmd.md); transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only; lower: unsupported: runs as an interpreter step: not compiled yet"

@@ -7,7 +7,9 @@ probes decide the answer, hijax.searchsorted's batch_dims and dimension,
 vmap of a mapped sorted array, a mapped query, both), and the functions
 built on it (jnp.digitize, jnp.interp); the Frexp and Ldexp HiPrims
 (jnp.frexp, jnp.ldexp) on every float dtype's edge values (subnormals,
-which JAX flushes, infinities, NaN, signed zeros) and extreme exponents; complex reduce_prod (jnp.prod of c64/c128).
+which JAX flushes, infinities, NaN, signed zeros) and extreme exponents; complex reduce_prod (jnp.prod of c64/c128);
+the Nonzero HiPrim (jnp.nonzero, argwhere, flatnonzero, unique with size=,
+fill values, hijax.nonzero's batch axes, vmap with a mapped fill value).
 
 Registered with gen_conformance.py's machinery and merged into the
 committed fixtures/conformance/MANIFEST.json, as gen_prims2.py does:
@@ -151,6 +153,48 @@ def register_prims3():
             z = rng.uniform(0.5, 1.5, size=(3, 20)) * np.exp(1j * rng.uniform(-3, 3, size=(3, 20)))
             z[2, :3] = [np.inf + 0j, 0j, 1 + 1j]
             return (lambda z: (jnp.prod(z, axis=1), jnp.prod(z[:2, :5], axis=0))), [z.astype(dty)]
+
+    def nz_input(rng, dty, shape):
+        x = rng.integers(-1, 2, size=shape) * (rng.uniform(size=shape) < 0.5)
+        x = x.astype(dty)
+        if np.issubdtype(dty, np.floating):
+            x.flat[1], x.flat[2] = -0.0, np.nan
+        return x
+
+    for nm, dty in (("f32", np.float32), ("i32", np.int32), ("bool", np.bool_)):
+        @mine(f"prim_nonzero_{nm}", "Nonzero", ("vmap",))
+        def b(rng, dty=dty):
+            return (lambda x: jnp.nonzero(x, size=7)), [nz_input(rng, dty, (3, 5))]
+
+    @mine("prim_nonzero_fill_f32", "Nonzero", ("vmap",))
+    def b(rng):
+        return (lambda x: jnp.nonzero(x, size=9, fill_value=(-1, 5))), [nz_input(rng, np.float32, (3, 4))]
+
+    @mine("prim_nonzero_argwhere_f32", "Nonzero", ("vmap",))
+    def b(rng):
+        return (lambda x: jnp.argwhere(x, size=4, fill_value=3)), [nz_input(rng, np.float32, (2, 3, 2))]
+
+    @mine("prim_nonzero_flat_c64", "Nonzero")
+    def b(rng):
+        z = np.array([0, 1j, 0, 2, 0 - 0j, np.nan, 0, 3 + 1j], dtype=np.complex64)
+        return (lambda z: jnp.flatnonzero(z, size=6)), [z]
+
+    @mine("prim_nonzero_batch_f32", "Nonzero")
+    def b(rng):
+        from jax._src.numpy import hijax
+        x = nz_input(rng, np.float32, (4, 3, 5))
+        return (lambda x: hijax.nonzero(x, size=6, axes=(0, 2), fill_value=(-1, 9))), [x]
+
+    @mine("prim_nonzero_vmap_fill_f32", "Nonzero")
+    def b(rng):
+        x = nz_input(rng, np.float32, (3, 6))
+        fv = np.array([-1, -2, -3], dtype=np.int32)
+        return jax.vmap(lambda x, f: jnp.nonzero(x, size=5, fill_value=f)), [x, fv]
+
+    @mine("prim_unique_size_f32", "Nonzero")
+    def b(rng):
+        return (lambda x: jnp.unique(x, size=6, fill_value=0.0)), \
+            [rng.integers(0, 4, size=(9,)).astype(np.float32)]
 
     @mine("prim_searchsorted_i32", "SearchSorted", ("vmap",))
     def b(rng):
