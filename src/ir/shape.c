@@ -1160,6 +1160,34 @@ static ft_status rule_nonzero(R *r) {
   return FT_OK;
 }
 
+/* approx_top_k: JAX's abstract eval (its words) for aggregate_to_topk; the
+ * other output size (XLA's approx_top_k_reduction_output_size) is not
+ * reproduced, so that form is refused. */
+static ft_status rule_approx_top_k(R *r) {
+  const ft_aval *a = &r->in[0];
+  int64_t k, dim;
+  ft_status st;
+  if ((st = need_int(r, "k", &k)) || (st = need_int(r, "reduction_dimension", &dim))) return st;
+  if (k <= 0) return fail(r, FT_ERR_SHAPE, "k must be positive, got %lld", (long long)k);
+  if (a->rank < 1) return fail(r, FT_ERR_SHAPE, "approx_top_k operand must have >= 1 dimension, got %s", S(r, a));
+  if (dim < 0) dim += a->rank;
+  if (dim < 0 || dim >= a->rank)
+    return fail(r, FT_ERR_SHAPE, "reduction_dimension out of range for operand %s", S(r, a));
+  if (a->dims[dim] < k)
+    return fail(r, FT_ERR_SHAPE, "k must be smaller than the size of reduction_dim %lld, got %lld",
+                (long long)a->dims[dim], (long long)k);
+  if ((st = check_dtype(r, 0, K_FLOAT, "operand"))) return st;
+  if (!opt_bool(r, "aggregate_to_topk", true))
+    return fail(r, FT_ERR_UNSUPPORTED, "aggregate_to_topk=False is not supported: its output size "
+                "(XLA's approx_top_k_reduction_output_size) is not reproduced");
+  ft_aval o = *a;
+  o.dims[dim] = k;
+  if ((st = put(r, o))) return st;
+  o.dtype = FT_I32;
+  o.weak_type = false;
+  return put(r, o);
+}
+
 /* SearchSorted's side and method (a parsed sym, or the plain word a C
  * caller wrote): false unless side is left/right and method one of JAX's. */
 bool ft_searchsorted_mode(const ft_pval *side, const ft_pval *method, bool *left, bool *binary) {
@@ -2067,6 +2095,7 @@ static ft_status dispatch(R *r) {
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: return rule_complex_parts(r);
   case FT_P_TOP_K: return rule_top_k(r);
   case FT_P_SEARCHSORTED: return rule_searchsorted(r);
+  case FT_P_APPROX_TOP_K: return rule_approx_top_k(r);
   case FT_P_NONZERO: return rule_nonzero(r);
   case FT_P_FREXP: case FT_P_LDEXP: return rule_frexp_ldexp(r);
   case FT_P_QR: return rule_qr(r); /* linalg2 */

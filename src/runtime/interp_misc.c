@@ -5,6 +5,7 @@
  * JIT runs the same body as a routine step and never meets an operand the
  * interpreter would refuse. */
 #include <complex.h>
+#include <math.h>
 #include <string.h>
 
 #include "runtime.h"
@@ -391,6 +392,89 @@ ft_status ft_nonzero_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_
     for (int i = nb - 1; i >= 0; i--) {
       if (++bidx[i] < bdims[i]) break;
       bidx[i] = 0;
+    }
+  }
+  return FT_OK;
+}
+
+/* approx_top_k on the CPU (XLA's exact fallback): per line along the
+ * reduction dimension, a stable sort of the positions by value (descending
+ * for is_max_k), then the first k. XLA runs the max with k < n on its TopK
+ * kernel, which orders by the IEEE total order (-NaN < -inf, -0 < +0 <
+ * +NaN); the other forms sort with every NaN above every number and -0 ==
+ * +0 (measured on JAX 0.12's CPU results). scratch: 2 * n int64
+ * (ft_approx_top_k_scratch). */
+static uint64_t atk_key(double x, bool total) {
+  uint64_t u;
+  if (!total && x == 0) x = 0.0;
+  if (!total && x != x) x = NAN;
+  memcpy(&u, &x, 8);
+  return (u >> 63) ? ~u : u | (UINT64_C(1) << 63);
+}
+
+typedef struct atk_line {
+  const ft_array *a;
+  int64_t base, stride;
+  bool max, total;
+} atk_line;
+
+/* whether position i goes before j (a strict preference; ties keep order) */
+static bool atk_before(const atk_line *L, int64_t i, int64_t j) {
+  uint64_t x = atk_key(ft_get_f64(L->a, L->base + i * L->stride), L->total);
+  uint64_t y = atk_key(ft_get_f64(L->a, L->base + j * L->stride), L->total);
+  return L->max ? x > y : x < y;
+}
+
+static void atk_sort(const atk_line *L, int64_t *p, int64_t *tmp, int64_t n) {
+  if (n < 2) return;
+  int64_t h = n / 2, i = 0, j = h, k = 0;
+  atk_sort(L, p, tmp, h);
+  atk_sort(L, p + h, tmp, n - h);
+  while (i < h && j < n) tmp[k++] = atk_before(L, p[j], p[i]) ? p[j++] : p[i++];
+  while (i < h) tmp[k++] = p[i++];
+  while (j < n) tmp[k++] = p[j++];
+  memcpy(p, tmp, sizeof *p * (size_t)n);
+}
+
+static int64_t atk_dim(const ft_eqn *e, const ft_aval *a) {
+  int64_t d = ft_param_int(e, "reduction_dimension", -1);
+  return d < 0 ? d + a->rank : d;
+}
+
+size_t ft_approx_top_k_scratch(const ft_eqn *e) {
+  const ft_aval *a = &e->in[0]->aval;
+  int64_t d = atk_dim(e, a);
+  return d >= 0 && d < a->rank ? sizeof(int64_t) * (size_t)(2 * a->dims[d] + 1) : 0;
+}
+
+ft_status ft_approx_top_k_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                               void *scratch) {
+  const ft_aval *a = &in[0]->aval;
+  int64_t d = atk_dim(e, a), k = ft_param_int(e, "k", -1);
+  bool ok = e->n_in == 1 && e->n_out == 2 && d >= 0 && d < a->rank && k >= 1 && k <= a->dims[d] &&
+            ft_dtype_is_float(a->dtype) && ft_param_bool(e, "aggregate_to_topk", true);
+  for (int o = 0; ok && o < 2; o++) {
+    const ft_aval *oa = &e->out[o]->aval;
+    ok = oa->rank == a->rank && oa->dtype == (o ? FT_I32 : a->dtype);
+    for (int i = 0; ok && i < a->rank; i++) ok = oa->dims[i] == (i == d ? k : a->dims[i]);
+  }
+  if (!ok) return ft_set_error(ctx, FT_ERR_TYPE, "approx_top_k: bad operand, results or params");
+  if (!out) return FT_OK;
+  bool mx = ft_param_bool(e, "is_max_k", true);
+  int64_t stride = 1;
+  for (int i = a->rank - 1; i > d; i--) stride *= a->dims[i];
+  int64_t n = a->dims[d], lines = n ? ft_aval_size(a) / n : 0;
+  int64_t *perm = scratch;
+  for (int64_t l = 0; l < lines; l++) {
+    atk_line L = {in[0], (l / stride) * stride * n + l % stride, stride, mx, mx && k < n};
+    int64_t obase = (l / stride) * stride * k + l % stride;
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    atk_sort(&L, perm, perm + n, n);
+    size_t es = ft_dtype_size(a->dtype);
+    for (int64_t i = 0; i < k; i++) {
+      memcpy((char *)out[0]->data + (size_t)(obase + i * stride) * es,
+             (const char *)in[0]->data + (size_t)(L.base + perm[i] * stride) * es, es);
+      ft_set_i64(out[1], obase + i * stride, perm[i]);
     }
   }
   return FT_OK;

@@ -634,6 +634,14 @@ bool bt_rule(bt_call *c) {
   case FT_P_TOP_K: return rule_top_k(c);
   case FT_P_SEARCHSORTED: return rule_searchsorted(c);
   case FT_P_NONZERO: return rule_nonzero(c);
+  case FT_P_APPROX_TOP_K: { /* JAX's rule: the batch axis stays; the dimension maps past it */
+    int64_t d = pget_int(p, c->params, "reduction_dimension", -1);
+    int r = c->e->in[0]->aval.rank;
+    if (d < 0) d += r;
+    pset(p, c->params, "reduction_dimension", ft_pv_int(d >= c->xb[0] ? d + 1 : d));
+    c->yb[0] = c->yb[1] = c->xb[0];
+    return tx_emitn(c->t, p, c->params, 1, c->x, 2, c->y);
+  }
   case FT_P_FREXP: /* elementwise: both results keep x's batch axis (JAX) */
     c->yb[0] = c->yb[1] = c->xb[0];
     return tx_emitn(c->t, p, c->params, 1, c->x, 2, c->y);

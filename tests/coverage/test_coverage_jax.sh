@@ -47,6 +47,7 @@ row igamma_grad_a 'eval batch egraph lower; jvp: unsupported: JAX defines no JVP
 row SearchSorted "$int_only"
 row Frexp 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 row Ldexp "$every"
+row approx_top_k 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 row Nonzero 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 spmd_tr='transpose: unsupported: transposes of shard_map and collectives (psum <-> pvary, all_gather <-> reduce_scatter, ppermute <-> its inverse) are the next slice of issue 27 (docs/spmd.md)'
 row all_gather "eval jvp batch egraph; $spmd_tr; lower: unsupported: runs as an interpreter step: not compiled yet"

@@ -9,7 +9,9 @@ built on it (jnp.digitize, jnp.interp); the Frexp and Ldexp HiPrims
 (jnp.frexp, jnp.ldexp) on every float dtype's edge values (subnormals,
 which JAX flushes, infinities, NaN, signed zeros) and extreme exponents; complex reduce_prod (jnp.prod of c64/c128);
 the Nonzero HiPrim (jnp.nonzero, argwhere, flatnonzero, unique with size=,
-fill values, hijax.nonzero's batch axes, vmap with a mapped fill value).
+fill values, hijax.nonzero's batch axes, vmap with a mapped fill value);
+approx_top_k (lax.approx_max_k/approx_min_k: XLA's exact CPU fallback,
+ties, NaN, signed zeros).
 
 Registered with gen_conformance.py's machinery and merged into the
 committed fixtures/conformance/MANIFEST.json, as gen_prims2.py does:
@@ -195,6 +197,23 @@ def register_prims3():
     def b(rng):
         return (lambda x: jnp.unique(x, size=6, fill_value=0.0)), \
             [rng.integers(0, 4, size=(9,)).astype(np.float32)]
+
+    for dtn in ("f32", "x64:f64"):
+        x64 = dtn.startswith("x64:")
+        d = dtn.split(":")[-1]
+        pre = "x64_" if x64 else ""
+        dty = G.dt(d)
+        for nm, fn in (("max", jax.lax.approx_max_k), ("min", jax.lax.approx_min_k)):
+            @mine(f"{pre}prim_approx_{nm}_k_{d}", "approx_top_k", ("jvp", "vjp", "vmap"))
+            def b(rng, dty=dty, fn=fn):
+                x = rng.integers(-3, 4, size=(3, 12)).astype(dty)  # ties
+                x[0, :5] = [np.nan, -0.0, 0.0, np.inf, -np.inf]
+                return (lambda x: fn(x, 5)), [x]
+
+            @mine(f"{pre}prim_approx_{nm}_k_axis0_{d}", "approx_top_k", ("vmap",))
+            def b(rng, dty=dty, fn=fn):
+                return (lambda x: fn(x, 3, reduction_dimension=0)), \
+                    [rng.uniform(-2, 2, size=(7, 4)).astype(dty)]
 
     @mine("prim_searchsorted_i32", "SearchSorted", ("vmap",))
     def b(rng):
