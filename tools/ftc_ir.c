@@ -112,7 +112,8 @@ int ftc_cmd_dot(int argc, char **argv) {
 
 static int run_usage(void) {
   printf("usage: ftc run FILE --in a.npy [--in b.npy ...] [--out-dir DIR] [--engine interp|jit]\n"
-         "               [--profile OUT.json] [--stats] [--max-iterations N] [--max-seconds S]\n\n"
+         "               [--profile OUT.json] [--stats] [--max-iterations N] [--max-seconds S]\n"
+         "               [--sub-const K=FILE.npy ...]\n\n"
          "Runs a jaxpr with the reference interpreter (default) or compiled by the JIT\n"
          "(--engine jit: bit-identical results). Inputs are .npy files in the\n"
          "order of the jaxpr's constvars then invars. Outputs are written to\n"
@@ -124,7 +125,13 @@ static int run_usage(void) {
          "every step with its thread, wave and duration. --stats prints per-step time\n"
          "and bytes after the outputs.\n"
          "--max-iterations and --max-seconds bound every while_loop and scan (each\n"
-         "execution of a loop): past either, the run fails with exit status 1.\n");
+         "execution of a loop): past either, the run fails with exit status 1.\n"
+         "--sub-const K=FILE.npy binds the next constant of sub-jaxpr K (repeat it\n"
+         "for each, in order): JAX prints the NumPy constants of a nested jaxpr\n"
+         "(jnp.piecewise's tables in jax.scipy.special's sici and spence) without\n"
+         "their values; sub-jaxprs with constants are numbered depth first, in\n"
+         "equation order (ft_jaxpr_bind_sub_consts). Unbound, the run is refused\n"
+         "naming them.\n");
   return 0;
 }
 
@@ -137,18 +144,59 @@ static void summarize(int k, const ft_array *a) {
   putchar('\n');
 }
 
+/* --sub-const K=FILE.npy (repeated): binds sub-jaxpr K's constants, the
+ * files of each K in the order given (ft_jaxpr_bind_sub_consts). Nonzero
+ * after printing the error. */
+static int bind_sub_consts(ft_ctx *ctx, ft_jaxpr *j, int n, const char **specs) {
+  int nsub = ft_jaxpr_num_sub_consts(j), rc = 1;
+  int *ks = calloc((size_t)n, sizeof *ks);
+  ft_array **vals = calloc((size_t)n, sizeof *vals);
+  if (!ks || !vals) { ftc_fail("run", "out of memory"); goto out; }
+  for (int i = 0; i < n; i++) {
+    char *end = NULL;
+    long k = strtol(specs[i], &end, 10);
+    if (end == specs[i] || *end != '=' || !end[1] || k < 0 || k >= nsub) {
+      ftc_fail("run", "--sub-const '%s': expected K=FILE.npy with K in [0, %d) (the program's "
+               "sub-jaxprs with constants)", specs[i], nsub);
+      goto out;
+    }
+    ks[i] = (int)k;
+  }
+  for (int k = 0; k < nsub; k++) {
+    int m = 0;
+    for (int i = 0; i < n; i++)
+      if (ks[i] == k && !(vals[m++] = ft_npy_read(ctx, strchr(specs[i], '=') + 1))) {
+        ftc_fail("run", "--sub-const '%s': %s", specs[i], ft_ctx_error(ctx));
+        for (int q = 0; q < m - 1; q++) ft_array_free(vals[q]);
+        goto out;
+      }
+    ft_status st = m ? ft_jaxpr_bind_sub_consts(ctx, j, k, m, vals) : FT_OK;
+    for (int q = 0; q < m; q++) ft_array_free(vals[q]);
+    if (st) {
+      ftc_fail("run", "--sub-const of sub-jaxpr %d: %s", k, ft_ctx_error(ctx));
+      goto out;
+    }
+  }
+  rc = 0;
+out:
+  free(ks);
+  free(vals);
+  return rc;
+}
+
 int ftc_cmd_run(int argc, char **argv) {
   if (ftc_wants_help(argc, argv)) return run_usage();
   const char *file = NULL, *out_dir = NULL, *engine = "interp", *profile = NULL;
   bool stats = false;
   char *stats_text = NULL;
   const char **ins = calloc((size_t)argc, sizeof *ins);
-  int n_ins = 0, rc = 1;
+  const char **subs = calloc((size_t)argc, sizeof *subs); /* --sub-const K=FILE, in order */
+  int n_ins = 0, n_subs = 0, rc = 1;
   ft_ctx *ctx = ftc_ctx_new();
   ft_jaxpr *j = NULL;
   ft_array **in = NULL, **out = NULL;
   int n_out = 0;
-  if (!ins || !ctx) { ftc_fail("run", "out of memory"); goto done; }
+  if (!ins || !subs || !ctx) { ftc_fail("run", "out of memory"); goto done; }
   ft_loop_limits lim = {.size = sizeof(ft_loop_limits)};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--stats")) {
@@ -167,6 +215,9 @@ int ftc_cmd_run(int argc, char **argv) {
       if (iters) lim.max_iterations = n;
       else lim.max_seconds = d;
       i++;
+    } else if (!strcmp(argv[i], "--sub-const")) {
+      if (i + 1 >= argc) { rc = ftc_usage("run", "--sub-const needs a value K=FILE.npy"); goto done; }
+      subs[n_subs++] = argv[++i];
     } else if (!strcmp(argv[i], "--in") || !strcmp(argv[i], "--out-dir") ||
                !strcmp(argv[i], "--engine") || !strcmp(argv[i], "--profile")) {
       if (i + 1 >= argc) { rc = ftc_usage("run", "%s needs a value", argv[i]); goto done; }
@@ -187,6 +238,7 @@ int ftc_cmd_run(int argc, char **argv) {
   if (!file) { rc = ftc_usage("run", "missing FILE"); goto done; }
   ft_ctx_set_loop_limits(ctx, &lim);
   if (!(j = load(ctx, "run", file))) goto done;
+  if (n_subs && bind_sub_consts(ctx, j, n_subs, subs)) goto done;
   in = calloc((size_t)n_ins + 1, sizeof *in);
   n_out = ft_jaxpr_num_outputs(j);
   out = calloc((size_t)n_out + 1, sizeof *out);
@@ -249,6 +301,7 @@ done:
   free(in);
   free(out);
   free(ins);
+  free(subs);
   ft_jaxpr_free(j);
   ft_ctx_free(ctx);
   return rc;

@@ -251,6 +251,8 @@ typedef enum ft_pkind {
   FT_PK_DOTDIMS,  /* ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)) */
   FT_PK_PADCFG,   /* ((lo, hi, interior), ...) */
   FT_PK_RULE,     /* a function: a name (JAX prints Python rules so) or a jaxpr (C tracing) */
+  FT_PK_AVAL,     /* an aval as JAX prints a ShapedArray (f32[4]): HiPrims' x_aval params,
+                     kept as text and printed from the operand (print.c) */
   FT_PK_LSTUPLE   /* custom_linear_solve's _LinearSolveTuple(matvec=, vecmat=, solve=,
                      transpose_solve=): a tuple of 4 ints, or of 4 closed jaxprs or None,
                      each jaxpr printed as a program of its own (str(ClosedJaxpr)) */
@@ -433,6 +435,9 @@ const ft_pval *ft_params_default_shared(ft_prim p);
  * avals, computes the output avals (n_out_expected of them) or reports the
  * misuse (primitive, shapes, dtypes) on ctx. Sub-jaxpr params are checked
  * against the inputs here too. */
+/* SearchSorted's side and method params: false unless valid; *left (side
+ * left) and *binary (method scan or scan_unrolled) when not NULL. */
+bool ft_searchsorted_mode(const ft_pval *side, const ft_pval *method, bool *left, bool *binary);
 ft_status ft_infer(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in,
                    const ft_aval *in, int *n_out, ft_aval *out, int max_out);
 /* shape_linalg.c: the rules of the linear-algebra primitives; false when p

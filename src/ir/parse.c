@@ -808,6 +808,11 @@ static ft_pval *parse_params(ft_parser *p, ft_prim prim, size_t at, ft_var *cons
       ps[k] = ft_pv_ints(p->arena, outs[0]->aval.rank, outs[0]->aval.dims);
       continue;
     }
+    if (prim == FT_P_SEARCHSORTED && !strcmp(pi->params[k].name, "out_dtype") && n_out == 1) {
+      /* JAX keeps SearchSorted's out_dtype out of its params: the result's */
+      ps[k] = ft_pv_dtype(outs[0]->aval.dtype);
+      continue;
+    }
     if (!pi->params[k].dflt)
       ft_parse_fail(p, at, "missing param '%s' of %s", pi->params[k].name, pi->name);
     ps[k] = dflt[k];

@@ -224,6 +224,7 @@ static const char *kind_name(ft_pkind k) {
   case FT_PK_DOTDIMS: return "dimension numbers ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))";
   case FT_PK_PADCFG: return "a tuple of (low, high, interior) triples";
   case FT_PK_RULE: return "a function name or a jaxpr";
+  case FT_PK_AVAL: return "an aval such as f32[4]";
   case FT_PK_LSTUPLE: return "_LinearSolveTuple(matvec=, vecmat=, solve=, transpose_solve=)";
   }
   return "a value";
@@ -348,6 +349,7 @@ static bool coerce(const ft_param_spec *spec, ft_pval *v) {
   case FT_PK_RULE:
     return v->tag == FT_PV_NONE || v->tag == FT_PV_JAXPR || (v->tag == FT_PV_STR && is_name(v->s));
   case FT_PK_LSTUPLE: return ft_lstuple_ok(v);
+  case FT_PK_AVAL: return v->tag == FT_PV_OPAQUE;
   }
   return false;
 }
@@ -454,6 +456,24 @@ static bool at_none(const ft_parser *p) {
                                      (c >= '0' && c <= '9') || c == '_' || c == '.');
 }
 
+/* An aval as text (f32[4], i32[], bool[2,3]{...}): up to a space or the
+ * params' closing ']' outside brackets. */
+static ft_pval parse_aval_text(ft_parser *p) {
+  size_t start = p->pos;
+  int depth = 0;
+  while (p->pos < p->len) {
+    char c = p->src[p->pos];
+    if (c == '[' || c == '{' || c == '(') depth++;
+    else if ((c == ']' || c == '}' || c == ')') && depth-- == 0) break;
+    else if (depth == 0 && (c == ' ' || c == '\n' || c == '\t' || c == '\r')) break;
+    p->pos++;
+  }
+  if (p->pos == start) ft_parse_fail(p, start, "expected an aval such as f32[4]");
+  char *s = ft_arena_strndup(p->arena, p->src + start, p->pos - start);
+  if (!s) ft_parse_fail(p, start, "out of memory");
+  return (ft_pval){.tag = FT_PV_OPAQUE, .s = s};
+}
+
 ft_pval ft_parse_param_value(ft_parser *p, ft_prim prim, const ft_param_spec *spec) {
   ft_parse_skip_ws(p);
   size_t start = p->pos;
@@ -462,6 +482,7 @@ ft_pval ft_parse_param_value(ft_parser *p, ft_prim prim, const ft_param_spec *sp
   else if (spec->kind == FT_PK_JAXPR || spec->kind == FT_PK_JAXPR_OR_NONE) v = ft_pv_jaxpr(jaxpr_or_name(p));
   else if (spec->kind == FT_PK_JAXPRS) v = parse_jaxprs(p);
   else if (spec->kind == FT_PK_LSTUPLE) v = parse_lstuple(p);
+  else if (spec->kind == FT_PK_AVAL) v = parse_aval_text(p);
   else if (spec->kind == FT_PK_NAME) v = parse_name(p), normalize_name(p, &v);
   else if (spec->kind == FT_PK_RULE && ft_parse_peek(p) == '{') v = ft_pv_jaxpr(ft_parse_subjaxpr(p));
   else if (spec->kind == FT_PK_RULE) v = parse_name(p), normalize_name(p, &v);

@@ -27,7 +27,7 @@ static const struct { const char *s; ft_pkind k; } kinds[] = {
     {"name", FT_PK_NAME},   {"jaxprs", FT_PK_JAXPRS}, {"jaxpr?", FT_PK_JAXPR_OR_NONE},
     {"jaxpr", FT_PK_JAXPR},
     {"dotdims", FT_PK_DOTDIMS}, {"padcfg", FT_PK_PADCFG}, {"sym", FT_PK_SYM},
-    {"rule", FT_PK_RULE}, {"lstuple", FT_PK_LSTUPLE},
+    {"rule", FT_PK_RULE}, {"lstuple", FT_PK_LSTUPLE}, {"aval", FT_PK_AVAL},
 };
 
 static char *dup_range(const char *s, size_t n) {

@@ -73,7 +73,18 @@ static const struct {
      * polynomial's unroll only when given; reshard's pp rule prints no params */
     {FT_P_COND, "branches_platforms", HIDE_NONE}, {FT_P_POLYNOMIAL, "unroll", HIDE_NONE},
     {FT_P_RESHARD, "concrete_mesh", HIDE}, {FT_P_RESHARD, "dst_sharding", HIDE},
+    /* HiPrim SearchSorted keeps out_dtype out of its params dict */
+    {FT_P_SEARCHSORTED, "out_dtype", HIDE},
 };
+
+/* HiJAX primitives (jax/_src/numpy/hijax.py) print their params dict in
+ * its insertion order, not sorted: the names in that order, NULL-ended;
+ * NULL for the others. */
+static const char *const *dict_order(ft_prim p) {
+  static const char *const searchsorted[] = {"side", "dimension", "batch_dims", "method", NULL};
+  static const char *const nonzero[] = {"size", "axes", "out_dtype", NULL};
+  return p == FT_P_SEARCHSORTED ? searchsorted : p == FT_P_NONZERO ? nonzero : NULL;
+}
 
 enum { MAX_PARAMS = 24 };
 static unsigned char hide_rules[FT_NUM_PRIMS][MAX_PARAMS];
@@ -385,6 +396,11 @@ static void add_kv(pctx *pc, ft_pdoc **kvs, int *n, const ft_eqn *e, int k) {
   const ft_prim_info *pi = ft_prim_get(e->prim);
   if (hidden(e->prim, k, &e->params[k])) return;
   ft_pval v = e->params[k];
+  char avs[160];
+  if (pi->params[k].kind == FT_PK_AVAL) { /* HiPrims' x_aval, x1_aval, x2_aval: the operand's */
+    int i = pi->params[k].name[1] == '2' ? 1 : 0;
+    if (i < e->n_in) v = (ft_pval){.tag = FT_PV_OPAQUE, .s = ft_aval_str(&e->in[i]->aval, avs, sizeof avs)};
+  }
   if (e->prim == FT_P_SCAN && v.tag == FT_PV_NONE && pi->params[k].name[0] == 'f')
     v = scan_tree(pc, e, k);
   ft_pdoc *d = kv_doc(pc, &pi->params[k], &v);
@@ -398,9 +414,14 @@ static ft_pdoc *params_doc(pctx *pc, const ft_eqn *e) {
   const ft_prim_info *pi = ft_prim_get(e->prim);
   ft_pdoc *kvs = ft_pd_nil();
   int n = 0, first = name_first(e->prim) ? ft_prim_param_index(e->prim, "name") : -1;
-  if (first >= 0) add_kv(pc, &kvs, &n, e, first);
-  for (int k = 0; k < pi->n_params; k++)
-    if (k != first) add_kv(pc, &kvs, &n, e, k);
+  const char *const *order = dict_order(e->prim);
+  if (order) {
+    for (int i = 0; order[i]; i++) add_kv(pc, &kvs, &n, e, ft_prim_param_index(e->prim, order[i]));
+  } else {
+    if (first >= 0) add_kv(pc, &kvs, &n, e, first);
+    for (int k = 0; k < pi->n_params; k++)
+      if (k != first) add_kv(pc, &kvs, &n, e, k);
+  }
   if (!n) return ft_pd_nil();
   ft_pdoc *open = ft_pd_cat(pp, ft_pd_text(pp, "["), ft_pd_cat(pp, ft_pd_brk(pp, ""), kvs));
   return ft_pd_group(pp, ft_pd_cat(pp, ft_pd_nest(pp, 2, open),

@@ -1114,6 +1114,153 @@ static ft_status rule_top_k(R *r) {
   return put(r, o);
 }
 
+/* Frexp x -> (m, e: i32) and Ldexp x n -> x (jnp.frexp, jnp.ldexp): a
+ * real float x; Ldexp's n an integer array of x's shape (jnp.ldexp
+ * broadcasts before binding). */
+static ft_status rule_frexp_ldexp(R *r) {
+  ft_status st = check_dtype(r, 0, K_FLOAT, "x");
+  if (st) return st;
+  ft_aval o = r->in[0];
+  o.weak_type = false;
+  if (r->p == FT_P_LDEXP) {
+    if ((st = check_dtype(r, 1, K_INT, "exponent"))) return st;
+    if (!ft_shape_eq(&r->in[0], &r->in[1]))
+      return fail(r, FT_ERR_SHAPE, "x %s and exponent %s must have one shape", S(r, &r->in[0]), S(r, &r->in[1]));
+    return put(r, o);
+  }
+  if ((st = put(r, o))) return st;
+  o.dtype = FT_I32;
+  return put(r, o);
+}
+
+/* Nonzero a [fill per axis]: the checks of JAX's Nonzero (its words); one
+ * result per axis, a's other axes then size. */
+static ft_status rule_nonzero(R *r) {
+  const ft_aval *a = &r->in[0];
+  int64_t size, axes[MAX_INTS];
+  int na;
+  ft_dtype odt;
+  ft_status st;
+  if ((st = need_int(r, "size", &size)) || (st = get_ints(r, "axes", true, axes, &na)) ||
+      (st = need_dtype(r, "out_dtype", &odt)))
+    return st;
+  if (size < 0) return fail(r, FT_ERR_SHAPE, "size must be a positive integer; got size=%lld", (long long)size);
+  if ((st = check_axes(r, "axes", na, axes, a->rank, a))) return st;
+  if (na < 1) return fail(r, FT_ERR_SHAPE, "axes is empty: no results");
+  if (!ft_dtype_is_int(odt)) return fail(r, FT_ERR_TYPE, "out_dtype must be an integer type, got %s", ft_dtype_name(odt));
+  if (r->n_in != 1 && r->n_in != 1 + na)
+    return fail(r, FT_ERR_TYPE, "Expected %d fill values, got %d", na, r->n_in - 1);
+  if ((st = check_dtype(r, 0, K_ANY, "operand"))) return st;
+  ft_aval o = {.dtype = odt};
+  for (int i = 0; i < a->rank; i++) {
+    bool in_axes = false;
+    for (int k = 0; k < na; k++) in_axes |= axes[k] == i;
+    if (!in_axes) o.dims[o.rank++] = a->dims[i];
+  }
+  for (int k = 1; k < r->n_in; k++) {
+    const ft_aval *fv = &r->in[k];
+    if (fv->dtype != odt)
+      return fail(r, FT_ERR_TYPE, "Expected fill values to have dtype %s, got %s", ft_dtype_name(odt), S(r, fv));
+    bool ok = fv->rank <= o.rank;
+    for (int i = 0; ok && i < fv->rank; i++) {
+      int64_t bd = o.dims[o.rank - fv->rank + i];
+      ok = fv->dims[i] == bd || fv->dims[i] == 1;
+    }
+    if (!ok) return fail(r, FT_ERR_SHAPE, "fill_value shape %s cannot be broadcast to the batch shape", S(r, fv));
+  }
+  o.dims[o.rank++] = size;
+  for (int k = 0; k < na; k++)
+    if ((st = put(r, o))) return st;
+  return FT_OK;
+}
+
+/* approx_top_k: JAX's abstract eval (its words) for aggregate_to_topk; the
+ * other output size (XLA's approx_top_k_reduction_output_size) is not
+ * reproduced, so that form is refused. */
+static ft_status rule_approx_top_k(R *r) {
+  const ft_aval *a = &r->in[0];
+  int64_t k, dim;
+  ft_status st;
+  if ((st = need_int(r, "k", &k)) || (st = need_int(r, "reduction_dimension", &dim))) return st;
+  if (k <= 0) return fail(r, FT_ERR_SHAPE, "k must be positive, got %lld", (long long)k);
+  if (a->rank < 1) return fail(r, FT_ERR_SHAPE, "approx_top_k operand must have >= 1 dimension, got %s", S(r, a));
+  if (dim < 0) dim += a->rank;
+  if (dim < 0 || dim >= a->rank)
+    return fail(r, FT_ERR_SHAPE, "reduction_dimension out of range for operand %s", S(r, a));
+  if (a->dims[dim] < k)
+    return fail(r, FT_ERR_SHAPE, "k must be smaller than the size of reduction_dim %lld, got %lld",
+                (long long)a->dims[dim], (long long)k);
+  if ((st = check_dtype(r, 0, K_FLOAT, "operand"))) return st;
+  if (!opt_bool(r, "aggregate_to_topk", true))
+    return fail(r, FT_ERR_UNSUPPORTED, "aggregate_to_topk=False is not supported: its output size "
+                "(XLA's approx_top_k_reduction_output_size) is not reproduced");
+  ft_aval o = *a;
+  o.dims[dim] = k;
+  if ((st = put(r, o))) return st;
+  o.dtype = FT_I32;
+  o.weak_type = false;
+  return put(r, o);
+}
+
+/* SearchSorted's side and method (a parsed sym, or the plain word a C
+ * caller wrote): false unless side is left/right and method one of JAX's. */
+bool ft_searchsorted_mode(const ft_pval *side, const ft_pval *method, bool *left, bool *binary) {
+  if (!side || !method || (side->tag != FT_PV_SYM && side->tag != FT_PV_STR) ||
+      (method->tag != FT_PV_SYM && method->tag != FT_PV_STR) || !side->s || !method->s)
+    return false;
+  bool l = !strcmp(side->s, "left"), bin = !strcmp(method->s, "scan") || !strcmp(method->s, "scan_unrolled");
+  if (!l && strcmp(side->s, "right")) return false;
+  if (!bin && strcmp(method->s, "compare_all") && strcmp(method->s, "sort")) return false;
+  if (left) *left = l;
+  if (binary) *binary = bin;
+  return true;
+}
+
+/* SearchSorted (JAX 0.12's HiPrim, jax/_src/numpy/hijax.py): its
+ * constructor's checks, in its words, and the shape its vmapped impl gives:
+ * sorted's batch axes, sorted's other axes but `dimension`, query's
+ * non-batch axes. */
+static ft_status rule_searchsorted(R *r) {
+  const ft_aval *a = &r->in[0], *q = &r->in[1];
+  int64_t b, d;
+  ft_dtype odt;
+  ft_status st;
+  if ((st = need_int(r, "batch_dims", &b)) || (st = need_int(r, "dimension", &d)) ||
+      (st = need_dtype(r, "out_dtype", &odt)))
+    return st;
+  const ft_pval *side = param(r, "side"), *method = param(r, "method");
+  if (!ft_searchsorted_mode(side, method, NULL, NULL))
+    return fail(r, FT_ERR_TYPE, "side must be left or right and method one of compare_all, scan, "
+                "scan_unrolled, sort");
+  if (b < 0 || b >= a->rank)
+    return fail(r, FT_ERR_SHAPE, "batch_dims=%lld must be in range [0, %d) for sorted_arr %s",
+                (long long)b, a->rank, S(r, a));
+  if (d < b || d >= a->rank)
+    return fail(r, FT_ERR_SHAPE, "dimension=%lld must be in range [%lld, %d) for sorted_arr %s",
+                (long long)d, (long long)b, a->rank, S(r, a));
+  if (a->dtype != q->dtype)
+    return fail(r, FT_ERR_TYPE, "dtypes of sorted_arr and query must match; got %s and %s",
+                ft_dtype_name(a->dtype), ft_dtype_name(q->dtype));
+  if ((st = check_dtype(r, 0, K_ANY, "sorted_arr"))) return st;
+  if (q->rank < b) return fail(r, FT_ERR_SHAPE, "query %s has fewer than batch_dims=%lld axes", S(r, q), (long long)b);
+  for (int i = 0; i < b; i++)
+    if (a->dims[i] != q->dims[i])
+      return fail(r, FT_ERR_SHAPE, "batch dimension sizes must match; got %s and %s", S(r, a), S(r, q));
+  if (!ft_dtype_is_int(odt))
+    return fail(r, FT_ERR_TYPE, "out_dtype should be an integer type; got %s", ft_dtype_name(odt));
+  int bits = (int)ft_dtype_size(odt) * 8 - (ft_dtype_is_signed(odt) ? 1 : 0);
+  if (bits < 63 && a->dims[d] > (INT64_C(1) << bits) - 1)
+    return fail(r, FT_ERR_TYPE, "the size %lld of the searched axis does not fit out_dtype %s",
+                (long long)a->dims[d], ft_dtype_name(odt));
+  if (a->rank - 1 + q->rank - b > FT_MAX_RANK)
+    return fail(r, FT_ERR_SHAPE, "the result of %s and %s would have more than %d axes", S(r, a), S(r, q), FT_MAX_RANK);
+  ft_aval o = {.dtype = odt, .rank = 0};
+  for (int i = 0; i < a->rank; i++)
+    if (i != d) o.dims[o.rank++] = a->dims[i];
+  for (int i = (int)b; i < q->rank; i++) o.dims[o.rank++] = q->dims[i];
+  return put(r, o);
+}
+
 /* Reads field `name` of a dimension-numbers param. JAX prints these as
  * `GatherDimensionNumbers(offset_dims=(), ...)`; the value is kept as text
  * (opaque) or as a positional tuple of int tuples (pos is the field index). */
@@ -1997,6 +2144,10 @@ static ft_status dispatch(R *r) {
   case FT_P_FFT: return rule_fft(r);
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: return rule_complex_parts(r);
   case FT_P_TOP_K: return rule_top_k(r);
+  case FT_P_SEARCHSORTED: return rule_searchsorted(r);
+  case FT_P_APPROX_TOP_K: return rule_approx_top_k(r);
+  case FT_P_NONZERO: return rule_nonzero(r);
+  case FT_P_FREXP: case FT_P_LDEXP: return rule_frexp_ldexp(r);
   case FT_P_QR: return rule_qr(r); /* linalg2 */
   case FT_P_EIGH: return rule_eigh(r);
   case FT_P_SVD: return rule_svd(r);

@@ -149,6 +149,7 @@ static bool kind_ok(const ft_param_spec *s, const ft_pval *p) {
   case FT_PK_RULE:
     return p->tag == FT_PV_STR || p->tag == FT_PV_OPAQUE || (p->tag == FT_PV_JAXPR && p->u.jaxpr);
   case FT_PK_LSTUPLE: return ft_lstuple_ok(p);
+  case FT_PK_AVAL: return p->tag == FT_PV_OPAQUE || p->tag == FT_PV_NONE; /* none: emitted by a transform */
   }
   return false;
 }
@@ -172,6 +173,7 @@ static const char *kind_text(ft_pkind k) {
   case FT_PK_DOTDIMS: return "((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))";
   case FT_PK_PADCFG: return "a tuple of (lo, hi, interior)";
   case FT_PK_RULE: return "a function name or a jaxpr";
+  case FT_PK_AVAL: return "an aval such as f32[4]";
   case FT_PK_LSTUPLE: return "_LinearSolveTuple(matvec=, vecmat=, solve=, transpose_solve=)";
   }
   return "?";

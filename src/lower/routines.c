@@ -108,11 +108,12 @@ static bool reshape_perm(const ft_eqn *e, const ft_aval *a, int64_t *perm) {
   return true;
 }
 
-/* The rule bodies write every result; sort, top_k, unstack and
+/* The rule bodies write every result; sort, top_k, approx_top_k, unstack, Frexp, Nonzero and
  * optimization_barrier have several. */
 bool ft_routine_all_outputs(const ft_eqn *e) {
   return e->prim == FT_P_SORT || e->prim == FT_P_TOP_K || e->prim == FT_P_UNSTACK ||
-         e->prim == FT_P_OPTIMIZATION_BARRIER || ft_linalg_writes_all(e);
+         e->prim == FT_P_OPTIMIZATION_BARRIER || e->prim == FT_P_FREXP ||
+         e->prim == FT_P_NONZERO || e->prim == FT_P_APPROX_TOP_K || ft_linalg_writes_all(e);
 }
 
 /* cumsum/cumprod/cummax/cummin on the dtypes of the native folds below. */

@@ -5,6 +5,7 @@
  * JIT runs the same body as a routine step and never meets an operand the
  * interpreter would refuse. */
 #include <complex.h>
+#include <math.h>
 #include <string.h>
 
 #include "runtime.h"
@@ -230,5 +231,251 @@ ft_status ft_empty_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_ar
                         void *scratch) {
   (void)ctx, (void)e, (void)in, (void)scratch;
   if (out) memset(out[0]->data, 0, nbytes(&out[0]->aval));
+  return FT_OK;
+}
+
+/* Frexp and Ldexp: JAX 0.12's bit-exact _frexp_impl and _ldexp_impl
+ * (jax/_src/numpy/ufuncs.py) on the IEEE fields of each float dtype:
+ * subnormal inputs become signed zero first; ±inf and NaN pass through. */
+typedef struct fbits {
+  int width, nexp, nmant;
+} fbits;
+
+static bool fbits_of(ft_dtype dt, fbits *f) {
+  switch (dt) {
+  case FT_F16: *f = (fbits){16, 5, 10}; return true;
+  case FT_BF16: *f = (fbits){16, 8, 7}; return true;
+  case FT_F32: *f = (fbits){32, 8, 23}; return true;
+  case FT_F64: *f = (fbits){64, 11, 52}; return true;
+  default: return false;
+  }
+}
+
+static uint64_t get_bits(const ft_array *a, int64_t i, int bytes) {
+  uint64_t u = 0;
+  memcpy(&u, (const char *)a->data + (size_t)i * (size_t)bytes, (size_t)bytes); /* little-endian */
+  return u;
+}
+
+static void put_bits(ft_array *a, int64_t i, int bytes, uint64_t u) {
+  memcpy((char *)a->data + (size_t)i * (size_t)bytes, &u, (size_t)bytes);
+}
+
+ft_status ft_frexp_ldexp_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                              void *scratch) {
+  (void)scratch;
+  bool ld = e->prim == FT_P_LDEXP;
+  const ft_aval *x = &in[0]->aval;
+  fbits f;
+  if (e->n_in != (ld ? 2 : 1) || e->n_out != (ld ? 1 : 2) || !fbits_of(x->dtype, &f) ||
+      !ft_shape_eq(x, &e->out[0]->aval) || e->out[0]->aval.dtype != x->dtype ||
+      (ld && (!ft_dtype_is_int(in[1]->aval.dtype) || !ft_shape_eq(x, &in[1]->aval))) ||
+      (!ld && (e->out[1]->aval.dtype != FT_I32 || !ft_shape_eq(x, &e->out[1]->aval))))
+    return ft_set_error(ctx, FT_ERR_TYPE, "%s: bad operands (%s)", ft_prim_get(e->prim)->name,
+                        ft_dtype_name(x->dtype));
+  if (!out) return FT_OK;
+  const int bytes = f.width / 8;
+  const uint64_t exp_mask = (UINT64_C(1) << f.nexp) - 1, mant_mask = (UINT64_C(1) << f.nmant) - 1;
+  const uint64_t sign_mask = UINT64_C(1) << (f.width - 1);
+  const int64_t bias = ((int64_t)1 << (f.nexp - 1)) - 1, max_shift = (int64_t)1 << (f.nexp + 1);
+  const bool n_signed = ld && ft_dtype_is_signed(in[1]->aval.dtype);
+  int64_t n = ft_aval_size(x);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t u = get_bits(in[0], i, bytes);
+    uint64_t sign = u & sign_mask, exp = (u >> f.nmant) & exp_mask, mant = u & mant_mask;
+    bool zero = exp == 0, special = exp == exp_mask; /* zero: ±0 or a flushed subnormal */
+    if (!ld) {
+      uint64_t m = special ? u : zero ? sign : sign | ((uint64_t)(bias - 1) << f.nmant) | mant;
+      int64_t ex = special || zero ? 0 : (int64_t)exp - (bias - 1);
+      put_bits(out[0], i, bytes, m);
+      ft_set_i64(out[1], i, ex);
+      continue;
+    }
+    int64_t s; /* the shift, clamped to [-max_shift, max_shift] as JAX does */
+    if (n_signed) {
+      int64_t v = ft_get_i64(in[1], i);
+      s = v < -max_shift ? -max_shift : v > max_shift ? max_shift : v;
+    } else {
+      uint64_t v = ft_get_u64(in[1], i);
+      s = v > (uint64_t)max_shift ? max_shift : (int64_t)v;
+    }
+    int64_t ne = (int64_t)exp + s;
+    uint64_t r = ne <= 0 ? sign : ne >= (int64_t)exp_mask ? sign | (exp_mask << f.nmant)
+                                                         : sign | ((uint64_t)ne << f.nmant) | mant;
+    put_bits(out[0], i, bytes, special ? u : zero ? sign : r);
+  }
+  return FT_OK;
+}
+
+/* Nonzero: JAX 0.12's _nonzero_impl (hijax.py): per index of a's other
+ * axes, the first `size` positions whose element is nonzero (NaN is), in
+ * row-major order of the sorted `axes`; result k holds the position along
+ * the k-th sorted axis; past the count, fill value k (broadcast over the
+ * other axes) or 0. An empty a gives zeros (JAX's jnp.empty). */
+ft_status ft_nonzero_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                          void *scratch) {
+  (void)scratch;
+  const ft_aval *a = &in[0]->aval;
+  int64_t axes[FT_MAX_RANK], size = ft_param_int(e, "size", -1);
+  int na = ft_param_ints(e, "axes", axes, FT_MAX_RANK);
+  bool is_ax[FT_MAX_RANK] = {false};
+  bool ok = na >= 1 && na == e->n_out && (e->n_in == 1 || e->n_in == 1 + na) && size >= 0 &&
+            !ft_dtype_is_key(a->dtype) && a->dtype != FT_FLOAT0;
+  for (int k = 0; ok && k < na; k++) {
+    ok = axes[k] >= 0 && axes[k] < a->rank && !is_ax[axes[k]];
+    if (ok) is_ax[axes[k]] = true;
+  }
+  int nb = 0;
+  int64_t bdims[FT_MAX_RANK], sax[FT_MAX_RANK];
+  for (int i = 0, k = 0; ok && i < a->rank; i++)
+    if (is_ax[i]) sax[k++] = i; /* the axes, sorted */
+    else bdims[nb++] = a->dims[i];
+  for (int k = 0; ok && k < e->n_out; k++) {
+    const ft_aval *o = &e->out[k]->aval;
+    ok = ft_dtype_is_int(o->dtype) && o->rank == nb + 1 && o->dims[nb] == size;
+    for (int i = 0; ok && i < nb; i++) ok = o->dims[i] == bdims[i];
+  }
+  for (int k = 1; ok && k < e->n_in; k++) {
+    const ft_aval *fv = &in[k]->aval;
+    ok = ft_dtype_is_int(fv->dtype) && fv->rank <= nb;
+    for (int i = 0; ok && i < fv->rank; i++) ok = fv->dims[i] == 1 || fv->dims[i] == bdims[nb - fv->rank + i];
+  }
+  if (!ok) return ft_set_error(ctx, FT_ERR_TYPE, "Nonzero: bad operands, results or params");
+  if (!out) return FT_OK;
+  int64_t ast[FT_MAX_RANK], s = 1;
+  for (int i = a->rank - 1; i >= 0; i--) ast[i] = s, s *= a->dims[i];
+  int64_t nbatch = 1, nsub = 1;
+  for (int i = 0; i < nb; i++) nbatch *= bdims[i];
+  for (int k = 0; k < na; k++) nsub *= a->dims[sax[k]];
+  bool empty = ft_aval_size(a) == 0;
+  ft_dtype dt = a->dtype;
+  int64_t bidx[FT_MAX_RANK] = {0};
+  for (int64_t b = 0; b < nbatch; b++) {
+    int64_t base = 0;
+    for (int i = 0, j = 0; i < a->rank; i++)
+      if (!is_ax[i]) base += bidx[j++] * ast[i];
+    int64_t cnt = 0;
+    for (int64_t p = 0; !empty && p < nsub && cnt < size; p++) {
+      int64_t off = base, rem = p, pos[FT_MAX_RANK];
+      for (int k = na - 1; k >= 0; k--) {
+        pos[k] = rem % a->dims[sax[k]], rem /= a->dims[sax[k]];
+        off += pos[k] * ast[sax[k]];
+      }
+      bool nz;
+      if (ft_dtype_is_complex(dt)) {
+        double re, im;
+        ft_get_c128(in[0], off, &re, &im);
+        nz = re != 0 || im != 0;
+      } else if (ft_dtype_is_float(dt)) {
+        nz = ft_get_f64(in[0], off) != 0;
+      } else {
+        nz = ft_get_u64(in[0], off) != 0;
+      }
+      if (!nz) continue;
+      for (int k = 0; k < na; k++) ft_set_i64(out[k], b * size + cnt, pos[k]);
+      cnt++;
+    }
+    for (int k = 0; k < na; k++)
+      for (int64_t j = cnt; j < size; j++) {
+        int64_t v = 0;
+        if (e->n_in > 1 && !empty) { /* fill value k at this batch index, broadcast */
+          const ft_aval *fv = &in[1 + k]->aval;
+          int64_t fo = 0;
+          for (int i = 0; i < fv->rank; i++) {
+            int bi = nb - fv->rank + i;
+            fo = fo * fv->dims[i] + (fv->dims[i] == 1 ? 0 : bidx[bi]);
+          }
+          v = ft_get_i64(in[1 + k], fo);
+        }
+        ft_set_i64(out[k], b * size + j, v);
+      }
+    for (int i = nb - 1; i >= 0; i--) {
+      if (++bidx[i] < bdims[i]) break;
+      bidx[i] = 0;
+    }
+  }
+  return FT_OK;
+}
+
+/* approx_top_k on the CPU (XLA's exact fallback): per line along the
+ * reduction dimension, a stable sort of the positions by value (descending
+ * for is_max_k), then the first k. XLA runs the max with k < n on its TopK
+ * kernel, which orders by the IEEE total order (-NaN < -inf, -0 < +0 <
+ * +NaN); the other forms sort with every NaN above every number and -0 ==
+ * +0 (measured on JAX 0.12's CPU results). scratch: 2 * n int64
+ * (ft_approx_top_k_scratch). */
+static uint64_t atk_key(double x, bool total) {
+  uint64_t u;
+  if (!total && x == 0) x = 0.0;
+  if (!total && x != x) x = NAN;
+  memcpy(&u, &x, 8);
+  return (u >> 63) ? ~u : u | (UINT64_C(1) << 63);
+}
+
+typedef struct atk_line {
+  const ft_array *a;
+  int64_t base, stride;
+  bool max, total;
+} atk_line;
+
+/* whether position i goes before j (a strict preference; ties keep order) */
+static bool atk_before(const atk_line *L, int64_t i, int64_t j) {
+  uint64_t x = atk_key(ft_get_f64(L->a, L->base + i * L->stride), L->total);
+  uint64_t y = atk_key(ft_get_f64(L->a, L->base + j * L->stride), L->total);
+  return L->max ? x > y : x < y;
+}
+
+static void atk_sort(const atk_line *L, int64_t *p, int64_t *tmp, int64_t n) {
+  if (n < 2) return;
+  int64_t h = n / 2, i = 0, j = h, k = 0;
+  atk_sort(L, p, tmp, h);
+  atk_sort(L, p + h, tmp, n - h);
+  while (i < h && j < n) tmp[k++] = atk_before(L, p[j], p[i]) ? p[j++] : p[i++];
+  while (i < h) tmp[k++] = p[i++];
+  while (j < n) tmp[k++] = p[j++];
+  memcpy(p, tmp, sizeof *p * (size_t)n);
+}
+
+static int64_t atk_dim(const ft_eqn *e, const ft_aval *a) {
+  int64_t d = ft_param_int(e, "reduction_dimension", -1);
+  return d < 0 ? d + a->rank : d;
+}
+
+size_t ft_approx_top_k_scratch(const ft_eqn *e) {
+  const ft_aval *a = &e->in[0]->aval;
+  int64_t d = atk_dim(e, a);
+  return d >= 0 && d < a->rank ? sizeof(int64_t) * (size_t)(2 * a->dims[d] + 1) : 0;
+}
+
+ft_status ft_approx_top_k_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                               void *scratch) {
+  const ft_aval *a = &in[0]->aval;
+  int64_t d = atk_dim(e, a), k = ft_param_int(e, "k", -1);
+  bool ok = e->n_in == 1 && e->n_out == 2 && d >= 0 && d < a->rank && k >= 1 && k <= a->dims[d] &&
+            ft_dtype_is_float(a->dtype) && ft_param_bool(e, "aggregate_to_topk", true);
+  for (int o = 0; ok && o < 2; o++) {
+    const ft_aval *oa = &e->out[o]->aval;
+    ok = oa->rank == a->rank && oa->dtype == (o ? FT_I32 : a->dtype);
+    for (int i = 0; ok && i < a->rank; i++) ok = oa->dims[i] == (i == d ? k : a->dims[i]);
+  }
+  if (!ok) return ft_set_error(ctx, FT_ERR_TYPE, "approx_top_k: bad operand, results or params");
+  if (!out) return FT_OK;
+  bool mx = ft_param_bool(e, "is_max_k", true);
+  int64_t stride = 1;
+  for (int i = a->rank - 1; i > d; i--) stride *= a->dims[i];
+  int64_t n = a->dims[d], lines = n ? ft_aval_size(a) / n : 0;
+  int64_t *perm = scratch;
+  for (int64_t l = 0; l < lines; l++) {
+    atk_line L = {in[0], (l / stride) * stride * n + l % stride, stride, mx, mx && k < n};
+    int64_t obase = (l / stride) * stride * k + l % stride;
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    atk_sort(&L, perm, perm + n, n);
+    size_t es = ft_dtype_size(a->dtype);
+    for (int64_t i = 0; i < k; i++) {
+      memcpy((char *)out[0]->data + (size_t)(obase + i * stride) * es,
+             (const char *)in[0]->data + (size_t)(L.base + perm[i] * stride) * es, es);
+      ft_set_i64(out[1], obase + i * stride, perm[i]);
+    }
+  }
   return FT_OK;
 }

@@ -232,9 +232,44 @@ static ft_status reduce_int(const ft_eqn *e, const ft_array *a, ft_array *o, con
   return FT_OK;
 }
 
+/* The complex product of x[0..n) (interleaved re, im), in the canonical
+ * order of DEF_FOLD (lanes within blocks, then the blocks in order); each
+ * product (ar br - ai bi, ar bi + ai br) in the dtype's precision, as
+ * XLA's complex multiply. */
+#define DEF_CPROD(NAME, T)                                                                \
+  static void NAME(const T *x, int64_t n, double *rr, double *ri) {                       \
+    T tr = 1, ti = 0;                                                                     \
+    for (int64_t b0 = 0; b0 < n; b0 += FT_SUM_BLOCK) {                                    \
+      int64_t m = n - b0 < FT_SUM_BLOCK ? n - b0 : FT_SUM_BLOCK;                          \
+      T ar[FT_SUM_LANES], ai[FT_SUM_LANES];                                               \
+      for (int l = 0; l < FT_SUM_LANES; l++) ar[l] = 1, ai[l] = 0;                        \
+      for (int64_t k = 0; k < m; k++) {                                                   \
+        int l = (int)(k % FT_SUM_LANES);                                                  \
+        T xr = x[2 * (b0 + k)], xi = x[2 * (b0 + k) + 1];                                 \
+        T pr = ar[l] * xr - ai[l] * xi, pi = ar[l] * xi + ai[l] * xr;                     \
+        ar[l] = pr, ai[l] = pi;                                                           \
+      }                                                                                   \
+      for (int w = FT_SUM_LANES / 2; w >= 1; w /= 2)                                      \
+        for (int l = 0; l < w; l++) {                                                     \
+          T pr = ar[l] * ar[l + w] - ai[l] * ai[l + w], pi = ar[l] * ai[l + w] + ai[l] * ar[l + w]; \
+          ar[l] = pr, ai[l] = pi;                                                         \
+        }                                                                                 \
+      if (b0 == 0) tr = ar[0], ti = ai[0];                                                \
+      else {                                                                              \
+        T pr = tr * ar[0] - ti * ai[0], pi = tr * ai[0] + ti * ar[0];                     \
+        tr = pr, ti = pi;                                                                 \
+      }                                                                                   \
+    }                                                                                     \
+    if (n == 1) tr = x[0], ti = x[1];                                                     \
+    *rr = tr, *ri = ti;                                                                   \
+  }
+DEF_CPROD(cprod_f32, float)
+DEF_CPROD(cprod_f64, double)
+
 static ft_status reduce_cpx(const ft_eqn *e, const ft_array *a, ft_array *o, const red_plan *p,
                             void *buf) {
-  if (e->prim != FT_P_REDUCE_SUM) return FT_ERR_UNSUPPORTED;
+  if (e->prim != FT_P_REDUCE_SUM && e->prim != FT_P_REDUCE_PROD) return FT_ERR_UNSUPPORTED;
+  bool prod = e->prim == FT_P_REDUCE_PROD;
   int64_t n = ft_array_size(o);
   for (int64_t i = 0; i < n; i++) {
     int64_t base = kept_base(p, &a->aval, i);
@@ -245,11 +280,13 @@ static ft_status reduce_cpx(const ft_eqn *e, const ft_array *a, ft_array *o, con
         ft_get_c128(a, base + p->roff[k], &re, &im);
         x[2 * k] = (float)re, x[2 * k + 1] = (float)im;
       }
-      rr = ft_sum_f32(x, p->K, 2, FT_F32), ri = ft_sum_f32(x + 1, p->K, 2, FT_F32);
+      if (prod) cprod_f32(x, p->K, &rr, &ri);
+      else rr = ft_sum_f32(x, p->K, 2, FT_F32), ri = ft_sum_f32(x + 1, p->K, 2, FT_F32);
     } else {
       double *x = buf;
       for (int64_t k = 0; k < p->K; k++) ft_get_c128(a, base + p->roff[k], &x[2 * k], &x[2 * k + 1]);
-      rr = ft_sum_f64(x, p->K, 2), ri = ft_sum_f64(x + 1, p->K, 2);
+      if (prod) cprod_f64(x, p->K, &rr, &ri);
+      else rr = ft_sum_f64(x, p->K, 2), ri = ft_sum_f64(x + 1, p->K, 2);
     }
     ft_set_c128(o, i, rr, ri);
   }
@@ -314,7 +351,7 @@ size_t ft_reduce_scratch(const ft_eqn *e) {
 /* Whether the fold of prim is defined on dt (what the bodies compute). */
 static bool reduce_defined(ft_prim p, ft_dtype dt) {
   bool arg = p == FT_P_ARGMAX || p == FT_P_ARGMIN;
-  if (ft_dtype_is_complex(dt)) return p == FT_P_REDUCE_SUM;
+  if (ft_dtype_is_complex(dt)) return p == FT_P_REDUCE_SUM || p == FT_P_REDUCE_PROD;
   if (arg || ft_dtype_is_float(dt)) return true;
   if (dt == FT_BOOL && (p == FT_P_REDUCE_SUM || p == FT_P_REDUCE_PROD)) return false;
   return ft_dtype_is_int(dt) || dt == FT_BOOL;
@@ -530,6 +567,101 @@ ft_status ft_sort_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_arr
       for (int64_t i = 0; i < len; i++)
         memcpy((char *)out[k]->data + (size_t)(s.base + i * stride) * es,
                (const char *)in[k]->data + (size_t)(s.base + perm[i] * stride) * es, es);
+    }
+  }
+  return FT_OK;
+}
+
+/* ------------------------------------------------------------ SearchSorted */
+/* Element i of x as lax.sort's comparator keys (the canonical float keys of
+ * float_key; two for complex: real, then imaginary), unsigned-comparable;
+ * returns how many. */
+static int ss_keys(const ft_array *x, int64_t i, uint64_t k[2]) {
+  ft_dtype dt = x->aval.dtype;
+  if (ft_dtype_is_complex(dt)) {
+    double re, im;
+    ft_get_c128(x, i, &re, &im);
+    k[0] = float_key(re), k[1] = float_key(im);
+    return 2;
+  }
+  if (ft_dtype_is_float(dt)) k[0] = float_key(ft_get_f64(x, i));
+  else if (ft_dtype_is_signed(dt)) k[0] = (uint64_t)ft_get_i64(x, i) ^ (UINT64_C(1) << 63);
+  else k[0] = ft_get_u64(x, i); /* unsigned, bool */
+  return 1;
+}
+
+/* -1, 0, 1 as x <, ==, > y in that order. */
+static int ss_cmp(const uint64_t *x, const uint64_t *y, int n) {
+  for (int j = 0; j < n; j++)
+    if (x[j] != y[j]) return x[j] < y[j] ? -1 : 1;
+  return 0;
+}
+
+ft_status ft_searchsorted_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                               void *scratch) {
+  (void)scratch;
+  if (e->n_in != 2 || e->n_out != 1) return ft_set_error(ctx, FT_ERR_TYPE, "SearchSorted: expects 2 operands and 1 result");
+  const ft_aval *a = &in[0]->aval, *q = &in[1]->aval, *o = &e->out[0]->aval;
+  int64_t b = ft_param_int(e, "batch_dims", -1), d = ft_param_int(e, "dimension", -1);
+  const ft_pval *side = ft_eqn_param(e, "side"), *method = ft_eqn_param(e, "method");
+  bool left = false, binary = false;
+  if (!ft_searchsorted_mode(side, method, &left, &binary) || b < 0 || b >= a->rank || d < b ||
+      d >= a->rank || q->rank < b || a->dtype != q->dtype || !ft_dtype_is_int(o->dtype) ||
+      ft_dtype_is_key(a->dtype) || a->dtype == FT_FLOAT0)
+    return ft_set_error(ctx, FT_ERR_TYPE, "SearchSorted: bad operands or params (%s, %s)",
+                        ft_dtype_name(a->dtype), ft_dtype_name(q->dtype));
+  /* the result: sorted's batch axes, its other axes but d, query's rest */
+  int64_t od[2 * FT_MAX_RANK];
+  int orank = 0;
+  for (int i = 0; i < a->rank; i++)
+    if (i != d) od[orank++] = a->dims[i];
+  for (int i = (int)b; i < q->rank; i++) od[orank++] = q->dims[i];
+  bool same = orank == o->rank;
+  for (int i = 0; same && i < orank; i++) same = od[i] == o->dims[i];
+  for (int i = 0; same && i < b; i++) same = a->dims[i] == q->dims[i];
+  if (!same) return ft_set_error(ctx, FT_ERR_SHAPE, "SearchSorted: the result's shape does not follow its operands'");
+  if (!out) return FT_OK;
+  int64_t ast[FT_MAX_RANK], qst[FT_MAX_RANK], idx[2 * FT_MAX_RANK] = {0};
+  c_strides(a, ast);
+  c_strides(q, qst);
+  int64_t n = a->dims[d], sd = ast[d], total = ft_aval_size(o);
+  int levels = 0; /* JAX's ceil(log2(n + 1)) probes */
+  while (levels < 63 && (INT64_C(1) << levels) < n + 1) levels++;
+  for (int64_t t = 0; t < total; t++) {
+    /* idx runs over the result's axes; the sorted line and query element */
+    int64_t abase = 0, qoff = 0;
+    int k = 0;
+    for (int i = 0; i < a->rank; i++)
+      if (i != d) abase += idx[k] * ast[i], qoff += i < b ? idx[k] * qst[i] : 0, k++;
+    for (int i = (int)b; i < q->rank; i++) qoff += idx[k++] * qst[i];
+    uint64_t qk[2], ak[2];
+    int nk = ss_keys(in[1], qoff, qk);
+    uint64_t r = 0;
+    if (n == 0) {
+      r = 0;
+    } else if (binary) { /* _searchsorted_scan_impl: go left when q <= a[mid] (left), q < a[mid] (right) */
+      uint64_t lo = 0, hi = (uint64_t)n;
+      for (int l = 0; l < levels; l++) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (mid >= (uint64_t)n) break; /* not reached: mid < hi <= n until lo == hi */
+        ss_keys(in[0], abase + (int64_t)mid * sd, ak);
+        int c = ss_cmp(qk, ak, nk);
+        bool go_left = left ? c <= 0 : c < 0;
+        if (go_left) hi = mid;
+        else lo = mid;
+      }
+      r = hi;
+    } else { /* compare_all and sort: how many a[i] < q (left), <= q (right) */
+      for (int64_t i = 0; i < n; i++) {
+        ss_keys(in[0], abase + i * sd, ak);
+        int c = ss_cmp(ak, qk, nk);
+        r += left ? c < 0 : c <= 0;
+      }
+    }
+    ft_set_i64(out[0], t, (int64_t)r);
+    for (int i = orank - 1; i >= 0; i--) {
+      if (++idx[i] < od[i]) break;
+      idx[i] = 0;
     }
   }
   return FT_OK;

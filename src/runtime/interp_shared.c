@@ -31,6 +31,10 @@ ft_rule_into_fn ft_rule_into_for(ft_prim p) {
   case FT_P_CONV_GENERAL_DILATED: return ft_conv_into;
   case FT_P_TOP_K: return ft_top_k_into;
   case FT_P_SORT: return ft_sort_into;
+  case FT_P_SEARCHSORTED: return ft_searchsorted_into;
+  case FT_P_FREXP: case FT_P_LDEXP: return ft_frexp_ldexp_into;
+  case FT_P_NONZERO: return ft_nonzero_into;
+  case FT_P_APPROX_TOP_K: return ft_approx_top_k_into;
   case FT_P_CUMSUM: case FT_P_CUMPROD: case FT_P_CUMMAX: case FT_P_CUMMIN: case FT_P_CUMLOGSUMEXP:
     return ft_cumulative_into;
   case FT_P_REDUCE_PRECISION: return ft_reduce_precision_into;
@@ -58,6 +62,7 @@ size_t ft_rule_scratch(const ft_eqn *e) {
   case FT_P_REDUCE_WINDOW_SUM: case FT_P_REDUCE_WINDOW_MAX: case FT_P_REDUCE_WINDOW_MIN:
     return ft_reduce_window_scratch(e);
   case FT_P_TOP_K: return ft_top_k_scratch(e);
+  case FT_P_APPROX_TOP_K: return ft_approx_top_k_scratch(e);
   case FT_P_CONV_GENERAL_DILATED: return ft_conv_scratch(e);
   case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD: return ft_select_and_scratch(e);
   case FT_P_REDUCE_SUM: case FT_P_REDUCE_PROD: case FT_P_REDUCE_MAX: case FT_P_REDUCE_MIN:

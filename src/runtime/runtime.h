@@ -256,6 +256,19 @@ ft_status ft_top_k_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_ar
                         void *scratch);
 ft_status ft_sort_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
                        void *scratch);
+/* interp_misc.c: JAX 0.12's Frexp and Ldexp (bit-exact, no scratch) */
+ft_status ft_frexp_ldexp_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                              ft_array *const *out, void *scratch);
+/* interp_misc.c: approx_top_k as XLA's CPU fallback (exact; scratch below) */
+ft_status ft_approx_top_k_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                               ft_array *const *out, void *scratch);
+size_t ft_approx_top_k_scratch(const ft_eqn *e);
+/* interp_misc.c: JAX 0.12's Nonzero (no scratch) */
+ft_status ft_nonzero_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                          void *scratch);
+/* JAX 0.12's SearchSorted (every method; no scratch) */
+ft_status ft_searchsorted_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                               ft_array *const *out, void *scratch);
 ft_status ft_cumulative_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                              ft_array *const *out, void *scratch);
 ft_status ft_reduce_precision_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,

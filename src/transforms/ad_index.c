@@ -421,7 +421,7 @@ bool ad_index_prim(ft_prim p) {
   switch (p) {
   case FT_P_GATHER: case FT_P_SCATTER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL:
   case FT_P_SCATTER_MIN: case FT_P_SCATTER_MAX: case FT_P_TOP_K: case FT_P_CUMMAX: case FT_P_CUMMIN:
-  case FT_P_SCATTER_SUB:
+  case FT_P_SCATTER_SUB: case FT_P_APPROX_TOP_K:
     return true;
   default: return false;
   }
@@ -435,6 +435,11 @@ bool jvp_index(jvp_call *c) {
   case FT_P_SCATTER_MUL: return jvp_scatter_mul(c);
   case FT_P_SCATTER_MIN: case FT_P_SCATTER_MAX: return jvp_scatter_extremal(c);
   case FT_P_TOP_K: return jvp_top_k(c);
+  case FT_P_APPROX_TOP_K: { /* JAX's jvp: take_along_axis(dx, indices) */
+    int r = c->x[0]->aval.rank, axis = (int)pget_int(FT_P_APPROX_TOP_K, c->params, "reduction_dimension", -1);
+    c->dy[0] = take_along(c->t, c->dx[0], c->y[1], axis < 0 ? axis + r : axis);
+    return !c->t->failed;
+  }
   case FT_P_CUMMAX: case FT_P_CUMMIN: return jvp_cumext(c);
   default: return tx_fail(c->t, FT_ERR_INTERNAL, "jvp: no index rule for %s", ft_prim_get(c->e->prim)->name), false;
   }

@@ -512,6 +512,60 @@ static bool rule_top_k(bt_call *c) {
   return tx_emitn(c->t, c->e->prim, c->params, 1, &x, 2, c->y);
 }
 
+/* SearchSorted: JAX's batch rule (hijax.py): a mapped sorted array's batch
+ * axis becomes one of its non-searched axes (at batch_dims); a mapped
+ * query's joins its non-batch axes; both mapped: a new shared batch axis. */
+static bool rule_searchsorted(bt_call *c) {
+  ft_prim p = c->e->prim;
+  int64_t b = pget_int(p, c->params, "batch_dims", 0), d = pget_int(p, c->params, "dimension", 0);
+  ft_var *in[2] = {c->x[0], c->x[1]};
+  if (c->xb[0] >= 0 && c->xb[1] < 0) {
+    in[0] = bt_moveaxis(c->t, c->x[0], c->xb[0], (int)b);
+    pset(p, c->params, "dimension", ft_pv_int(d + 1));
+    c->yb[0] = (int)b;
+  } else if (c->xb[0] < 0) {
+    in[1] = bt_moveaxis(c->t, c->x[1], c->xb[1], (int)b);
+    c->yb[0] = c->e->in[0]->aval.rank - 1;
+  } else {
+    in[0] = bt_moveaxis(c->t, c->x[0], c->xb[0], 0);
+    in[1] = bt_moveaxis(c->t, c->x[1], c->xb[1], 0);
+    pset(p, c->params, "batch_dims", ft_pv_int(b + 1));
+    pset(p, c->params, "dimension", ft_pv_int(d + 1));
+    c->yb[0] = 0;
+  }
+  return emit1(c, in) != NULL;
+}
+
+/* Nonzero: JAX's batch rule (hijax.py): a's batch axis to the front (an
+ * unmapped a broadcast), axes shifted by one; a mapped fill value to the
+ * front, reshaped to (B, 1, ..., 1) to broadcast over a's other axes. */
+static bool rule_nonzero(bt_call *c) {
+  ft_prim p = c->e->prim;
+  int64_t axes[FT_MAX_RANK], size = -1;
+  int na = pget_ints(p, c->params, "axes", axes, FT_MAX_RANK);
+  if (na < 1 || na > FT_MAX_RANK - 1) return tx_fail(c->t, FT_ERR_UNSUPPORTED, "vmap of Nonzero: bad axes"), false;
+  for (int i = 0; i < c->n_in && size < 0; i++)
+    if (c->xb[i] >= 0) size = c->x[i]->aval.dims[c->xb[i]];
+  ft_var *in[FT_MAX_RANK + 1];
+  in[0] = bt_match(c->t, c->x[0], c->xb[0], 0, size);
+  if (!in[0]) return false;
+  int ones = in[0]->aval.rank - na - 1;
+  for (int k = 1; k < c->n_in; k++) {
+    in[k] = c->x[k];
+    if (c->xb[k] < 0) continue;
+    ft_var *m = bt_moveaxis(c->t, c->x[k], c->xb[k], 0);
+    int64_t dims[FT_MAX_RANK];
+    dims[0] = size;
+    for (int i = 1; i <= ones; i++) dims[i] = 1;
+    in[k] = m ? tx_reshape(c->t, m, ones + 1, dims) : NULL;
+    if (!in[k]) return false;
+  }
+  for (int k = 0; k < na; k++) axes[k]++;
+  set_ints(c, "axes", na, axes);
+  for (int k = 0; k < c->n_out; k++) c->yb[k] = 0;
+  return tx_emitn(c->t, p, c->params, c->n_in, in, c->n_out, c->y);
+}
+
 /* reduce_window_*: a window of 1 along the batch axis. */
 static bool rule_reduce_window(bt_call *c) {
   static const char *ones[] = {"base_dilation", "window_dilation", "window_dimensions",
@@ -578,6 +632,29 @@ bool bt_rule(bt_call *c) {
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: return rule_unary(c); /* elementwise */
   case FT_P_COMPLEX: return rule_broadcasting(c);
   case FT_P_TOP_K: return rule_top_k(c);
+  case FT_P_SEARCHSORTED: return rule_searchsorted(c);
+  case FT_P_NONZERO: return rule_nonzero(c);
+  case FT_P_APPROX_TOP_K: { /* JAX's rule: the batch axis stays; the dimension maps past it */
+    int64_t d = pget_int(p, c->params, "reduction_dimension", -1);
+    int r = c->e->in[0]->aval.rank;
+    if (d < 0) d += r;
+    pset(p, c->params, "reduction_dimension", ft_pv_int(d >= c->xb[0] ? d + 1 : d));
+    c->yb[0] = c->yb[1] = c->xb[0];
+    return tx_emitn(c->t, p, c->params, 1, c->x, 2, c->y);
+  }
+  case FT_P_FREXP: /* elementwise: both results keep x's batch axis (JAX) */
+    c->yb[0] = c->yb[1] = c->xb[0];
+    return tx_emitn(c->t, p, c->params, 1, c->x, 2, c->y);
+  case FT_P_LDEXP: { /* JAX's Ldexp.batch: both to the front unless mapped alike */
+    if (c->xb[0] == c->xb[1]) {
+      c->yb[0] = c->xb[0];
+      return emit1(c, c->x) != NULL;
+    }
+    int64_t size = c->xb[0] >= 0 ? c->x[0]->aval.dims[c->xb[0]] : c->x[1]->aval.dims[c->xb[1]];
+    ft_var *in[2] = {bt_match(c->t, c->x[0], c->xb[0], 0, size), bt_match(c->t, c->x[1], c->xb[1], 0, size)};
+    c->yb[0] = 0;
+    return emit1(c, in) != NULL;
+  }
   case FT_P_QR: case FT_P_EIGH: case FT_P_SVD: case FT_P_EIG: case FT_P_SCHUR:
   case FT_P_HESSENBERG: case FT_P_TRIDIAGONAL: case FT_P_HOUSEHOLDER_PRODUCT: case FT_P_GEQRF:
   case FT_P_ORMQR:

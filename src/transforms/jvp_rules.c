@@ -546,6 +546,7 @@ bool jvp_rule(jvp_call *c) {
   case FT_P_CONV_GENERAL_DILATED: return conv(c);
   case FT_P_IOTA: case FT_P_EMPTY2: case FT_P_REDUCE_AND: case FT_P_REDUCE_OR: case FT_P_ARGMAX:
   case FT_P_ARGMIN: case FT_P_REDUCE_XOR: case FT_P_PLATFORM_INDEX: case FT_P_EMPTY:
+  case FT_P_SEARCHSORTED: case FT_P_NONZERO: /* integer results: float0 tangents (JAX's jvp) */
     return true;
   case FT_P_POLYNOMIAL: return polynomial(c);
   /* issue 27: the collectives are linear: the same collective of the
@@ -558,6 +559,17 @@ bool jvp_rule(jvp_call *c) {
   case FT_P_AXIS_INDEX: return true; /* an integer result */
   case FT_P_STACK: case FT_P_UNSTACK: case FT_P_TILE: return layout(c); /* linear */
   case FT_P_OPTIMIZATION_BARRIER: return opt_barrier(c);
+  case FT_P_LDEXP: /* JAX's Ldexp.jvp: Ldexp(dx, n) */
+    if (!c->dx[0]) return true;
+    c->dy[0] = tx_emit(c->t, FT_P_LDEXP, c->params, 2, (ft_var *[]){c->dx[0], c->x[1]});
+    return !c->t->failed;
+  case FT_P_FREXP: { /* JAX's Frexp.jvp: dm = Ldexp(dx, -e); e's tangent is zero */
+    if (!c->dx[0]) return true;
+    ft_pval *ps = tx_params(c->t, FT_P_LDEXP);
+    if (!ps) return false;
+    c->dy[0] = tx_emit(c->t, FT_P_LDEXP, ps, 2, (ft_var *[]){c->dx[0], tx_neg(c->t, c->y[1])});
+    return !c->t->failed;
+  }
   case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
     /* linear in the first operand; the choice is piecewise constant in the
      * operand, whose tangent does not contribute (JAX's rules) */

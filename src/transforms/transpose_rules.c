@@ -32,6 +32,7 @@ const char *ft_transpose_rule_status(ft_prim p) {
   case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
   case FT_P_SCATTER_SUB: case FT_P_POLYNOMIAL: case FT_P_STACK: case FT_P_UNSTACK: case FT_P_TILE:
   case FT_P_OPTIMIZATION_BARRIER: case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
+  case FT_P_LDEXP: /* linear in x (JAX's Ldexp.transpose) */
     return NULL;
   case FT_P_WHILE: return TR_WHILE;
   case FT_P_SHARD_MAP: case FT_P_PSUM: case FT_P_PSUM_INVARIANT: case FT_P_PVARY: case FT_P_ALL_GATHER:
@@ -706,6 +707,14 @@ static bool tile(tr_call *c) {
   return !t->failed;
 }
 
+/* Ldexp x n: linear in x; x's cotangent is Ldexp(ct, n) (JAX's transpose). */
+static bool ldexp_tr(tr_call *c) {
+  if (c->lin[1]) return not_linear(c, "the exponent is linear (only x is)");
+  ft_var *in[2] = {c->ct[0], c->x[1]};
+  c->ct_x[0] = tx_emit(c->t, FT_P_LDEXP, c->params, 2, in);
+  return !c->t->failed;
+}
+
 /* optimization_barrier: a barrier over the nonzero cotangents (JAX). */
 static bool opt_barrier(tr_call *c) {
   int n = c->e->n_out, m = 0;
@@ -762,6 +771,7 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_STACK: return stack(c);
   case FT_P_UNSTACK: return unstack(c);
   case FT_P_TILE: return tile(c);
+  case FT_P_LDEXP: return ldexp_tr(c);
   case FT_P_OPTIMIZATION_BARRIER: return opt_barrier(c);
   case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD: return select_and(c);
   case FT_P_CONVERT_ELEMENT_TYPE:

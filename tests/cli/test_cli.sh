@@ -332,6 +332,13 @@ printf '{ lambda ; a:c64[3]. let\n    b:c64[] = reduce_max[axes=(0,)] a\n  in (b
 expect jit-fallback-refused 1 'jit: 1 equation\(s\) would run as interpreter fallback steps, the first equation 0 \(reduce_max\)' -- \
   "$FTC" run "$tmp/cmax.jaxpr" --engine jit
 expect jit-fallback-allowed 1 'expected 1 inputs' -- "$FTC" run "$tmp/cmax.jaxpr" --engine jit --allow-fallback
+# run --sub-const: a nested jaxpr's constants (printed without values) bound from .npy files
+printf '{ lambda ; x:f32[3]. let\n    w:f32[3] = jit[\n      name=g\n      jaxpr={ lambda u:f32[3]; t:f32[3]. let\n          q:f32[3] = mul t u\n        in (q,) }\n    ] x\n  in (w,) }\n' >"$tmp/subc.jaxpr"
+expect run-sub-const-unbound 1 'ft_jaxpr_bind_sub_consts' -- "$FTC" run "$tmp/subc.jaxpr" --in "$tmp/x123.npy"
+expect run-sub-const 0 '^out0: f32\[3\] = \[1, 4, 9\]$' -- "$FTC" run "$tmp/subc.jaxpr" --sub-const "0=$tmp/x123.npy" --in "$tmp/x123.npy"
+expect run-sub-const-jit 0 '^out0: f32\[3\] = \[1, 4, 9\]$' -- "$FTC" run "$tmp/subc.jaxpr" --engine jit --sub-const "0=$tmp/x123.npy" --in "$tmp/x123.npy"
+expect run-sub-const-bad-k 1 "--sub-const '1=x.npy': expected K=FILE.npy with K in \[0, 1\)" -- "$FTC" run "$tmp/subc.jaxpr" --sub-const 1=x.npy --in "$tmp/x123.npy"
+expect run-sub-const-missing 1 'nope.npy' -- "$FTC" run "$tmp/subc.jaxpr" --sub-const "0=$tmp/nope.npy" --in "$tmp/x123.npy"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

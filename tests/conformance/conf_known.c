@@ -24,9 +24,6 @@
   "yet (issue 17 §1, being added by the '" who "' work); the program is refused, never run "     \
   "wrongly"
 
-#define COMPLEX_PROD "eval: reduce_prod of complex64 (jnp.fft's norm=\"ortho\"/\"forward\" multiplies " \
-                     "the axis lengths as complex numbers) is not in the interpreter yet; refused " \
-                     "with 'not defined for dtype c64' (issue 17 §1, complex support)"
 #define XLA_RECIPROCAL "JAX is the less accurate: XLA on CPU divides by a broadcast divisor " \
                        "through its reciprocal (x * (1/y)), 1 ulp from the correctly rounded " \
                        "quotient that FrankenTrace gives (checked in f64: every JAX element equals " \
@@ -42,9 +39,6 @@
                      "largest output (S = |total|), so reordering the sum (ours is the canonical " \
                      "order) exceeds it (26-34 eps*S, ~1e-7 absolute): not a wrong value"
 
-#define NONZERO "parse: jnp.unique, setdiff1d and in1d with size= print JAX 0.12's primitive " \
-  "Nonzero, which the primitive table does not have yet (issue 17); refused with 'unknown " \
-  "primitive', never run wrongly"
 #define DIGAMMA_F32 "11 ulp from XLA's f32 digamma (bound 8) at one element: ours is computed " \
   "in f64 and rounded (0.5 ulp against a __float128 reference, docs/special-functions.md); " \
   "the harness has no long-double digamma to show which side is the less accurate"
@@ -82,7 +76,6 @@
 const conf_known conf_known_failures[] = {
     /* fixtures/heldout (tools/oracle/gen_heldout.py) */
     {"ho_custom_root_sqrt_grad_f32", "*parse", CUSTOM_ROOT},
-    {"*ho_nbody_forces_triu_f*", "*parse", UNKNOWN_PRIM("Nonzero", "prims")},
     {"ho_norm_at_zero_grad_f32", "grad:jax:*", FTZ_NORM_GRAD},
     {"ho_norm_at_zero_grad_f32", "grad:ours:*", FTZ_NORM_GRAD},
     {"ho_dp_sgd_per_example_clip_f32", "jvp:jax:*", DPSGD_CANCEL},
@@ -94,10 +87,6 @@ const conf_known conf_known_failures[] = {
     {"ho_scan_unroll_true_reverse_f32", "jvp:print", SCAN_SAME_VARS},
     {"loop_horner_scan_wrt_x_f32", "grad:jax:*", HORNER_F32},
     {"loop_horner_scan_wrt_x_f32", "jacrev:jax:*", HORNER_F32},
-    {"*sweep_jnp_unique_i32", "parse", NONZERO},
-    {"*sweep_jnp_unique__counts_i32", "parse", NONZERO},
-    {"*sweep_jnp_setdiff1d_i32", "parse", NONZERO},
-    {"*sweep_jnp_in1d_union_i32", "parse", NONZERO},
     {"sweep_sp_digamma_f32", "eval:*", DIGAMMA_F32},
     {"x64_sweep_sp_loggamma_f64", "eval:*", LGAMMA_NEAR_ZERO},
     {"*prim_zeta_f*", "eval:*", ZETA_XLA_NAN},
@@ -108,28 +97,11 @@ const conf_known conf_known_failures[] = {
     /* erf's derivative is the polynomial; the forward and vmap have none */
     /* fixtures/program2 */
     /* fixtures/sweep (made by tools/conformance-known from a dump of every check) */
-    {"*sweep_jnp_digitize_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
-    {"*sweep_jnp_histogram_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
-    {"*sweep_jnp_interp__lr_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
-    {"*sweep_jnp_interp_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
-    {"*sweep_jnp_searchsorted__compare_all_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
-    {"*sweep_jnp_searchsorted__right_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
-    {"*sweep_jnp_searchsorted__scan_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
-    {"*sweep_jnp_searchsorted__sort_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
-    {"*sweep_jnp_searchsorted_*", "*", UNKNOWN_PRIM("SearchSorted", "prims")},
     {"*sweep_jnp_i0_*", "*parse", UNKNOWN_PRIM("bessel_i0e", "special")},
     {"*sweep_sp_i0_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
     {"*sweep_sp_i0e_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
     {"*sweep_lax_bessel_i0e_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
     {"*sweep_st_vonmises_logpdf_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
-    {"*sweep_fft_fft2__ortho_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_fft__forward_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_fft__ortho_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_ifft__forward_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_ifft__ortho_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_irfft__ortho_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_rfft__forward_*", "*interp", COMPLEX_PROD},
-    {"*sweep_fft_rfft__ortho_*", "*interp", COMPLEX_PROD},
     {"*sweep_jnp_divide__bcast_*", "eval:interp", XLA_RECIPROCAL},
     {"sweep_nn_gelu_f32", "*interp", ULP_CLASS_TOO_TIGHT},
     {"x64_sweep_nn_gelu_f64", "*interp", ULP_CLASS_TOO_TIGHT},
@@ -138,14 +110,9 @@ const conf_known conf_known_failures[] = {
     {"sweep_nn_gelu_f32", "eval:jit", ULP_CLASS_TOO_TIGHT},
     {"x64_sweep_nn_gelu_f64", "eval:jit", ULP_CLASS_TOO_TIGHT},
     {"*sweep_st_pareto_logpdf_*", "eval:jit", ULP_CLASS_TOO_TIGHT},
-    {"*sweep_jnp_ldexp_*", "*parse", UNKNOWN_PRIM("Ldexp", "prims")},
     {"*sweep_sp_i1_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
     {"*sweep_sp_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
     {"*sweep_lax_bessel_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
-    {"*sweep_jnp_argwhere_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
-    {"*sweep_jnp_flatnonzero_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
-    {"*sweep_jnp_intersect1d_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
-    {"*sweep_jnp_nonzero_*", "*", UNKNOWN_PRIM("Nonzero", "prims")},
     {"*sweep_jnp_divide__bcast_*", "vmap:jax:interp", XLA_RECIPROCAL},
     {"*sweep_jnp_prod__axall_*", "jvp:jax:interp", CANCELLATION},
     {"*sweep_jnp_sum__axall_*", "jvp:jax:interp", CANCELLATION},
@@ -154,10 +121,5 @@ const conf_known conf_known_failures[] = {
     {"*sweep_jnp_sum__axall_*", "jvp:jax:jit", CANCELLATION},
     {"*sweep_sp_betainc_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
     {"*sweep_st_beta_cdf_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
-    {"*sweep_jnp_frexp_*", "*", UNKNOWN_PRIM("Frexp", "prims")},
-    {"*sweep_fft_fft2__ortho_*", "eval:jit", COMPLEX_PROD},
-    /* linalg3: jax.scipy.linalg.expm picks its Pade degree with
-     * jnp.digitize, JAX 0.12's SearchSorted */
-    {"*linalg_expm_*", "*parse", UNKNOWN_PRIM("SearchSorted", "prims")},
 };
 const int conf_n_known_failures = (int)(sizeof conf_known_failures / sizeof conf_known_failures[0]);

@@ -43,6 +43,12 @@ row igamma "$nonlin"
 row igammac "$nonlin"
 row log2 "$nonlin"
 row igamma_grad_a 'eval batch egraph lower; jvp: unsupported: JAX defines no JVP rule for igamma_grad_a ("Differentiation rule for '"'"'igamma_grad_a'"'"' not implemented"); transpose: not linear'
+# JAX 0.12's HiJAX primitives of jax.numpy (branch prims)
+row SearchSorted "$int_only"
+row Frexp 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
+row Ldexp "$every"
+row approx_top_k 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
+row Nonzero 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 row all_gather "eval jvp transpose batch egraph; lower: unsupported: runs as an interpreter step: not compiled yet"
 row pmax 'eval batch; jvp: unsupported: JAX defines no JVP rule for pmax ("Differentiation rule for '"'"'pmax'"'"' not implemented"); transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only; lower: unsupported: runs as an interpreter step: not compiled yet'
 

@@ -125,6 +125,9 @@ static const scase valid[] = {
   {FT_P_FFT, {"c128[3,5]"}, "fft_type=3 fft_lengths=(8,)", {"f64[3,8]"}},
   {FT_P_TOP_K, {"f32[6]"}, "k=3 axis=0", {"f32[3]", "i32[3]"}},
   {FT_P_TOP_K, {"f32[2,5]"}, "k=2", {"f32[2,2]", "i32[2,2]"}},
+  {FT_P_SEARCHSORTED, {"f32[4]", "f32[2,3]"}, "side=left dimension=0 batch_dims=0 method=scan out_dtype=int32", {"i32[2,3]"}},
+  {FT_P_SEARCHSORTED, {"f32[3,7,2]", "f32[4,2]"}, "side=right dimension=1 batch_dims=0 method=sort out_dtype=int32", {"i32[3,2,4,2]"}},
+  {FT_P_SEARCHSORTED, {"i8[3,2,6]", "i8[3,5]"}, "side=left dimension=2 batch_dims=1 method=compare_all out_dtype=int64", {"i64[3,2,5]"}},
   {FT_P_GATHER, {"f32[5]", "i32[4,1]"},
    "dimension_numbers=GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), "
    "start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=()) "
@@ -241,6 +244,11 @@ static const mcase misuse[] = {
   {FT_P_FFT, {"c64[8]"}, "fft_type=2 fft_lengths=(8,)", FT_ERR_TYPE, "RFFT needs a float32 or float64 operand, got c64[8]"},
   {FT_P_FFT, {"f32[8]"}, "fft_type=0 fft_lengths=(8,)", FT_ERR_TYPE, "FFT needs a complex operand"},
   {FT_P_TOP_K, {"f32[3]"}, "k=4 axis=0", FT_ERR_SHAPE, "top_k: k=4 must be between 0 and the size 3"},
+  {FT_P_SEARCHSORTED, {"f32[4]", "f64[2]"}, "side=left dimension=0 batch_dims=0 method=scan out_dtype=int32", FT_ERR_TYPE, "SearchSorted: dtypes of sorted_arr and query must match; got f32 and f64"},
+  {FT_P_SEARCHSORTED, {"f32[4]", "f32[2]"}, "side=left dimension=1 batch_dims=0 method=scan out_dtype=int32", FT_ERR_SHAPE, "SearchSorted: dimension=1 must be in range [0, 1) for sorted_arr f32[4]"},
+  {FT_P_SEARCHSORTED, {"f32[3,4]", "f32[2,5]"}, "side=left dimension=1 batch_dims=1 method=scan out_dtype=int32", FT_ERR_SHAPE, "SearchSorted: batch dimension sizes must match; got f32[3,4] and f32[2,5]"},
+  {FT_P_SEARCHSORTED, {"f32[4]", "f32[2]"}, "side=left dimension=0 batch_dims=0 method=scan out_dtype=float32", FT_ERR_TYPE, "SearchSorted: out_dtype should be an integer type; got f32"},
+  {FT_P_SEARCHSORTED, {"f32[300]", "f32[2]"}, "side=left dimension=0 batch_dims=0 method=scan out_dtype=int8", FT_ERR_TYPE, "the size 300 of the searched axis does not fit out_dtype i8"},
   {FT_P_GATHER, {"f32[5]", "i32[4,2]"},
    "dimension_numbers=GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), "
    "start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=()) "
