@@ -7,7 +7,14 @@
  * reduction over the global batch in that order.
  *
  * This slice simulates meshes of one axis; collectives are evaluated at the
- * top level of a body (inside control flow of a body they are refused). */
+ * top level of a body (inside control flow of a body they are refused).
+ *
+ * With a communicator on the context (ft_dist_init, dist.c) the same code
+ * runs across MPI ranks: rank q evaluates only its block of indices
+ * [lo, lo + cnt), and before a collective the operands of the other
+ * indices arrive from their ranks (ft_dist_exchange, rank order = index
+ * order), so every rank combines the very same values in the very same
+ * order as the simulated axis: bit-identical for any rank count. */
 #include <string.h>
 
 #include "runtime.h"
@@ -18,7 +25,13 @@ typedef struct lockstep {
   int64_t n;            /* axis size */
   uint32_t n_ids;
   ft_array **val;       /* [index * n_ids + var id], owned */
+  int64_t lo, cnt;      /* the indices evaluated here (all of them without MPI) */
+  ft_dist *dist;        /* the communicator, or NULL (the simulated axis) */
+  uint8_t hash[16];     /* the body's canonical hash (the exchanges' tag) */
+  int eqn;              /* the equation being run */
 } lockstep;
+
+static bool local(const lockstep *L, int64_t r) { return r >= L->lo && r < L->lo + L->cnt; }
 
 static ft_array **slot(lockstep *L, int64_t r, const ft_var *v) { return &L->val[(size_t)r * L->n_ids + v->id]; }
 
@@ -33,7 +46,7 @@ static ft_array *input(lockstep *L, int64_t r, const ft_var *v, bool *fresh) {
 }
 
 static void bind(lockstep *L, int64_t r, const ft_var *v, ft_array *a) {
-  if (v->kind != FT_VAR) {
+  if (v->kind != FT_VAR || !local(L, r)) {
     ft_array_free(a);
     return;
   }
@@ -80,6 +93,66 @@ static void blocks(const ft_aval *big, int dim, int64_t n, int64_t k, char *bigp
 
 static int param_int(const ft_eqn *e, const char *name) { return (int)ft_param_int(e, name, 0); }
 
+/* Over MPI: xs[r] (stride apart in xs) for every index r outside this
+ * rank's block, from the ranks that hold them (fresh arrays, fresh[r] set);
+ * xs[r] of the local indices are given. what: the tag's prim (or step). */
+static ft_status fill_remote(lockstep *L, int32_t what, int32_t eqn, ft_array **xs, size_t stride, bool *fresh) {
+  ft_ctx *ctx = L->ctx;
+  const ft_aval *av = &xs[(size_t)L->lo * stride]->aval;
+  size_t nb = xs[(size_t)L->lo * stride]->nbytes;
+  char *send = malloc((size_t)L->cnt * nb + 1), *recv = malloc((size_t)L->n * nb + 1);
+  ft_status st = FT_OK;
+  if (!send || !recv) st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  for (int64_t i = 0; i < L->cnt && !st; i++) {
+    const ft_array *a = xs[(size_t)(L->lo + i) * stride];
+    if (a->nbytes != nb) st = ft_set_error(ctx, FT_ERR_INTERNAL, "shard_map: operands of one collective differ in size");
+    else if (nb) memcpy(send + (size_t)i * nb, a->data, nb);
+  }
+  ft_dist_tag t = {.eqn = eqn, .prim = what, .nbytes = (int64_t)((size_t)L->cnt * nb)};
+  memcpy(t.hash, L->hash, sizeof t.hash);
+  if (!st) st = ft_dist_exchange(ctx, L->dist, &t, send, recv);
+  for (int64_t r = 0; r < L->n && !st; r++) {
+    if (local(L, r)) continue;
+    ft_array *a = ft_array_alloc(ctx, av);
+    if (!a) {
+      st = ft_ctx_status(ctx);
+      break;
+    }
+    if (nb) memcpy(a->data, recv + (size_t)r * nb, nb);
+    xs[(size_t)r * stride] = a;
+    fresh[(size_t)r * stride] = true;
+  }
+  free(send);
+  free(recv);
+  return st;
+}
+
+/* The opt-out of bitwise identity (ft_dist_options.native_allreduce): a
+ * psum of one index per rank by MPI_Allreduce. */
+static bool native_psum(const lockstep *L, const ft_eqn *e) {
+  if (!L->dist || !ft_dist_native(L->dist) || L->cnt != 1) return false;
+  if (e->prim != FT_P_PSUM && e->prim != FT_P_PSUM_INVARIANT) return false;
+  for (int k = 0; k < e->n_in; k++)
+    if (!ft_dist_allreduce_ok(e->in[k]->aval.dtype)) return false;
+  return true;
+}
+
+static ft_status psum_native(lockstep *L, const ft_eqn *e, ft_array **x) {
+  for (int k = 0; k < e->n_in; k++) {
+    ft_array *c = ft_array_clone(L->ctx, x[(size_t)L->lo * (size_t)e->n_in + (size_t)k]);
+    if (!c) return ft_ctx_status(L->ctx);
+    ft_dist_tag t = {.eqn = L->eqn, .prim = (int32_t)e->prim, .nbytes = (int64_t)c->nbytes};
+    memcpy(t.hash, L->hash, sizeof t.hash);
+    ft_status st = ft_dist_allreduce(L->ctx, L->dist, &t, FT_P_ADD, c->aval.dtype, c->data, ft_aval_size(&c->aval));
+    if (st) {
+      ft_array_free(c);
+      return st;
+    }
+    bind(L, L->lo, e->out[k], c);
+  }
+  return FT_OK;
+}
+
 /* One collective equation over all indices. x[r * n_in + k]: operand k at r. */
 static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x) {
   ft_ctx *ctx = L->ctx;
@@ -93,7 +166,7 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x) {
     for (int k = 0; k < e->n_in && !st; k++) {
       for (int64_t r = 0; r < n; r++) xs[r] = x[r * e->n_in + k];
       if (e->prim == FT_P_PVARY) {
-        for (int64_t r = 0; r < n && !st; r++) {
+        for (int64_t r = L->lo; r < L->lo + L->cnt && !st; r++) { /* no other index's value needed */
           ft_array *c = ft_array_clone(ctx, xs[r]);
           if (!c) st = ft_ctx_status(ctx);
           else bind(L, r, e->out[k], c);
@@ -194,15 +267,21 @@ static ft_status step(lockstep *L, const ft_eqn *e) {
   ft_array **o = calloc((size_t)(e->n_out + 1), sizeof *o);
   ft_status st = FT_OK;
   if (!x || !fresh || !o) st = ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
-  for (int64_t r = 0; r < n && !st; r++)
+  for (int64_t r = L->lo; r < L->lo + L->cnt && !st; r++)
     for (int k = 0; k < e->n_in && !st; k++) {
       size_t q = (size_t)r * nin + (size_t)k;
       if (!(x[q] = input(L, r, e->in[k], &fresh[q]))) st = ft_ctx_status(L->ctx);
     }
-  if (!st && ft_prim_is_collective(e->prim)) {
-    st = collective(L, e, x);
+  if (!st && ft_prim_is_collective(e->prim) && native_psum(L, e)) {
+    st = psum_native(L, e, x);
+  } else if (!st && ft_prim_is_collective(e->prim)) {
+    /* axis_index and pvary need no other index's value */
+    bool remote = L->dist && e->prim != FT_P_AXIS_INDEX && e->prim != FT_P_PVARY;
+    for (int k = 0; remote && k < e->n_in && !st; k++)
+      st = fill_remote(L, (int32_t)e->prim, L->eqn, x + k, nin, fresh + k);
+    if (!st) st = collective(L, e, x);
   } else {
-    for (int64_t r = 0; r < n && !st; r++) {
+    for (int64_t r = L->lo; r < L->lo + L->cnt && !st; r++) {
       st = ft_interp_eqn(L->ctx, e, x + (size_t)r * nin, o);
       for (int k = 0; k < e->n_out && !st; k++) bind(L, r, e->out[k], o[k]), o[k] = NULL;
     }
@@ -224,14 +303,25 @@ static ft_array *assemble(lockstep *L, const ft_eqn *e, const ft_spmd_dim *dims,
   int dim = -1;
   for (int d = 0; d < nd; d++)
     if (dims[d].n) dim = d;
-  ft_array *g = ft_array_alloc(L->ctx, &e->out[k]->aval);
-  for (int64_t r = 0; g && r < L->n; r++) {
-    bool fresh;
-    ft_array *a = input(L, r, v, &fresh);
-    if (!a) {
-      ft_array_free(g);
-      return NULL;
+  ft_array **vals = calloc((size_t)L->n, sizeof *vals);
+  bool *fresh = calloc((size_t)L->n, 1);
+  ft_array *g = vals && fresh ? ft_array_alloc(L->ctx, &e->out[k]->aval) : NULL;
+  if (!g && vals && fresh) goto out;
+  if (!g) {
+    ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  for (int64_t r = L->lo; r < L->lo + L->cnt; r++)
+    if (!(vals[r] = input(L, r, v, &fresh[r]))) {
+      ft_array_free(g), g = NULL;
+      goto out;
     }
+  if (L->dist && fill_remote(L, FT_DIST_LEAVE, k, vals, 1, fresh)) {
+    ft_array_free(g), g = NULL;
+    goto out;
+  }
+  for (int64_t r = 0; g && r < L->n; r++) {
+    ft_array *a = vals[r];
     if (dim >= 0) {
       blocks(&g->aval, dim, L->n, r, g->data, a->data, true);
     } else if (r == 0) {
@@ -241,8 +331,12 @@ static ft_array *assemble(lockstep *L, const ft_eqn *e, const ft_spmd_dim *dims,
                    "index) but index %lld holds a different value than index 0", k, (long long)r);
       ft_array_free(g), g = NULL;
     }
-    if (fresh) ft_array_free(a);
   }
+out:
+  for (int64_t r = 0; vals && fresh && r < L->n; r++)
+    if (fresh[r]) ft_array_free(vals[r]);
+  free(vals);
+  free(fresh);
   return g;
 }
 
@@ -262,7 +356,22 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
   if (nm != 1)
     return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "shard_map: the simulated axis runs meshes of one axis; this mesh "
                         "has %d (docs/spmd.md)", nm);
-  lockstep L = {.ctx = ctx, .n = mesh[0].size, .n_ids = ft_arena_num_var_ids(j->arena)};
+  lockstep L = {.ctx = ctx, .n = mesh[0].size, .n_ids = ft_arena_num_var_ids(j->arena), .lo = 0,
+                .cnt = mesh[0].size, .dist = ft_dist_get(ctx)};
+  if (L.dist) {
+    int p = ft_dist_size(ctx), q = ft_dist_rank(ctx);
+    if (L.n % p)
+      return ft_set_error(ctx, FT_ERR_INVALID_ARG, "shard_map: mesh axis '%s' has size %lld, which does not split "
+                          "over %d MPI ranks (the rank count must divide the axis size)", mesh[0].name,
+                          (long long)L.n, p);
+    L.cnt = L.n / p;
+    L.lo = q * L.cnt;
+    ft_jaxpr_hash(j, L.hash);
+    ft_dist_tag t = {.prim = FT_DIST_ENTER, .nbytes = L.n};
+    memcpy(t.hash, L.hash, sizeof t.hash);
+    ft_status cst = ft_dist_exchange(ctx, L.dist, &t, NULL, NULL);
+    if (cst) return cst;
+  }
   L.val = calloc((size_t)L.n * L.n_ids + 1, sizeof *L.val);
   if (!L.val) return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
   ft_status st = FT_OK;
@@ -273,7 +382,7 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
     int dim = -1;
     for (int d = 0; d < nd; d++)
       if (dims[d].n) dim = d;
-    for (int64_t r = 0; r < L.n && !st; r++) {
+    for (int64_t r = L.lo; r < L.lo + L.cnt && !st; r++) {
       ft_array *a = ft_array_alloc(ctx, &j->invars[i]->aval);
       if (!a) {
         st = ft_ctx_status(ctx);
@@ -285,6 +394,7 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
     }
   }
   for (int i = 0; i < j->n_eqn && !st; i++) {
+    L.eqn = i;
     st = step(&L, &j->eqns[i]);
     if (st) ft_error_prefix(ctx, "shard_map body: equation %d (%s)", i, ft_prim_get(j->eqns[i].prim)->name);
   }
