@@ -10,6 +10,8 @@
  *    every rank; a mesh axis that the rank count does not divide fails;
  *    in hardened mode a collective that another rank never joins fails
  *    after the timeout instead of hanging.
+ * With --die, rank 1 exits inside the run (run-mpi checks that the job
+ * fails instead of hanging).
  * Prints "test_mpi: rank R of P: N checks passed" and exits 0, or names the
  * failed check and aborts every rank (exit 1). */
 #include <math.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "frankentrace.h"
 
@@ -212,6 +215,18 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   fixtures = argc > 1 ? argv[1] : getenv("FT_FIXTURES");
+  if (argc > 2 && !strcmp(argv[2], "--die")) { /* run-mpi: rank 1 dies inside a run */
+    ft_ctx_options co = {0};
+    co.mode = FT_MODE_HARDENED;
+    ft_ctx *c = ft_ctx_new(&co);
+    CHECK(ft_dist_init(c, NULL) == FT_OK, "%s", ft_ctx_error(c));
+    if (rank == 1) _exit(3);
+    ft_jaxpr *j = load(c, "spmd", "psum");
+    ft_array *in = npy(c, "psum", "in0"), *got = NULL;
+    ft_status st = ft_eval(c, j, 1, &in, 1, &got);
+    fprintf(stderr, "test_mpi: rank %d: %s\n", rank, st ? ft_ctx_error(c) : "finished without rank 1");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   CHECK(fixtures != NULL, "usage: test_mpi FIXTURES_DIR");
   ft_ctx *one = ft_ctx_new(NULL), *dist = ft_ctx_new(NULL);
   CHECK(ft_dist_available(), "built without MPI");
