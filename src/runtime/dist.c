@@ -17,6 +17,7 @@
  *
  * Without MPI (meson -Dmpi=disabled, or libopenmpi-dev absent) the entry
  * points fail with "built without MPI". */
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -34,7 +35,15 @@ struct ft_dist {
   uint64_t seq;         /* exchanges so far (the tags carry it) */
   bool broken;          /* a timeout or an MPI error left a collective pending */
   ft_dist_options opts;
+  /* One shard_map at a time per communicator (the executor may reach two
+   * from two threads: MPI orders collectives per communicator). Two
+   * shard_maps met in different orders on different ranks fail the entry
+   * check (different body hashes) on every rank. */
+  pthread_mutex_t lock;
 };
+
+void ft_dist_lock(ft_dist *d) { pthread_mutex_lock(&d->lock); }
+void ft_dist_unlock(ft_dist *d) { pthread_mutex_unlock(&d->lock); }
 
 ft_dist *ft_dist_get(const ft_ctx *ctx) {
   if (!ctx) return NULL;
@@ -132,6 +141,7 @@ static void dist_free(ft_ctx *ctx) {
   MPI_Finalized(&fin);
   /* A communicator with a pending collective (broken) is left to MPI_Abort. */
   if (!fin && !d->broken) MPI_Comm_free(&d->comm);
+  pthread_mutex_destroy(&d->lock);
   free(d);
   ctx->dist = NULL;
   ctx->dist_free = NULL;
@@ -159,6 +169,7 @@ ft_status ft_dist_init(ft_ctx *ctx, const void *mpi_comm) {
     return mpi_error(ctx, NULL, rc, "MPI_Comm_dup");
   }
   MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
+  pthread_mutex_init(&d->lock, NULL);
   MPI_Comm_rank(d->comm, &d->rank);
   MPI_Comm_size(d->comm, &d->size);
   ctx->dist = d;

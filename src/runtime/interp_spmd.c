@@ -348,7 +348,7 @@ static ft_status read_specs(ft_ctx *ctx, const ft_pval *specs, int i, ft_spmd_di
   return FT_OK;
 }
 
-ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+static ft_status shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
   ft_spmd_axis mesh[FT_SPMD_MAX_AXES];
   int nm = ft_spmd_mesh(ft_eqn_param(e, "mesh"), mesh, FT_SPMD_MAX_AXES);
   const ft_jaxpr *j = ft_eqn_param(e, "jaxpr")->u.jaxpr;
@@ -407,6 +407,14 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
     for (int k = 0; k < e->n_out; k++) ft_array_free(out[k]), out[k] = NULL;
   for (size_t q = 0; q < (size_t)L.n * L.n_ids; q++) ft_array_free(L.val[q]);
   free(L.val);
+  return st;
+}
+
+ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  ft_dist *d = ft_dist_get(ctx);
+  if (d) ft_dist_lock(d);
+  ft_status st = shard_map(ctx, e, in, out);
+  if (d) ft_dist_unlock(d);
   return st;
 }
 

@@ -130,6 +130,9 @@ typedef struct ft_dist_tag {
 /* ctx's communicator (or its executor parent's), NULL when none. */
 ft_dist *ft_dist_get(const ft_ctx *ctx);
 bool ft_dist_native(const ft_dist *d);
+/* Held around a whole shard_map over the communicator. */
+void ft_dist_lock(ft_dist *d);
+void ft_dist_unlock(ft_dist *d);
 /* Checks that every rank is at *tag, then (recv non-NULL) allgathers
  * tag->nbytes from send on every rank into recv, in rank order. */
 ft_status ft_dist_exchange(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, const void *send, void *recv);
