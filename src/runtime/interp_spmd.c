@@ -16,6 +16,7 @@
  * order), so every rank combines the very same values in the very same
  * order as the simulated axis: bit-identical for any rank count. */
 #include <string.h>
+#include <xxhash.h>
 
 #include "runtime.h"
 
@@ -316,6 +317,38 @@ static ft_array *assemble(lockstep *L, const ft_eqn *e, const ft_spmd_dim *dims,
       ft_array_free(g), g = NULL;
       goto out;
     }
+  if (L->dist && dim < 0) {
+    /* P(): this rank's indices agree (checked here), then every rank's
+     * (by the XXH3-128 of the bytes plus each rank's own verdict, so
+     * every rank takes part in the exchange and fails alike). */
+    int64_t bad = -1;
+    for (int64_t r = L->lo + 1; r < L->lo + L->cnt && bad < 0; r++)
+      if (g->nbytes && memcmp(vals[r]->data, vals[L->lo]->data, g->nbytes)) bad = r;
+    uint8_t mine[17], *all = malloc(sizeof mine * (size_t)ft_dist_size(L->ctx));
+    XXH128_canonical_t h;
+    XXH128_canonicalFromHash(&h, XXH3_128bits(vals[L->lo]->data, vals[L->lo]->nbytes));
+    memcpy(mine, &h, 16);
+    mine[16] = bad >= 0;
+    ft_dist_tag t = {.eqn = k, .prim = FT_DIST_LEAVE, .nbytes = (int64_t)sizeof mine};
+    memcpy(t.hash, L->hash, sizeof t.hash);
+    if (!all) ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory"), ft_array_free(g), g = NULL;
+    if (g && ft_dist_exchange(L->ctx, L->dist, &t, mine, all)) ft_array_free(g), g = NULL;
+    for (int q = 0; g && q < ft_dist_size(L->ctx); q++) {
+      if (!all[q * sizeof mine + 16] && !memcmp(all + q * sizeof mine, all, 16)) continue;
+      if (bad >= 0)
+        ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "shard_map: output %d has out_specs P() (the same on every "
+                     "index) but index %lld holds a different value than index %lld", k, (long long)bad,
+                     (long long)L->lo);
+      else
+        ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "shard_map: output %d has out_specs P() (the same on every "
+                     "index) but rank %d's indices hold a different value than rank 0's (XXH3-128 of the "
+                     "bytes, or rank %d's own check)", k, q, q);
+      ft_array_free(g), g = NULL;
+    }
+    free(all);
+    if (g && g->nbytes) memcpy(g->data, vals[L->lo]->data, g->nbytes);
+    goto out;
+  }
   if (L->dist && fill_remote(L, FT_DIST_LEAVE, k, vals, 1, fresh)) {
     ft_array_free(g), g = NULL;
     goto out;

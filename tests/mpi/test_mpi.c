@@ -163,6 +163,29 @@ static void check_mismatch(ft_ctx *one, ft_ctx *dist) {
   ft_jaxpr_free(j);
 }
 
+/* check_vma=False lets a body claim P() for a value that differs by index:
+ * over MPI it fails as in one process (within a rank, or across ranks by
+ * hash), on every rank. */
+static void check_unreplicated(ft_ctx *one, ft_ctx *dist) {
+  const char *text = "{ lambda ; a:f32[8,3]. let\n    b:f32[2,3] = shard_map[\n      check_vma=False\n"
+                     "      in_specs=(P('i',),)\n      jaxpr={ lambda ; c:f32[2,3]. let\n"
+                     "          d:f32[2,3] = neg c\n        in (d,) }\n"
+                     "      mesh=Mesh('i': 4, axis_types=(Auto,))\n      newly_manual_axes=frozenset({'i'})\n"
+                     "      out_specs=(P(),)\n    ] a\n  in (b,) }";
+  ft_jaxpr *j = ft_parse(one, text, strlen(text), "unreplicated");
+  CHECK(j != NULL, "%s", ft_ctx_error(one));
+  ft_array *in = npy(one, "psum", "in0"), *got = NULL;
+  CHECK(ft_eval(one, j, 1, &in, 1, &got) != FT_OK && strstr(ft_ctx_error(one), "holds a different value"),
+        "one process: %s", ft_ctx_error(one));
+  CHECK(ft_eval(dist, j, 1, &in, 1, &got) != FT_OK, "an unreplicated P() output passed over MPI");
+  const char *want = nranks == 4 ? "rank 1's indices hold a different value than rank 0's"
+                    : rank == 0 ? "index 1 holds a different value than index 0"
+                                : "index 3 holds a different value than index 2";
+  CHECK(strstr(ft_ctx_error(dist), want), "over MPI: %s", ft_ctx_error(dist));
+  ft_array_free(in);
+  ft_jaxpr_free(j);
+}
+
 /* With 4 ranks: a communicator of ranks 0-2 cannot split the 4-index axis. */
 static void check_indivisible(ft_ctx *one) {
   if (nranks != 4) return;
@@ -243,6 +266,7 @@ int main(int argc, char **argv) {
   free(cases);
   check_training(one, dist);
   check_mismatch(one, dist);
+  check_unreplicated(one, dist);
   check_indivisible(one);
   check_timeout(one);
   CHECK(ft_dist_finalize(dist) == FT_OK && ft_dist_size(dist) == 1, "finalize");
