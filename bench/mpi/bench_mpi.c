@@ -20,7 +20,7 @@ static int64_t nelem(const ft_array *a) {
   return ft_aval_size(&av);
 }
 
-enum { REPS = 7 };
+enum { REPS = 5 };
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
