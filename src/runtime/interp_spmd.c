@@ -175,8 +175,9 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x) {
         continue;
       }
       ft_array *s = reduce_ordered(ctx, op, n, xs);
-      for (int64_t r = 0; r < n && s && !st; r++) {
-        ft_array *c = r + 1 < n ? ft_array_clone(ctx, s) : s;
+      int64_t end = L->lo + L->cnt; /* the indices evaluated here */
+      for (int64_t r = L->lo; r < end && s && !st; r++) {
+        ft_array *c = r + 1 < end ? ft_array_clone(ctx, s) : s;
         if (!c) st = ft_ctx_status(ctx);
         else bind(L, r, e->out[k], c);
       }
@@ -224,7 +225,7 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x) {
       free(xs);
       if (!sum) return ft_ctx_status(ctx);
     }
-    for (int64_t r = 0; r < n && !st; r++) {
+    for (int64_t r = L->lo; r < L->lo + L->cnt && !st; r++) {
       ft_array *o = ft_array_alloc(ctx, &e->out[0]->aval);
       if (!o) {
         st = ft_ctx_status(ctx);
