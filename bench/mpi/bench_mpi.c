@@ -41,7 +41,9 @@ static void allreduce(void) {
     fprintf(stderr, "%s\n", ft_ctx_error(ctx));
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  if (!rank) printf("| MiB per rank | ranks | ft psum in shard_map, median (min) | MPI_Allgather + ordered sum | MPI_Allreduce | ft / MPI_Allreduce |\n|---:|---:|---:|---:|---:|---:|\n");
+  if (!rank)
+    printf("| MiB per rank | ranks | ft psum in shard_map, median (min) | MPI_Allgather + ordered sum "
+           "| MPI_Allreduce | ft / MPI_Allreduce |\n|---:|---:|---:|---:|---:|---:|\n");
   for (int mib = 1; mib <= 64; mib *= 4) {
     int64_t n = (int64_t)mib << 18;
     char text[2048];

@@ -106,7 +106,8 @@ static ft_status fill_remote(lockstep *L, int32_t what, int32_t eqn, ft_array **
   if (!send || !recv) st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
   for (int64_t i = 0; i < L->cnt && !st; i++) {
     const ft_array *a = xs[(size_t)(L->lo + i) * stride];
-    if (a->nbytes != nb) st = ft_set_error(ctx, FT_ERR_INTERNAL, "shard_map: operands of one collective differ in size");
+    if (a->nbytes != nb)
+      st = ft_set_error(ctx, FT_ERR_INTERNAL, "shard_map: operands of one collective differ in size");
     else if (nb) memcpy(send + (size_t)i * nb, a->data, nb);
   }
   ft_dist_tag t = {.eqn = eqn, .prim = what, .nbytes = (int64_t)((size_t)L->cnt * nb)};
