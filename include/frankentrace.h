@@ -1451,6 +1451,52 @@ FT_API ft_status ft_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in,
                                   const ft_array *const *in, int n_out, ft_array **out,
                                   char **trace_json, char **stats, int runs);
 
+/* ---- Distributed SPMD over MPI (issue 27, docs/spmd.md) ----
+ * ft_dist_init attaches an MPI communicator to ctx: every shard_map then
+ * runs across its ranks, each rank evaluating its own block of the mesh
+ * axis's indices (a mesh axis of size n over p ranks: rank q runs indices
+ * q*n/p .. (q+1)*n/p - 1; p must divide n). Every rank passes the same
+ * global inputs and receives the same global outputs. Collectives move
+ * bytes over MPI; reductions (psum, pmean, reduce_scatter, pmax, pmin)
+ * gather every index's operand and reduce in index order, so results are
+ * bit-identical to the one-process run (the simulated axis) for any rank
+ * count. Every shard_map entry and every collective first checks that all
+ * ranks run the same body (its canonical hash) at the same equation with
+ * the same sizes: a mismatch is an error on every rank, never a hang or a
+ * wrong answer. In FT_MODE_HARDENED each exchange is bounded by
+ * ft_dist_options.timeout_seconds (a rank that died or diverged: an error).
+ *
+ * mpi_comm points to an MPI_Comm (it is duplicated; the caller keeps its
+ * own), or is NULL for MPI_COMM_WORLD. MPI is initialized here if the
+ * caller has not (MPI_THREAD_MULTIPLE requested); ft_dist_shutdown ends it
+ * then. A library built without MPI returns FT_ERR_UNSUPPORTED ("built
+ * without MPI"). */
+typedef struct ft_dist_options {
+  /* Opt out of bitwise identity: psum/pmean of one index per rank by
+   * MPI_Allreduce (Open MPI's order; results may differ in the last bits
+   * from the one-process run and between rank counts). */
+  bool native_allreduce;
+  /* Hardened mode's bound on each exchange, in seconds (0: 60). */
+  double timeout_seconds;
+} ft_dist_options;
+FT_API ft_status ft_dist_init(ft_ctx *ctx, const void *mpi_comm);
+FT_API ft_status ft_dist_set_options(ft_ctx *ctx, const ft_dist_options *opts);
+/* ctx's rank and number of ranks; 0 and 1 when no communicator is attached. */
+FT_API int ft_dist_rank(const ft_ctx *ctx);
+FT_API int ft_dist_size(const ft_ctx *ctx);
+/* Whether this library was built with MPI. */
+FT_API bool ft_dist_available(void);
+/* Checks that every rank is about to run the same program (the canonical
+ * hash of j): an error naming the ranks that differ, on every rank. */
+FT_API ft_status ft_dist_check_program(ft_ctx *ctx, const ft_jaxpr *j);
+/* Detaches (and frees the duplicate of) ctx's communicator; ft_ctx_free
+ * does it too. */
+FT_API ft_status ft_dist_finalize(ft_ctx *ctx);
+/* Ends MPI if ft_dist_init started it: status 0 finalizes; any other
+ * status aborts every rank (MPI_Abort) so no rank waits on one that
+ * failed. Call once, after the last ft_ctx with a communicator is freed. */
+FT_API void ft_dist_shutdown(int status);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include "blas_threads.h"
 #include "ftc.h"
 
@@ -173,6 +175,19 @@ static ft_jit_options jit_opts = FT_JIT_OPTIONS_INIT;  /* --allow-fallback */
 
 const ft_jit_options *ftc_jit_options(void) { return &jit_opts; }
 
+/* MPI (issue 27, docs/spmd.md): under mpirun (Open MPI's, PMIx's or
+ * Hydra's environment) or with --dist, every context a command makes runs
+ * shard_maps across the ranks. dist_ctx holds the first communicator;
+ * --ledger DIR becomes DIR/rank<R> per rank. */
+static bool dist_on;
+static ft_ctx *dist_ctx;
+
+static bool under_mpirun(void) {
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+}
+
+int ftc_dist_rank(void) { return dist_ctx ? ft_dist_rank(dist_ctx) : 0; }
+
 ft_ledger *ftc_ledger(void) { return ledger; }
 
 void ftc_report_guards(const char *cmd, const ft_ctx *ctx) {
@@ -190,7 +205,7 @@ ft_ctx *ftc_ctx_new(void) {
     fprintf(stderr, "ftc: out of memory\n");
     return NULL;
   }
-  if (ledger && ft_ctx_attach_ledger(ctx, ledger) != FT_OK) {
+  if ((ledger && ft_ctx_attach_ledger(ctx, ledger) != FT_OK) || (dist_on && ft_dist_init(ctx, NULL) != FT_OK)) {
     fprintf(stderr, "ftc: %s\n", ft_ctx_error(ctx));
     ft_ctx_free(ctx);
     return NULL;
@@ -210,6 +225,7 @@ static int global_options(int *argc, char **argv) {
     if (!strcmp(argv[i], "--guard-fail")) { ctx_opts.guard_fail = true; continue; }
     if (!strcmp(argv[i], "--guard-each-step")) { ctx_opts.guard_each_step = true; continue; }
     if (!strcmp(argv[i], "--allow-fallback")) { jit_opts.allow_fallback = true; continue; }
+    if (!strcmp(argv[i], "--dist")) { dist_on = true; continue; }
     if (!is_dir && !is_calls && !is_mode) {
       argv[n++] = argv[i];
       continue;
@@ -245,7 +261,24 @@ static int global_options(int *argc, char **argv) {
     fprintf(stderr, "ftc: --guard-fail and --guard-each-step need --mode hardened\n");
     return 2;
   }
+  if (dist_on || under_mpirun()) {
+    dist_on = true;
+    if (!(dist_ctx = ft_ctx_new(&ctx_opts))) return fprintf(stderr, "ftc: out of memory\n"), 1;
+    if (ft_dist_init(dist_ctx, NULL) != FT_OK) {
+      fprintf(stderr, "ftc: --dist: %s\n", ft_ctx_error(dist_ctx));
+      return 1;
+    }
+  }
   if (!dir) return 0;
+  char rank_dir[4096];
+  if (dist_on) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+      fprintf(stderr, "ftc: --ledger %s: %s\n", dir, strerror(errno));
+      return 1;
+    }
+    snprintf(rank_dir, sizeof rank_dir, "%s/rank%d", dir, ft_dist_rank(dist_ctx));
+    dir = rank_dir;
+  }
   if (!(ledger_ctx = ft_ctx_new(&ctx_opts)) || !(ledger = ft_ledger_open(ledger_ctx, dir, &o))) {
     fprintf(stderr, "ftc: --ledger %s: %s\n", dir, ledger_ctx ? ft_ctx_error(ledger_ctx) : "out of memory");
     ft_ctx_free(ledger_ctx);
@@ -288,7 +321,12 @@ static void usage(FILE *out) {
                "  --guard-each-step      hardened: also check each equation / JIT step\n"
                "                         for NaN/Inf appearing in its results\n"
                "  --allow-fallback       let the JIT run equations it does not compile\n"
-               "                         through the interpreter (refused by default)\n");
+               "                         through the interpreter (refused by default)\n"
+               "  --dist                 run shard_maps across MPI ranks, one block of\n"
+               "                         mesh indices per rank (implied under mpirun:\n"
+               "                         'mpirun -n 2 ftc run f.jaxpr --in x.npy'); every\n"
+               "                         rank reads the same inputs, rank 0 writes the\n"
+               "                         outputs, --ledger DIR keeps DIR/rank<R> per rank\n");
 }
 
 /* For a JAX transform's name that is not a command, where its work is done. */
@@ -336,5 +374,10 @@ int main(int argc, char **argv) {
   }
   int rc = run(argc, args);
   free(args);
+  if (dist_on) {
+    ft_ctx_free(dist_ctx);
+    if (rc) fflush(NULL);
+    ft_dist_shutdown(rc); /* a failed rank aborts the others: none waits forever */
+  }
   return rc;
 }

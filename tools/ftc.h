@@ -20,6 +20,8 @@ int ftc_usage(const char *cmd, const char *fmt, ...);
  * option, if any, is attached to it (one context at a time; free it with
  * ft_ctx_free before making another). NULL (after a message) on failure. */
 ft_ctx *ftc_ctx_new(void);
+/* This process's MPI rank under mpirun or --dist (docs/spmd.md), else 0. */
+int ftc_dist_rank(void);
 /* The ledger of the global --ledger DIR option, or NULL (owned by ftc). */
 ft_ledger *ftc_ledger(void);
 /* Evaluates j (reference interpreter) on the .npy files ins (a parsed

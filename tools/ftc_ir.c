@@ -239,6 +239,10 @@ int ftc_cmd_run(int argc, char **argv) {
   ft_ctx_set_loop_limits(ctx, &lim);
   if (!(j = load(ctx, "run", file))) goto done;
   if (n_subs && bind_sub_consts(ctx, j, n_subs, subs)) goto done;
+  if (ft_dist_size(ctx) > 1 && ft_dist_check_program(ctx, j) != FT_OK) { /* under mpirun */
+    ftc_fail("run", "%s", ft_ctx_error(ctx));
+    goto done;
+  }
   in = calloc((size_t)n_ins + 1, sizeof *in);
   n_out = ft_jaxpr_num_outputs(j);
   out = calloc((size_t)n_out + 1, sizeof *out);
@@ -279,11 +283,11 @@ int ftc_cmd_run(int argc, char **argv) {
     ftc_fail("run", "%s", ft_ctx_error(ctx));
     goto done;
   }
-  if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+  if (out_dir && ftc_dist_rank() == 0 && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
     ftc_fail("run", "cannot create '%s': %s", out_dir, strerror(errno));
     goto done;
   }
-  for (int k = 0; k < n_out; k++) {
+  for (int k = 0; k < n_out && ftc_dist_rank() == 0; k++) { /* under mpirun: rank 0 */
     if (!out_dir) { summarize(k, out[k]); continue; }
     char path[4096];
     snprintf(path, sizeof path, "%s/out%d.npy", out_dir, k);

@@ -1,5 +1,5 @@
 /* tools/ftledger.c: the ledger's command-line tool: show, verify, replay,
- * reexec, repair, recover, diff, export. Every command takes --json to print
+ * reexec, repair, recover, diff, export, merge (per-rank ledgers). Every command takes --json to print
  * the library's report instead of text. Exit status: 0 all good; 1 torn
  * (verify), divergence (replay, reexec) or difference (diff); 2 a usage
  * error (as ftc); 3 the command could not run (not a ledger, I/O); 4
@@ -24,6 +24,7 @@ typedef struct opts {
   long long seq;          /* show --seq */
   const char *kind;       /* show --kind */
   const char *html, *dot, *records; /* export outputs */
+  const char *out;        /* merge --out */
 } opts;
 
 static int usage(FILE *out) {
@@ -37,7 +38,13 @@ static int usage(FILE *out) {
           "  repair DIR                      rebuild damaged blocks from parity\n"
           "  recover DIR                     truncate a torn tail, catch parity up\n"
           "  diff A B                        first record where two ledgers diverge\n"
-          "  export DIR [--html OUT] [--dot OUT] [--records OUT]   ('-' = stdout)\n\n"
+          "  export DIR [--html OUT] [--dot OUT] [--records OUT]   ('-' = stdout)\n"
+          "  merge DIR [--out FILE]          join the per-rank ledgers DIR/rank0, rank1, ...\n"
+          "                                  (ftc --ledger DIR under mpirun) into one JSON\n"
+          "                                  line per record, {\"rank\":R,\"record\":...}, in\n"
+          "                                  record order then rank order ('-' = stdout)\n\n"
+          "verify DIR of per-rank ledgers checks each one, then that every rank ran the\n"
+          "same programs (the jaxpr hashes of their calls) in the same order (exit 4 if not).\n"
           "--json prints the full report as JSON. Options take values as '--opt VALUE'\n"
           "or '--opt=VALUE'. --version prints the version.\n"
           "Exit 2: a usage error; 3: the command could not run (not a ledger, I/O).\n");
@@ -60,7 +67,7 @@ static bool parse_args(int argc, char **argv, opts *o) {
     const char *val = NULL;
     if (eq) *eq = 0, val = eq + 1;  /* argv's strings are ours to modify */
     bool takes = !strcmp(a, "--seq") || !strcmp(a, "--kind") || !strcmp(a, "--html") ||
-                 !strcmp(a, "--dot") || !strcmp(a, "--records");
+                 !strcmp(a, "--dot") || !strcmp(a, "--records") || !strcmp(a, "--out");
     if (takes && !val) {
       if (i + 1 >= argc) {
         fprintf(stderr, "ftledger %s: %s needs a value\n", cmd, a);
@@ -84,6 +91,7 @@ static bool parse_args(int argc, char **argv, opts *o) {
     else if (!strcmp(a, "--html")) o->html = val;
     else if (!strcmp(a, "--dot")) o->dot = val;
     else if (!strcmp(a, "--records")) o->records = val;
+    else if (!strcmp(a, "--out")) o->out = val;
     else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "ftledger %s: unknown option '%s'\n", cmd, a);
       return false;
@@ -320,6 +328,142 @@ static int cmd_export(const opts *o, ft_ctx *ctx) {
   return EXIT_OK;
 }
 
+/* ---- per-rank ledgers (issue 27, docs/spmd.md): ftc --ledger DIR under
+ * mpirun writes DIR/rank0, DIR/rank1, ... */
+
+/* The number of rank ledgers in dir (0: dir is not a set of them). */
+static int num_ranks(const char *dir) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/log.jsonl", dir);
+  FILE *f = fopen(p, "rb");
+  if (f) return fclose(f), 0;
+  int n = 0;
+  for (;; n++) {
+    snprintf(p, sizeof p, "%s/rank%d/log.jsonl", dir, n);
+    if (!(f = fopen(p, "rb"))) return n;
+    fclose(f);
+  }
+}
+
+/* The records of rank r's log, parsed (a JSON array; NULL on I/O error). */
+static json_t *rank_records(const char *dir, int r) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/rank%d/log.jsonl", dir, r);
+  FILE *f = fopen(p, "rb");
+  if (!f) return NULL;
+  json_t *all = json_array();
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  while ((len = getline(&line, &cap, f)) > 0) {
+    json_t *rec = json_loadb(line, (size_t)len, 0, NULL);
+    if (rec) json_array_append_new(all, rec);
+  }
+  free(line);
+  fclose(f);
+  return all;
+}
+
+/* The program (jaxpr hash) of each call record, in order. */
+static json_t *rank_programs(const json_t *recs) {
+  json_t *progs = json_array(), *rec, *in;
+  size_t i, k;
+  json_array_foreach(recs, i, rec) {
+    if (strcmp(JS(rec, "kind"), "call")) continue;
+    json_array_foreach(json_object_get(rec, "inputs"), k, in)
+      if (!strcmp(JS(in, "name"), "jaxpr")) json_array_append_new(progs, json_string(JS(in, "hash")));
+  }
+  return progs;
+}
+
+static int cmd_ranks_verify(const opts *o, ft_ctx *ctx, int n) {
+  int worst = EXIT_OK;
+  json_t *progs0 = NULL;
+  for (int r = 0; r < n; r++) {
+    char d[4096];
+    snprintf(d, sizeof d, "%s/rank%d", o->pos[0], r);
+    opts one = *o;
+    one.pos[0] = d;
+    one.json = false;
+    int code = cmd_check("verify", &one, ctx);
+    if (code > worst) worst = code;
+    json_t *recs = rank_records(o->pos[0], r);
+    if (!recs) {
+      fprintf(stderr, "ftledger verify: cannot read %s/log.jsonl\n", d);
+      json_decref(progs0);
+      return EXIT_ERR;
+    }
+    json_t *progs = rank_programs(recs);
+    json_decref(recs);
+    if (r == 0) {
+      progs0 = progs;
+      continue;
+    }
+    size_t n0 = json_array_size(progs0), nr = json_array_size(progs);
+    for (size_t c = 0; c < n0 || c < nr; c++) {
+      const char *a = c < n0 ? json_string_value(json_array_get(progs0, c)) : "(none)";
+      const char *b = c < nr ? json_string_value(json_array_get(progs, c)) : "(none)";
+      if (strcmp(a, b)) {
+        printf("ftledger verify: rank %d's call %zu ran program %s, rank 0's ran %s\n", r, c + 1, b, a);
+        worst = EXIT_BAD;
+        break;
+      }
+    }
+    json_decref(progs);
+  }
+  if (worst == EXIT_OK)
+    printf("ftledger verify: %d ranks ran the same programs (%zu calls each)\n", n, json_array_size(progs0));
+  json_decref(progs0);
+  return worst;
+}
+
+/* Every record of every rank: by seq, then rank. */
+static int cmd_merge(const opts *o, ft_ctx *ctx) {
+  int n = num_ranks(o->pos[0]);
+  if (n == 0) {
+    fprintf(stderr, "ftledger merge: %s holds no per-rank ledgers (rank0, rank1, ...)\n", o->pos[0]);
+    return EXIT_ERR;
+  }
+  int code = cmd_ranks_verify(o, ctx, n);
+  if (code != EXIT_OK) {
+    fprintf(stderr, "ftledger merge: the rank ledgers do not verify (see above); nothing written\n");
+    return code;
+  }
+  json_t **recs = calloc((size_t)n, sizeof *recs);
+  size_t most = 0;
+  for (int r = 0; recs && r < n; r++) {
+    if (!(recs[r] = rank_records(o->pos[0], r))) {
+      fprintf(stderr, "ftledger merge: cannot read rank %d\n", r);
+      code = EXIT_ERR;
+    } else if (json_array_size(recs[r]) > most) {
+      most = json_array_size(recs[r]);
+    }
+  }
+  const char *out = o->out ? o->out : "-";
+  FILE *f = !recs || code ? NULL : strcmp(out, "-") ? fopen(out, "wb") : stdout;
+  if (!code && !f) {
+    fprintf(stderr, "ftledger merge: cannot write %s: %s\n", out, strerror(errno));
+    code = EXIT_ERR;
+  }
+  for (size_t i = 0; f && i < most; i++)
+    for (int r = 0; r < n; r++) {
+      json_t *rec = json_array_get(recs[r], i);
+      if (!rec) continue;
+      json_t *line = json_pack("{s:i, s:O}", "rank", r, "record", rec);
+      char *text = json_dumps(line, JSON_SORT_KEYS | JSON_COMPACT);
+      if (text) fprintf(f, "%s\n", text);
+      free(text);
+      json_decref(line);
+    }
+  if (f && f != stdout && fclose(f)) {
+    fprintf(stderr, "ftledger merge: cannot write %s: %s\n", out, strerror(errno));
+    code = EXIT_ERR;
+  }
+  for (int r = 0; recs && r < n; r++) json_decref(recs[r]);
+  free(recs);
+  return code;
+}
+
 int main(int argc, char **argv) {
   tool_blas_single_threaded(argv);
   if (argc < 2) return usage(stderr);
@@ -332,7 +476,7 @@ int main(int argc, char **argv) {
   for (int i = 2; i < argc; i++)
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout);
   static const char *const known[] = {"show", "verify", "replay", "reexec", "repair",
-                                      "recover", "diff", "export"};
+                                      "recover", "diff", "export", "merge"};
   bool found = false;
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) found |= !strcmp(cmd, known[i]);
   if (!found) {
@@ -353,6 +497,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "replay") || !strcmp(cmd, "reexec")) code = cmd_replay(cmd, &o, ctx);
   else if (!strcmp(cmd, "diff")) code = cmd_diff(&o, ctx);
   else if (!strcmp(cmd, "export")) code = cmd_export(&o, ctx);
+  else if (!strcmp(cmd, "merge")) code = cmd_merge(&o, ctx);
+  else if (!strcmp(cmd, "verify") && num_ranks(o.pos[0]) > 0) code = cmd_ranks_verify(&o, ctx, num_ranks(o.pos[0]));
   else code = cmd_check(cmd, &o, ctx);
   ft_ctx_free(ctx);
   return code;

@@ -103,6 +103,7 @@ void ft_ctx_free(ft_ctx *ctx) {
   if (!ctx) return;
   /* The ledger is the caller's to close; detaching keeps it from pointing here. */
   if (ctx->on_free) ctx->on_free(ctx);
+  if (ctx->dist_free) ctx->dist_free(ctx);
   pthread_mutex_destroy(&ctx->err_lock);
   pthread_mutex_destroy(&ctx->guard_lock);
   free(ctx);

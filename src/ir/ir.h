@@ -100,6 +100,10 @@ struct ft_ctx {
   pthread_mutex_t guard_lock;  /* guards the guard list (hardened mode) */
   int n_guards;
   ft_guard_event guards[FT_MAX_GUARDS];
+  /* The MPI transport (ft_dist_init, src/runtime/dist.c), or NULL; freed by
+   * dist_free from ft_ctx_free (src/ir does not call up into runtime). */
+  struct ft_dist *dist;
+  void (*dist_free)(struct ft_ctx *ctx);
 };
 
 /* Hardened mode's guards (ctx.c). Where a guard fires: the engine and the

@@ -17,8 +17,21 @@
  * equation; a while or a cond whose predicate differs between indices with
  * a collective inside is refused (the indices would not meet at the same
  * collective). Control flow without collectives runs per index as any
- * other equation. */
+ * other equation.
+ *
+ * With a communicator on the context (ft_dist_init, dist.c) the same code
+ * runs across MPI ranks: rank q evaluates only its block of devices
+ * [lo, lo + cnt) of the row-major order, and before a collective the
+ * operands of the other devices arrive from their ranks (ft_dist_exchange,
+ * rank order = device order), so every rank combines the very same values
+ * in the very same order as the simulated axis: bit-identical for any rank
+ * count that divides the number of devices. Control flow holding a
+ * collective runs in lockstep across the ranks as across the indices: a
+ * predicate or branch index is exchanged and must agree everywhere, so
+ * every rank meets the same exchanges in the same order (dist.c's tags
+ * check it). */
 #include <string.h>
+#include <xxhash.h>
 
 #include "runtime.h"
 
@@ -31,7 +44,13 @@ typedef struct lockstep {
   int64_t stride[FT_SPMD_MAX_AXES]; /* row-major strides of the device coordinates */
   uint32_t n_ids;
   ft_array **val;       /* [index * n_ids + var id], owned */
+  int64_t lo, cnt;      /* the devices evaluated here (all of them without MPI) */
+  ft_dist *dist;        /* the communicator, or NULL (the simulated axis) */
+  uint8_t hash[16];     /* the body's canonical hash (the exchanges' tag) */
+  int eqn;              /* the body's equation being run (sub-jaxprs: the enclosing one) */
 } lockstep;
+
+static bool local(const lockstep *L, int64_t r) { return r >= L->lo && r < L->lo + L->cnt; }
 
 static int64_t coord(const lockstep *L, int64_t r, int m) { return r / L->stride[m] % L->mesh[m].size; }
 
@@ -54,7 +73,8 @@ static ft_array *input(lockstep *L, int64_t r, const ft_var *v, bool *fresh) {
 }
 
 static void bind(lockstep *L, int64_t r, const ft_var *v, ft_array *a) {
-  if (v->kind != FT_VAR || v->id >= L->n_ids) { /* a drop var (or one of another arena: input() reports it) */
+  /* a drop var (or one of another arena: input() reports it), or another rank's device */
+  if (v->kind != FT_VAR || v->id >= L->n_ids || !local(L, r)) {
     ft_array_free(a);
     return;
   }
@@ -101,6 +121,46 @@ static void blocks(const ft_aval *big, int dim, int64_t n, int64_t k, char *bigp
 
 static int param_int(const ft_eqn *e, const char *name) { return (int)ft_param_int(e, name, 0); }
 
+static void tag_of(const lockstep *L, ft_dist_tag *t, int32_t what, int32_t eqn, int64_t nbytes) {
+  *t = (ft_dist_tag){.eqn = eqn, .prim = what, .nbytes = nbytes};
+  memcpy(t->hash, L->hash, sizeof t->hash);
+}
+
+/* Over MPI: xs[r] (stride apart in xs) for every device r outside this
+ * rank's block, from the ranks that hold them (fresh arrays, fresh[r] set);
+ * xs[r] of the local devices are given. what: the tag's prim (or step). */
+static ft_status fill_remote(lockstep *L, int32_t what, int32_t eqn, ft_array **xs, size_t stride, bool *fresh) {
+  ft_ctx *ctx = L->ctx;
+  const ft_aval *av = &xs[(size_t)L->lo * stride]->aval;
+  size_t nb = xs[(size_t)L->lo * stride]->nbytes;
+  char *send = malloc((size_t)L->cnt * nb + 1), *recv = malloc((size_t)L->n * nb + 1);
+  ft_status st = FT_OK;
+  if (!send || !recv) st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  for (int64_t i = 0; i < L->cnt && !st; i++) {
+    const ft_array *a = xs[(size_t)(L->lo + i) * stride];
+    if (a->nbytes != nb)
+      st = ft_set_error(ctx, FT_ERR_INTERNAL, "shard_map: operands of one collective differ in size");
+    else if (nb) memcpy(send + (size_t)i * nb, a->data, nb);
+  }
+  ft_dist_tag t;
+  tag_of(L, &t, what, eqn, (int64_t)((size_t)L->cnt * nb));
+  if (!st) st = ft_dist_exchange(ctx, L->dist, &t, send, recv);
+  for (int64_t r = 0; r < L->n && !st; r++) {
+    if (local(L, r)) continue;
+    ft_array *a = ft_array_alloc(ctx, av);
+    if (!a) {
+      st = ft_ctx_status(ctx);
+      break;
+    }
+    if (nb) memcpy(a->data, recv + (size_t)r * nb, nb);
+    xs[(size_t)r * stride] = a;
+    fresh[(size_t)r * stride] = true;
+  }
+  free(send);
+  free(recv);
+  return st;
+}
+
 /* One collective over a group of n devices dev[0..n) (group order);
  * x[q * n_in + k]: operand k at group position q. */
 static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x, const int64_t *dev, int64_t n) {
@@ -113,8 +173,9 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x, const in
     if (!xs) return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
     for (int k = 0; k < e->n_in && !st; k++) {
       for (int64_t r = 0; r < n; r++) xs[r] = x[r * e->n_in + k];
-      if (e->prim == FT_P_PVARY) {
+      if (e->prim == FT_P_PVARY) { /* no other device's value needed (nor fetched) */
         for (int64_t r = 0; r < n && !st; r++) {
+          if (!local(L, dev[r])) continue;
           ft_array *c = ft_array_clone(ctx, xs[r]);
           if (!c) st = ft_ctx_status(ctx);
           else bind(L, dev[r], e->out[k], c);
@@ -256,10 +317,47 @@ static ft_status run_collective(lockstep *L, const ft_eqn *e, ft_array *const *x
       }
       dev[pos] = d;
     }
-    st = collective_group(L, e, x, dev, g);
+    bool here = false;
+    for (int64_t pos = 0; pos < g; pos++) here = here || local(L, dev[pos]);
+    if (here) st = collective_group(L, e, x, dev, g);
   }
   free(dev);
   return st;
+}
+
+/* The opt-out of bitwise identity (ft_dist_options.native_allreduce): a
+ * psum over every device, one device per rank, by MPI_Allreduce. */
+static bool native_psum(const lockstep *L, const ft_eqn *e) {
+  if (!L->dist || !ft_dist_native(L->dist) || L->cnt != 1) return false;
+  if (e->prim != FT_P_PSUM && e->prim != FT_P_PSUM_INVARIANT) return false;
+  char names[FT_SPMD_MAX_AXES][64];
+  int na = ft_spmd_names(ft_eqn_param(e, ft_spmd_axis_param(e->prim)), names, FT_SPMD_MAX_AXES);
+  int64_t g = 1;
+  for (int q = 0; q < na; q++) {
+    int m = axis_of(L, names[q]);
+    if (m < 0) return false; /* run_collective names it */
+    g *= L->mesh[m].size;
+  }
+  if (na < 1 || g != L->n) return false;
+  for (int k = 0; k < e->n_in; k++)
+    if (!ft_dist_allreduce_ok(e->in[k]->aval.dtype)) return false;
+  return true;
+}
+
+static ft_status psum_native(lockstep *L, const ft_eqn *e, ft_array **x) {
+  for (int k = 0; k < e->n_in; k++) {
+    ft_array *c = ft_array_clone(L->ctx, x[(size_t)L->lo * (size_t)e->n_in + (size_t)k]);
+    if (!c) return ft_ctx_status(L->ctx);
+    ft_dist_tag t;
+    tag_of(L, &t, (int32_t)e->prim, L->eqn, (int64_t)c->nbytes);
+    ft_status st = ft_dist_allreduce(L->ctx, L->dist, &t, FT_P_ADD, c->aval.dtype, c->data, ft_aval_size(&c->aval));
+    if (st) {
+      ft_array_free(c);
+      return st;
+    }
+    bind(L, L->lo, e->out[k], c);
+  }
+  return FT_OK;
 }
 
 static bool has_collective(const ft_jaxpr *j);
@@ -298,7 +396,7 @@ static ft_status ls_run(lockstep *L, const ft_jaxpr *j, int n_args, ft_array *co
   S.n_ids = ft_arena_num_var_ids(j->arena);
   S.val = calloc((size_t)S.n * S.n_ids + 1, sizeof *S.val);
   ft_status st = S.val ? FT_OK : ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
-  for (int64_t r = 0; r < S.n && !st; r++)
+  for (int64_t r = S.lo; r < S.lo + S.cnt && !st; r++)
     for (int k = 0; k < n_args && !st; k++) {
       ft_array *c = ft_array_clone(L->ctx, args[r * n_args + k]);
       if (!c) st = ft_ctx_status(L->ctx);
@@ -309,7 +407,7 @@ static ft_status ls_run(lockstep *L, const ft_jaxpr *j, int n_args, ft_array *co
     for (int k = 0; k < j->n_out; k++) {
       ft_array **o = &res[r * j->n_out + k];
       *o = NULL;
-      if (st) continue;
+      if (st || !local(&S, r)) continue;
       bool fresh;
       ft_array *a = input(&S, r, j->outvars[k], &fresh);
       if (a && !fresh) a = ft_array_clone(L->ctx, a);
@@ -331,18 +429,34 @@ static const ft_jaxpr *sub(const ft_eqn *e, const char *name) {
  * index), or an error naming the primitive: with a collective inside, the
  * indices must take the same path. */
 static ft_status agree(lockstep *L, const ft_eqn *e, ft_array *const *v, int stride, int64_t *out) {
-  *out = ft_get_i64(v[0], 0);
-  for (int64_t r = 1; r < L->n; r++)
-    if (ft_get_i64(v[r * stride], 0) != *out)
-      return ft_set_error(L->ctx, FT_ERR_UNSUPPORTED, "%s in a shard_map body: index %lld takes another path "
-                          "than index 0 and a collective is inside (the indices would not meet at it)",
-                          ft_prim_get(e->prim)->name, (long long)r);
-  return FT_OK;
+  int64_t *all = malloc(sizeof *all * (size_t)L->n);
+  if (!all) return ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
+  for (int64_t r = L->lo; r < L->lo + L->cnt; r++) all[r] = ft_get_i64(v[r * stride], 0);
+  ft_status st = FT_OK;
+  if (L->dist) { /* every rank's values, so every rank takes the same path (or fails alike) */
+    ft_dist_tag t;
+    tag_of(L, &t, (int32_t)e->prim, L->eqn, (int64_t)(sizeof *all * (size_t)L->cnt));
+    int64_t *mine = malloc(sizeof *mine * (size_t)L->cnt);
+    if (!mine) st = ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
+    if (!st) {
+      memcpy(mine, all + L->lo, sizeof *mine * (size_t)L->cnt);
+      st = ft_dist_exchange(L->ctx, L->dist, &t, mine, all);
+    }
+    free(mine);
+  }
+  *out = st ? 0 : all[0];
+  for (int64_t r = 1; r < L->n && !st; r++)
+    if (all[r] != *out)
+      st = ft_set_error(L->ctx, FT_ERR_UNSUPPORTED, "%s in a shard_map body: index %lld takes another path "
+                        "than index 0 and a collective is inside (the indices would not meet at it)",
+                        ft_prim_get(e->prim)->name, (long long)r);
+  free(all);
+  return st;
 }
 
 /* Binds res[r * n + k] as e's outputs at every index (takes ownership). */
 static void bind_outs(lockstep *L, const ft_eqn *e, ft_array **res, int n) {
-  for (int64_t r = 0; r < L->n; r++)
+  for (int64_t r = L->lo; r < L->lo + L->cnt; r++)
     for (int k = 0; k < n; k++) bind(L, r, e->out[k], res[r * n + k]), res[r * n + k] = NULL;
 }
 
@@ -360,7 +474,8 @@ static ft_status ls_scan(lockstep *L, const ft_eqn *e, ft_array *const *x) {
   ft_array **args = calloc(N * (size_t)n + 1, sizeof *args), **rows = calloc(N * (size_t)(nx + 1), sizeof *rows);
   ft_array **res = calloc(N * (size_t)e->n_out + 1, sizeof *res), **out = calloc(N * (size_t)e->n_out + 1, sizeof *out);
   ft_status st = args && rows && res && out ? FT_OK : ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
-  for (size_t r = 0; r < N && !st; r++) {
+  size_t r0 = (size_t)L->lo, r1 = (size_t)(L->lo + L->cnt);
+  for (size_t r = r0; r < r1 && !st; r++) {
     for (int k = 0; k < ncar && !st; k++)
       if (!(out[r * (size_t)e->n_out + (size_t)k] = ft_array_clone(L->ctx, x[r * (size_t)n + (size_t)(nc0 + k)])))
         st = ft_ctx_status(L->ctx);
@@ -373,7 +488,7 @@ static ft_status ls_scan(lockstep *L, const ft_eqn *e, ft_array *const *x) {
   }
   for (int64_t s = 0; s < len && !st; s++) {
     int64_t t = rev ? len - 1 - s : s;
-    for (size_t r = 0; r < N; r++) {
+    for (size_t r = r0; r < r1; r++) {
       ft_array **a = args + r * (size_t)n, **o = out + r * (size_t)e->n_out;
       for (int k = 0; k < nc0; k++) a[k] = x[r * (size_t)n + (size_t)k];
       for (int k = 0; k < ncar; k++) a[nc0 + k] = o[k];
@@ -385,7 +500,7 @@ static ft_status ls_scan(lockstep *L, const ft_eqn *e, ft_array *const *x) {
       }
     }
     if ((st = ls_run(L, j, n, args, res))) break;
-    for (size_t r = 0; r < N; r++) {
+    for (size_t r = r0; r < r1; r++) {
       ft_array **o = out + r * (size_t)e->n_out, **q = res + r * (size_t)e->n_out;
       for (int k = 0; k < ncar; k++) ft_array_free(o[k]), o[k] = q[k], q[k] = NULL;
       for (int k = 0; k < ny; k++) {
@@ -413,7 +528,8 @@ static ft_status ls_while(lockstep *L, const ft_eqn *e, ft_array *const *x) {
   ft_array **carry = calloc(N * (size_t)nc + 1, sizeof *carry), **args = calloc(N * (size_t)(n + 1), sizeof *args);
   ft_array **pred = calloc(N + 1, sizeof *pred), **res = calloc(N * (size_t)nc + 1, sizeof *res);
   ft_status st = carry && args && pred && res ? FT_OK : ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
-  for (size_t r = 0; r < N && !st; r++)
+  size_t r0 = (size_t)L->lo, r1 = (size_t)(L->lo + L->cnt);
+  for (size_t r = r0; r < r1 && !st; r++)
     for (int k = 0; k < nc && !st; k++)
       if (!(carry[r * (size_t)nc + (size_t)k] = ft_array_clone(L->ctx, x[r * (size_t)n + (size_t)(cn + bn + k)])))
         st = ft_ctx_status(L->ctx);
@@ -421,19 +537,19 @@ static ft_status ls_while(lockstep *L, const ft_eqn *e, ft_array *const *x) {
   ft_loop_begin(&g, L->ctx, "while_loop");
   while (!st) {
     if ((st = ft_loop_step(&g, L->ctx))) break;
-    for (size_t r = 0; r < N; r++) {
+    for (size_t r = r0; r < r1; r++) {
       for (int k = 0; k < cn; k++) args[r * (size_t)(cn + nc) + (size_t)k] = x[r * (size_t)n + (size_t)k];
       for (int k = 0; k < nc; k++) args[r * (size_t)(cn + nc) + (size_t)(cn + k)] = carry[r * (size_t)nc + (size_t)k];
     }
     if ((st = ls_run(L, cj, cn + nc, args, pred))) break;
     int64_t go = 0;
-    if (ft_array_size(pred[0]) != 1)
+    if (ft_array_size(pred[r0]) != 1)
       st = ft_set_error(L->ctx, FT_ERR_UNSUPPORTED, "while_loop in a shard_map body: a batched predicate "
                         "with a collective inside is not supported");
     if (!st) st = agree(L, e, pred, 1, &go);
     for (size_t r = 0; r < N; r++) ft_array_free(pred[r]), pred[r] = NULL;
     if (st || !go) break;
-    for (size_t r = 0; r < N; r++) {
+    for (size_t r = r0; r < r1; r++) {
       for (int k = 0; k < bn; k++) args[r * (size_t)(bn + nc) + (size_t)k] = x[r * (size_t)n + (size_t)(cn + k)];
       for (int k = 0; k < nc; k++) args[r * (size_t)(bn + nc) + (size_t)(bn + k)] = carry[r * (size_t)nc + (size_t)k];
     }
@@ -463,7 +579,7 @@ static ft_status ls_control(lockstep *L, const ft_eqn *e, ft_array *const *x) {
         return ft_set_error(L->ctx, FT_ERR_TYPE, "cond: bad branches");
       ft_status st = agree(L, e, x, n, &idx);
       if (st) return st;
-      if (ft_dtype_is_unsigned(x[0]->aval.dtype) && idx < 0) idx = INT64_MAX;
+      if (ft_dtype_is_unsigned(x[(size_t)L->lo * (size_t)n]->aval.dtype) && idx < 0) idx = INT64_MAX;
       idx = idx < 0 ? 0 : idx >= br->n ? br->n - 1 : idx;
       j = br->u.items[idx].tag == FT_PV_JAXPR ? br->u.items[idx].u.jaxpr : NULL;
       off = 1;
@@ -475,7 +591,7 @@ static ft_status ls_control(lockstep *L, const ft_eqn *e, ft_array *const *x) {
     ft_array **args = calloc(N * (size_t)(n - off) + 1, sizeof *args);
     ft_array **res = calloc(N * (size_t)e->n_out + 1, sizeof *res);
     ft_status st = args && res ? FT_OK : ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
-    for (size_t r = 0; r < N && !st; r++)
+    for (size_t r = (size_t)L->lo; r < (size_t)(L->lo + L->cnt) && !st; r++)
       for (int k = off; k < n; k++) args[r * (size_t)(n - off) + (size_t)(k - off)] = x[r * (size_t)n + (size_t)k];
     if (!st) st = ls_run(L, j, n - off, args, res);
     if (!st) bind_outs(L, e, res, e->n_out);
@@ -497,18 +613,25 @@ static ft_status step(lockstep *L, const ft_eqn *e) {
   ft_array **o = calloc((size_t)(e->n_out + 1), sizeof *o);
   ft_status st = FT_OK;
   if (!x || !fresh || !o) st = ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
-  for (int64_t r = 0; r < n && !st; r++)
+  for (int64_t r = L->lo; r < L->lo + L->cnt && !st; r++)
     for (int k = 0; k < e->n_in && !st; k++) {
       size_t q = (size_t)r * nin + (size_t)k;
       if (!(x[q] = input(L, r, e->in[k], &fresh[q]))) st = ft_ctx_status(L->ctx);
     }
-  if (!st && ft_prim_is_collective(e->prim)) {
-    st = run_collective(L, e, x);
+  if (!st && ft_prim_is_collective(e->prim) && native_psum(L, e)) {
+    st = psum_native(L, e, x);
+  } else if (!st && ft_prim_is_collective(e->prim)) {
+    /* Over MPI every device's operands (a group's members may sit on any
+     * rank); axis_index and pvary need no other device's value. */
+    bool remote = L->dist && L->cnt < n && e->prim != FT_P_AXIS_INDEX && e->prim != FT_P_PVARY;
+    for (int k = 0; remote && k < e->n_in && !st; k++)
+      st = fill_remote(L, (int32_t)e->prim, L->eqn, x + k, nin, fresh + k);
+    if (!st) st = run_collective(L, e, x);
   } else if (!st && e->prim != FT_P_SHARD_MAP && ft_prim_get(e->prim)->family == FT_FAM_CONTROL &&
              has_collective(&(ft_jaxpr){.n_eqn = 1, .eqns = (ft_eqn *)e})) {
     st = ls_control(L, e, x);
   } else {
-    for (int64_t r = 0; r < n && !st; r++) {
+    for (int64_t r = L->lo; r < L->lo + L->cnt && !st; r++) {
       st = ft_interp_eqn(L->ctx, e, x + (size_t)r * nin, o);
       for (int k = 0; k < e->n_out && !st; k++) bind(L, r, e->out[k], o[k]), o[k] = NULL;
     }
@@ -568,21 +691,75 @@ static void block_of(const lockstep *L, int64_t r, const ft_spmd_dim *dims, int 
   for (int m = 0; m < L->nm; m++) *dup = *dup || (!used[m] && coord(L, r, m) != 0);
 }
 
+/* Over MPI, output k under a spec that names no mesh axis (the same value
+ * on every device): this rank's devices agree (checked here), then every
+ * rank's, by the XXH3-128 of the bytes plus each rank's own verdict, so
+ * every rank takes part in the exchange and fails alike; g gets the value. */
+static ft_status replicated_dist(lockstep *L, int k, ft_array *const *vals, ft_array *g) {
+  int64_t bad = -1;
+  for (int64_t r = L->lo + 1; r < L->lo + L->cnt && bad < 0; r++)
+    if (g->nbytes && memcmp(vals[r]->data, vals[L->lo]->data, g->nbytes)) bad = r;
+  int p = ft_dist_size(L->ctx);
+  uint8_t mine[17], *all = malloc(sizeof mine * (size_t)p);
+  if (!all) return ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
+  XXH128_canonical_t h;
+  XXH128_canonicalFromHash(&h, XXH3_128bits(vals[L->lo]->data, vals[L->lo]->nbytes));
+  memcpy(mine, &h, 16);
+  mine[16] = bad >= 0;
+  ft_dist_tag t;
+  tag_of(L, &t, FT_DIST_LEAVE, k, (int64_t)sizeof mine);
+  ft_status st = ft_dist_exchange(L->ctx, L->dist, &t, mine, all);
+  for (int q = 0; !st && q < p; q++) {
+    if (!all[q * sizeof mine + 16] && !memcmp(all + q * sizeof mine, all, 16)) continue;
+    if (bad >= 0)
+      st = ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "shard_map: output %d has out_specs P() (the same on every "
+                        "index) but index %lld holds a different value than index %lld", k, (long long)bad,
+                        (long long)L->lo);
+    else
+      st = ft_set_error(L->ctx, FT_ERR_INVALID_ARG, "shard_map: output %d has out_specs P() (the same on every "
+                        "index) but rank %d's indices hold a different value than rank 0's (XXH3-128 of the "
+                        "bytes, or rank %d's own check)", k, q, q);
+  }
+  free(all);
+  if (!st && g->nbytes) memcpy(g->data, vals[L->lo]->data, g->nbytes);
+  return st;
+}
+
 /* The global value of output k from the per-index values: each index's
  * block where its spec puts it; indices that differ only on axes the spec
- * leaves unmentioned must hold the same value, checked bit for bit. */
+ * leaves unmentioned must hold the same value, checked bit for bit. Over
+ * MPI the other ranks' values arrive first (or, for a spec that names no
+ * axis, only their hashes). */
 static ft_array *assemble(lockstep *L, const ft_eqn *e, const ft_spmd_dim *dims, int nd, int k,
                           const ft_jaxpr *j) {
   const ft_var *v = j->outvars[k];
-  ft_array *g = ft_array_alloc(L->ctx, &e->out[k]->aval), *tmp = ft_array_alloc(L->ctx, &v->aval);
-  for (int64_t r = 0; g && tmp && r < L->n; r++) {
-    bool fresh, dup;
+  ft_array **vals = calloc((size_t)L->n, sizeof *vals);
+  bool *fresh = calloc((size_t)L->n, 1), named = false;
+  ft_array *g = NULL, *tmp = NULL;
+  if (!vals || !fresh) {
+    ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  for (int d = 0; d < nd; d++) named = named || dims[d].n > 0;
+  for (int64_t r = L->lo; r < L->lo + L->cnt; r++)
+    if (!(vals[r] = input(L, r, v, &fresh[r]))) goto out;
+  if (!(g = ft_array_alloc(L->ctx, &e->out[k]->aval))) goto out;
+  if (L->dist && !named) {
+    if (replicated_dist(L, k, vals, g)) ft_array_free(g), g = NULL;
+    goto out;
+  }
+  if (L->dist && L->cnt < L->n && fill_remote(L, FT_DIST_LEAVE, k, vals, 1, fresh)) {
+    ft_array_free(g), g = NULL;
+    goto out;
+  }
+  if (!(tmp = ft_array_alloc(L->ctx, &v->aval))) {
+    ft_array_free(g), g = NULL;
+    goto out;
+  }
+  for (int64_t r = 0; g && r < L->n; r++) {
+    bool dup;
     int64_t off[FT_MAX_RANK];
-    ft_array *a = input(L, r, v, &fresh);
-    if (!a) {
-      ft_array_free(g), g = NULL;
-      break;
-    }
+    ft_array *a = vals[r];
     block_of(L, r, dims, nd, &a->aval, off, &dup);
     if (!dup) {
       copy_block(&g->aval, &a->aval, off, g->data, a->data, true);
@@ -595,9 +772,12 @@ static ft_array *assemble(lockstep *L, const ft_eqn *e, const ft_spmd_dim *dims,
         ft_array_free(g), g = NULL;
       }
     }
-    if (fresh) ft_array_free(a);
   }
-  if (!tmp) ft_array_free(g), g = NULL;
+out:
+  for (int64_t r = 0; vals && fresh && r < L->n; r++)
+    if (fresh[r]) ft_array_free(vals[r]);
+  free(vals);
+  free(fresh);
   ft_array_free(tmp);
   return g;
 }
@@ -613,8 +793,8 @@ static ft_status read_specs(const lockstep *L, const ft_pval *specs, int i, ft_s
   return FT_OK;
 }
 
-ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
-  lockstep L = {.ctx = ctx};
+static ft_status shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  lockstep L = {.ctx = ctx, .dist = ft_dist_get(ctx)};
   L.nm = ft_spmd_mesh(ft_eqn_param(e, "mesh"), L.mesh, FT_SPMD_MAX_AXES);
   const ft_jaxpr *j = ft_eqn_param(e, "jaxpr")->u.jaxpr;
   const ft_pval *is = ft_eqn_param(e, "in_specs"), *os = ft_eqn_param(e, "out_specs");
@@ -622,6 +802,21 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
   if (L.nm < 1) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "shard_map: unreadable mesh");
   L.n = 1;
   for (int m = L.nm - 1; m >= 0; m--) L.stride[m] = L.n, L.n *= L.mesh[m].size;
+  L.lo = 0, L.cnt = L.n;
+  if (L.dist) {
+    int p = ft_dist_size(ctx), q = ft_dist_rank(ctx);
+    if (L.n % p)
+      return ft_set_error(ctx, FT_ERR_INVALID_ARG, "shard_map: the mesh's %lld devices (the product of its axis "
+                          "sizes) do not split over %d MPI ranks (the rank count must divide them)",
+                          (long long)L.n, p);
+    L.cnt = L.n / p;
+    L.lo = q * L.cnt;
+    ft_jaxpr_hash(j, L.hash);
+    ft_dist_tag t;
+    tag_of(&L, &t, FT_DIST_ENTER, 0, L.n);
+    ft_status cst = ft_dist_exchange(ctx, L.dist, &t, NULL, NULL);
+    if (cst) return cst;
+  }
   L.n_ids = ft_arena_num_var_ids(j->arena);
   L.val = calloc((size_t)L.n * L.n_ids + 1, sizeof *L.val);
   if (!L.val) return ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
@@ -630,7 +825,7 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
   int nd;
   for (int i = 0; i < e->n_in && !st; i++) {
     if ((st = read_specs(&L, is, i, dims, &nd))) break;
-    for (int64_t r = 0; r < L.n && !st; r++) {
+    for (int64_t r = L.lo; r < L.lo + L.cnt && !st; r++) {
       ft_array *a = ft_array_alloc(ctx, &j->invars[i]->aval);
       if (!a) {
         st = ft_ctx_status(ctx);
@@ -644,6 +839,7 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
     }
   }
   for (int i = 0; i < j->n_eqn && !st; i++) {
+    L.eqn = i;
     st = step(&L, &j->eqns[i]);
     if (st) ft_error_prefix(ctx, "shard_map body: equation %d (%s)", i, ft_prim_get(j->eqns[i].prim)->name);
   }
@@ -655,6 +851,26 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
     for (int k = 0; k < e->n_out; k++) ft_array_free(out[k]), out[k] = NULL;
   for (size_t q = 0; q < (size_t)L.n * L.n_ids; q++) ft_array_free(L.val[q]);
   free(L.val);
+  return st;
+}
+
+/* Over MPI, the shard_maps this thread is inside (a nested one would take
+ * the lock again and split the devices over the ranks a second time). */
+static _Thread_local int dist_depth;
+
+ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  ft_dist *d = ft_dist_get(ctx);
+  if (!d) return shard_map(ctx, e, in, out);
+  if (dist_depth) {
+    for (int k = 0; k < e->n_out; k++) out[k] = NULL;
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "shard_map inside a shard_map body does not run over MPI (the "
+                        "simulated axis runs it in one process)");
+  }
+  ft_dist_lock(d);
+  dist_depth++;
+  ft_status st = shard_map(ctx, e, in, out);
+  dist_depth--;
+  ft_dist_unlock(d);
   return st;
 }
 

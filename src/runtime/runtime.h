@@ -117,6 +117,31 @@ ft_array *ft_interp_lit(ft_ctx *ctx, const ft_var *v);
 /* interp_spmd.c: shard_map over a simulated axis; a collective met anywhere
  * outside a shard_map body (an error naming why). */
 ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+
+/* dist.c: the MPI transport of shard_map (ft_dist_init; docs/spmd.md). */
+typedef struct ft_dist ft_dist;
+/* What an exchange is, compared across ranks before its payload moves.
+ * prim: the collective, or one of the FT_DIST_* steps. */
+enum { FT_DIST_PROGRAM = -1, FT_DIST_ENTER = -2, FT_DIST_LEAVE = -3 };
+typedef struct ft_dist_tag {
+  uint64_t seq;       /* set by the exchange */
+  uint8_t hash[16];   /* the shard_map body's (or program's) canonical hash */
+  int32_t eqn, prim;
+  int64_t nbytes;     /* payload bytes per rank (FT_DIST_ENTER: the axis size) */
+} ft_dist_tag;
+/* ctx's communicator (or its executor parent's), NULL when none. */
+ft_dist *ft_dist_get(const ft_ctx *ctx);
+bool ft_dist_native(const ft_dist *d);
+/* Held around a whole shard_map over the communicator. */
+void ft_dist_lock(ft_dist *d);
+void ft_dist_unlock(ft_dist *d);
+/* Checks that every rank is at *tag, then (recv non-NULL) allgathers
+ * tag->nbytes from send on every rank into recv, in rank order. */
+ft_status ft_dist_exchange(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, const void *send, void *recv);
+/* The opt-out (ft_dist_options.native_allreduce): MPI_Allreduce in place. */
+bool ft_dist_allreduce_ok(ft_dtype dt);
+ft_status ft_dist_allreduce(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, ft_prim op, ft_dtype dt,
+                            void *buf, int64_t n);
 ft_status ft_interp_collective_outside(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 
 /* Allocates out[k] for every output of e with its aval. */

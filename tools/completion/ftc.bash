@@ -5,7 +5,7 @@ _ftc() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
   local cmds="demo print hash run dot coverage egraph jvp vjp grad vmap jacfwd jacrev hessian compile transform opt cache help"
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "$cmds --help --version --ledger --ledger-calls" -- "$cur")); return
+    COMPREPLY=($(compgen -W "$cmds --help --version --ledger --ledger-calls --dist" -- "$cur")); return
   fi
   case $prev in
     --in) COMPREPLY=($(compgen -f -X '!*.npy' -- "$cur") $(compgen -d -- "$cur")); return ;;
@@ -37,7 +37,7 @@ _ftc() {
 _ftledger() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "show verify replay reexec repair recover diff export help --help --version" -- "$cur")); return
+    COMPREPLY=($(compgen -W "show verify replay reexec repair recover diff export merge help --help --version" -- "$cur")); return
   fi
   case $prev in
     --html|--dot|--records) COMPREPLY=($(compgen -f -- "$cur")); return ;;
