@@ -83,8 +83,8 @@ static ft_array *npy(ft_ctx *ctx, const char *name, const char *what) {
 static void check_case(ft_ctx *one, ft_ctx *dist, const char *name) {
   ft_jaxpr *j = load(one, "spmd", name);
   ft_array *in = npy(one, name, "in0"), *want = npy(one, name, "out0"), *ref = NULL, *got = NULL;
-  CHECK(ft_eval(one, j, 1, &in, 1, &ref) == FT_OK, "%s: %s", name, ft_ctx_error(one));
-  CHECK(ft_eval(dist, j, 1, &in, 1, &got) == FT_OK, "%s over MPI: %s", name, ft_ctx_error(dist));
+  CHECK(ft_eval(one, j, 1, (const ft_array *const *)&in, 1, &ref) == FT_OK, "%s: %s", name, ft_ctx_error(one));
+  CHECK(ft_eval(dist, j, 1, (const ft_array *const *)&in, 1, &got) == FT_OK, "%s over MPI: %s", name, ft_ctx_error(dist));
   CHECK(ft_array_equal_bits(got, ref), "%s: the MPI result differs from the one-process result", name);
   CHECK(ft_array_equal_bits(got, want), "%s: the MPI result differs from JAX's", name);
   ft_array_free(in), ft_array_free(want), ft_array_free(ref), ft_array_free(got);
@@ -93,8 +93,8 @@ static void check_case(ft_ctx *one, ft_ctx *dist, const char *name) {
 
 static void same(ft_ctx *one, ft_ctx *dist, const ft_jaxpr *j, int nin, ft_array **in, int nout, ft_array **ref,
                  ft_array **got, const char *name, const char *what) {
-  CHECK(ft_eval(one, j, nin, in, nout, ref) == FT_OK, "%s %s: %s", name, what, ft_ctx_error(one));
-  CHECK(ft_eval(dist, j, nin, in, nout, got) == FT_OK, "%s %s over MPI: %s", name, what, ft_ctx_error(dist));
+  CHECK(ft_eval(one, j, nin, (const ft_array *const *)in, nout, ref) == FT_OK, "%s %s: %s", name, what, ft_ctx_error(one));
+  CHECK(ft_eval(dist, j, nin, (const ft_array *const *)in, nout, got) == FT_OK, "%s %s over MPI: %s", name, what, ft_ctx_error(dist));
   for (int k = 0; k < nout; k++)
     CHECK(ft_array_equal_bits(got[k], ref[k]), "%s %s: output %d over MPI differs from the one-process run", name,
           what, k);
@@ -158,7 +158,7 @@ static void train(ft_ctx *ctx, const ft_jaxpr *j, ft_array **params) {
       for (int64_t i = 0; i < nelem(in[k]); i++) p[i] = lcg(&seed);
     }
     ft_array *out[NP] = {0};
-    CHECK(ft_eval(ctx, j, 5, in, NP, out) == FT_OK, "train step %d: %s", s, ft_ctx_error(ctx));
+    CHECK(ft_eval(ctx, j, 5, (const ft_array *const *)in, NP, out) == FT_OK, "train step %d: %s", s, ft_ctx_error(ctx));
     for (int k = 0; k < NP; k++) ft_array_free(params[k]), params[k] = out[k];
     ft_array_free(in[3]), ft_array_free(in[4]);
   }
@@ -195,7 +195,7 @@ static void check_training(ft_ctx *one, ft_ctx *dist) {
 static void check_mismatch(ft_ctx *one, ft_ctx *dist) {
   ft_jaxpr *j = load(one, "spmd", rank == 1 ? "pmax" : "psum");
   ft_array *in = npy(one, "psum", "in0"), *got = NULL;
-  CHECK(ft_eval(dist, j, 1, &in, 1, &got) != FT_OK, "mismatched programs ran");
+  CHECK(ft_eval(dist, j, 1, (const ft_array *const *)&in, 1, &got) != FT_OK, "mismatched programs ran");
   CHECK(strstr(ft_ctx_error(dist), "the ranks disagree") != NULL, "mismatch message: %s", ft_ctx_error(dist));
   ft_jaxpr_free(j);
   /* ft_dist_check_program: the same check for a whole program. */
@@ -205,7 +205,7 @@ static void check_mismatch(ft_ctx *one, ft_ctx *dist) {
   ft_jaxpr_free(j);
   j = load(one, "spmd", "psum");
   CHECK(ft_dist_check_program(dist, j) == FT_OK, "program check of one program: %s", ft_ctx_error(dist));
-  CHECK(ft_eval(dist, j, 1, &in, 1, &got) == FT_OK, "after a mismatch: %s", ft_ctx_error(dist));
+  CHECK(ft_eval(dist, j, 1, (const ft_array *const *)&in, 1, &got) == FT_OK, "after a mismatch: %s", ft_ctx_error(dist));
   ft_array_free(got), ft_array_free(in);
   ft_jaxpr_free(j);
 }
@@ -222,9 +222,9 @@ static void check_unreplicated(ft_ctx *one, ft_ctx *dist) {
   ft_jaxpr *j = ft_parse(one, text, strlen(text), "unreplicated");
   CHECK(j != NULL, "%s", ft_ctx_error(one));
   ft_array *in = npy(one, "psum", "in0"), *got = NULL;
-  CHECK(ft_eval(one, j, 1, &in, 1, &got) != FT_OK && strstr(ft_ctx_error(one), "holds a different value"),
+  CHECK(ft_eval(one, j, 1, (const ft_array *const *)&in, 1, &got) != FT_OK && strstr(ft_ctx_error(one), "holds a different value"),
         "one process: %s", ft_ctx_error(one));
-  CHECK(ft_eval(dist, j, 1, &in, 1, &got) != FT_OK, "an unreplicated P() output passed over MPI");
+  CHECK(ft_eval(dist, j, 1, (const ft_array *const *)&in, 1, &got) != FT_OK, "an unreplicated P() output passed over MPI");
   const char *want = nranks == 4 ? "rank 1's indices hold a different value than rank 0's"
                     : rank == 0 ? "index 1 holds a different value than index 0"
                                 : "index 3 holds a different value than index 2";
@@ -256,9 +256,9 @@ static void check_divergent_cond(ft_ctx *one, ft_ctx *dist) {
   int64_t d = 4;
   ft_array *a = ft_array_from_data(one, FT_F32, 1, &d, v), *o = NULL;
   const char *want = "cond in a shard_map body: index 2 takes another path than index 0";
-  CHECK(ft_eval(one, j, 1, &a, 1, &o) == FT_ERR_UNSUPPORTED && strstr(ft_ctx_error(one), want), "one process: %s",
+  CHECK(ft_eval(one, j, 1, (const ft_array *const *)&a, 1, &o) == FT_ERR_UNSUPPORTED && strstr(ft_ctx_error(one), want), "one process: %s",
         ft_ctx_error(one));
-  CHECK(ft_eval(dist, j, 1, &a, 1, &o) == FT_ERR_UNSUPPORTED && strstr(ft_ctx_error(dist), want), "over MPI: %s",
+  CHECK(ft_eval(dist, j, 1, (const ft_array *const *)&a, 1, &o) == FT_ERR_UNSUPPORTED && strstr(ft_ctx_error(dist), want), "over MPI: %s",
         ft_ctx_error(dist));
   CHECK(o == NULL, "an output after a failure");
   ft_array_free(a);
@@ -275,7 +275,7 @@ static void check_indivisible(ft_ctx *one) {
   CHECK(ft_dist_init(c, &sub) == FT_OK, "%s", ft_ctx_error(c));
   ft_jaxpr *j = load(one, "spmd", "psum");
   ft_array *in = npy(one, "psum", "in0"), *got = NULL;
-  ft_status st = ft_eval(c, j, 1, &in, 1, &got);
+  ft_status st = ft_eval(c, j, 1, (const ft_array *const *)&in, 1, &got);
   if (rank < 3)
     CHECK(st != FT_OK && strstr(ft_ctx_error(c), "do not split over 3 MPI ranks"), "indivisible: %s",
           ft_ctx_error(c));
@@ -292,7 +292,7 @@ static void check_indivisible(ft_ctx *one) {
 static void check_timeout(ft_ctx *one) {
   MPI_Comm dup;
   MPI_Comm_dup(MPI_COMM_WORLD, &dup);
-  ft_ctx_options co = {0};
+  ft_ctx_options co = {.size = sizeof(ft_ctx_options)};
   co.mode = FT_MODE_HARDENED;
   ft_ctx *c = ft_ctx_new(&co);
   CHECK(ft_dist_init(c, &dup) == FT_OK, "%s", ft_ctx_error(c)); /* collective (MPI_Comm_dup) */
@@ -301,9 +301,9 @@ static void check_timeout(ft_ctx *one) {
   if (rank == 0) {
     ft_jaxpr *j = load(one, "spmd", "psum");
     ft_array *in = npy(one, "psum", "in0"), *got = NULL;
-    CHECK(ft_eval(c, j, 1, &in, 1, &got) != FT_OK, "a collective without the other ranks finished");
+    CHECK(ft_eval(c, j, 1, (const ft_array *const *)&in, 1, &got) != FT_OK, "a collective without the other ranks finished");
     CHECK(strstr(ft_ctx_error(c), "timed out after 0.3 s") != NULL, "timeout message: %s", ft_ctx_error(c));
-    CHECK(ft_eval(c, j, 1, &in, 1, &got) != FT_OK && strstr(ft_ctx_error(c), "unusable"),
+    CHECK(ft_eval(c, j, 1, (const ft_array *const *)&in, 1, &got) != FT_OK && strstr(ft_ctx_error(c), "unusable"),
           "after a timeout: %s", ft_ctx_error(c));
     ft_array_free(in);
     ft_jaxpr_free(j);
@@ -319,14 +319,14 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   fixtures = argc > 1 ? argv[1] : getenv("FT_FIXTURES");
   if (argc > 2 && !strcmp(argv[2], "--die")) { /* run-mpi: rank 1 dies inside a run */
-    ft_ctx_options co = {0};
+    ft_ctx_options co = {.size = sizeof(ft_ctx_options)};
     co.mode = FT_MODE_HARDENED;
     ft_ctx *c = ft_ctx_new(&co);
     CHECK(ft_dist_init(c, NULL) == FT_OK, "%s", ft_ctx_error(c));
     if (rank == 1) _exit(3);
     ft_jaxpr *j = load(c, "spmd", "psum");
     ft_array *in = npy(c, "psum", "in0"), *got = NULL;
-    ft_status st = ft_eval(c, j, 1, &in, 1, &got);
+    ft_status st = ft_eval(c, j, 1, (const ft_array *const *)&in, 1, &got);
     fprintf(stderr, "test_mpi: rank %d: %s\n", rank, st ? ft_ctx_error(c) : "finished without rank 1");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
