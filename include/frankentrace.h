@@ -1472,6 +1472,7 @@ FT_API ft_status ft_profile_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_in,
  * then. A library built without MPI returns FT_ERR_UNSUPPORTED ("built
  * without MPI"). */
 typedef struct ft_dist_options {
+  size_t size;             /* sizeof(ft_dist_options): set by FT_DIST_OPTIONS_INIT */
   /* Opt out of bitwise identity: psum/pmean of one index per rank by
    * MPI_Allreduce (Open MPI's order; results may differ in the last bits
    * from the one-process run and between rank counts). */
@@ -1479,6 +1480,7 @@ typedef struct ft_dist_options {
   /* Hardened mode's bound on each exchange, in seconds (0: 60). */
   double timeout_seconds;
 } ft_dist_options;
+#define FT_DIST_OPTIONS_INIT FT_SIZED_INIT_(ft_dist_options)
 FT_API ft_status ft_dist_init(ft_ctx *ctx, const void *mpi_comm);
 FT_API ft_status ft_dist_set_options(ft_ctx *ctx, const ft_dist_options *opts);
 /* ctx's rank and number of ranks; 0 and 1 when no communicator is attached. */

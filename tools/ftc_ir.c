@@ -170,7 +170,7 @@ static int bind_sub_consts(ft_ctx *ctx, ft_jaxpr *j, int n, const char **specs) 
         for (int q = 0; q < m - 1; q++) ft_array_free(vals[q]);
         goto out;
       }
-    ft_status st = m ? ft_jaxpr_bind_sub_consts(ctx, j, k, m, vals) : FT_OK;
+    ft_status st = m ? ft_jaxpr_bind_sub_consts(ctx, j, k, m, (const ft_array *const *)vals) : FT_OK;
     for (int q = 0; q < m; q++) ft_array_free(vals[q]);
     if (st) {
       ftc_fail("run", "--sub-const of sub-jaxpr %d: %s", k, ft_ctx_error(ctx));

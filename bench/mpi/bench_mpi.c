@@ -69,7 +69,7 @@ static void allreduce(void) {
       ft_array *out = NULL;
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
-      if (ft_eval(ctx, j, 1, &x, 1, &out)) {
+      if (ft_eval(ctx, j, 1, (const ft_array *const *)&x, 1, &out)) {
         fprintf(stderr, "%s\n", ft_ctx_error(ctx));
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
@@ -131,7 +131,7 @@ static void train(const char *path) {
     ft_array *out[3] = {0};
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    if (ft_eval(ctx, j, 5, in, 3, out)) {
+    if (ft_eval(ctx, j, 5, (const ft_array *const *)in, 3, out)) {
       fprintf(stderr, "%s\n", ft_ctx_error(ctx));
       MPI_Abort(MPI_COMM_WORLD, 1);
     }

@@ -75,10 +75,13 @@ ft_status ft_dist_set_options(ft_ctx *ctx, const ft_dist_options *opts) {
   if (!ctx || !opts) return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_dist_set_options: NULL argument");
   if (!ctx->dist)
     return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_dist_set_options: no communicator attached (ft_dist_init)");
-  if (!(opts->timeout_seconds >= 0))
+  ft_dist_options o;
+  ft_status st = ft_opts_read(ctx, "ft_dist_options", opts, sizeof o, &o);
+  if (st) return st;
+  if (!(o.timeout_seconds >= 0))
     return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ft_dist_set_options: timeout_seconds must be >= 0, got %g",
-                        opts->timeout_seconds);
-  ctx->dist->opts = *opts;
+                        o.timeout_seconds);
+  ctx->dist->opts = o;
   return FT_OK;
 }
 

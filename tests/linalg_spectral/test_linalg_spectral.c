@@ -216,7 +216,7 @@ START_TEST(eig_jvp) {
   double a[4] = {1, 0, 0, 2}, da[4] = {0.25, 3, -5, -0.5};
   ft_array *in[2] = {ft_array_from_data(C, FT_F64, 2, d, a), ft_array_from_data(C, FT_F64, 2, d, da)};
   ft_array *o[2] = {NULL, NULL};
-  ck_assert_msg(ft_eval(C, dj, 2, in, 2, o) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, dj, 2, (const ft_array *const *)in, 2, o) == FT_OK, "%s", ft_ctx_error(C));
   const double *w = ft_array_data(o[0]), *dw = ft_array_data(o[1]);
   ck_assert(w[0] == 1 && w[1] == 0 && w[2] == 2 && w[3] == 0);
   ck_assert_msg(dw[0] == 0.25 && dw[1] == 0 && dw[2] == -0.5 && dw[3] == 0, "dw %g%+gi %g%+gi", dw[0], dw[1],

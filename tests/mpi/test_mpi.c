@@ -147,14 +147,14 @@ static void train(ft_ctx *ctx, const ft_jaxpr *j, ft_array **params) {
   uint32_t seed = 12345;
   for (int k = 0; k < NP; k++) {
     params[k] = ft_array_new(ctx, FT_F32, shapes[k][1] ? 2 : 1, shapes[k]);
-    float *p = ft_array_data(params[k]);
+    float *p = ft_array_data_mut(params[k]);
     for (int64_t i = 0; i < nelem(params[k]); i++) p[i] = 0.5f * lcg(&seed);
   }
   for (int s = 0; s < STEPS; s++) {
     ft_array *in[5] = {params[0], params[1], params[2], NULL, NULL};
     for (int k = 3; k < 5; k++) {
       in[k] = ft_array_new(ctx, FT_F32, 2, shapes[k]);
-      float *p = ft_array_data(in[k]);
+      float *p = ft_array_data_mut(in[k]);
       for (int64_t i = 0; i < nelem(in[k]); i++) p[i] = lcg(&seed);
     }
     ft_array *out[NP] = {0};
@@ -175,7 +175,7 @@ static void check_training(ft_ctx *one, ft_ctx *dist) {
   /* The weights moved (the check above compares something). */
   CHECK(((const float *)ft_array_data(ref[0]))[0] != 0.0f, "training: weights are zero");
   /* The opt-out: MPI_Allreduce, close but not promised bit-identical. */
-  ft_dist_options o = {.native_allreduce = true};
+  ft_dist_options o = {.size = sizeof(ft_dist_options), .native_allreduce = true};
   CHECK(ft_dist_set_options(dist, &o) == FT_OK, "%s", ft_ctx_error(dist));
   train(dist, j, nat);
   for (int k = 0; k < NP; k++) {
@@ -296,7 +296,7 @@ static void check_timeout(ft_ctx *one) {
   co.mode = FT_MODE_HARDENED;
   ft_ctx *c = ft_ctx_new(&co);
   CHECK(ft_dist_init(c, &dup) == FT_OK, "%s", ft_ctx_error(c)); /* collective (MPI_Comm_dup) */
-  ft_dist_options o = {.timeout_seconds = 0.3};
+  ft_dist_options o = {.size = sizeof(ft_dist_options), .timeout_seconds = 0.3};
   CHECK(ft_dist_set_options(c, &o) == FT_OK, "%s", ft_ctx_error(c));
   if (rank == 0) {
     ft_jaxpr *j = load(one, "spmd", "psum");

@@ -198,7 +198,7 @@ static void gamma_vmap_case(const char *dt, ft_dtype fdt) {
   size_t es = fdt == FT_F32 ? 4 : 8;
   for (int shared = 0; shared < 2; shared++) {
     int axes[2] = {0, shared ? FT_VMAP_NONE : 0};
-    ft_jaxpr *v = ft_vmap(C, j, axes, NULL, 5);
+    ft_jaxpr *v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), axes, 0, NULL, 5);
     ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
     int64_t kdims[2] = {5, 2}, adims[2] = {5, 3}, three = 3;
     ft_array *in[2] = {u32s(2, kdims, kd), shared ? ft_array_from_data(C, fdt, 1, &three, adata)

@@ -585,11 +585,11 @@ static const char *CLS =
 static void check_both_engines(ft_jaxpr *f, int n_in, ft_array **in, int n_out, const int *counts,
                                const double *const *want) {
   ft_array *o[4] = {NULL};
-  ck_assert_msg(ft_eval(C, f, n_in, in, n_out, o) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, f, n_in, (const ft_array *const *)in, n_out, o) == FT_OK, "%s", ft_ctx_error(C));
   for (int k = 0; k < n_out; k++) check_f64s(o[k], counts[k], want[k]), ft_array_free(o[k]);
   ft_fn *fn = ft_jit(C, f, NULL); /* strict: no interpreter step */
   ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
-  ck_assert_msg(ft_call(fn, n_in, in, n_out, o) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, n_out, o) == FT_OK, "%s", ft_ctx_error(C));
   for (int k = 0; k < n_out; k++) check_f64s(o[k], counts[k], want[k]), ft_array_free(o[k]);
   ft_fn_free(fn);
 }
@@ -602,14 +602,14 @@ START_TEST(test_custom_linear_solve_forward) {
   ft_array *in[2] = {mat64(0, NULL, F(2)), mat64(1, D(2), F(2, 5))};
   check_both_engines(j, 2, in, 1, (const int[]){2}, (const double *const[]){F(1, 2.5)});
   /* b batched, a not: x batched, the operator's consts stay unbatched */
-  ft_jaxpr *v = ft_vmap(C, j, (const int[]){FT_VMAP_NONE, 0}, NULL, 3);
+  ft_jaxpr *v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), (const int[]){FT_VMAP_NONE, 0}, 0, NULL, 3);
   ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
   ft_array *vin[2] = {in[0], mat64(2, D(3, 2), F(2, 5, -4, 1, 0, 8))};
   check_both_engines(v, 2, vin, 1, (const int[]){6}, (const double *const[]){F(1, 2.5, -2, 0.5, 0, 4)});
   ft_array_free(vin[1]);
   ft_jaxpr_free(v);
   /* a batched, b not: the fixpoint batches b (matvec's result) by broadcasting it */
-  v = ft_vmap(C, j, (const int[]){0, FT_VMAP_NONE}, NULL, 2);
+  v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), (const int[]){0, FT_VMAP_NONE}, 0, NULL, 2);
   ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
   s = ft_jaxpr_print(C, v);
   ck_assert_msg(s && strstr(s, "broadcast_in_dim") && strstr(s, "matvec={ lambda ; a:f64[2] b:f64[2,2]. let"),
@@ -654,7 +654,7 @@ START_TEST(test_custom_linear_solve_shared_print) {
     ck_assert_msg(s && !strcmp(s, want), "printed\n%s\nwant\n%s", s, want);
     free(s);
     ft_array *in[2] = {mat64(0, NULL, F(2)), mat64(1, D(2), F(2, 5))}, *o = NULL;
-    ck_assert_int_eq(ft_eval(C, j, 2, in, 1, &o), FT_OK);
+    ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)in, 1, &o), FT_OK);
     check_f64s(o, 2, F(0.5, 1.25));
     ft_array_free(o), ft_array_free(in[0]), ft_array_free(in[1]);
     ft_jaxpr_free(j);
@@ -685,7 +685,7 @@ START_TEST(test_custom_linear_solve_grad) {
   check_f64s(o[1], 2, F(0.5, 0.5));
   ft_array_free(o[0]), ft_array_free(o[1]);
   /* the gradient batched over a: the transposed solve batched too */
-  ft_jaxpr *v = ft_vmap(C, g, (const int[]){0, FT_VMAP_NONE}, NULL, 2);
+  ft_jaxpr *v = ft_vmap(C, g, ft_jaxpr_num_inputs(g), (const int[]){0, FT_VMAP_NONE}, 0, NULL, 2);
   ck_assert_msg(v != NULL, "%s", ft_ctx_error(C));
   ft_array *vin[2] = {mat64(1, D(2), F(2, 4)), in[1]};
   check_both_engines(v, 2, vin, 2, (const int[]){2, 4},

@@ -65,12 +65,12 @@ static ft_array *npy(const char *name, const char *ext) {
 /* The JIT runs shard_map as an interpreter step (allow_fallback): the
  * same bits. */
 static void check_jit(const char *name, const ft_jaxpr *j, int n_in, ft_array **in, const ft_array *want) {
-  ft_jit_options o = {0};
+  ft_jit_options o = {.size = sizeof(ft_jit_options)};
   o.allow_fallback = true;
   ft_fn *fn = ft_jit(C, j, &o);
   ck_assert_msg(fn != NULL, "%s: %s", name, ft_ctx_error(C));
   ft_array *got = NULL;
-  ck_assert_msg(ft_call(fn, n_in, in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_call(fn, n_in, (const ft_array *const *)in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(got, want), "%s: JIT != interpreter", name);
   ft_array_free(got);
   ft_fn_free(fn);
@@ -147,10 +147,10 @@ static void check_grad(const char *name) {
   ft_jaxpr *j = parse_file(name, ".jaxpr", &text), *jg = parse_file(name, ".grad.jaxpr", NULL);
   ft_array *in[2] = {npy(name, ".in0.npy"), npy(name, ".in1.npy")};
   ft_array *want = npy(name, ".out0.npy"), *gwant = npy(name, ".grad0.npy"), *got = NULL, *vg[2] = {0};
-  ck_assert_msg(ft_eval(C, j, 2, in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, j, 2, (const ft_array *const *)in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(got, want), "%s: value differs from JAX's", name);
   ft_array_free(got), got = NULL;
-  ck_assert_msg(ft_eval(C, jg, 2, in, 1, &got) == FT_OK, "%s: JAX's grad: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, jg, 2, (const ft_array *const *)in, 1, &got) == FT_OK, "%s: JAX's grad: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(got, gwant), "%s: JAX's grad printout evaluates differently", name);
   int argnum = 0;
   ft_jaxpr *g = ft_value_and_grad(C, j, 1, &argnum, false);
@@ -161,16 +161,16 @@ static void check_grad(const char *name) {
   ck_assert_msg(!strstr(text, "{V:") || strstr(gt, "{V:"), "%s: value_and_grad lost {V:...}:\n%s", name, gt);
   ck_assert_msg(!strstr(text, "{V:(i,j)}") || strstr(gt, "{V:(i,j)}"), "%s: {V:(i,j)} lost:\n%s", name, gt);
   free(gt), free(text);
-  ck_assert_msg(ft_eval(C, g, 2, in, 2, vg) == FT_OK, "%s: value_and_grad eval: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, g, 2, (const ft_array *const *)in, 2, vg) == FT_OK, "%s: value_and_grad eval: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(vg[0], want), "%s: value_and_grad's value differs from JAX's", name);
   ck_assert_msg(ft_array_equal_bits(vg[1], gwant), "%s: gradient differs from JAX's", name);
   { /* the JIT runs the gradient's shard_maps as interpreter steps: the same bits */
-    ft_jit_options o = {0};
+    ft_jit_options o = {.size = sizeof(ft_jit_options)};
     o.allow_fallback = true;
     ft_fn *fn = ft_jit(C, g, &o);
     ck_assert_msg(fn != NULL, "%s: jit of value_and_grad: %s", name, ft_ctx_error(C));
     ft_array *jo[2] = {0};
-    ck_assert_msg(ft_call(fn, 2, in, 2, jo) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+    ck_assert_msg(ft_call(fn, 2, (const ft_array *const *)in, 2, jo) == FT_OK, "%s: %s", name, ft_ctx_error(C));
     ck_assert_msg(ft_array_equal_bits(jo[0], want) && ft_array_equal_bits(jo[1], gwant),
                   "%s: JIT's value_and_grad differs", name);
     ft_array_free(jo[0]), ft_array_free(jo[1]);
@@ -183,14 +183,14 @@ static void check_grad(const char *name) {
   int nres = 0;
   ck_assert_msg(ft_vjp(C, j, &fwd, &bwd, &nres) == FT_OK, "%s: vjp: %s", name, ft_ctx_error(C));
   ft_array **fo = calloc((size_t)nres + 2, sizeof *fo), *cts[2] = {0};
-  ck_assert_msg(ft_eval(C, fwd, 2, in, 1 + nres, fo) == FT_OK, "%s: vjp fwd: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, fwd, 2, (const ft_array *const *)in, 1 + nres, fo) == FT_OK, "%s: vjp fwd: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(fo[0], want), "%s: vjp's value differs from JAX's", name);
   float one = 1.0f;
   fo[0] = (ft_array_free(fo[0]), ft_array_from_data(C, FT_F32, 0, NULL, &one));
   ft_array **bi = calloc((size_t)nres + 2, sizeof *bi);
   for (int r = 0; r < nres; r++) bi[r] = fo[1 + r];
   bi[nres] = fo[0];
-  ck_assert_msg(ft_eval(C, bwd, nres + 1, bi, 2, cts) == FT_OK, "%s: vjp bwd: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, bwd, nres + 1, (const ft_array *const *)bi, 2, cts) == FT_OK, "%s: vjp bwd: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(cts[0], gwant), "%s: vjp's cotangent differs from JAX's gradient", name);
   for (int r = 0; r <= nres; r++) ft_array_free(fo[r]);
   free(fo), free(bi), ft_array_free(cts[0]), ft_array_free(cts[1]);
@@ -199,7 +199,7 @@ static void check_grad(const char *name) {
   ft_jaxpr *h = ft_hessian(C, j, 0);
   ck_assert_msg(h != NULL, "%s: hessian: %s", name, ft_ctx_error(C));
   ft_array *hw = npy(name, ".hessian0.npy"), *hg = NULL;
-  ck_assert_msg(ft_eval(C, h, 2, in, 1, &hg) == FT_OK, "%s: hessian eval: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, h, 2, (const ft_array *const *)in, 1, &hg) == FT_OK, "%s: hessian eval: %s", name, ft_ctx_error(C));
   ck_assert_msg(equal_values(hg, hw), "%s: hessian differs from JAX's", name);
   ft_array_free(hw), ft_array_free(hg), ft_jaxpr_free(h);
   ft_array_free(in[0]), ft_array_free(in[1]), ft_array_free(want), ft_array_free(gwant);
@@ -210,7 +210,7 @@ static void check_grad(const char *name) {
 static void check_case(const char *name, bool linear) {
   ft_jaxpr *j = parse_file(name, ".jaxpr", NULL);
   ft_array *in = npy(name, ".in0.npy"), *want = npy(name, ".out0.npy"), *got = NULL;
-  ck_assert_msg(ft_eval(C, j, 1, &in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
+  ck_assert_msg(ft_eval(C, j, 1, (const ft_array *const *)&in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(got, want), "%s: result differs from JAX's", name);
   check_jit(name, j, 1, &in, got);
   check_jvp(name, j, in, got, linear);
@@ -293,7 +293,7 @@ START_TEST(bad_axis_and_mesh) {
   float v[2] = {1, 2};
   int64_t d = 2;
   ft_array *a = ft_array_from_data(C, FT_F32, 1, &d, v), *o = NULL;
-  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_ERR_UNSUPPORTED);
+  ck_assert(ft_eval(C, j, 1, (const ft_array *const *)&a, 1, &o) == FT_ERR_UNSUPPORTED);
   ck_assert_msg(strstr(ft_ctx_error(C), "psum outside a shard_map body"), "%s", ft_ctx_error(C));
   ck_assert_ptr_null(o);
   ft_array_free(a);
@@ -368,7 +368,7 @@ START_TEST(lockstep_refusals) {
   float v[4] = {1, 2, 3, 4};
   int64_t d = 4;
   ft_array *a = ft_array_from_data(C, FT_F32, 1, &d, v), *o = NULL;
-  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_ERR_UNSUPPORTED);
+  ck_assert(ft_eval(C, j, 1, (const ft_array *const *)&a, 1, &o) == FT_ERR_UNSUPPORTED);
   ck_assert_msg(strstr(ft_ctx_error(C), "cond in a shard_map body: index 2 takes another path than index 0"),
                 "%s", ft_ctx_error(C));
   ck_assert_ptr_null(o);
@@ -389,13 +389,13 @@ START_TEST(lockstep_refusals) {
   ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
   int64_t d2[2] = {2, 2};
   a = ft_array_from_data(C, FT_F32, 2, d2, v);
-  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_ERR_INVALID_ARG);
+  ck_assert(ft_eval(C, j, 1, (const ft_array *const *)&a, 1, &o) == FT_ERR_INVALID_ARG);
   ck_assert_msg(strstr(ft_ctx_error(C), "output 0's out_specs leave a mesh axis unmentioned"), "%s", ft_ctx_error(C));
   ck_assert_ptr_null(o);
   float w[4] = {1, 1, 2, 2}; /* the same along 'j': rows of the result */
   ft_array_free(a);
   a = ft_array_from_data(C, FT_F32, 2, d2, w);
-  ck_assert(ft_eval(C, j, 1, &a, 1, &o) == FT_OK);
+  ck_assert(ft_eval(C, j, 1, (const ft_array *const *)&a, 1, &o) == FT_OK);
   ck_assert(((const float *)ft_array_data(o))[0] == -1.0f && ((const float *)ft_array_data(o))[1] == -2.0f);
   ft_array_free(a), ft_array_free(o);
   ft_jaxpr_free(j);
