@@ -55,6 +55,18 @@ TRANSFORMS = ("grad", "jvp", "vjp", "vmap", "grad_grad", "vmap_grad",
 VMAP_B = 3  # batch size of every vmap transform
 
 
+def prim_collector():
+    """(names, mine): mine(name, group, transforms) registers a "prim"
+    family case as case() does and appends its name to names, the list an
+    extra generator hands to main_extra (gen_prims017/2/3.py)."""
+    names: list[str] = []
+
+    def mine(name, group, transforms=()):
+        names.append(name)
+        return case(name, "prim", group, transforms)
+    return names, mine
+
+
 def case(name, family, group, transforms=()):
     def deco(builder):
         assert not any(c[0] == name for c in CASES), name

@@ -30,12 +30,7 @@ import numpy as np  # noqa: E402
 
 import gen_conformance as G  # noqa: E402
 
-NAMES: list[str] = []
-
-
-def mine(name, group, transforms=()):
-    NAMES.append(name)
-    return G.case(name, "prim", group, transforms)
+NAMES, mine = G.prim_collector()
 
 
 METHODS = ("scan", "scan_unrolled", "compare_all", "sort")
