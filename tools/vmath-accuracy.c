@@ -145,6 +145,39 @@ static quad q_digamma(quad x)
     return q_digamma_pos(1 - x) - M_PIq * cosq(M_PIq * r) / sinq(M_PIq * r);
 }
 
+/* exp(-|x|) I_nu(|x|) in quad (nu = 0, 1): the power series
+ * sum (x^2/4)^k / (k! (k + nu)!) * (|x|/2)^nu for |x| <= 200, else 30 terms of
+ * the asymptotic series e^x / sqrt(2 pi x) * sum (-1)^k prod_j (4 nu^2 - (2j-1)^2) / (k! (8x)^k). */
+static quad q_bessel_ie(quad x, int nu)
+{
+    if (isnanq(x))
+        return nanq("");
+    quad z = fabsq(x), r;
+    if (isinfq(z))
+        return 0;
+    if (z <= 200) {
+        quad term = nu ? z / 2 : 1, s = 0, q = z * z / 4;
+        for (int k = 0; k < 2000; k++) {
+            s += term;
+            term *= q / ((k + 1) * (quad)(k + 1 + nu));
+            if (term < s * 1e-40Q && k > z)
+                break;
+        }
+        r = s * expq(-z);
+    } else {
+        quad s = 1, term = 1;
+        for (int k = 1; k <= 30; k++) {
+            term *= -(4.0Q * nu * nu - (2 * k - 1) * (quad)(2 * k - 1)) / (k * 8 * z);
+            s += term;
+        }
+        r = s / sqrtq(2 * M_PIq * z);
+    }
+    return nu && x < 0 ? -r : r;
+}
+
+static quad q_bessel_i0e(quad x) { return q_bessel_ie(x, 0); }
+static quad q_bessel_i1e(quad x) { return q_bessel_ie(x, 1); }
+
 /* Hurwitz zeta in quad: direct sum until q + k >= 60 (at least 30 terms),
  * then Euler-Maclaurin with 14 Bernoulli terms. */
 static quad q_zeta(quad x, quad q)

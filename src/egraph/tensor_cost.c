@@ -20,7 +20,7 @@ static double flop_weight(ft_prim p) {
   case FT_P_ASIN: case FT_P_ACOS: case FT_P_ATAN: case FT_P_SINH: case FT_P_COSH:
   case FT_P_ASINH: case FT_P_ACOSH: case FT_P_ATANH: case FT_P_ERF: case FT_P_ERFC:
   case FT_P_ERF_INV: case FT_P_POW: case FT_P_ATAN2: case FT_P_CBRT: case FT_P_LGAMMA:
-  case FT_P_DIGAMMA:
+  case FT_P_DIGAMMA: case FT_P_BESSEL_I0E: case FT_P_BESSEL_I1E:
     return 16;
   case FT_P_POLYGAMMA: case FT_P_ZETA: case FT_P_IGAMMA: case FT_P_IGAMMAC:
   case FT_P_IGAMMA_GRAD_A:

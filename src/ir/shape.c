@@ -207,7 +207,7 @@ static int unary_mask(ft_prim p) {
     return K_NUM;
   case FT_P_FLOOR: case FT_P_CEIL: case FT_P_ROUND: case FT_P_IS_FINITE: case FT_P_CBRT:
   case FT_P_ERF: case FT_P_ERFC: case FT_P_ERF_INV: case FT_P_REDUCE_PRECISION:
-  case FT_P_LGAMMA: case FT_P_DIGAMMA: case FT_P_LOG2:
+  case FT_P_LGAMMA: case FT_P_DIGAMMA: case FT_P_LOG2: case FT_P_BESSEL_I0E: case FT_P_BESSEL_I1E:
     return K_FLOAT;
   case FT_P_NOT: return K_BOOL_INT;
   case FT_P_CLZ: case FT_P_POPULATION_COUNT: return K_INT;

@@ -221,6 +221,8 @@ static LLVMValueRef unary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef x) {
     case FT_P_ERF_INV: return vm(G, "erf_inv", dt, x, NULL);
     case FT_P_LGAMMA: return vm(G, "lgamma", dt, x, NULL);
     case FT_P_DIGAMMA: return vm(G, "digamma", dt, x, NULL);
+    case FT_P_BESSEL_I0E: return vm(G, "bessel_i0e", dt, x, NULL);
+    case FT_P_BESSEL_I1E: return vm(G, "bessel_i1e", dt, x, NULL);
     case FT_P_SQUARE: return LLVMBuildFMul(B, x, x, "");
     case FT_P_ONE_MINUS_SQUARE: {
       LLVMValueRef one = LLVMConstReal(LLVMTypeOf(x), 1.0);

@@ -186,6 +186,8 @@ static void ipow_cpx(ft_dtype dt, double xr, double xi, int64_t y, double *rr, d
     case FT_P_ERF_INV: *r = FTM(erf_inv, SFX)(x); break;                       \
     case FT_P_LGAMMA: *r = FTM(lgamma, SFX)(x); break;                         \
     case FT_P_DIGAMMA: *r = FTM(digamma, SFX)(x); break;                       \
+    case FT_P_BESSEL_I0E: *r = FTM(bessel_i0e, SFX)(x); break;                 \
+    case FT_P_BESSEL_I1E: *r = FTM(bessel_i1e, SFX)(x); break;                 \
     case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; break;  \
     case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: \
       *r = x;                                                                  \

@@ -87,6 +87,10 @@ static inline double ftm_atan2_f64(double y, double x) { return atan2(y, x); }
 #define ftm_lgamma_f64 ft_vm_lgamma_f64
 #define ftm_digamma_f32 ft_vm_digamma_f32
 #define ftm_digamma_f64 ft_vm_digamma_f64
+#define ftm_bessel_i0e_f32 ft_vm_bessel_i0e_f32
+#define ftm_bessel_i0e_f64 ft_vm_bessel_i0e_f64
+#define ftm_bessel_i1e_f32 ft_vm_bessel_i1e_f32
+#define ftm_bessel_i1e_f64 ft_vm_bessel_i1e_f64
 #define ftm_polygamma_f32 ft_vm_polygamma_f32
 #define ftm_polygamma_f64 ft_vm_polygamma_f64
 #define ftm_zeta_f32 ft_vm_zeta_f32

@@ -6,6 +6,7 @@
  * and transposition sees only linear primitives. NULL tangents are symbolic
  * zeros and produce no equations. ft_jvp_rule_status says which primitives
  * have no rule and why. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -143,6 +144,22 @@ static bool unary(jvp_call *c) {
     break;
   case FT_P_LGAMMA: r = scale(c, dx, tx_unop(t, FT_P_DIGAMMA, x)); break;
   case FT_P_DIGAMMA: r = scale(c, dx, tx_binop(t, FT_P_POLYGAMMA, one, x)); break;
+  case FT_P_BESSEL_I0E: /* JAX: g * (bessel_i1e(x) - sign(x) * y) */
+    r = scale(c, dx, tx_sub(t, tx_unop(t, FT_P_BESSEL_I1E, x), tx_mul(t, tx_unop(t, FT_P_SIGN, x), y)));
+    break;
+  case FT_P_BESSEL_I1E: {
+    /* JAX: with safe_x = select(|x| > eps, x, eps),
+     * g * select(|x| > eps, i0e(safe_x) - y * (sign(safe_x) + 1/safe_x), 0.5) */
+    double eps = av->dtype == FT_F16 ? 0x1p-10 : av->dtype == FT_BF16 ? 0x1p-7
+               : av->dtype == FT_F32 ? (double)FLT_EPSILON : DBL_EPSILON;
+    ft_var *in[2] = {tx_unop(t, FT_P_ABS, x), lit(c, eps)};
+    ft_var *big = tx_emit(t, FT_P_GT, NULL, 2, in);
+    ft_var *sx = tx_select(t, big, tx_full(t, av, eps), x);
+    ft_var *d = tx_sub(t, tx_unop(t, FT_P_BESSEL_I0E, sx),
+                       tx_mul(t, y, tx_add(t, tx_unop(t, FT_P_SIGN, sx), tx_integer_pow(t, sx, -1))));
+    r = scale(c, dx, tx_select(t, big, tx_full(t, av, 0.5), d));
+    break;
+  }
   case FT_P_INTEGER_POW: {
     int64_t n = pget_int(FT_P_INTEGER_POW, c->params, "y", 1);
     if (n == 0) return true;

@@ -97,11 +97,6 @@ const conf_known conf_known_failures[] = {
     /* erf's derivative is the polynomial; the forward and vmap have none */
     /* fixtures/program2 */
     /* fixtures/sweep (made by tools/conformance-known from a dump of every check) */
-    {"*sweep_jnp_i0_*", "*parse", UNKNOWN_PRIM("bessel_i0e", "special")},
-    {"*sweep_sp_i0_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
-    {"*sweep_sp_i0e_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
-    {"*sweep_lax_bessel_i0e_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
-    {"*sweep_st_vonmises_logpdf_*", "*", UNKNOWN_PRIM("bessel_i0e", "special")},
     {"*sweep_jnp_divide__bcast_*", "eval:interp", XLA_RECIPROCAL},
     {"sweep_nn_gelu_f32", "*interp", ULP_CLASS_TOO_TIGHT},
     {"x64_sweep_nn_gelu_f64", "*interp", ULP_CLASS_TOO_TIGHT},
@@ -110,9 +105,6 @@ const conf_known conf_known_failures[] = {
     {"sweep_nn_gelu_f32", "eval:jit", ULP_CLASS_TOO_TIGHT},
     {"x64_sweep_nn_gelu_f64", "eval:jit", ULP_CLASS_TOO_TIGHT},
     {"*sweep_st_pareto_logpdf_*", "eval:jit", ULP_CLASS_TOO_TIGHT},
-    {"*sweep_sp_i1_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
-    {"*sweep_sp_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
-    {"*sweep_lax_bessel_i1e_*", "*", UNKNOWN_PRIM("bessel_i1e", "special")},
     {"*sweep_jnp_divide__bcast_*", "vmap:jax:interp", XLA_RECIPROCAL},
     {"*sweep_jnp_prod__axall_*", "jvp:jax:interp", CANCELLATION},
     {"*sweep_jnp_sum__axall_*", "jvp:jax:interp", CANCELLATION},

@@ -204,7 +204,8 @@ static const char *const UNARY_F[] = {"neg", "sign", "floor", "ceil", "round[rou
   "round[rounding_method=1]", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin",
   "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt",
   "cbrt", "square", "abs", "erf", "erfc", "erf_inv", "integer_pow[y=3]", "integer_pow[y=-2]",
-  "integer_pow[y=0]", "copy", "stop_gradient", "lgamma", "digamma", "log2"};
+  "integer_pow[y=0]", "copy", "stop_gradient", "lgamma", "digamma", "log2", "bessel_i0e",
+  "bessel_i1e"};
 static const char *const BINARY_F[] = {"add", "sub", "mul", "div", "rem", "pow", "max", "min",
   "atan2", "nextafter", "polygamma", "zeta", "igamma", "igammac", "igamma_grad_a"};
 static const char *const UNARY_I[] = {"neg", "sign", "abs", "square", "not", "copy", "integer_pow[y=3]"};

@@ -227,6 +227,34 @@ END_TEST
 
 /* Every NaN result is the canonical positive quiet NaN, whatever the input
  * NaN's sign and payload. */
+/* bessel_i0e / bessel_i1e: JAX 0.12's bits (jax.jit(lax.bessel_i0e) on CPU)
+ * at sample points of both expansions, and the specials. */
+START_TEST(test_bessel_ie)
+{
+    EQ32(ft_vm_bessel_i0e_f32(1.0f), 0x1.dcf018p-2);
+    EQ32(ft_vm_bessel_i0e_f32(-3.5f), 0x1.c84ca8p-3);
+    EQ32(ft_vm_bessel_i0e_f32(10.0f), 0x1.05cd7cp-3);
+    EQ32(ft_vm_bessel_i0e_f32(-100.0f), 0x1.47396ep-5);
+    EQ32(ft_vm_bessel_i0e_f32(0.0f), 0x1.000002p+0);
+    EQ64(ft_vm_bessel_i0e_f64(1.0), 0x1.dcf01629a660ep-2);
+    EQ64(ft_vm_bessel_i0e_f64(-3.5), 0x1.c84ca505cd8b9p-3);
+    EQ64(ft_vm_bessel_i0e_f64(10.0), 0x1.05cd7c13a4cc0p-3);
+    EQ64(ft_vm_bessel_i0e_f64(-0.0), 1.0);
+    EQ32(ft_vm_bessel_i1e_f32(1.0f), 0x1.a9ccfp-3);
+    EQ32(ft_vm_bessel_i1e_f32(-3.5f), -0x1.7fcb92p-3);
+    EQ32(ft_vm_bessel_i1e_f32(10.0f), 0x1.f0b124p-4);
+    EQ32(ft_vm_bessel_i1e_f32(-100.0f), -0x1.459588p-5);
+    EQ64(ft_vm_bessel_i1e_f64(1.0), 0x1.a9ccef9365f02p-3);
+    EQ64(ft_vm_bessel_i1e_f64(-3.5), -0x1.7fcb8f164007cp-3);
+    EQ64(ft_vm_bessel_i1e_f64(10.0), 0x1.f0b1232c58151p-4);
+    EQ64(ft_vm_bessel_i0e_f64(-INFINITY), 0.0);
+    EQ32(ft_vm_bessel_i0e_f32(INFINITY), 0.0f);
+    EQ64(ft_vm_bessel_i1e_f64(-INFINITY), -0.0);
+    EQ64(ft_vm_bessel_i1e_f64(-0.0), -0.0);
+    EQ32(ft_vm_bessel_i1e_f32(0.0f), 0.0f);
+}
+END_TEST
+
 START_TEST(test_canonical_nan)
 {
     double nans[3];
@@ -262,6 +290,7 @@ static Suite *vmath_values_suite(void)
     tcase_add_test(tc, test_infinities_and_domains);
     tcase_add_test(tc, test_pow_specials);
     tcase_add_test(tc, test_canonical_nan);
+    tcase_add_test(tc, test_bessel_ie);
     suite_add_tcase(s, tc);
     return s;
 }
