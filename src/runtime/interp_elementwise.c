@@ -248,6 +248,13 @@ static cpx_fn cpx_transcendental(ft_prim p) {
   case FT_P_TANH: return ft_vm_ctanh_f64;
   case FT_P_LOG1P: return ft_vm_clog1p_f64;
   case FT_P_EXPM1: return ft_vm_cexpm1_f64;
+  case FT_P_RSQRT: return ft_vm_crsqrt_f64;
+  case FT_P_ASIN: return ft_vm_casin_f64;
+  case FT_P_ACOS: return ft_vm_cacos_f64;
+  case FT_P_ATAN: return ft_vm_catan_f64;
+  case FT_P_ASINH: return ft_vm_casinh_f64;
+  case FT_P_ACOSH: return ft_vm_cacosh_f64;
+  case FT_P_ATANH: return ft_vm_catanh_f64;
   default: return NULL;
   }
 }

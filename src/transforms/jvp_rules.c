@@ -67,11 +67,55 @@ static ft_var *scale(jvp_call *c, ft_var *dx, ft_var *s) {
   return tx_mul(c->t, dx, s);
 }
 
+/* The complex jvps of the inverse trigonometric and hyperbolic functions,
+ * written as JAX 0.12 writes them (lax.py) so that the branch of each
+ * square root is JAX's: asin g rsqrt(1 - x^2), acos -g rsqrt(1 - x^2),
+ * atan g / (1 + x^2), asinh g rsqrt(complex(re^2 + (1 - im^2), 2 re im)),
+ * acosh g rsqrt(x - 1) rsqrt(x + 1), atanh g / (1 - x^2), with 1 - x^2
+ * the one_minus_square primitive. JAX scales x in asinh's so that the
+ * squares cannot overflow; here they are unscaled (see docs/math.md).
+ * NULL when the rule does not apply (not complex, or another primitive). */
+static ft_var *inverse_trig_cpx(jvp_call *c, ft_var *one) {
+  tx *t = c->t;
+  ft_var *x = c->x[0], *dx = c->dx[0];
+  ft_prim p = c->e->prim;
+  if (!dx) return NULL;
+  switch (p) {
+  case FT_P_ASIN: case FT_P_ACOS: {
+    ft_var *d = tx_unop(t, FT_P_RSQRT, tx_unop(t, FT_P_ONE_MINUS_SQUARE, x));
+    return tx_mul(t, dx, p == FT_P_ACOS ? tx_neg(t, d) : d);
+  }
+  case FT_P_ATAN: return tx_div(t, dx, tx_add(t, one, tx_unop(t, FT_P_SQUARE, x)));
+  case FT_P_ATANH: return tx_div(t, dx, tx_unop(t, FT_P_ONE_MINUS_SQUARE, x));
+  case FT_P_ACOSH:
+    return tx_mul(t, dx, tx_mul(t, tx_unop(t, FT_P_RSQRT, tx_sub(t, x, one)),
+                                tx_unop(t, FT_P_RSQRT, tx_add(t, x, one))));
+  case FT_P_ASINH: {
+    ft_var *rx = tx_unop(t, FT_P_REAL, x), *ix = tx_unop(t, FT_P_IMAG, x);
+    ft_var *re = tx_add(t, tx_unop(t, FT_P_SQUARE, rx), tx_unop(t, FT_P_ONE_MINUS_SQUARE, ix));
+    ft_var *im = tx_mul(t, tx_lit(t, rx->aval.dtype, 2.0), tx_mul(t, rx, ix));
+    ft_var *in[2] = {re, im};
+    return tx_mul(t, dx, tx_unop(t, FT_P_RSQRT, tx_emit(t, FT_P_COMPLEX, NULL, 2, in)));
+  }
+  default: return NULL;
+  }
+}
+
+static bool is_inverse_trig(ft_prim p) {
+  return p == FT_P_ASIN || p == FT_P_ACOS || p == FT_P_ATAN || p == FT_P_ASINH || p == FT_P_ACOSH ||
+         p == FT_P_ATANH;
+}
+
 static bool unary(jvp_call *c) {
   tx *t = c->t;
   ft_var *x = c->x[0], *dx = c->dx[0], *y = c->y[0], *r = NULL;
   const ft_aval *av = &x->aval;
   ft_var *one = lit(c, 1.0);
+  if (ft_dtype_is_complex(av->dtype) && is_inverse_trig(c->e->prim)) {
+    r = inverse_trig_cpx(c, one);
+    c->dy[0] = r ? tx_bcast_to(t, r, &y->aval) : NULL;
+    return !t->failed;
+  }
   switch (c->e->prim) {
   case FT_P_NEG: r = tx_neg(t, dx); break;
   case FT_P_SIGN: case FT_P_FLOOR: case FT_P_CEIL: case FT_P_ROUND: case FT_P_STOP_GRADIENT:
