@@ -272,14 +272,17 @@ static bool unary_cpx(ft_prim p, double complex x, ft_dtype dt, double complex *
   case FT_P_NEG: *r = -x; return true;
   case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; return true;
   case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: *r = x; return true;
-  case FT_P_ONE_MINUS_SQUARE: { /* (1 + z)(1 - z), each step rounded to the part type */
+  case FT_P_ONE_MINUS_SQUARE: {
+    /* (1 + z)(1 - z) as XLA: 1 is 1 + 0i, so the imaginary parts are
+     * 0 + b and 0 - b (+0 for either zero b, which picks the side of a
+     * cut in asin's jvp); each step rounded to the part type */
     double a = creal(x), b = cimag(x);
     if (c64) {
-      float pa = 1.0f + (float)a, ma = 1.0f - (float)a, fb = (float)b, nb = -(float)b;
-      *r = CMPLX((double)(pa * ma - fb * nb), (double)(pa * nb + fb * ma));
+      float pa = 1.0f + (float)a, ma = 1.0f - (float)a, pb = 0.0f + (float)b, nb = 0.0f - (float)b;
+      *r = CMPLX((double)(pa * ma - pb * nb), (double)(pa * nb + pb * ma));
     } else {
-      double pa = 1.0 + a, ma = 1.0 - a;
-      *r = CMPLX(pa * ma - b * -b, pa * -b + b * ma);
+      double pa = 1.0 + a, ma = 1.0 - a, pb = 0.0 + b, nb = 0.0 - b;
+      *r = CMPLX(pa * ma - pb * nb, pa * nb + pb * ma);
     }
     return true;
   }

@@ -178,18 +178,19 @@ void ft_vm_cpow_f64(double a, double b, double c, double d, double *re, double *
     *im = vm_canon64(zero ? zi : *im);
 }
 
-/* 1 / sqrt(z), the division scaled by |sqrt z| so that it cannot
- * overflow; 1/sqrt(0) = inf (XLA's rsqrt(0) = inf + 0i). */
+/* rsqrt z in XLA's polar form: |z|^(-1/2) (cos(-t/2) + i sin(-t/2)),
+ * t = atan2(b, a), so that the sign of a zero imaginary part picks the side
+ * of the cut (rsqrt(-2.5 - 0i) = +0.632i, unlike 1 / sqrt) and
+ * rsqrt(0) = inf + NaN i as XLA gives. */
 void ft_vm_crsqrt_f64(double a, double b, double *re, double *im)
 {
-    double r, i;
-    ft_vm_csqrt_f64(a, b, &r, &i);
-    double m = vm_cabs(r, i);
-    double ms = m > 0.0 ? m : 1.0;
-    double rr = (r / ms) / ms, ii = (-i / ms) / ms;
+    double m = vm_cabs(a, b);
+    double r = m == 0.0 ? VM_INF64 : (m == VM_INF64 ? 0.0 : 1.0 / __builtin_sqrt(m));
+    double h = -0.5 * ft_vm_atan2_f64(b, a);
+    double rr = r * ft_vm_cos_f64(h), ii = r * ft_vm_sin_f64(h);
     int nan = vm_cnan(a, b);
-    *re = nan ? VM_NAN64 : vm_canon64(m == 0.0 ? VM_INF64 : rr);
-    *im = nan ? VM_NAN64 : vm_canon64(m == 0.0 ? 0.0 : ii);
+    *re = nan ? VM_NAN64 : vm_canon64(rr);
+    *im = nan ? VM_NAN64 : vm_canon64(ii);
 }
 
 /* The principal square root with C99's signed zeros (sqrt(-1 - 0i) = -i):
