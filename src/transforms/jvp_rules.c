@@ -72,8 +72,7 @@ static ft_var *scale(jvp_call *c, ft_var *dx, ft_var *s) {
  * square root is JAX's: asin g rsqrt(1 - x^2), acos -g rsqrt(1 - x^2),
  * atan g / (1 + x^2), asinh g rsqrt(complex(re^2 + (1 - im^2), 2 re im)),
  * acosh g rsqrt(x - 1) rsqrt(x + 1), atanh g / (1 - x^2), with 1 - x^2
- * the one_minus_square primitive. JAX scales x in asinh's so that the
- * squares cannot overflow; here they are unscaled (see docs/math.md).
+ * the one_minus_square primitive, asinh's with x scaled as JAX scales it.
  * NULL when the rule does not apply (not complex, or another primitive). */
 static ft_var *inverse_trig_cpx(jvp_call *c, ft_var *one) {
   tx *t = c->t;
@@ -91,11 +90,27 @@ static ft_var *inverse_trig_cpx(jvp_call *c, ft_var *one) {
     return tx_mul(t, dx, tx_mul(t, tx_unop(t, FT_P_RSQRT, tx_sub(t, x, one)),
                                 tx_unop(t, FT_P_RSQRT, tx_add(t, x, one))));
   case FT_P_ASINH: {
+    /* JAX's _asinh_jvp: x scaled by s = clamp(1, max(|re|, |im|) 2^-(e/2-2),
+     * 2^(e/2+2)) (e = the part type's maxexp) so that the squares cannot
+     * overflow; rsqrt(x_s^2 + 1) / s, 0 where a part is infinite. */
+    ft_dtype pd = x->aval.dtype == FT_C64 ? FT_F32 : FT_F64;
+    int half = x->aval.dtype == FT_C64 ? 64 : 512;
     ft_var *rx = tx_unop(t, FT_P_REAL, x), *ix = tx_unop(t, FT_P_IMAG, x);
-    ft_var *re = tx_add(t, tx_unop(t, FT_P_SQUARE, rx), tx_unop(t, FT_P_ONE_MINUS_SQUARE, ix));
-    ft_var *im = tx_mul(t, tx_lit(t, rx->aval.dtype, 2.0), tx_mul(t, rx, ix));
+    ft_var *ma = tx_binop(t, FT_P_MAX, tx_unop(t, FT_P_ABS, rx), tx_unop(t, FT_P_ABS, ix));
+    ft_var *cl[3] = {tx_lit(t, pd, 1.0), tx_mul(t, ma, tx_lit(t, pd, ldexp(1.0, -(half - 2)))),
+                     tx_lit(t, pd, ldexp(1.0, half + 2))};
+    ft_var *sc = tx_unop(t, FT_P_STOP_GRADIENT, tx_emit(t, FT_P_CLAMP, NULL, 3, cl));
+    ft_var *inv = tx_integer_pow(t, sc, -1);
+    ft_var *rs = tx_mul(t, rx, inv), *is = tx_mul(t, ix, inv);
+    ft_var *re = tx_add(t, tx_unop(t, FT_P_SQUARE, rs), tx_unop(t, FT_P_ONE_MINUS_SQUARE, is));
+    ft_var *im = tx_mul(t, tx_lit(t, pd, 2.0), tx_mul(t, rs, is));
     ft_var *in[2] = {re, im};
-    return tx_mul(t, dx, tx_unop(t, FT_P_RSQRT, tx_emit(t, FT_P_COMPLEX, NULL, 2, in)));
+    ft_var *r = tx_unop(t, FT_P_RSQRT, tx_emit(t, FT_P_COMPLEX, NULL, 2, in));
+    ft_var *pr[2] = {tx_mul(t, tx_unop(t, FT_P_REAL, r), inv), tx_mul(t, tx_unop(t, FT_P_IMAG, r), inv)};
+    ft_var *d = tx_emit(t, FT_P_COMPLEX, NULL, 2, pr);
+    ft_var *eq[2] = {ma, tx_lit(t, pd, INFINITY)};
+    ft_var *isinf = tx_emit(t, FT_P_EQ, NULL, 2, eq);
+    return tx_mul(t, dx, tx_select(t, isinf, d, tx_zeros(t, &x->aval)));
   }
   default: return NULL;
   }
