@@ -250,6 +250,13 @@ static cpx_fn cpx_transcendental(ft_prim p) {
   case FT_P_TANH: return ft_vm_ctanh_f64;
   case FT_P_LOG1P: return ft_vm_clog1p_f64;
   case FT_P_EXPM1: return ft_vm_cexpm1_f64;
+  case FT_P_RSQRT: return ft_vm_crsqrt_f64;
+  case FT_P_ASIN: return ft_vm_casin_f64;
+  case FT_P_ACOS: return ft_vm_cacos_f64;
+  case FT_P_ATAN: return ft_vm_catan_f64;
+  case FT_P_ASINH: return ft_vm_casinh_f64;
+  case FT_P_ACOSH: return ft_vm_cacosh_f64;
+  case FT_P_ATANH: return ft_vm_catanh_f64;
   default: return NULL;
   }
 }
@@ -267,14 +274,17 @@ static bool unary_cpx(ft_prim p, double complex x, ft_dtype dt, double complex *
   case FT_P_NEG: *r = -x; return true;
   case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; return true;
   case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: *r = x; return true;
-  case FT_P_ONE_MINUS_SQUARE: { /* (1 + z)(1 - z), each step rounded to the part type */
+  case FT_P_ONE_MINUS_SQUARE: {
+    /* (1 + z)(1 - z) as XLA: 1 is 1 + 0i, so the imaginary parts are
+     * 0 + b and 0 - b (+0 for either zero b, which picks the side of a
+     * cut in asin's jvp); each step rounded to the part type */
     double a = creal(x), b = cimag(x);
     if (c64) {
-      float pa = 1.0f + (float)a, ma = 1.0f - (float)a, fb = (float)b, nb = -(float)b;
-      *r = CMPLX((double)(pa * ma - fb * nb), (double)(pa * nb + fb * ma));
+      float pa = 1.0f + (float)a, ma = 1.0f - (float)a, pb = 0.0f + (float)b, nb = 0.0f - (float)b;
+      *r = CMPLX((double)(pa * ma - pb * nb), (double)(pa * nb + pb * ma));
     } else {
-      double pa = 1.0 + a, ma = 1.0 - a;
-      *r = CMPLX(pa * ma - b * -b, pa * -b + b * ma);
+      double pa = 1.0 + a, ma = 1.0 - a, pb = 0.0 + b, nb = 0.0 - b;
+      *r = CMPLX(pa * ma - pb * nb, pa * nb + pb * ma);
     }
     return true;
   }

@@ -68,11 +68,70 @@ static ft_var *scale(jvp_call *c, ft_var *dx, ft_var *s) {
   return tx_mul(c->t, dx, s);
 }
 
+/* The complex jvps of the inverse trigonometric and hyperbolic functions,
+ * written as JAX 0.12 writes them (lax.py) so that the branch of each
+ * square root is JAX's: asin g rsqrt(1 - x^2), acos -g rsqrt(1 - x^2),
+ * atan g / (1 + x^2), asinh g rsqrt(complex(re^2 + (1 - im^2), 2 re im)),
+ * acosh g rsqrt(x - 1) rsqrt(x + 1), atanh g / (1 - x^2), with 1 - x^2
+ * the one_minus_square primitive, asinh's with x scaled as JAX scales it.
+ * NULL when the rule does not apply (not complex, or another primitive). */
+static ft_var *inverse_trig_cpx(jvp_call *c, ft_var *one) {
+  tx *t = c->t;
+  ft_var *x = c->x[0], *dx = c->dx[0];
+  ft_prim p = c->e->prim;
+  if (!dx) return NULL;
+  switch (p) {
+  case FT_P_ASIN: case FT_P_ACOS: {
+    ft_var *d = tx_unop(t, FT_P_RSQRT, tx_unop(t, FT_P_ONE_MINUS_SQUARE, x));
+    return tx_mul(t, dx, p == FT_P_ACOS ? tx_neg(t, d) : d);
+  }
+  case FT_P_ATAN: return tx_div(t, dx, tx_add(t, one, tx_unop(t, FT_P_SQUARE, x)));
+  case FT_P_ATANH: return tx_div(t, dx, tx_unop(t, FT_P_ONE_MINUS_SQUARE, x));
+  case FT_P_ACOSH:
+    return tx_mul(t, dx, tx_mul(t, tx_unop(t, FT_P_RSQRT, tx_sub(t, x, one)),
+                                tx_unop(t, FT_P_RSQRT, tx_add(t, x, one))));
+  case FT_P_ASINH: {
+    /* JAX's _asinh_jvp: x scaled by s = clamp(1, max(|re|, |im|) 2^-(e/2-2),
+     * 2^(e/2+2)) (e = the part type's maxexp) so that the squares cannot
+     * overflow; rsqrt(x_s^2 + 1) / s, 0 where a part is infinite. */
+    ft_dtype pd = x->aval.dtype == FT_C64 ? FT_F32 : FT_F64;
+    int half = x->aval.dtype == FT_C64 ? 64 : 512;
+    ft_var *rx = tx_unop(t, FT_P_REAL, x), *ix = tx_unop(t, FT_P_IMAG, x);
+    ft_var *ma = tx_binop(t, FT_P_MAX, tx_unop(t, FT_P_ABS, rx), tx_unop(t, FT_P_ABS, ix));
+    ft_var *cl[3] = {tx_lit(t, pd, 1.0), tx_mul(t, ma, tx_lit(t, pd, ldexp(1.0, -(half - 2)))),
+                     tx_lit(t, pd, ldexp(1.0, half + 2))};
+    ft_var *sc = tx_unop(t, FT_P_STOP_GRADIENT, tx_emit(t, FT_P_CLAMP, NULL, 3, cl));
+    ft_var *inv = tx_integer_pow(t, sc, -1);
+    ft_var *rs = tx_mul(t, rx, inv), *is = tx_mul(t, ix, inv);
+    ft_var *re = tx_add(t, tx_unop(t, FT_P_SQUARE, rs), tx_unop(t, FT_P_ONE_MINUS_SQUARE, is));
+    ft_var *im = tx_mul(t, tx_lit(t, pd, 2.0), tx_mul(t, rs, is));
+    ft_var *in[2] = {re, im};
+    ft_var *r = tx_unop(t, FT_P_RSQRT, tx_emit(t, FT_P_COMPLEX, NULL, 2, in));
+    ft_var *pr[2] = {tx_mul(t, tx_unop(t, FT_P_REAL, r), inv), tx_mul(t, tx_unop(t, FT_P_IMAG, r), inv)};
+    ft_var *d = tx_emit(t, FT_P_COMPLEX, NULL, 2, pr);
+    ft_var *eq[2] = {ma, tx_lit(t, pd, INFINITY)};
+    ft_var *isinf = tx_emit(t, FT_P_EQ, NULL, 2, eq);
+    return tx_mul(t, dx, tx_select(t, isinf, d, tx_zeros(t, &x->aval)));
+  }
+  default: return NULL;
+  }
+}
+
+static bool is_inverse_trig(ft_prim p) {
+  return p == FT_P_ASIN || p == FT_P_ACOS || p == FT_P_ATAN || p == FT_P_ASINH || p == FT_P_ACOSH ||
+         p == FT_P_ATANH;
+}
+
 static bool unary(jvp_call *c) {
   tx *t = c->t;
   ft_var *x = c->x[0], *dx = c->dx[0], *y = c->y[0], *r = NULL;
   const ft_aval *av = &x->aval;
   ft_var *one = lit(c, 1.0);
+  if (ft_dtype_is_complex(av->dtype) && is_inverse_trig(c->e->prim)) {
+    r = inverse_trig_cpx(c, one);
+    c->dy[0] = r ? tx_bcast_to(t, r, &y->aval) : NULL;
+    return !t->failed;
+  }
   switch (c->e->prim) {
   case FT_P_NEG: r = tx_neg(t, dx); break;
   case FT_P_SIGN: case FT_P_FLOOR: case FT_P_CEIL: case FT_P_ROUND: case FT_P_STOP_GRADIENT:

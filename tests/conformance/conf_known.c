@@ -73,6 +73,11 @@
   "with the same names, and our parser gives each its own variables, so the second prints " \
   "with fresh names; parse, the values and our own jvp all match"
 
+#define CPX_DIV_ULP "policy: JAX's jvp of complex64 atan is g / (1 + square(x)), a complex " \
+  "division and no transcendental, yet the case is classed by atan's 4-ulp bound; at one element " \
+  "the imaginary part (0.0024 in a result of magnitude 0.52) is 7 ulp from XLA's, which divides " \
+  "complex values its own way (FrankenTrace: C's complex division), 0.026 eps*S: a normwise-tiny " \
+  "difference, not a wrong value; our own jvp (jvp:ours:*) and the c128 case pass"
 const conf_known conf_known_failures[] = {
     /* fixtures/heldout (tools/oracle/gen_heldout.py) */
     {"ho_custom_root_sqrt_grad_f32", "*parse", CUSTOM_ROOT},
@@ -91,6 +96,7 @@ const conf_known conf_known_failures[] = {
     {"x64_sweep_sp_loggamma_f64", "eval:*", LGAMMA_NEAR_ZERO},
     {"*prim_zeta_f*", "eval:*", ZETA_XLA_NAN},
 
+    {"prim_atan_c64", "jvp:jax:*", CPX_DIV_ULP},
     {"prim_sort_bf16_0", "eval:*", SORT_DAZ},
     {"prim_sort_f32_0", "eval:*", SORT_DAZ},
     {"x64_prim_sort_f64_0", "eval:*", SORT_DAZ},

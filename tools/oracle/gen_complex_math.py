@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """fixtures/complex_math/cases.json: JAX 0.12's complex64/complex128 results
 of the elementwise transcendentals (exp, log, sqrt, sin, cos, tan, sinh,
-cosh, tanh, log1p, expm1, pow) and the jvp of abs on complex input, for
+cosh, tanh, log1p, expm1, pow), the inverse trigonometric and hyperbolic
+functions (asin, acos, atan, asinh, acosh, atanh: random values, the
+branch cuts on both sides of their signed zeros, the branch points and
+large and tiny arguments) with their jvps, and the jvp of abs on complex
+input, for
 tests/runtime/test_complex_math.c. Values are stored as float.hex strings
 of the parts. Deterministic (fixed seed).
 
@@ -21,6 +25,23 @@ from jax import lax  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "fixtures", "complex_math", "cases.json")
 FNS = ["exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "log1p", "expm1"]
+INV = ["asin", "acos", "atan", "asinh", "acosh", "atanh"]
+
+
+def inverse_inputs(rng):
+    """Random values, then the cuts (real axis beyond +-1, imaginary axis
+    beyond +-i) with either signed zero, just off them, the branch points,
+    zeros, tiny and large values (within float32's range)."""
+    z = list(rng.uniform(-3, 3, 16) + 1j * rng.uniform(-3, 3, 16))
+    for v in (2.0, 1.5, 1e3, 0.5):
+        for s in (1.0, -1.0):
+            z += [complex(s * v, 0.0), complex(s * v, -0.0)]
+            z += [complex(0.0, s * v), complex(-0.0, s * v)]
+    z += [2 + 1e-9j, 2 - 1e-9j, -2 + 1e-9j, 1e-9 + 2j, -1e-9 + 2j, -1e-9 - 2j]
+    z += [1 + 0j, -1 + 0j, 1j, -1j, 0j, complex(-0.0, 0.0), complex(0.0, -0.0)]
+    z += [1e-20 + 1e-20j, -3e-8 + 2e-8j, 1e30 + 1e30j, -3e37 + 1j, 1 - 3e37j,
+          0.999 + 1e-3j, -1.001 - 1e-4j, 1e-3 + 1.0001j]
+    return np.array(z, dtype=np.complex128)
 
 
 def parts(a):
@@ -47,6 +68,26 @@ def main():
         _, dy = jax.jvp(jnp.abs, (x,), (t,))
         cases.append({"prim": "abs_jvp", "dtype": dtn, "x": parts(x), "t": parts(t),
                       "y": [[float(v).hex(), "0x0.0p+0"] for v in np.asarray(dy, np.float64)]})
+    zi = inverse_inputs(rng)
+    zt = rng.uniform(-3, 3, 16) + 1j * rng.uniform(-3, 3, 16)
+    tt = rng.uniform(-1, 1, 16) + 1j * rng.uniform(-1, 1, 16)
+    # asinh's jvp scales x so that its squares cannot overflow: two values
+    # whose squares overflow in c64, for asinh only (the others' jvps
+    # overflow there too, and XLA contracts the complex products into fmas,
+    # which changes the overflowed result; FrankenTrace does not contract)
+    zb = zt.copy()
+    zb[:2] = [1e30 + 2e30j, -3e20 + 1j]
+    for dtn, ct in (("c64", np.complex64), ("c128", np.complex128)):
+        x = jnp.asarray(zi.astype(ct))
+        for f in INV:
+            cases.append({"prim": f, "dtype": dtn, "x": parts(x),
+                          "y": parts(getattr(lax, f)(x))})
+        t = jnp.asarray(tt.astype(ct))
+        for f in INV:
+            x = jnp.asarray((zb if f == "asinh" else zt).astype(ct))
+            _, dy = jax.jvp(getattr(lax, f), (x,), (t,))
+            cases.append({"prim": f + "_jvp", "dtype": dtn, "x": parts(x), "t": parts(t),
+                          "y": parts(dy)})
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as fh:
         json.dump({"jax_version": jax.__version__, "cases": cases}, fh, indent=0, sort_keys=True)

@@ -4,7 +4,9 @@ igammac and igamma_grad_a (elementwise, with jvp/vjp/vmap, and grad of a
 sum so that JAX's jvp rule in a binds igamma_grad_a), f32 and f64, on
 both branches of JAX's lowering (series for x < a or x < 1, continued
 fraction otherwise) and its special values (x = 0, x = inf, a = inf,
-domain errors, NaN); log2 (lax.log2, which jnp.log2 binds in 0.12).
+domain errors, NaN); log2 (lax.log2, which jnp.log2 binds in 0.12);
+complex64/complex128 asin, acos, atan, asinh, acosh, atanh (with jvp and
+vmap) on values on both sides of their branch cuts and near them.
 
 Registered with gen_conformance.py's machinery and merged into the
 committed fixtures/conformance/MANIFEST.json, as gen_prims017.py does:
@@ -39,6 +41,17 @@ def ig_inputs(rng, dty, edges):
     return a.astype(dty), x.astype(dty)
 
 
+def cpx_inputs(rng, dty):
+    """(3, 8) complex values: a row of random values, a row on the cuts
+    (the real axis beyond +-1, the imaginary axis beyond +-i, both signed
+    zeros) and a row just off them, at the branch points and at 0."""
+    z = rng.uniform(-3, 3, size=(3, 8)) + 1j * rng.uniform(-3, 3, size=(3, 8))
+    z[1] = [complex(2, 0), complex(2, -0.0), complex(-1.5, 0), complex(-1.5, -0.0),
+            complex(0, 2), complex(-0.0, 2), complex(0, -1.5), complex(-0.0, -1.5)]
+    z[2] = [2 + 1e-6j, 2 - 1e-6j, -2 + 1e-6j, 1e-6 + 2j, -1e-6 - 2j, 1 + 0j, -1j, 0j]
+    return z.astype(dty)
+
+
 def register_prims2():
     from jax import lax
     from jax._src.lax import special as S
@@ -69,6 +82,13 @@ def register_prims2():
         @mine(f"{pre}prim_log2_sum_{d}", "log2", ("grad",))
         def b(rng, dty=dty):
             return (lambda x: lax.log2(x).sum()), [rng.uniform(0.1, 40, size=(3, 5)).astype(dty)]
+
+        cd = "c64" if d == "f32" else "c128"
+        cdty = np.complex64 if d == "f32" else np.complex128
+        for nm in ("asin", "acos", "atan", "asinh", "acosh", "atanh"):
+            @mine(f"{pre}prim_{nm}_{cd}", nm, ("jvp", "vmap"))
+            def b(rng, cdty=cdty, fn=getattr(lax, nm)):
+                return fn, [cpx_inputs(rng, cdty)]
 
         for nm, fn in (("igamma", lax.igamma), ("igammac", lax.igammac)):
             @mine(f"{pre}prim_{nm}_sum_{d}", nm, ("grad",))

@@ -177,3 +177,151 @@ void ft_vm_cpow_f64(double a, double b, double c, double d, double *re, double *
     *re = vm_canon64(zero ? zr : *re);
     *im = vm_canon64(zero ? zi : *im);
 }
+
+/* rsqrt z in XLA's polar form: |z|^(-1/2) (cos(-t/2) + i sin(-t/2)),
+ * t = atan2(b, a), so that the sign of a zero imaginary part picks the side
+ * of the cut (rsqrt(-2.5 - 0i) = +0.632i, unlike 1 / sqrt) and
+ * rsqrt(0) = inf + NaN i as XLA gives. */
+void ft_vm_crsqrt_f64(double a, double b, double *re, double *im)
+{
+    double m = vm_cabs(a, b);
+    double r = m == 0.0 ? VM_INF64 : (m == VM_INF64 ? 0.0 : 1.0 / __builtin_sqrt(m));
+    double h = -0.5 * ft_vm_atan2_f64(b, a);
+    double rr = r * ft_vm_cos_f64(h), ii = r * ft_vm_sin_f64(h);
+    int nan = vm_cnan(a, b);
+    *re = nan ? VM_NAN64 : vm_canon64(rr);
+    *im = nan ? VM_NAN64 : vm_canon64(ii);
+}
+
+/* The principal square root with C99's signed zeros (sqrt(-1 - 0i) = -i):
+ * Kahan's formulas below take each side of a cut from the sign of a zero
+ * part through these roots. */
+static void vm_csqrt_signed(double a, double b, double *re, double *im)
+{
+    ft_vm_csqrt_f64(a, b, re, im);
+    *im = b != b ? *im : vm_copysign(*im, b);
+}
+
+/* Past this magnitude 1 ± z and the products of the roots below may
+ * overflow; there z^2 swamps 1 and the large-argument forms are exact to
+ * double precision (relative error ~ |z|^-2). */
+#define VM_CBIG 0x1p500
+
+/* asinh(w) for |w| > VM_CBIG: log(2w) on the right half plane, odd. */
+static void vm_casinh_big(double a, double b, double *re, double *im)
+{
+    int neg = a < 0.0 || (a == 0.0 && vm_copysign(1.0, a) < 0.0);
+    double x = neg ? -a : a, y = neg ? -b : b;
+    double r = 0.69314718055994531 + vm_clog_abs(x, y);
+    double i = ft_vm_atan2_f64(y, x);
+    *re = neg ? -r : r;
+    *im = neg ? -i : i;
+}
+
+/* Kahan's algorithms ("Branch cuts for complex elementary functions",
+ * 1987): with s1 = sqrt(1 - z), s2 = sqrt(1 + z),
+ *   asin z = atan(x / re(s1 s2)) + i asinh(im(conj(s1) s2)),
+ *   acos z = 2 atan(re s1 / re s2) + i asinh(im(conj(s2) s1)),
+ * and with s1 = sqrt(z - 1), s2 = sqrt(z + 1),
+ *   acosh z = asinh(re(conj(s1) s2)) + 2i atan(im s1 / re s2);
+ * asinh z = -i asin(iz). The cuts are the real axis beyond ±1 (asin,
+ * acos), the imaginary axis beyond ±i (asinh) and the real axis left of
+ * 1 (acosh). On a cut XLA ignores the sign of a zero imaginary part
+ * (asin(2 - 0i) = asin(2 + 0i), acosh(-2 - 0i) = log(2 + sqrt 3) + i pi),
+ * so the signs of the parts are set from b < 0 after Kahan's formulas. */
+void ft_vm_casin_f64(double a, double b, double *re, double *im)
+{
+    int big = vm_fabs(a) > VM_CBIG || vm_fabs(b) > VM_CBIG;
+    double as = big ? 0.0 : a, bs = big ? 0.0 : b;
+    double s1r, s1i, s2r, s2i;
+    vm_csqrt_signed(1.0 - as, -bs, &s1r, &s1i);
+    vm_csqrt_signed(1.0 + as, bs, &s2r, &s2i);
+    double r = ft_vm_atan_f64(as / (s1r * s2r - s1i * s2i));
+    double i = ft_vm_asinh_f64(s1r * s2i - s1i * s2r);
+    /* asin z = -i asinh(iz), iz = -b + ia */
+    double u, v;
+    vm_casinh_big(-b, a, &u, &v);
+    r = big ? v : r;
+    i = big ? -u : i;
+    i = b < 0.0 ? -vm_fabs(i) : vm_fabs(i); /* XLA's: im has the sign of b, +0 for b = -0 */
+    int nan = vm_cnan(a, b);
+    *re = nan ? VM_NAN64 : vm_canon64(r);
+    *im = nan ? VM_NAN64 : vm_canon64(i);
+}
+
+void ft_vm_cacos_f64(double a, double b, double *re, double *im)
+{
+    int big = vm_fabs(a) > VM_CBIG || vm_fabs(b) > VM_CBIG;
+    double as = big ? 0.0 : a, bs = big ? 0.0 : b;
+    double s1r, s1i, s2r, s2i;
+    vm_csqrt_signed(1.0 - as, -bs, &s1r, &s1i);
+    vm_csqrt_signed(1.0 + as, bs, &s2r, &s2i);
+    double r = 2.0 * ft_vm_atan_f64(s1r / s2r);
+    double i = ft_vm_asinh_f64(s2r * s1i - s2i * s1r);
+    /* acos z = pi/2 - asin z */
+    double u, v;
+    vm_casinh_big(-b, a, &u, &v);
+    r = big ? 1.5707963267948966 - v : r;
+    i = big ? u : i;
+    i = b < 0.0 ? vm_fabs(i) : -vm_fabs(i); /* -im asin z */
+    int nan = vm_cnan(a, b);
+    *re = nan ? VM_NAN64 : vm_canon64(r);
+    *im = nan ? VM_NAN64 : vm_canon64(i);
+}
+
+void ft_vm_casinh_f64(double a, double b, double *re, double *im)
+{
+    double u, v;
+    ft_vm_casin_f64(-b, a, &u, &v);
+    *re = v;
+    *im = -u;
+}
+
+void ft_vm_cacosh_f64(double a, double b, double *re, double *im)
+{
+    int big = vm_fabs(a) > VM_CBIG || vm_fabs(b) > VM_CBIG;
+    double as = big ? 0.0 : a, bs = big ? 0.0 : b;
+    double s1r, s1i, s2r, s2i;
+    vm_csqrt_signed(as - 1.0, bs, &s1r, &s1i);
+    vm_csqrt_signed(as + 1.0, bs, &s2r, &s2i);
+    double r = ft_vm_asinh_f64(s1r * s2r + s1i * s2i);
+    double i = 2.0 * ft_vm_atan_f64(s1i / s2r);
+    double ib = ft_vm_atan2_f64(b, a); /* arg z: acosh z ~ log 2z */
+    r = big ? 0.69314718055994531 + vm_clog_abs(a, b) : r;
+    i = big ? ib : i;
+    r = vm_fabs(r);
+    i = b < 0.0 ? -vm_fabs(i) : vm_fabs(i); /* XLA's: +0 for b = -0 */
+    int nan = vm_cnan(a, b);
+    *re = nan ? VM_NAN64 : vm_canon64(r);
+    *im = nan ? VM_NAN64 : vm_canon64(i);
+}
+
+/* atanh z = sign(x) log1p(4|x| / ((1 - |x|)^2 + y^2)) / 4
+ *         + i atan2(2y, (1 - x)(1 + x) - y^2) / 2 (Kahan's; the real part
+ * taken at |x| keeps log1p's argument away from -1), and for
+ * |z| > VM_CBIG x / |z|^2 + i (pi/2) sign y; atan z = -i atanh(iz). */
+void ft_vm_catanh_f64(double a, double b, double *re, double *im)
+{
+    int big = vm_fabs(a) > VM_CBIG || vm_fabs(b) > VM_CBIG;
+    double as = big ? 0.0 : vm_fabs(a), bs = big ? 0.0 : b;
+    double d = (1.0 - as) * (1.0 - as) + bs * bs;
+    double r = vm_copysign(0.25 * ft_vm_log1p_f64(4.0 * as / d), a);
+    double i = 0.5 * ft_vm_atan2_f64(2.0 * bs, (1.0 - as) * (1.0 + as) - bs * bs);
+    double m = vm_cabs(a, b);
+    double ms = (big && m < VM_INF64) ? m : 1.0;
+    double rb = m == VM_INF64 ? vm_copysign(0.0, a) : (a / ms) / ms;
+    r = big ? rb : r;
+    i = big ? vm_copysign(1.5707963267948966, b) : i;
+    r = a == 0.0 ? 0.0 : r; /* XLA's: re atanh(-0 + iy) = +0 */
+    int nan = vm_cnan(a, b);
+    *re = nan ? VM_NAN64 : vm_canon64(r);
+    *im = nan ? VM_NAN64 : vm_canon64(i);
+}
+
+void ft_vm_catan_f64(double a, double b, double *re, double *im)
+{
+    double u, v;
+    ft_vm_catanh_f64(-b, a, &u, &v);
+    *re = v;
+    *im = -u;
+}

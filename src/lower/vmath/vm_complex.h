@@ -16,6 +16,13 @@ void ft_vm_ccosh_f64(double a, double b, double *re, double *im);
 void ft_vm_ctanh_f64(double a, double b, double *re, double *im);
 void ft_vm_clog1p_f64(double a, double b, double *re, double *im);
 void ft_vm_cexpm1_f64(double a, double b, double *re, double *im);
+void ft_vm_crsqrt_f64(double a, double b, double *re, double *im);
+void ft_vm_casin_f64(double a, double b, double *re, double *im);
+void ft_vm_cacos_f64(double a, double b, double *re, double *im);
+void ft_vm_catan_f64(double a, double b, double *re, double *im);
+void ft_vm_casinh_f64(double a, double b, double *re, double *im);
+void ft_vm_cacosh_f64(double a, double b, double *re, double *im);
+void ft_vm_catanh_f64(double a, double b, double *re, double *im);
 void ft_vm_cpow_f64(double a, double b, double c, double d, double *re, double *im);
 
 #endif
