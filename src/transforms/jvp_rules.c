@@ -510,7 +510,8 @@ static bool opt_barrier(jvp_call *c) {
 /* random_gamma[log_space] (JAX's _gamma_grad, jax/_src/random.py): the
  * tangent is da * random_gamma_grad(a, s) for the sample s (log_space:
  * s = exp(y), zeros replaced by the smallest normal, and the gradient
- * divided by s). random_gamma_grad is igamma's SAMPLE_DERIVATIVE mode,
+ * divided by s; XLA's CPU code flushes a subnormal exp to zero, so JAX
+ * replaces those too, and so does this rule). random_gamma_grad is igamma's SAMPLE_DERIVATIVE mode,
  * -(dP/da) / (dP/dx): JAX runs the series or continued fraction of
  * igamma_grad_a without the factor ax = exp(a log s - s - lgamma(a)), times
  * -s. Here that is -igamma_grad_a(a, s) * s / ax, the same loops with ax
@@ -518,8 +519,9 @@ static bool opt_barrier(jvp_call *c) {
  * -log(max)) JAX's loops do not run and it returns their first terms,
  * emitted here as they are: the series' -(log s - digamma(a + 1)) s / a and
  * the continued fraction's (dans + ans (log s - digamma(a))) s with
- * ans = (s + 1) / (z s), dans = ans / z, z = s + 2 - a. s = 0 gives 0; s < 0,
- * a <= 0 or NaN give NaN (random_gamma_grad_impl). */
+ * ans = (s + 1) / (z s), dans = ans / z, z = s + 2 - a. s = 0 gives 0, and
+ * so does a subnormal s (XLA's CPU code flushes it: JAX's sample is 0
+ * there); s < 0, a <= 0 or NaN give NaN (random_gamma_grad_impl). */
 static bool random_gamma(jvp_call *c) {
   tx *t = c->t;
   ft_var *a = c->x[1], *da = c->dx[1], *y = c->y[0];
@@ -532,10 +534,11 @@ static bool random_gamma(jvp_call *c) {
   const ft_pval *lsp = pget(FT_P_RANDOM_GAMMA, c->params, "log_space");
   const bool log_space = lsp && (lsp->tag == FT_PV_BOOL ? lsp->u.b : lsp->tag == FT_PV_INT && lsp->u.i != 0);
 #define CMP(P, u, v) tx_emit(t, P, NULL, 2, (ft_var *[]){(u), (v)})
+  const double tiny = f32 ? 0x1p-126 : 0x1p-1022; /* the smallest normal */
   ft_var *s = y;
   if (log_space) {
     s = tx_unop(t, FT_P_EXP, y);
-    s = tx_select(t, CMP(FT_P_EQ, s, lit(c, 0.0)), s, tx_full(t, av, f32 ? 0x1p-126 : 0x1p-1022));
+    s = tx_select(t, CMP(FT_P_LT, s, lit(c, tiny)), s, tx_full(t, av, tiny));
   }
   ft_var *one = lit(c, 1.0), *ls = tx_unop(t, FT_P_LOG, s);
   ft_var *lax = tx_sub(t, tx_sub(t, tx_mul(t, a, ls), s), tx_unop(t, FT_P_LGAMMA, a));
@@ -552,7 +555,7 @@ static bool random_gamma(jvp_call *c) {
   ft_var *dans = tx_div(t, tx_sub(t, lit(c, 0.0), tx_mul(t, ans, tx_neg(t, s))), qk);
   ft_var *cf = tx_mul(t, tx_add(t, dans, tx_mul(t, ans, tx_sub(t, ls, tx_unop(t, FT_P_DIGAMMA, a)))), s);
   ft_var *g = tx_select(t, under, full, tx_select(t, use_c, ser, cf));
-  g = tx_select(t, CMP(FT_P_EQ, s, lit(c, 0.0)), g, tx_zeros(t, av));
+  g = tx_select(t, CMP(FT_P_LT, s, lit(c, tiny)), g, tx_zeros(t, av));
   ft_var *bad = tx_binop(t, FT_P_OR, tx_binop(t, FT_P_OR, CMP(FT_P_LT, s, lit(c, 0.0)), CMP(FT_P_LE, a, lit(c, 0.0))),
                          tx_binop(t, FT_P_OR, CMP(FT_P_NE, a, a), CMP(FT_P_NE, s, s)));
   g = tx_select(t, bad, g, tx_full(t, av, NAN));
