@@ -511,8 +511,8 @@ static bool opt_barrier(jvp_call *c) {
  * tangent is da * random_gamma_grad(a, s) for the sample s (log_space:
  * s = exp(y), zeros replaced by the smallest normal, and the gradient
  * divided by s; XLA's CPU code flushes a subnormal exp to zero, so JAX
- * replaces those too, and so does this rule). random_gamma_grad is igamma's SAMPLE_DERIVATIVE mode,
- * -(dP/da) / (dP/dx): JAX runs the series or continued fraction of
+ * replaces those too, and so does this rule). random_gamma_grad is igamma's
+ * SAMPLE_DERIVATIVE mode, -(dP/da) / (dP/dx): JAX runs the series or continued fraction of
  * igamma_grad_a without the factor ax = exp(a log s - s - lgamma(a)), times
  * -s. Here that is -igamma_grad_a(a, s) * s / ax, the same loops with ax
  * divided back out; where ax underflows (a log s - s - lgamma(a) below
