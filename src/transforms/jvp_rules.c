@@ -21,11 +21,6 @@
 #define JVP_NO_RULE_IGAMMA_GRAD_A \
   "unsupported: JAX defines no JVP rule for igamma_grad_a (\"Differentiation rule for " \
   "'igamma_grad_a' not implemented\")"
-#define JVP_NO_RULE_RANDOM_GAMMA \
-  "unsupported: the tangent with respect to a is JAX's random_gamma_grad (the implicit " \
-  "derivative through igamma's series and continued fraction in SAMPLE_DERIVATIVE mode), which " \
-  "is not built; a jaxpr that JAX differentiated carries it inlined, and a draw whose a has no " \
-  "tangent differentiates"
 #define JVP_NO_RULE_BITCAST \
   "unsupported: reinterpreting bits as a float has no derivative (JAX defines no JVP rule)"
 
@@ -35,7 +30,6 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_BITCAST_CONVERT_TYPE: return JVP_NO_RULE_BITCAST;
   case FT_P_ZETA: return JVP_NO_RULE_ZETA;
   case FT_P_IGAMMA_GRAD_A: return JVP_NO_RULE_IGAMMA_GRAD_A;
-  case FT_P_RANDOM_GAMMA: return JVP_NO_RULE_RANDOM_GAMMA;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
   /* issue 27: JAX 0.12 registers no JVP for pmax_p/pmin_p (jax/_src/lax/parallel.py) */
   case FT_P_PMAX:
@@ -589,6 +583,64 @@ static bool opt_barrier(jvp_call *c) {
   return true;
 }
 
+/* random_gamma[log_space] (JAX's _gamma_grad, jax/_src/random.py): the
+ * tangent is da * random_gamma_grad(a, s) for the sample s (log_space:
+ * s = exp(y), zeros replaced by the smallest normal, and the gradient
+ * divided by s; XLA's CPU code flushes a subnormal exp to zero, so JAX
+ * replaces those too, and so does this rule). random_gamma_grad is igamma's
+ * SAMPLE_DERIVATIVE mode, -(dP/da) / (dP/dx): JAX runs the series or continued fraction of
+ * igamma_grad_a without the factor ax = exp(a log s - s - lgamma(a)), times
+ * -s. Here that is -igamma_grad_a(a, s) * s / ax, the same loops with ax
+ * divided back out; where ax underflows (a log s - s - lgamma(a) below
+ * -log(max)) JAX's loops do not run and it returns their first terms,
+ * emitted here as they are: the series' -(log s - digamma(a + 1)) s / a and
+ * the continued fraction's (dans + ans (log s - digamma(a))) s with
+ * ans = (s + 1) / (z s), dans = ans / z, z = s + 2 - a. s = 0 gives 0, and
+ * so does a subnormal s (XLA's CPU code flushes it: JAX's sample is 0
+ * there); s < 0, a <= 0 or NaN give NaN (random_gamma_grad_impl). */
+static bool random_gamma(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *a = c->x[1], *da = c->dx[1], *y = c->y[0];
+  if (!da) return true; /* keys carry no tangent */
+  const ft_aval *av = &y->aval;
+  const bool f32 = av->dtype == FT_F32;
+  if (!f32 && av->dtype != FT_F64)
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of random_gamma: a of dtype %s (f32 and f64 are built)",
+                   ft_dtype_name(av->dtype)), false;
+  const ft_pval *lsp = pget(FT_P_RANDOM_GAMMA, c->params, "log_space");
+  const bool log_space = lsp && (lsp->tag == FT_PV_BOOL ? lsp->u.b : lsp->tag == FT_PV_INT && lsp->u.i != 0);
+#define CMP(P, u, v) tx_emit(t, P, NULL, 2, (ft_var *[]){(u), (v)})
+  const double tiny = f32 ? 0x1p-126 : 0x1p-1022; /* the smallest normal */
+  ft_var *s = y;
+  if (log_space) {
+    s = tx_unop(t, FT_P_EXP, y);
+    s = tx_select(t, CMP(FT_P_LT, s, lit(c, tiny)), s, tx_full(t, av, tiny));
+  }
+  ft_var *one = lit(c, 1.0), *ls = tx_unop(t, FT_P_LOG, s);
+  ft_var *lax = tx_sub(t, tx_sub(t, tx_mul(t, a, ls), s), tx_unop(t, FT_P_LGAMMA, a));
+  ft_var *under = CMP(FT_P_LT, lax, lit(c, f32 ? -(double)logf(0x1.fffffep127f) : -log(0x1.fffffffffffffp1023)));
+  ft_var *use_c = tx_binop(t, FT_P_AND, CMP(FT_P_GT, s, one), CMP(FT_P_GT, s, a));
+  /* the loops' result, ax divided back out */
+  ft_var *ga = tx_binop(t, FT_P_IGAMMA_GRAD_A, a, s);
+  ft_var *full = tx_div(t, tx_mul(t, tx_neg(t, ga), s), tx_unop(t, FT_P_EXP, lax));
+  /* their first terms (underflow) */
+  ft_var *ser = tx_div(t, tx_mul(t, tx_neg(t, tx_sub(t, ls, tx_unop(t, FT_P_DIGAMMA, tx_add(t, a, one)))), s), a);
+  ft_var *z = tx_add(t, tx_add(t, s, tx_sub(t, one, a)), one);
+  ft_var *qk = tx_mul(t, z, s);
+  ft_var *ans = tx_div(t, tx_add(t, s, one), qk);
+  ft_var *dans = tx_div(t, tx_sub(t, lit(c, 0.0), tx_mul(t, ans, tx_neg(t, s))), qk);
+  ft_var *cf = tx_mul(t, tx_add(t, dans, tx_mul(t, ans, tx_sub(t, ls, tx_unop(t, FT_P_DIGAMMA, a)))), s);
+  ft_var *g = tx_select(t, under, full, tx_select(t, use_c, ser, cf));
+  g = tx_select(t, CMP(FT_P_LT, s, lit(c, tiny)), g, tx_zeros(t, av));
+  ft_var *bad = tx_binop(t, FT_P_OR, tx_binop(t, FT_P_OR, CMP(FT_P_LT, s, lit(c, 0.0)), CMP(FT_P_LE, a, lit(c, 0.0))),
+                         tx_binop(t, FT_P_OR, CMP(FT_P_NE, a, a), CMP(FT_P_NE, s, s)));
+  g = tx_select(t, bad, g, tx_full(t, av, NAN));
+#undef CMP
+  if (log_space) g = tx_div(t, g, s);
+  c->dy[0] = scale(c, da, g);
+  return !t->failed;
+}
+
 bool jvp_rule(jvp_call *c) {
   const ft_eqn *e = c->e;
   const char *why = ft_jvp_rule_status(e->prim);
@@ -625,6 +677,7 @@ bool jvp_rule(jvp_call *c) {
   case FT_P_SEARCHSORTED: case FT_P_NONZERO: /* integer results: float0 tangents (JAX's jvp) */
     return true;
   case FT_P_POLYNOMIAL: return polynomial(c);
+  case FT_P_RANDOM_GAMMA: return random_gamma(c);
   /* issue 27: the collectives are linear: the same collective of the
    * tangents (one equation per nonzero tangent of a variadic one). */
   case FT_P_PSUM: case FT_P_PSUM_INVARIANT: case FT_P_PVARY: case FT_P_ALL_GATHER:
