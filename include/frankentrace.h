@@ -855,6 +855,7 @@ FT_API ft_val *ft_reduce_window(ft_val *x, ft_window_op op, const int64_t *windo
  * one entry per spatial axis (rank - 2); 0 in a stride, dilation or group
  * count means 1. */
 typedef struct ft_conv_opts {
+  size_t size;                             /* sizeof(ft_conv_opts): set by FT_CONV_OPTS_INIT */
   int64_t window_strides[FT_MAX_RANK];
   int64_t padding[FT_MAX_RANK][2];         /* (lo, hi); negative crops */
   int64_t lhs_dilation[FT_MAX_RANK];       /* base (transposed-conv) dilation */
@@ -867,6 +868,7 @@ typedef struct ft_conv_opts {
   bool has_preferred_element_type;
   ft_dtype preferred_element_type;
 } ft_conv_opts;
+#define FT_CONV_OPTS_INIT FT_SIZED_INIT_(ft_conv_opts)
 FT_API ft_val *ft_conv(ft_val *lhs, ft_val *rhs, const ft_conv_opts *opts);
 
 /* ---- linear algebra (docs/linalg.md): jnp.linalg and
@@ -881,12 +883,14 @@ FT_API ft_val *ft_cholesky(ft_val *a);
 /* lax.linalg.triangular_solve's options (a zeroed struct or NULL: solve
  * x a = b with a upper triangular, as lax's defaults). */
 typedef struct ft_triangular_opts {
+  size_t size;         /* sizeof(ft_triangular_opts): set by FT_TRIANGULAR_OPTS_INIT */
   bool left_side;      /* solve op(a) x = b instead of x op(a) = b */
   bool lower;          /* a is lower triangular (only that triangle is read) */
   bool transpose_a;    /* op(a) = a^T (a^H with conjugate_a) */
   bool conjugate_a;
   bool unit_diagonal;  /* a's diagonal is taken as ones */
 } ft_triangular_opts;
+#define FT_TRIANGULAR_OPTS_INIT FT_SIZED_INIT_(ft_triangular_opts)
 /* lax.linalg.triangular_solve: a [..., m, m]; b [..., m, n] (left_side)
  * or [..., n, m]. */
 FT_API ft_val *ft_triangular_solve(ft_val *a, ft_val *b, const ft_triangular_opts *opts);

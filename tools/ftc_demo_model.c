@@ -170,8 +170,7 @@ static ft_val *logits(ft_tracer *t, demo_model m, ft_val *const *p, ft_val *x) {
   if (m == DEMO_CNN) {
     int64_t n = ft_val_dim(x, 0);
     const int64_t img[4] = {n, 1, 8, 8}, bsh[4] = {1, DEMO_CNN_CH, 1, 1}, flat[2] = {n, DEMO_CNN_CH * 16};
-    ft_conv_opts co;
-    memset(&co, 0, sizeof co);
+    ft_conv_opts co = FT_CONV_OPTS_INIT;
     co.padding[0][0] = co.padding[0][1] = co.padding[1][0] = co.padding[1][1] = 1;
     ft_val *c = ft_conv(ft_reshape(x, 4, img), p[0], &co);
     ft_val *h = ft_np_maximum(ft_np_add(c, ft_reshape(p[1], 4, bsh)), ft_weak_f(t, 0.0));

@@ -47,7 +47,7 @@ static int gp(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *
   const ft_aval *a = &av;
   int64_t nn = a->dims[0], col[2] = {nn, 1};
   ft_val *y = ft_reshape(in[1], 2, col);
-  ft_val *z = ft_triangular_solve(l, y, &(ft_triangular_opts){.left_side = true, .lower = true});
+  ft_val *z = ft_triangular_solve(l, y, &(ft_triangular_opts){.size = sizeof(ft_triangular_opts), .left_side = true, .lower = true});
   ft_val *fit = ft_mul(ft_scalar(t, FT_F32, 0.5), ft_sum(ft_mul(z, z), -1, NULL, false));
   ft_val *r = ft_iota(t, FT_I32, 2, a->dims, 0), *c = ft_iota(t, FT_I32, 2, a->dims, 1);
   ft_val *ld = ft_select_n(ft_eq(r, c), 2,

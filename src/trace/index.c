@@ -345,7 +345,8 @@ ft_val *ft_conv(ft_val *lhs, ft_val *rhs, const ft_conv_opts *opts) {
   ft_val *ops[2] = {lhs, rhs};
   ft_tracer *root = ft__root_of(NULL, "conv_general_dilated", 2, ops);
   if (!root) return NULL;
-  ft_conv_opts o = opts ? *opts : (ft_conv_opts){0};
+  ft_conv_opts o;
+  if (!ft__opts(root, "ft_conv_opts", opts, sizeof o, &o)) return NULL;
   int r = lhs->v->aval.rank, ns = r - 2;
   if (ns < 0) {
     ft__fail(root, FT_ERR_SHAPE, "conv_general_dilated: lhs needs rank >= 2, has %d", r);

@@ -67,7 +67,8 @@ ft_val *ft_triangular_solve(ft_val *a, ft_val *b, const ft_triangular_opts *opts
   ft_val *ops[2] = {a, b};
   ft_tracer *root = root_of("triangular_solve", 2, ops);
   if (!root) return NULL;
-  ft_triangular_opts o = opts ? *opts : (ft_triangular_opts){0};
+  ft_triangular_opts o;
+  if (!ft__opts(root, "ft_triangular_opts", opts, sizeof o, &o)) return NULL;
   ft_prim p = FT_P_TRIANGULAR_SOLVE;
   ft_pval *ps = ft__params(root, p);
   if (!ps) return NULL;
@@ -114,10 +115,10 @@ static ft_val *take_rows(ft_val *x, ft_val *perm) {
  * solve with unit-lower L, then with U). b: [..., n, k]. */
 static ft_val *lu_solve(ft_val *lu, ft_val *perm, ft_val *b) {
   ft_val *pb = take_rows(b, perm);
-  ft_val *y = pb ? ft_triangular_solve(lu, pb, &(ft_triangular_opts){.left_side = true, .lower = true,
+  ft_val *y = pb ? ft_triangular_solve(lu, pb, &(ft_triangular_opts){.size = sizeof(ft_triangular_opts), .left_side = true, .lower = true,
                                                                      .unit_diagonal = true})
                  : NULL;
-  return y ? ft_triangular_solve(lu, y, &(ft_triangular_opts){.left_side = true}) : NULL;
+  return y ? ft_triangular_solve(lu, y, &(ft_triangular_opts){.size = sizeof(ft_triangular_opts), .left_side = true}) : NULL;
 }
 
 ft_val *ft_linalg_solve(ft_val *a, ft_val *b) {

@@ -23,6 +23,15 @@ void ft__fail(ft_tracer *t, ft_status st, const char *fmt, ...) {
   va_end(ap);
 }
 
+bool ft__opts(ft_tracer *t, const char *what, const void *src, size_t known, void *dst) {
+  ft_status st = ft_opts_read(t->root->ctx, what, src, known, dst);
+  if (st == FT_OK) return true;
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", ft_ctx_error(t->root->ctx));
+  ft__fail(t, st, "%s", msg);
+  return false;
+}
+
 bool ft_tracer_failed(const ft_tracer *t) { return !t || t->root->failed; }
 
 void ft_tracer_fail(ft_tracer *t, const char *msg) {

@@ -48,6 +48,9 @@ struct ft_tracer {
 /* Records the first error of the trace (formatted like printf) on the root
  * and on ctx; later errors are ignored. */
 void ft__fail(ft_tracer *t, ft_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Reads a sized option struct of a tracing call (ft_opts_read's rules;
+ * NULL gives the defaults, all zero); a bad size fails the trace. */
+bool ft__opts(ft_tracer *t, const char *what, const void *src, size_t known, void *dst);
 /* The root of the trace a set of operands belongs to (the first non-NULL
  * one, else t). Reports a NULL operand as an error of `what` and returns NULL;
  * returns NULL silently when the trace has already failed. */

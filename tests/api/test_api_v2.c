@@ -208,6 +208,52 @@ static int trace_slice(ft_tracer *t, ft_val *const *in, ft_val **out, int max_ou
   return out[0] ? 1 : -1;
 }
 
+/* The trace-time option structs (ft_conv_opts, ft_triangular_opts) are
+ * sized too: size 0 fails the trace, NULL and the _INIT macro are the
+ * defaults. user: 0 NULL, 1 size 0, 2 FT_CONV_OPTS_INIT. */
+static int trace_conv(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out;
+  int how = *(int *)user;
+  ft_conv_opts zero = {0}, init = FT_CONV_OPTS_INIT;
+  out[0] = ft_conv(in[0], in[1], how == 0 ? NULL : how == 1 ? &zero : &init);
+  return out[0] ? 1 : -1;
+}
+
+static int trace_trsv(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
+  (void)t, (void)max_out;
+  int how = *(int *)user;
+  ft_triangular_opts zero = {0}, init = FT_TRIANGULAR_OPTS_INIT;
+  init.left_side = true;
+  out[0] = ft_triangular_solve(in[0], in[0], how == 0 ? NULL : how == 1 ? &zero : &init);
+  return out[0] ? 1 : -1;
+}
+
+static void trace_options(void) {
+  ft_ctx *ctx = ft_ctx_new(NULL);
+  ft_aval cv[2] = {{FT_F32, 4, {1, 2, 5, 5}, false}, {FT_F32, 4, {3, 2, 3, 3}, false}};
+  ft_aval sq = {FT_F32, 2, {3, 3}, false};
+  for (int how = 0; how < 3; how++) {
+    ft_jaxpr *j = ft_trace(ctx, trace_conv, &how, 2, cv);
+    ft_aval av;
+    if (how == 1) {
+      CHECK(j == NULL);
+      CHECK(CONTAINS(ft_ctx_error(ctx), "ft_conv_opts: size is 0"));
+    } else {
+      CHECK(j && ft_jaxpr_output_aval(j, 0, &av) == FT_OK && av.rank == 4 && av.dims[1] == 3 && av.dims[2] == 3);
+    }
+    ft_jaxpr_free(j);
+    j = ft_trace(ctx, trace_trsv, &how, 1, &sq);
+    if (how == 1) {
+      CHECK(j == NULL);
+      CHECK(CONTAINS(ft_ctx_error(ctx), "ft_triangular_opts: size is 0"));
+    } else {
+      CHECK(j != NULL);
+    }
+    ft_jaxpr_free(j);
+  }
+  ft_ctx_free(ctx);
+}
+
 static void lengths(void) {
   ft_ctx *ctx = ft_ctx_new(NULL);
   ft_jaxpr *j = parse(ctx, "{ lambda ; a:f32[3] b:f32[]. let c:f32[3] = mul a b in (c,) }");
@@ -350,6 +396,7 @@ int main(void) {
   sized_options();
   allocator_hook();
   lengths();
+  trace_options();
   array_data();
   per_call_errors();
   printf("%d passed, %d failed\n", pass, fail);

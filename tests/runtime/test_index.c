@@ -691,7 +691,7 @@ static int f_misc(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, vo
   case 2: out[0] = ft_gather(in[0], in[1], &gd, D(1), (ft_gather_mode)7, NULL); break;
   case 3: out[0] = ft_take(in[0], ft_weak_f(t, 1.0), 0); break;
   default: {
-    ft_conv_opts o = {.feature_group_count = 3};
+    ft_conv_opts o = {.size = sizeof(ft_conv_opts), .feature_group_count = 3};
     out[0] = ft_conv(in[0], in[0], &o);
   }
   }

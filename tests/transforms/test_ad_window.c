@@ -123,19 +123,19 @@ static const wcase POOLS[] = {
 };
 
 static const wcase CONVS[] = {
-  {"1d stride 2 rhs dilation", CONV, 3, V(2, 3, 9), V(4, 3, 3), .co = {.window_strides = {2},
+  {"1d stride 2 rhs dilation", CONV, 3, V(2, 3, 9), V(4, 3, 3), .co = {.size = sizeof(ft_conv_opts), .window_strides = {2},
    .padding = {{1, 2}}, .rhs_dilation = {2}}},
-  {"nhwc lhs+rhs dilation", CONV, 4, V(2, 5, 4, 3), V(2, 3, 3, 2), .co = {.window_strides = {2, 1},
+  {"nhwc lhs+rhs dilation", CONV, 4, V(2, 5, 4, 3), V(2, 3, 3, 2), .co = {.size = sizeof(ft_conv_opts), .window_strides = {2, 1},
    .padding = {{1, 0}, {0, 2}}, .lhs_dilation = {1, 2}, .rhs_dilation = {2, 1}, NHWC}},
-  {"nchw feature groups, negative pad", CONV, 4, V(2, 4, 6, 5), V(6, 2, 2, 2), .co = {.window_strides = {2, 1},
+  {"nchw feature groups, negative pad", CONV, 4, V(2, 4, 6, 5), V(6, 2, 2, 2), .co = {.size = sizeof(ft_conv_opts), .window_strides = {2, 1},
    .padding = {{-1, 1}, {1, 1}}, .feature_group_count = 2}},
-  {"nchw batch groups", CONV, 4, V(4, 3, 5, 5), V(4, 3, 2, 3), .co = {.window_strides = {1, 2},
+  {"nchw batch groups", CONV, 4, V(4, 3, 5, 5), V(4, 3, 2, 3), .co = {.size = sizeof(ft_conv_opts), .window_strides = {1, 2},
    .padding = {{1, 0}, {2, 1}}, .lhs_dilation = {2, 1}, .batch_group_count = 2}},
-  {"1d lhs dilation 3 stride 2", CONV, 3, V(1, 2, 5), V(3, 2, 2), .co = {.window_strides = {2},
+  {"1d lhs dilation 3 stride 2", CONV, 3, V(1, 2, 5), V(3, 2, 2), .co = {.size = sizeof(ft_conv_opts), .window_strides = {2},
    .padding = {{0, 1}}, .lhs_dilation = {3}}},
-  {"nhwc depthwise", CONV, 4, V(1, 6, 5, 3), V(3, 2, 1, 3), .co = {.window_strides = {1, 2},
+  {"nhwc depthwise", CONV, 4, V(1, 6, 5, 3), V(3, 2, 1, 3), .co = {.size = sizeof(ft_conv_opts), .window_strides = {1, 2},
    .padding = {{1, 1}, {0, 0}}, .feature_group_count = 3, NHWC}},
-  {"nhwc batch groups", CONV, 4, V(6, 4, 4, 2), V(2, 2, 2, 3), .co = {.window_strides = {1, 1},
+  {"nhwc batch groups", CONV, 4, V(6, 4, 4, 2), V(2, 2, 2, 3), .co = {.size = sizeof(ft_conv_opts), .window_strides = {1, 1},
    .padding = {{0, 1}, {1, 0}}, .rhs_dilation = {1, 2}, .batch_group_count = 3, NHWC}},
 };
 
@@ -301,8 +301,8 @@ END_TEST
  * conv2 with two feature groups. */
 static int convnet(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
   (void)t, (void)max_out, (void)user;
-  ft_conv_opts c1 = {.window_strides = {1, 1}, .padding = {{1, 1}, {1, 1}}};
-  ft_conv_opts c2 = {.window_strides = {1, 1}, .padding = {{0, 0}, {0, 0}}, .feature_group_count = 2};
+  ft_conv_opts c1 = {.size = sizeof(ft_conv_opts), .window_strides = {1, 1}, .padding = {{1, 1}, {1, 1}}};
+  ft_conv_opts c2 = {.size = sizeof(ft_conv_opts), .window_strides = {1, 1}, .padding = {{0, 0}, {0, 0}}, .feature_group_count = 2};
   ft_val *h = ft_tanh(ft_conv(in[0], in[1], &c1));
   h = ft_reduce_window(h, FT_WINDOW_MAX, (int64_t[]){1, 1, 2, 2}, (int64_t[]){1, 1, 2, 2}, NULL, NULL, NULL);
   h = ft_conv(h, in[2], &c2);
@@ -480,7 +480,7 @@ END_TEST
  * program's rounded to f32. */
 static int conv_pet(ft_tracer *t, ft_val *const *in, ft_val **out, int max_out, void *user) {
   (void)t, (void)max_out;
-  ft_conv_opts o = {.window_strides = {2}, .padding = {{1, 0}}, .feature_group_count = 2};
+  ft_conv_opts o = {.size = sizeof(ft_conv_opts), .window_strides = {2}, .padding = {{1, 0}}, .feature_group_count = 2};
   o.has_preferred_element_type = user != NULL, o.preferred_element_type = FT_F64;
   out[0] = sum_all(ft_mul(ft_conv(in[0], in[1], &o), in[2]));
   return out[0] ? 1 : -1;
