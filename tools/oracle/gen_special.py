@@ -22,12 +22,7 @@ import numpy as np  # noqa: E402
 
 import gen_conformance as G  # noqa: E402
 
-NAMES: list[str] = []
-
-
-def mine(name, group, transforms=()):
-    NAMES.append(name)
-    return G.case(name, "prim", group, transforms)
+NAMES, mine = G.prim_collector()
 
 
 def bessel_inputs(rng, dty, edges):
