@@ -136,6 +136,22 @@ static ft_status pack_b_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
   return FT_OK;
 }
 
+/* A routine split over its batch (ft_routine_split_of): items [lo, hi),
+ * each computed as the whole step computes it, so any thread may run any
+ * chunk. */
+static ft_status routine_chunk_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
+  step_task *t = u;
+  const ft_program *p = t->pe->p;
+  ft_ctx *tctx = ft_exec_call_ctx(c);
+  ft_status st = ft_routine_run_range(tctx, p, &p->steps[t->step],
+                                      (void *const *)ft_exec_call_scratch(c), lo, hi);
+  if (st != FT_OK) {
+    ft_exec_fail(c, st, "%s", ft_ctx_error(tctx));
+    ft_ctx_clear_error(tctx);
+  }
+  return st;
+}
+
 static ft_status fallback_task(ft_exec_call *c, void *u, int64_t lo, int64_t hi) {
   step_task *t = u;
   const ft_program *p = t->pe->p;
@@ -172,8 +188,16 @@ static void step_shape(const ft_program *p, const ft_step *s, ft_exec_task *t) {
     t->extent = s->gemm->B * ft_gemm_blocks(s->gemm->M, s->gemm->N, s->gemm->K);
     t->grain = 1;
     break;
+  case FT_STEP_ROUTINE: /* a native routine (src/lower/routines.c): one chunk, or its batch in
+                          chunks (linalg members, fft rows; ft_routine_split_of) */
+    if (s->grain > 0) {
+      t->fn = routine_chunk_task;
+      t->extent = s->extent;
+      t->grain = s->grain;
+      break;
+    }
+    /* fall through */
   case FT_STEP_FALLBACK:
-  case FT_STEP_ROUTINE: /* a native routine (src/lower/routines.c): one task */
   case FT_STEP_CONTROL: /* one task: the sub-programs run inside it (src/lower/control.c) */
     t->fn = fallback_task;
     t->extent = 1;

@@ -1281,6 +1281,8 @@ static bool place_routine(planner *P, const ft_eqn *e, int idx, void *rt) {
   s->n_in = e->n_in, s->n_out = e->n_out + ns;
   s->in = in, s->out = out;
   s->rt = rt;
+  ft_routine_split sp; /* batch chunks the executor may run at once */
+  if (ft_routine_split_of(e, &sp)) s->extent = sp.extent, s->grain = sp.grain, s->slot = sp.slot;
   return true;
 }
 

@@ -159,7 +159,10 @@ typedef struct ft_step {
   int n_in, n_out;
   int *in, *out;      /* buffer ids; -1: a literal (in) / dropped (out) */
   int kernel;         /* KERNEL: index into program->kernels */
-  int64_t extent;     /* KERNEL: the range [0, extent) of lo..hi */
+  int64_t extent;     /* KERNEL: the range [0, extent) of lo..hi; ROUTINE split over its
+                         batch (grain > 0): its batch members (linalg) or rows (fft) */
+  int64_t grain;      /* ROUTINE: items per chunk when it splits (ft_routine_split), else 0 */
+  size_t slot;        /* ROUTINE split: bytes of scratch per chunk (chunk c uses slot c) */
   ft_gemm_plan *gemm;
   ft_jaxpr *sub;      /* FALLBACK: the one-equation jaxpr the interpreter runs */
   ft_kernel_fn fn;    /* KERNEL: bound after compilation */
@@ -248,6 +251,21 @@ int ft_routine_scratch(const ft_eqn *e, size_t bytes[2]);
  * and *why (static) when it cannot be made: the equation falls back. */
 bool ft_routine_prepare(const ft_eqn *e, void **state, const char **why);
 void ft_routine_state_free(const ft_eqn *e, void *state);
+/* How e's routine splits into chunks the executor's threads may run at
+ * once, each computing its items exactly as the whole call does: linalg
+ * rule bodies over their batch members (ft_linalg_members; each chunk with
+ * a scratch slot of its own, slot bytes, in the step's scratch buffer),
+ * fft over its rows in FFT chunks (ft_fft_chunk_rows). extent items in
+ * chunks of grain, both from the shape alone. False: one chunk. */
+typedef struct ft_routine_split {
+  int64_t extent, grain;
+  size_t slot;
+} ft_routine_split;
+bool ft_routine_split_of(const ft_eqn *e, ft_routine_split *sp);
+/* Runs items [lo, hi) of a split routine step (lo a multiple of s->grain;
+ * hi one too, or s->extent); the same bits as ft_routine_run gives them. */
+ft_status ft_routine_run_range(ft_ctx *ctx, const ft_program *p, const ft_step *s,
+                               void *const *kbufs, int64_t lo, int64_t hi);
 /* Runs a routine step (buffers bound in kbufs). Never allocates (except
  * split/concatenate of more than 64 parts); fails only where the
  * interpreter's rule body would (the equations were checked at planning). */

@@ -208,8 +208,50 @@ bool ft_routine_native(const ft_eqn *e, const char **why) {
 /* ---------------------------------------------------- state and scratch */
 typedef struct fft_state {
   ft_fft_geom g;
-  void *plan;
+  int rows;             /* rows per chunk (ft_fft_chunk_rows) */
+  void *plan;           /* a full chunk's */
+  void *plan_rem;       /* the last chunk's when it is shorter (howmany % rows rows), else NULL */
 } fft_state;
+
+/* The scratch of a split linalg step: one slot per chunk, together at most
+ * this many bytes (or one slot, when a slot is larger): a batch of big
+ * eighs then runs in fewer, longer chunks rather than take a slot each. */
+#define LINALG_SCRATCH_CAP ((size_t)32 << 20)
+
+static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* linalg over its batch members: chunks of about FT_EXEC_CHUNK_WORK units
+ * of work (a member's elements times its last dim: n^3 for an n x n
+ * factorization), as the executor cuts a kernel. */
+static bool linalg_split(const ft_eqn *e, ft_routine_split *sp) {
+  int64_t members = ft_linalg_members(e);
+  if (members < 2) return false;
+  const ft_aval *a = &e->in[0]->aval;
+  int64_t last = a->dims[a->rank - 1], per = ft_aval_size(a) / members;
+  int64_t grain = ft_exec_grain(members, per * (last > 1 ? last : 1));
+  size_t slot = round64(ft_rule_scratch(e));
+  if (slot > 0) {
+    int64_t cap = (int64_t)(LINALG_SCRATCH_CAP / slot);
+    if (cap < 1) cap = 1;
+    if ((members + grain - 1) / grain > cap) grain = (members + cap - 1) / cap;
+  }
+  if (grain >= members) return false;
+  *sp = (ft_routine_split){.extent = members, .grain = grain, .slot = slot};
+  return true;
+}
+
+bool ft_routine_split_of(const ft_eqn *e, ft_routine_split *sp) {
+  if (e->prim == FT_P_FFT) {
+    ft_fft_geom g;
+    if (ft_fft_geometry(NULL, e, &e->in[0]->aval, &e->out[0]->aval, &g) || g.howmany < 2) return false;
+    int rows = ft_fft_chunk_rows(&g);
+    if (rows >= g.howmany) return false;
+    *sp = (ft_routine_split){.extent = g.howmany, .grain = rows};
+    return true;
+  }
+  if (!ft_linalg_rule_into_for(e->prim)) return false;
+  return linalg_split(e, sp);
+}
 
 int ft_routine_scratch(const ft_eqn *e, size_t bytes[2]) {
   if (e->prim == FT_P_FFT) {
@@ -223,6 +265,9 @@ int ft_routine_scratch(const ft_eqn *e, size_t bytes[2]) {
   if (!ft_rule_into_for(e->prim) || (ft_prim_get(e->prim)->family == FT_FAM_CUMULATIVE && cum_native(e)))
     return 0;
   bytes[0] = ft_rule_scratch(e);
+  ft_routine_split sp;
+  if (bytes[0] && ft_routine_split_of(e, &sp)) /* a slot per chunk */
+    bytes[0] = sp.slot * (size_t)((sp.extent + sp.grain - 1) / sp.grain);
   return bytes[0] ? 1 : 0;
 }
 
@@ -239,9 +284,14 @@ bool ft_routine_prepare(const ft_eqn *e, void **state, const char **why) {
      * the alignment class of the arena's buffers and of the interpreter's */
     void *in = aligned_alloc(64, (f->g.in_bytes + 63) & ~(size_t)63);
     void *out = aligned_alloc(64, (f->g.out_bytes + 63) & ~(size_t)63);
-    f->plan = in && out ? ft_fft_plan(&f->g, in, out) : NULL;
+    f->rows = ft_fft_chunk_rows(&f->g);
+    int rem = f->g.howmany % f->rows;
+    ft_fft_geom gm = ft_fft_rows_geom(&f->g, f->rows), gr = ft_fft_rows_geom(&f->g, rem);
+    f->plan = in && out ? ft_fft_plan(&gm, in, out) : NULL;
+    f->plan_rem = f->plan && rem ? ft_fft_plan(&gr, in, out) : NULL;
     free(in), free(out);
-    if (!f->plan) {
+    if (!f->plan || (rem && !f->plan_rem)) {
+      ft_fft_plan_free(&gm, f->plan);
       if (why) *why = "fft: FFTW could not plan the transform";
       free(f);
       return false;
@@ -256,6 +306,7 @@ void ft_routine_state_free(const ft_eqn *e, void *state) {
   if (e->prim == FT_P_FFT) {
     fft_state *f = state;
     ft_fft_plan_free(&f->g, f->plan);
+    ft_fft_plan_free(&f->g, f->plan_rem);
   }
   free(state);
 }
@@ -563,23 +614,26 @@ static void run_cumulative(const ft_eqn *e, const ft_step *s, void *const *kbufs
 }
 
 /* ------------------------------------------------------------------ fft */
-static void run_fft(const ft_eqn *e, const ft_step *s, void *const *kbufs) {
+/* Rows [lo, hi) in the interpreter's chunks (ft_fft_run_rows). A copy goes
+ * through the scratch at the rows' own offsets, so chunks running at once
+ * touch disjoint bytes. */
+static void run_fft(const ft_step *s, void *const *kbufs, int64_t lo, int64_t hi) {
   const fft_state *f = s->rt;
   const ft_fft_geom *g = &f->g;
-  void *src = kbufs[s->in[0]], *dst = kbufs[s->out[0]];
+  char *src = kbufs[s->in[0]], *dst = kbufs[s->out[0]];
   if (g->howmany == 0) { /* nothing to transform: the interpreter's zeros */
     if (g->out_bytes) memset(dst, 0, g->out_bytes);
     return;
   }
-  (void)e;
-  void *in = src, *out = dst;
+  size_t ir = g->in_bytes / (size_t)g->howmany, orow = g->out_bytes / (size_t)g->howmany;
+  char *in = src, *out = dst;
   if (g->type == FT_FFT_C2R || !ft_fft_aligned(g, src)) {
     in = kbufs[s->out[1]];
-    memcpy(in, src, g->in_bytes);
+    memcpy(in + ir * (size_t)lo, src + ir * (size_t)lo, ir * (size_t)(hi - lo));
   }
   if (!ft_fft_aligned(g, dst)) out = kbufs[s->out[2]];
-  ft_fft_run(g, f->plan, in, out);
-  if (out != dst) memcpy(dst, out, g->out_bytes);
+  ft_fft_run_rows(g, f->rows, f->plan, f->plan_rem, in, out, lo, hi);
+  if (out != dst) memcpy(dst + orow * (size_t)lo, out + orow * (size_t)lo, orow * (size_t)(hi - lo));
 }
 
 /* -------------------------------------------------------------- convert */
@@ -617,6 +671,29 @@ static ft_status run_rule(ft_ctx *ctx, const ft_eqn *e, const ft_step *s, void *
   return ft_rule_into_for(e->prim)(ctx, e, ip, op, scratch);
 }
 
+ft_status ft_routine_run_range(ft_ctx *ctx, const ft_program *p, const ft_step *s,
+                               void *const *kbufs, int64_t lo, int64_t hi) {
+  const ft_eqn *e = &p->j->eqns[s->eqn];
+  if (s->grain <= 0 || lo < 0 || hi > s->extent || lo > hi)
+    return ft_set_error(ctx, FT_ERR_INTERNAL, "jit: routine step for equation %d: items [%lld, %lld) "
+                        "of %lld", s->eqn, (long long)lo, (long long)hi, (long long)s->extent);
+  if (lo == hi) return FT_OK;
+  if (e->prim == FT_P_FFT) {
+    run_fft(s, kbufs, lo, hi);
+    return FT_OK;
+  }
+  /* linalg: the rule body on members [lo, hi), with the chunk's own
+   * scratch slot */
+  ft_array iv[16], ov[16], *ip[16], *op[16];
+  for (int k = 0; k < e->n_in; k++) iv[k] = view_of(e->in[k], kbufs[s->in[k]]), ip[k] = &iv[k];
+  for (int k = 0; k < e->n_out; k++) ov[k] = view_of(e->out[k], kbufs[s->out[k]]), op[k] = &ov[k];
+  char *scratch = s->n_out > e->n_out ? (char *)kbufs[s->out[e->n_out]] + s->slot * (size_t)(lo / s->grain)
+                                      : NULL;
+  ft_status st = ft_linalg_run_members(ctx, e, ip, op, scratch, lo, hi);
+  if (st) ft_error_prefix(ctx, "jit: routine step for equation %d", s->eqn);
+  return st;
+}
+
 ft_status ft_routine_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs) {
   const ft_eqn *e = &p->j->eqns[s->eqn];
   ft_status st = FT_OK;
@@ -630,7 +707,7 @@ ft_status ft_routine_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
     memset(kbufs[s->out[0]], 0, ft_dtype_size(e->out[0]->aval.dtype) *
                                     (size_t)ft_aval_size(&e->out[0]->aval));
     break;
-  case FT_P_FFT: run_fft(e, s, kbufs); break;
+  case FT_P_FFT: run_fft(s, kbufs, 0, ((const fft_state *)s->rt)->g.howmany); break;
   case FT_P_CONVERT_ELEMENT_TYPE: case FT_P_BITCAST_CONVERT_TYPE: run_convert(e, s, kbufs); break;
   default:
     if (ft_prim_get(e->prim)->family == FT_FAM_CUMULATIVE && cum_native(e)) run_cumulative(e, s, kbufs);

@@ -558,6 +558,55 @@ void ft_fft_run(const ft_fft_geom *g, void *plan, void *in, void *out) {
   }
 }
 
+/* Rows per chunk: about FFT_CHUNK_ELEMS elements of transform (so a chunk
+ * is a few hundred microseconds of FFTW), at most FFT_MAX_CHUNKS chunks,
+ * and a multiple of the rows that keep every chunk's input and output at
+ * 64-byte offsets from the arrays' starts (the planning arrays' alignment
+ * class). A function of the geometry only. */
+enum { FFT_CHUNK_ELEMS = 1 << 16, FFT_MAX_CHUNKS = 256 };
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return a;
+}
+
+int ft_fft_chunk_rows(const ft_fft_geom *g) {
+  int64_t h = g->howmany;
+  if (h <= 1) return 1;
+  int64_t in_row = (int64_t)(g->in_bytes / (size_t)h), out_row = (int64_t)(g->out_bytes / (size_t)h);
+  int64_t qi = 64 / gcd64(in_row, 64), qo = 64 / gcd64(out_row, 64);
+  int64_t q = qi / gcd64(qi, qo) * qo; /* lcm: both offsets multiples of 64 */
+  int64_t rows = FFT_CHUNK_ELEMS / (g->nreal > 0 ? g->nreal : 1);
+  if (rows < (h + FFT_MAX_CHUNKS - 1) / FFT_MAX_CHUNKS) rows = (h + FFT_MAX_CHUNKS - 1) / FFT_MAX_CHUNKS;
+  if (rows < 1) rows = 1;
+  rows = (rows + q - 1) / q * q;
+  return (int)(rows < h ? rows : h);
+}
+
+ft_fft_geom ft_fft_rows_geom(const ft_fft_geom *g, int rows) {
+  ft_fft_geom r = *g;
+  if (g->howmany > 0) {
+    r.in_bytes = g->in_bytes / (size_t)g->howmany * (size_t)rows;
+    r.out_bytes = g->out_bytes / (size_t)g->howmany * (size_t)rows;
+  }
+  r.howmany = rows;
+  return r;
+}
+
+void ft_fft_run_rows(const ft_fft_geom *g, int rows, void *plan, void *plan_rem, void *in, void *out,
+                     int64_t lo, int64_t hi) {
+  size_t in_row = g->in_bytes / (size_t)g->howmany, out_row = g->out_bytes / (size_t)g->howmany;
+  ft_fft_geom gm = ft_fft_rows_geom(g, rows), gr = ft_fft_rows_geom(g, g->howmany % rows);
+  for (int64_t r0 = lo; r0 < hi; r0 += rows) {
+    bool rem = r0 + rows > g->howmany;
+    ft_fft_run(rem ? &gr : &gm, rem ? plan_rem : plan, (char *)in + in_row * (size_t)r0,
+               (char *)out + out_row * (size_t)r0);
+  }
+}
+
 ft_status ft_interp_fft(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
   const ft_array *a = in[0];
   ft_fft_geom g;
@@ -571,13 +620,20 @@ ft_status ft_interp_fft(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_ar
     st = ft_ctx_status(ctx);
     goto fail;
   }
-  void *plan = ft_fft_plan(&g, tmp->data, o->data);
-  if (!plan) {
+  /* in chunks of rows, as the JIT's routine step runs them (one plan for
+   * the full chunks, one for the last when it is shorter) */
+  int rows = ft_fft_chunk_rows(&g), rem = g.howmany % rows;
+  ft_fft_geom gm = ft_fft_rows_geom(&g, rows), gr = ft_fft_rows_geom(&g, rem);
+  void *plan = ft_fft_plan(&gm, tmp->data, o->data);
+  void *plan_rem = plan && rem ? ft_fft_plan(&gr, tmp->data, o->data) : NULL;
+  if (!plan || (rem && !plan_rem)) {
+    ft_fft_plan_free(&gm, plan);
     st = ft_set_error(ctx, FT_ERR_RUNTIME, "fft: FFTW could not plan the transform");
     goto fail;
   }
-  ft_fft_run(&g, plan, tmp->data, o->data);
-  ft_fft_plan_free(&g, plan);
+  ft_fft_run_rows(&g, rows, plan, plan_rem, tmp->data, o->data, 0, g.howmany);
+  ft_fft_plan_free(&gm, plan);
+  ft_fft_plan_free(&gr, plan_rem);
   ft_array_free(tmp);
   return FT_OK;
 fail:

@@ -74,6 +74,74 @@ ft_status ft_lapack_batch(ft_ctx *ctx, const char *what, int64_t nbatch, ft_lapa
   return FT_OK;
 }
 
+/* ------------------------------------------------- batch members in chunks */
+/* The core rank of operand 0 (the dims of one member): a vector for the
+ * pivots and for tridiagonal_solve's first diagonal, a matrix for the
+ * others; 0 for cholesky_update, which has no batch dims (as JAX). */
+static int core_rank0(ft_prim p) {
+  switch (p) {
+  case FT_P_LU_PIVOTS_TO_PERMUTATION: case FT_P_TRIDIAGONAL_SOLVE: return 1;
+  case FT_P_CHOLESKY_UPDATE: return 0;
+  default: return 2;
+  }
+}
+
+/* Whether aval v starts with the nb dims of b. */
+static bool leads_with(const ft_aval *v, const int64_t *b, int nb) {
+  if (v->rank < nb) return false;
+  for (int d = 0; d < nb; d++)
+    if (v->dims[d] != b[d]) return false;
+  return true;
+}
+
+int64_t ft_linalg_members(const ft_eqn *e) {
+  int core = core_rank0(e->prim);
+  if (!ft_linalg_rule_into_for(e->prim) || core == 0 || e->n_in < 1 || e->n_in > FT_LINALG_MAX_ARGS ||
+      e->n_out > FT_LINALG_MAX_ARGS)
+    return 0;
+  const ft_aval *a = &e->in[0]->aval;
+  int nb = a->rank - core;
+  if (nb < 1) return 0;
+  int64_t members = 1;
+  for (int d = 0; d < nb; d++) members *= a->dims[d];
+  if (members < 1) return 0;
+  /* every operand and result carries the batch dims in front: member b of
+   * each is its b-th contiguous block (the rule bodies' member loops index
+   * them so); a literal or an unbatched operand keeps the equation whole */
+  for (int k = 0; k < e->n_in; k++)
+    if (e->in[k]->kind != FT_VAR || !leads_with(&e->in[k]->aval, a->dims, nb)) return 0;
+  for (int k = 0; k < e->n_out; k++)
+    if (!leads_with(&e->out[k]->aval, a->dims, nb)) return 0;
+  return members;
+}
+
+/* A view of members [lo, hi) of x (members in all, nb batch dims): the
+ * batch dims become (1, ..., 1, hi - lo), the data starts at member lo. */
+static ft_array members_view(const ft_array *x, int nb, int64_t members, int64_t lo, int64_t hi) {
+  ft_array v = {.aval = x->aval};
+  size_t per = (size_t)ft_aval_size(&x->aval) / (size_t)members * ft_dtype_size(x->aval.dtype);
+  for (int d = 0; d < nb; d++) v.aval.dims[d] = 1;
+  v.aval.dims[nb - 1] = hi - lo;
+  v.data = (char *)x->data + per * (size_t)lo;
+  v.nbytes = per * (size_t)(hi - lo);
+  v.borrowed = true;
+  return v;
+}
+
+ft_status ft_linalg_run_members(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                ft_array *const *out, void *scratch, int64_t lo, int64_t hi) {
+  int64_t members = ft_linalg_members(e);
+  if (members < 1 || lo < 0 || hi > members || lo >= hi)
+    return ft_set_error(ctx, FT_ERR_INTERNAL, "%s: batch members [%lld, %lld) of %lld",
+                        ft_prim_get(e->prim)->name, (long long)lo, (long long)hi, (long long)members);
+  int nb = e->in[0]->aval.rank - core_rank0(e->prim);
+  ft_array iv[FT_LINALG_MAX_ARGS], ov[FT_LINALG_MAX_ARGS];
+  ft_array *ip[FT_LINALG_MAX_ARGS], *op[FT_LINALG_MAX_ARGS];
+  for (int k = 0; k < e->n_in; k++) iv[k] = members_view(in[k], nb, members, lo, hi), ip[k] = &iv[k];
+  for (int k = 0; k < e->n_out; k++) ov[k] = members_view(out[k], nb, members, lo, hi), op[k] = &ov[k];
+  return ft_linalg_rule_into_for(e->prim)(ctx, e, ip, op, scratch);
+}
+
 /* ------------------------------------------------------------- dispatch */
 /* Each half of issue 20 lists its primitives in its own function, so the
  * two lists merge without touching each other. */

@@ -210,6 +210,18 @@ void ft_fft_plan_free(const ft_fft_geom *g, void *plan);
 bool ft_fft_aligned(const ft_fft_geom *g, const void *p);
 /* Executes and normalizes (ifft, irfft) into out; c2r overwrites in. */
 void ft_fft_run(const ft_fft_geom *g, void *plan, void *in, void *out);
+/* Both engines transform g's rows (its howmany transforms) in chunks of
+ * ft_fft_chunk_rows(g) rows, a function of the geometry alone: one plan of
+ * ft_fft_rows_geom(g, rows) runs every full chunk, one of the remainder
+ * (howmany % rows rows) the last chunk when it is shorter. Chunk offsets
+ * are multiples of 64 bytes, so every chunk runs the plans' codelets, and
+ * the JIT runs the chunks on the executor's threads: which thread runs a
+ * chunk never changes its bits. ft_fft_run_rows runs the chunks of rows
+ * [lo, hi) (lo a multiple of rows; hi one too, or howmany). */
+int ft_fft_chunk_rows(const ft_fft_geom *g);
+ft_fft_geom ft_fft_rows_geom(const ft_fft_geom *g, int rows);
+void ft_fft_run_rows(const ft_fft_geom *g, int rows, void *plan, void *plan_rem, void *in, void *out,
+                     int64_t lo, int64_t hi);
 /* The one GEMM routine of the project (interpreter and JIT): C[m,n] =
  * sum_k A[m,k] B[k,n], row-major, leading dimensions lda/ldb/ldc, computed
  * by single-threaded OpenBLAS so the bits never depend on the thread count.
@@ -353,6 +365,23 @@ size_t ft_rule_scratch(const ft_eqn *e);
 ft_rule_into_fn ft_linalg_rule_into_for(ft_prim p);
 size_t ft_linalg_rule_scratch(const ft_eqn *e);
 bool ft_linalg_writes_all(const ft_eqn *e);
+/* lapack.c: a linear-algebra equation's batch members, so they can run in
+ * chunks on the executor's threads (the JIT's routine steps, src/lower/
+ * routines.c). The number of members when every operand and result
+ * carries the same leading batch dims (their product), else 0 (the
+ * equation runs whole). Member b of each operand and result is its b-th
+ * contiguous block, which only the rule body's iteration for b reads or
+ * writes. */
+enum { FT_LINALG_MAX_ARGS = 16 };
+int64_t ft_linalg_members(const ft_eqn *e);
+/* Runs e's rule body on members [lo, hi) only, on views of in[] and out[]
+ * whose batch dims are (1, ..., 1, hi - lo), starting at member lo: each
+ * member makes the same LAPACK calls on the same bytes at the same
+ * addresses as in the whole call, with scratch of its own of
+ * ft_linalg_rule_scratch(e) bytes, so every partition of the batch gives
+ * the whole call's bits. */
+ft_status ft_linalg_run_members(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
+                                ft_array *const *out, void *scratch, int64_t lo, int64_t hi);
 /* (the parts of ft_rule_scratch that live next to their bodies) */
 size_t ft_reduce_window_scratch(const ft_eqn *e);
 size_t ft_top_k_scratch(const ft_eqn *e);
