@@ -63,7 +63,7 @@ static LLVMValueRef c64(cg *G, int64_t v) { return ci(G->i64, v); }
 static LLVMValueRef declare(cg *G, const char *name, LLVMTypeRef ret, int n, LLVMTypeRef a0) {
   LLVMValueRef f = LLVMGetNamedFunction(G->m, name);
   if (f) return f;
-  LLVMTypeRef args[2] = {a0, a0};
+  LLVMTypeRef args[3] = {a0, a0, a0};
   return LLVMAddFunction(G->m, name, LLVMFunctionType(ret, args, (unsigned)n, 0));
 }
 
@@ -79,6 +79,16 @@ static LLVMValueRef vm(cg *G, const char *name, ft_dtype dt, LLVMValueRef a, LLV
   char n[64];
   snprintf(n, sizeof n, "ft_vm_%s_%s", name, dt == FT_F64 ? "f64" : "f32");
   return call(G, n, ty(G, dt), b2 ? 2 : 1, a, b2);
+}
+
+/* The same for a function of three arguments (vmath.def's VM_TERNARY). */
+static LLVMValueRef vm3(cg *G, const char *name, ft_dtype dt, LLVMValueRef a, LLVMValueRef b,
+                        LLVMValueRef c) {
+  char n[64];
+  snprintf(n, sizeof n, "ft_vm_%s_%s", name, dt == FT_F64 ? "f64" : "f32");
+  LLVMValueRef f = declare(G, n, ty(G, dt), 3, ty(G, dt));
+  LLVMValueRef args[3] = {a, b, c};
+  return LLVMBuildCall2(G->b, LLVMGlobalGetValueType(f), f, args, 3, "");
 }
 
 /* An LLVM intrinsic on one float type (llvm.floor.f32 ...). */
@@ -292,6 +302,16 @@ static LLVMValueRef int_div(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b, 
   LLVMValueRef safe = LLVMBuildSelect(B, bz, ci(t, 1), b, "");
   if (rem) return LLVMBuildSelect(B, bz, a, LLVMBuildURem(B, a, safe, ""), "");
   return LLVMBuildSelect(B, bz, ci(t, -1), LLVMBuildUDiv(B, a, safe, ""), "");
+}
+
+/* The elementwise operations of three operands (FT_FAM_TERNARY): float only. */
+static LLVMValueRef ternary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef a, LLVMValueRef b,
+                            LLVMValueRef c) {
+  if (!isf(dt)) return NULL;
+  switch (e->prim) {
+  case FT_P_REGULARIZED_INCOMPLETE_BETA: return vm3(G, "betainc", dt, a, b, c);
+  default: return NULL;
+  }
 }
 
 static LLVMValueRef int_shift(cg *G, ft_prim p, ft_dtype dt, LLVMValueRef a, LLVMValueRef b) {
@@ -641,6 +661,7 @@ static LLVMValueRef half_elem(cg *G, const ft_knode *n, LLVMValueRef *a) {
     r = binary(G, e, FT_F32, w[0], w[1]);
     break;
   case FT_FAM_COMPARE: return compare(G, e->prim, FT_F32, w[0], w[1]);
+  case FT_FAM_TERNARY: r = ternary(G, e, FT_F32, w[0], w[1], w[2]); break;
   case FT_FAM_SELECT: r = clamp(G, FT_F32, w[0], w[1], w[2]); break;
   default: return NULL;
   }
@@ -791,6 +812,14 @@ static LLVMValueRef cpx_elem(cg *G, const ft_knode *n, LLVMValueRef *a) {
   case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
     return cpack(G, od, via_f64(G, part_dt(od), cre(G, a[0])), via_f64(G, part_dt(od), cim(G, a[0])));
   case FT_P_SQUARE: return cpx_mul(G, od, a[0], a[0]);
+  case FT_P_SIGN: { /* x / |x| part by part, 0 at 0 (the interpreter's unary_cpx) */
+    ft_dtype pd = part_dt(od);
+    LLVMValueRef re = cre(G, a[0]), im = cim(G, a[0]), zero = fconst(G, pd, 0.0);
+    LLVMValueRef m = call(G, od == FT_C128 ? "hypot" : "hypotf", ty(G, pd), 2, re, im);
+    LLVMValueRef z = LLVMBuildFCmp(B, LLVMRealOEQ, m, zero, "");
+    return cpack(G, od, LLVMBuildSelect(B, z, zero, LLVMBuildFDiv(B, re, m, ""), ""),
+                 LLVMBuildSelect(B, z, zero, LLVMBuildFDiv(B, im, m, ""), ""));
+  }
   case FT_P_ABS:
     return call(G, cd == FT_C128 ? "hypot" : "hypotf", ty(G, part_dt(cd)), 2, cre(G, a[0]), cim(G, a[0]));
   case FT_P_ADD: case FT_P_ADD_ANY:
@@ -853,6 +882,7 @@ static LLVMValueRef elem(cg *G, const ft_knode *n, LLVMValueRef *v, const ft_kno
     return unary(G, e, n->dt, a[0]);
   case FT_FAM_BINARY: return binary(G, e, n->dt, a[0], a[1]);
   case FT_FAM_COMPARE: return compare(G, e->prim, id, a[0], a[1]);
+  case FT_FAM_TERNARY: return ternary(G, e, n->dt, a[0], a[1], a[2]);
   case FT_FAM_SELECT:
     if (e->prim == FT_P_CLAMP) return clamp(G, n->dt, a[0], a[1], a[2]);
     return select_n(G, id, a[0], n->n_in - 1, a + 1);

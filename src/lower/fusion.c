@@ -164,7 +164,7 @@ static bool cpx_native(const ft_eqn *e, ft_dtype id, ft_dtype od, const char **w
   case FT_P_CONJ: if (co && (ci ? od == id : id == part_of(od))) return true; break;
   case FT_P_COMPLEX: if (co && same && id == part_of(od) && e->n_in == 2) return true; break;
   case FT_P_NEG: case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: case FT_P_SQUARE:
-  case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
+  case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: case FT_P_SIGN:
     if (ci && od == id) return true;
     break;
   case FT_P_ABS: if (ci && od == part_of(id)) return true; break;
@@ -266,6 +266,9 @@ bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
     default: goto bad;
     }
   case FT_FAM_COMPARE: return true;
+  case FT_FAM_TERNARY: /* regularized_incomplete_beta: ft_vm_betainc_* */
+    if (!fl || e->prim != FT_P_REGULARIZED_INCOMPLETE_BETA) goto bad;
+    return true;
   case FT_FAM_SELECT:
     if (e->prim == FT_P_SELECT_N && (e->n_in < 2 || e->n_in > 16)) goto bad;
     return true;
@@ -1702,8 +1705,8 @@ const char *ft_lower_rule_status(ft_prim p) {
   switch (ft_prim_get(p)->family) {
   case FT_FAM_UNARY:
     return NULL; /* reduce_precision: a routine step (the interpreter's body) */
-  case FT_FAM_BINARY: case FT_FAM_COMPARE: case FT_FAM_SELECT: case FT_FAM_CONVERT:
-  case FT_FAM_REDUCE: case FT_FAM_DOT: case FT_FAM_CONTROL:
+  case FT_FAM_BINARY: case FT_FAM_COMPARE: case FT_FAM_TERNARY: case FT_FAM_SELECT:
+  case FT_FAM_CONVERT: case FT_FAM_REDUCE: case FT_FAM_DOT: case FT_FAM_CONTROL:
     return NULL;
   case FT_FAM_LAYOUT:
     switch (p) {

@@ -250,6 +250,8 @@ static cpx_fn cpx_transcendental(ft_prim p) {
   case FT_P_TANH: return ft_vm_ctanh_f64;
   case FT_P_LOG1P: return ft_vm_clog1p_f64;
   case FT_P_EXPM1: return ft_vm_cexpm1_f64;
+  case FT_P_EXP2: return ft_vm_cexp2_f64;
+  case FT_P_LOGISTIC: return ft_vm_clogistic_f64;
   case FT_P_RSQRT: return ft_vm_crsqrt_f64;
   case FT_P_ASIN: return ft_vm_casin_f64;
   case FT_P_ACOS: return ft_vm_cacos_f64;
@@ -272,6 +274,17 @@ static bool unary_cpx(ft_prim p, double complex x, ft_dtype dt, double complex *
   }
   switch (p) {
   case FT_P_NEG: *r = -x; return true;
+  case FT_P_SIGN: { /* XLA's: x / |x| part by part in the part type, 0 at 0 (|x| as abs) */
+    double a = creal(x), b = cimag(x);
+    if (c64) {
+      float fa = (float)a, fb = (float)b, m = hypotf(fa, fb);
+      *r = m == 0.0f ? CMPLX(0.0, 0.0) : CMPLX((double)(fa / m), (double)(fb / m));
+    } else {
+      double m = hypot(a, b);
+      *r = m == 0.0 ? CMPLX(0.0, 0.0) : CMPLX(a / m, b / m);
+    }
+    return true;
+  }
   case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; return true;
   case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: *r = x; return true;
   case FT_P_ONE_MINUS_SQUARE: {
@@ -713,6 +726,37 @@ ft_status ft_interp_binary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
 unsup:
   free_operands(&ops);
   st = unsupported(ctx, e, dt);
+fail:
+  ft_array_free(out[0]);
+  out[0] = NULL;
+  return st;
+}
+
+/* ----------------------------------------------------------------- ternary */
+/* regularized_incomplete_beta(a, b, x): real floats only (the shape rule);
+ * f16/bf16 computed in f32 and rounded once, as JAX's _up_and_broadcast. */
+ft_status ft_interp_ternary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  ft_array *o = out[0];
+  ft_dtype dt = o->aval.dtype;
+  int64_t n = ft_array_size(o), s[3];
+  operands ops;
+  if ((st = check_operands(ctx, e, in, 3, n, s, &ops))) goto fail;
+  const ft_array *a = ops.ops[0], *b = ops.ops[1], *x = ops.ops[2];
+  if (e->prim != FT_P_REGULARIZED_INCOMPLETE_BETA || wkind_of(dt) == WK_INT || wkind_of(dt) == WK_CPX) {
+    free_operands(&ops);
+    st = unsupported(ctx, e, dt);
+    goto fail;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double av = ft_get_f64(a, i * s[0]), bv = ft_get_f64(b, i * s[1]), xv = ft_get_f64(x, i * s[2]);
+    double r = wkind_of(dt) == WK_F64 ? FTM(betainc, f64)(av, bv, xv)
+                                      : (double)FTM(betainc, f32)((float)av, (float)bv, (float)xv);
+    ft_set_f64(o, i, r);
+  }
+  free_operands(&ops);
+  return FT_OK;
 fail:
   ft_array_free(out[0]);
   out[0] = NULL;

@@ -117,7 +117,5 @@ const conf_known conf_known_failures[] = {
     {"*sweep_jnp_divide__bcast_*", "vmap:jax:jit", XLA_RECIPROCAL},
     {"*sweep_jnp_prod__axall_*", "jvp:jax:jit", CANCELLATION},
     {"*sweep_jnp_sum__axall_*", "jvp:jax:jit", CANCELLATION},
-    {"*sweep_sp_betainc_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
-    {"*sweep_st_beta_cdf_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
 };
 const int conf_n_known_failures = (int)(sizeof conf_known_failures / sizeof conf_known_failures[0]);

@@ -1,7 +1,8 @@
 /* tests/lower/test_complex_math.c: complex64/complex128 exp, log, sqrt,
  * sin, cos, tan, sinh, cosh, tanh, log1p, expm1, pow, asin, acos, atan,
  * asinh, acosh, atanh (on and beside their branch cuts) with their jvps,
- * and the jvp of abs on complex input, against JAX 0.12's results (fixtures/complex_math, from
+ * exp2, logistic and sign with their jvps, and the jvp of abs on complex
+ * input, against JAX 0.12's results (fixtures/complex_math, from
  * tools/oracle/gen_complex_math.py): each part within 8 eps of the larger
  * part's magnitude (XLA computes complex64 in single precision, we in
  * double rounded once; a non-finite part of JAX's result is matched
@@ -148,8 +149,9 @@ START_TEST(complex_math_vs_jax) {
     ft_array_free(in[1]);
     done++;
   }
-  /* 11 functions, pow, abs's jvp, 6 inverse functions and their jvps, for c64 and c128 */
-  ck_assert_int_eq(done, 50);
+  /* 11 functions, pow, abs's jvp, 6 inverse functions and their jvps, exp2,
+   * logistic, sign and their jvps, for c64 and c128 */
+  ck_assert_int_eq(done, 62);
   ft_ctx_free(Cx);
   json_decref(root);
 }

@@ -16,6 +16,8 @@ void ft_vm_ccosh_f64(double a, double b, double *re, double *im);
 void ft_vm_ctanh_f64(double a, double b, double *re, double *im);
 void ft_vm_clog1p_f64(double a, double b, double *re, double *im);
 void ft_vm_cexpm1_f64(double a, double b, double *re, double *im);
+void ft_vm_cexp2_f64(double a, double b, double *re, double *im);
+void ft_vm_clogistic_f64(double a, double b, double *re, double *im);
 void ft_vm_crsqrt_f64(double a, double b, double *re, double *im);
 void ft_vm_casin_f64(double a, double b, double *re, double *im);
 void ft_vm_cacos_f64(double a, double b, double *re, double *im);
