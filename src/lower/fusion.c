@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "lower/vmath/vm_complex.h"
 
 typedef enum { VK_NONE, VK_BUF, VK_GROUP, VK_VIEW } vkind;
 
@@ -165,9 +166,17 @@ static bool cpx_native(const ft_eqn *e, ft_dtype id, ft_dtype od, const char **w
   case FT_P_COMPLEX: if (co && same && id == part_of(od) && e->n_in == 2) return true; break;
   case FT_P_NEG: case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: case FT_P_SQUARE:
   case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: case FT_P_SIGN:
+  case FT_P_ONE_MINUS_SQUARE:
     if (ci && od == id) return true;
     break;
   case FT_P_ABS: if (ci && od == part_of(id)) return true; break;
+  /* the transcendentals: calls of the shared vm_complex.c functions */
+#define CPX_CASE(id, name) case FT_P_##id:
+  FT_VM_COMPLEX_UNARY(CPX_CASE)
+#undef CPX_CASE
+    if (ci && od == id) return true;
+    break;
+  case FT_P_POW: if (ci && same && od == id) return true; break;
   case FT_P_ADD: case FT_P_ADD_ANY: case FT_P_SUB: case FT_P_DIV: if (ci && same && od == id) return true; break;
   case FT_P_MUL:
     if (ft_eqn_param(e, "out_dtype")->tag != FT_PV_NONE) {

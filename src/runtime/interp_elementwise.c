@@ -239,26 +239,9 @@ static bool unary_int(ft_prim p, int64_t x, int64_t y, int bits, bool sgn, bool 
 typedef void (*cpx_fn)(double, double, double *, double *);
 static cpx_fn cpx_transcendental(ft_prim p) {
   switch (p) {
-  case FT_P_EXP: return ft_vm_cexp_f64;
-  case FT_P_LOG: return ft_vm_clog_f64;
-  case FT_P_SQRT: return ft_vm_csqrt_f64;
-  case FT_P_SIN: return ft_vm_csin_f64;
-  case FT_P_COS: return ft_vm_ccos_f64;
-  case FT_P_TAN: return ft_vm_ctan_f64;
-  case FT_P_SINH: return ft_vm_csinh_f64;
-  case FT_P_COSH: return ft_vm_ccosh_f64;
-  case FT_P_TANH: return ft_vm_ctanh_f64;
-  case FT_P_LOG1P: return ft_vm_clog1p_f64;
-  case FT_P_EXPM1: return ft_vm_cexpm1_f64;
-  case FT_P_EXP2: return ft_vm_cexp2_f64;
-  case FT_P_LOGISTIC: return ft_vm_clogistic_f64;
-  case FT_P_RSQRT: return ft_vm_crsqrt_f64;
-  case FT_P_ASIN: return ft_vm_casin_f64;
-  case FT_P_ACOS: return ft_vm_cacos_f64;
-  case FT_P_ATAN: return ft_vm_catan_f64;
-  case FT_P_ASINH: return ft_vm_casinh_f64;
-  case FT_P_ACOSH: return ft_vm_cacosh_f64;
-  case FT_P_ATANH: return ft_vm_catanh_f64;
+#define CPX_CASE(id, name) case FT_P_##id: return ft_vm_c##name##_f64;
+    FT_VM_COMPLEX_UNARY(CPX_CASE)
+#undef CPX_CASE
   default: return NULL;
   }
 }
