@@ -566,9 +566,11 @@ int main(int argc, char **argv)
 #define q_erf_inv q_erf_inv
 #define VM_UNARY(name, lo, hi) {#name, q_##name, ft_vm_##name##_f32, ft_vm_##name##_f64, lo, hi},
 #define VM_BINARY(name)
+#define VM_TERNARY(name)
 #include "lower/vmath/vmath.def"
 #undef VM_UNARY
 #undef VM_BINARY
+#undef VM_TERNARY
     };
     (void)q_lgamma_pos;
     (void)q_digamma;

@@ -465,8 +465,8 @@ static void fold(ft_tclient *tc, ft_prim p, const ft_pval *ps, int nk, const ft_
   const ft_prim_info *pi = ft_prim_get(p);
   ft_aval out = ft_tdata_aval(d);
   switch (pi->family) {
-  case FT_FAM_UNARY: case FT_FAM_BINARY: case FT_FAM_COMPARE: case FT_FAM_SELECT:
-  case FT_FAM_CONVERT: {
+  case FT_FAM_UNARY: case FT_FAM_BINARY: case FT_FAM_COMPARE: case FT_FAM_TERNARY:
+  case FT_FAM_SELECT: case FT_FAM_CONVERT: {
     if (p == FT_P_BITCAST_CONVERT_TYPE && ft_dtype_size(out.dtype) != ft_dtype_size((ft_dtype)kd[0]->dtype))
       return;
     ft_aval in[16];

@@ -23,7 +23,7 @@ static double flop_weight(ft_prim p) {
   case FT_P_DIGAMMA: case FT_P_BESSEL_I0E: case FT_P_BESSEL_I1E:
     return 16;
   case FT_P_POLYGAMMA: case FT_P_ZETA: case FT_P_IGAMMA: case FT_P_IGAMMAC:
-  case FT_P_IGAMMA_GRAD_A:
+  case FT_P_IGAMMA_GRAD_A: case FT_P_REGULARIZED_INCOMPLETE_BETA:
     return 64;
   case FT_P_DIV: case FT_P_REM: case FT_P_SQRT: case FT_P_RSQRT: case FT_P_INTEGER_POW:
     return 4;
@@ -69,8 +69,8 @@ double ft_tensor_eqn_cost(ft_prim p, const ft_pval *ps, int n_in, const ft_aval 
   for (int i = 0; i < n_out; i++) out_b += nbytes(&out[i]), out_e += elems(&out[i]);
   double flops = 0, moved = in_b + out_b;
   switch (pi->family) {
-  case FT_FAM_UNARY: case FT_FAM_BINARY: case FT_FAM_COMPARE: case FT_FAM_SELECT:
-  case FT_FAM_CONVERT:
+  case FT_FAM_UNARY: case FT_FAM_BINARY: case FT_FAM_COMPARE: case FT_FAM_TERNARY:
+  case FT_FAM_SELECT: case FT_FAM_CONVERT:
     flops = out_e * flop_weight(p);
     break;
   case FT_FAM_LAYOUT:

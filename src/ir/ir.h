@@ -226,6 +226,8 @@ typedef enum ft_family {
   FT_FAM_UNARY,     /* elementwise, one operand, result of the operand's type */
   FT_FAM_BINARY,    /* elementwise, two operands of one type, result of that type */
   FT_FAM_COMPARE,   /* elementwise, two operands of one type, bool result */
+  FT_FAM_TERNARY,   /* elementwise, three float operands of one type, result of that type
+                       (regularized_incomplete_beta) */
   FT_FAM_SELECT,    /* select_n, clamp */
   FT_FAM_CONVERT,   /* convert_element_type, bitcast_convert_type */
   FT_FAM_LAYOUT,    /* data movement: broadcast, reshape, transpose, slices, pad, ... */

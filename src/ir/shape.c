@@ -311,6 +311,25 @@ static ft_status rule_binary(R *r) {
   return put(r, o);
 }
 
+/* regularized_incomplete_beta (JAX's standard_naryop([_float] * 3)): three
+ * float operands of one dtype, broadcast as the binary operations are. */
+static ft_status rule_ternary(R *r) {
+  ft_status st;
+  for (int k = 0; k < 3; k++)
+    if ((st = check_dtype(r, k, K_FLOAT, "operand"))) return st;
+  const ft_aval *ops[3] = {&r->in[0], &r->in[1], &r->in[2]};
+  for (int k = 1; k < 3; k++)
+    if (ops[k]->dtype != ops[0]->dtype)
+      return fail(r, FT_ERR_TYPE, "operand dtypes %s, %s and %s do not match (%s, %s, %s)",
+                  ft_dtype_name(ops[0]->dtype), ft_dtype_name(ops[1]->dtype),
+                  ft_dtype_name(ops[2]->dtype), S(r, ops[0]), S(r, ops[1]), S(r, ops[2]));
+  ft_aval o;
+  if ((st = nary_shape(r, 3, ops, &o))) return st;
+  o.dtype = ops[0]->dtype;
+  o.weak_type = all_weak(r, 0, 3);
+  return put(r, o);
+}
+
 /* real, imag, conj, complex (JAX's real_p, imag_p, conj_p, complex_p):
  * elementwise between a float32/float64 type and its complex type. */
 static ft_dtype complex_of(ft_dtype dt) { return dt == FT_F32 || dt == FT_C64 ? FT_C64 : FT_C128; }
@@ -2117,6 +2136,7 @@ static ft_status dispatch(R *r) {
   switch (r->pi->family) {
   case FT_FAM_UNARY: return rule_unary(r);
   case FT_FAM_BINARY: case FT_FAM_COMPARE: return rule_binary(r);
+  case FT_FAM_TERNARY: return rule_ternary(r);
   case FT_FAM_CONVERT: return rule_convert(r);
   case FT_FAM_REDUCE: return rule_reduce(r);
   case FT_FAM_CUMULATIVE: return rule_cumulative(r);

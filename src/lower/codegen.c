@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "lower/vmath/vm_complex.h"
 #include "runtime/exec.h" /* ft_kernel_inplace_input: the executor's in-place pairs */
 
 typedef struct cg {
@@ -63,7 +64,7 @@ static LLVMValueRef c64(cg *G, int64_t v) { return ci(G->i64, v); }
 static LLVMValueRef declare(cg *G, const char *name, LLVMTypeRef ret, int n, LLVMTypeRef a0) {
   LLVMValueRef f = LLVMGetNamedFunction(G->m, name);
   if (f) return f;
-  LLVMTypeRef args[2] = {a0, a0};
+  LLVMTypeRef args[3] = {a0, a0, a0};
   return LLVMAddFunction(G->m, name, LLVMFunctionType(ret, args, (unsigned)n, 0));
 }
 
@@ -79,6 +80,16 @@ static LLVMValueRef vm(cg *G, const char *name, ft_dtype dt, LLVMValueRef a, LLV
   char n[64];
   snprintf(n, sizeof n, "ft_vm_%s_%s", name, dt == FT_F64 ? "f64" : "f32");
   return call(G, n, ty(G, dt), b2 ? 2 : 1, a, b2);
+}
+
+/* The same for a function of three arguments (vmath.def's VM_TERNARY). */
+static LLVMValueRef vm3(cg *G, const char *name, ft_dtype dt, LLVMValueRef a, LLVMValueRef b,
+                        LLVMValueRef c) {
+  char n[64];
+  snprintf(n, sizeof n, "ft_vm_%s_%s", name, dt == FT_F64 ? "f64" : "f32");
+  LLVMValueRef f = declare(G, n, ty(G, dt), 3, ty(G, dt));
+  LLVMValueRef args[3] = {a, b, c};
+  return LLVMBuildCall2(G->b, LLVMGlobalGetValueType(f), f, args, 3, "");
 }
 
 /* An LLVM intrinsic on one float type (llvm.floor.f32 ...). */
@@ -292,6 +303,16 @@ static LLVMValueRef int_div(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b, 
   LLVMValueRef safe = LLVMBuildSelect(B, bz, ci(t, 1), b, "");
   if (rem) return LLVMBuildSelect(B, bz, a, LLVMBuildURem(B, a, safe, ""), "");
   return LLVMBuildSelect(B, bz, ci(t, -1), LLVMBuildUDiv(B, a, safe, ""), "");
+}
+
+/* The elementwise operations of three operands (FT_FAM_TERNARY): float only. */
+static LLVMValueRef ternary(cg *G, const ft_eqn *e, ft_dtype dt, LLVMValueRef a, LLVMValueRef b,
+                            LLVMValueRef c) {
+  if (!isf(dt)) return NULL;
+  switch (e->prim) {
+  case FT_P_REGULARIZED_INCOMPLETE_BETA: return vm3(G, "betainc", dt, a, b, c);
+  default: return NULL;
+  }
 }
 
 static LLVMValueRef int_shift(cg *G, ft_prim p, ft_dtype dt, LLVMValueRef a, LLVMValueRef b) {
@@ -641,6 +662,7 @@ static LLVMValueRef half_elem(cg *G, const ft_knode *n, LLVMValueRef *a) {
     r = binary(G, e, FT_F32, w[0], w[1]);
     break;
   case FT_FAM_COMPARE: return compare(G, e->prim, FT_F32, w[0], w[1]);
+  case FT_FAM_TERNARY: r = ternary(G, e, FT_F32, w[0], w[1], w[2]); break;
   case FT_FAM_SELECT: r = clamp(G, FT_F32, w[0], w[1], w[2]); break;
   default: return NULL;
   }
@@ -729,6 +751,37 @@ static LLVMValueRef cpx_div(cg *G, ft_dtype dt, LLVMValueRef a, LLVMValueRef b) 
                LLVMBuildExtractElement(G->b, q, ci(G->i32, 1), ""));
 }
 
+static LLVMValueRef entry_alloca(cg *G, LLVMTypeRef t);
+
+/* A complex transcendental of the shared math library (vm_complex.c):
+ * ft_vm_c<name>_f64 on the parts widened to double (n_in complex operands),
+ * the parts it writes rounded to the part type, as the interpreter calls
+ * it (unary_cpx, binary_cpx's pow), so the bits are the interpreter's. */
+static LLVMValueRef cpx_vm(cg *G, ft_dtype dt, const char *name, int n_in, LLVMValueRef *z) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef d = G->f64, p = LLVMPointerTypeInContext(G->c, 0);
+  char fn[64];
+  snprintf(fn, sizeof fn, "ft_vm_c%s_f64", name);
+  LLVMValueRef f = LLVMGetNamedFunction(G->m, fn);
+  if (!f) {
+    LLVMTypeRef at[6] = {d, d, d, d, d, d};
+    at[2 * n_in] = at[2 * n_in + 1] = p;
+    f = LLVMAddFunction(G->m, fn, LLVMFunctionType(LLVMVoidTypeInContext(G->c), at, (unsigned)(2 * n_in + 2), 0));
+  }
+  LLVMValueRef args[6];
+  for (int k = 0; k < n_in; k++) {
+    LLVMValueRef re = cre(G, z[k]), im = cim(G, z[k]);
+    args[2 * k] = dt == FT_C64 ? LLVMBuildFPExt(B, re, d, "") : re;
+    args[2 * k + 1] = dt == FT_C64 ? LLVMBuildFPExt(B, im, d, "") : im;
+  }
+  LLVMValueRef pr = entry_alloca(G, d), pi = entry_alloca(G, d);
+  args[2 * n_in] = pr, args[2 * n_in + 1] = pi;
+  LLVMBuildCall2(B, LLVMGlobalGetValueType(f), f, args, (unsigned)(2 * n_in + 2), "");
+  LLVMValueRef re = LLVMBuildLoad2(B, d, pr, ""), im = LLVMBuildLoad2(B, d, pi, "");
+  if (dt == FT_C64) re = LLVMBuildFPTrunc(B, re, G->f32, ""), im = LLVMBuildFPTrunc(B, im, G->f32, "");
+  return cpack(G, dt, re, im);
+}
+
 /* x * y of the parts (a + bi)(c + di) = (ac - bd) + (ad + bc)i, as
  * binary_cpx (square is unary_cpx's a*a - b*b, a*b + b*a). */
 static LLVMValueRef cpx_mul(cg *G, ft_dtype dt, LLVMValueRef x, LLVMValueRef y) {
@@ -791,6 +844,22 @@ static LLVMValueRef cpx_elem(cg *G, const ft_knode *n, LLVMValueRef *a) {
   case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
     return cpack(G, od, via_f64(G, part_dt(od), cre(G, a[0])), via_f64(G, part_dt(od), cim(G, a[0])));
   case FT_P_SQUARE: return cpx_mul(G, od, a[0], a[0]);
+  case FT_P_ONE_MINUS_SQUARE: { /* (1 + z)(1 - z) with 1 = 1 + 0i, as unary_cpx */
+    ft_dtype pd = part_dt(od);
+    LLVMValueRef one = fconst(G, pd, 1.0), zero = fconst(G, pd, 0.0);
+    LLVMValueRef re = cre(G, a[0]), im = cim(G, a[0]);
+    LLVMValueRef p = cpack(G, od, LLVMBuildFAdd(B, one, re, ""), LLVMBuildFAdd(B, zero, im, ""));
+    LLVMValueRef m = cpack(G, od, LLVMBuildFSub(B, one, re, ""), LLVMBuildFSub(B, zero, im, ""));
+    return cpx_mul(G, od, p, m);
+  }
+  case FT_P_SIGN: { /* x / |x| part by part, 0 at 0 (the interpreter's unary_cpx) */
+    ft_dtype pd = part_dt(od);
+    LLVMValueRef re = cre(G, a[0]), im = cim(G, a[0]), zero = fconst(G, pd, 0.0);
+    LLVMValueRef m = call(G, od == FT_C128 ? "hypot" : "hypotf", ty(G, pd), 2, re, im);
+    LLVMValueRef z = LLVMBuildFCmp(B, LLVMRealOEQ, m, zero, "");
+    return cpack(G, od, LLVMBuildSelect(B, z, zero, LLVMBuildFDiv(B, re, m, ""), ""),
+                 LLVMBuildSelect(B, z, zero, LLVMBuildFDiv(B, im, m, ""), ""));
+  }
   case FT_P_ABS:
     return call(G, cd == FT_C128 ? "hypot" : "hypotf", ty(G, part_dt(cd)), 2, cre(G, a[0]), cim(G, a[0]));
   case FT_P_ADD: case FT_P_ADD_ANY:
@@ -801,6 +870,10 @@ static LLVMValueRef cpx_elem(cg *G, const ft_knode *n, LLVMValueRef *a) {
                  LLVMBuildFSub(B, cim(G, a[0]), cim(G, a[1]), ""));
   case FT_P_MUL: return cpx_mul(G, od, a[0], a[1]);
   case FT_P_DIV: return cpx_div(G, od, a[0], a[1]);
+  case FT_P_POW: return cpx_vm(G, od, "pow", 2, a);
+#define CPX_CASE(id, name) case FT_P_##id: return cpx_vm(G, od, #name, 1, a);
+  FT_VM_COMPLEX_UNARY(CPX_CASE)
+#undef CPX_CASE
   case FT_P_EQ: /* both parts equal; a NaN part makes it false (ne: true) */
     return zext_i8(G, LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOEQ, cre(G, a[0]), cre(G, a[1]), ""),
                                    LLVMBuildFCmp(B, LLVMRealOEQ, cim(G, a[0]), cim(G, a[1]), ""), ""));
@@ -853,6 +926,7 @@ static LLVMValueRef elem(cg *G, const ft_knode *n, LLVMValueRef *v, const ft_kno
     return unary(G, e, n->dt, a[0]);
   case FT_FAM_BINARY: return binary(G, e, n->dt, a[0], a[1]);
   case FT_FAM_COMPARE: return compare(G, e->prim, id, a[0], a[1]);
+  case FT_FAM_TERNARY: return ternary(G, e, n->dt, a[0], a[1], a[2]);
   case FT_FAM_SELECT:
     if (e->prim == FT_P_CLAMP) return clamp(G, n->dt, a[0], a[1], a[2]);
     return select_n(G, id, a[0], n->n_in - 1, a + 1);

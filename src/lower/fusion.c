@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "lower/vmath/vm_complex.h"
 
 typedef enum { VK_NONE, VK_BUF, VK_GROUP, VK_VIEW } vkind;
 
@@ -164,10 +165,18 @@ static bool cpx_native(const ft_eqn *e, ft_dtype id, ft_dtype od, const char **w
   case FT_P_CONJ: if (co && (ci ? od == id : id == part_of(od))) return true; break;
   case FT_P_COMPLEX: if (co && same && id == part_of(od) && e->n_in == 2) return true; break;
   case FT_P_NEG: case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: case FT_P_SQUARE:
-  case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
+  case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: case FT_P_SIGN:
+  case FT_P_ONE_MINUS_SQUARE:
     if (ci && od == id) return true;
     break;
   case FT_P_ABS: if (ci && od == part_of(id)) return true; break;
+  /* the transcendentals: calls of the shared vm_complex.c functions */
+#define CPX_CASE(id, name) case FT_P_##id:
+  FT_VM_COMPLEX_UNARY(CPX_CASE)
+#undef CPX_CASE
+    if (ci && od == id) return true;
+    break;
+  case FT_P_POW: if (ci && same && od == id) return true; break;
   case FT_P_ADD: case FT_P_ADD_ANY: case FT_P_SUB: case FT_P_DIV: if (ci && same && od == id) return true; break;
   case FT_P_MUL:
     if (ft_eqn_param(e, "out_dtype")->tag != FT_PV_NONE) {
@@ -266,6 +275,9 @@ bool ft_lower_elem_native(const ft_eqn *e, const char **why) {
     default: goto bad;
     }
   case FT_FAM_COMPARE: return true;
+  case FT_FAM_TERNARY: /* regularized_incomplete_beta: ft_vm_betainc_* */
+    if (!fl || e->prim != FT_P_REGULARIZED_INCOMPLETE_BETA) goto bad;
+    return true;
   case FT_FAM_SELECT:
     if (e->prim == FT_P_SELECT_N && (e->n_in < 2 || e->n_in > 16)) goto bad;
     return true;
@@ -1704,8 +1716,8 @@ const char *ft_lower_rule_status(ft_prim p) {
   switch (ft_prim_get(p)->family) {
   case FT_FAM_UNARY:
     return NULL; /* reduce_precision: a routine step (the interpreter's body) */
-  case FT_FAM_BINARY: case FT_FAM_COMPARE: case FT_FAM_SELECT: case FT_FAM_CONVERT:
-  case FT_FAM_REDUCE: case FT_FAM_DOT: case FT_FAM_CONTROL:
+  case FT_FAM_BINARY: case FT_FAM_COMPARE: case FT_FAM_TERNARY: case FT_FAM_SELECT:
+  case FT_FAM_CONVERT: case FT_FAM_REDUCE: case FT_FAM_DOT: case FT_FAM_CONTROL:
     return NULL;
   case FT_FAM_LAYOUT:
     switch (p) {

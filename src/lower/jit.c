@@ -475,7 +475,7 @@ static bool prim_calls_library(ft_prim p) {
   case FT_P_SQRT: case FT_P_RSQRT: case FT_P_CBRT: case FT_P_ERF: case FT_P_ERFC: case FT_P_ERF_INV:
   case FT_P_POW: case FT_P_ATAN2: case FT_P_LGAMMA: case FT_P_DIGAMMA: case FT_P_POLYGAMMA:
   case FT_P_ZETA: case FT_P_IGAMMA: case FT_P_IGAMMAC: case FT_P_IGAMMA_GRAD_A:
-  case FT_P_BESSEL_I0E: case FT_P_BESSEL_I1E:
+  case FT_P_BESSEL_I0E: case FT_P_BESSEL_I1E: case FT_P_REGULARIZED_INCOMPLETE_BETA:
     return true;
   default:
     return false;

@@ -58,6 +58,7 @@ static ft_interp_rule rule_for(ft_prim p) {
   case FT_FAM_UNARY: return ft_interp_unary;
   case FT_FAM_BINARY: return ft_interp_binary;
   case FT_FAM_COMPARE: return ft_interp_compare;
+  case FT_FAM_TERNARY: return ft_interp_ternary;
   case FT_FAM_SELECT: return ft_interp_select;
   case FT_FAM_CONVERT: return ft_interp_convert;
   case FT_FAM_LAYOUT: return ft_interp_layout;

@@ -239,24 +239,9 @@ static bool unary_int(ft_prim p, int64_t x, int64_t y, int bits, bool sgn, bool 
 typedef void (*cpx_fn)(double, double, double *, double *);
 static cpx_fn cpx_transcendental(ft_prim p) {
   switch (p) {
-  case FT_P_EXP: return ft_vm_cexp_f64;
-  case FT_P_LOG: return ft_vm_clog_f64;
-  case FT_P_SQRT: return ft_vm_csqrt_f64;
-  case FT_P_SIN: return ft_vm_csin_f64;
-  case FT_P_COS: return ft_vm_ccos_f64;
-  case FT_P_TAN: return ft_vm_ctan_f64;
-  case FT_P_SINH: return ft_vm_csinh_f64;
-  case FT_P_COSH: return ft_vm_ccosh_f64;
-  case FT_P_TANH: return ft_vm_ctanh_f64;
-  case FT_P_LOG1P: return ft_vm_clog1p_f64;
-  case FT_P_EXPM1: return ft_vm_cexpm1_f64;
-  case FT_P_RSQRT: return ft_vm_crsqrt_f64;
-  case FT_P_ASIN: return ft_vm_casin_f64;
-  case FT_P_ACOS: return ft_vm_cacos_f64;
-  case FT_P_ATAN: return ft_vm_catan_f64;
-  case FT_P_ASINH: return ft_vm_casinh_f64;
-  case FT_P_ACOSH: return ft_vm_cacosh_f64;
-  case FT_P_ATANH: return ft_vm_catanh_f64;
+#define CPX_CASE(id, name) case FT_P_##id: return ft_vm_c##name##_f64;
+    FT_VM_COMPLEX_UNARY(CPX_CASE)
+#undef CPX_CASE
   default: return NULL;
   }
 }
@@ -272,6 +257,17 @@ static bool unary_cpx(ft_prim p, double complex x, ft_dtype dt, double complex *
   }
   switch (p) {
   case FT_P_NEG: *r = -x; return true;
+  case FT_P_SIGN: { /* XLA's: x / |x| part by part in the part type, 0 at 0 (|x| as abs) */
+    double a = creal(x), b = cimag(x);
+    if (c64) {
+      float fa = (float)a, fb = (float)b, m = hypotf(fa, fb);
+      *r = m == 0.0f ? CMPLX(0.0, 0.0) : CMPLX((double)(fa / m), (double)(fb / m));
+    } else {
+      double m = hypot(a, b);
+      *r = m == 0.0 ? CMPLX(0.0, 0.0) : CMPLX(a / m, b / m);
+    }
+    return true;
+  }
   case FT_P_COPY: case FT_P_COPY_P: case FT_P_STOP_GRADIENT: *r = x; return true;
   case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD: *r = x; return true;
   case FT_P_ONE_MINUS_SQUARE: {
@@ -713,6 +709,37 @@ ft_status ft_interp_binary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
 unsup:
   free_operands(&ops);
   st = unsupported(ctx, e, dt);
+fail:
+  ft_array_free(out[0]);
+  out[0] = NULL;
+  return st;
+}
+
+/* ----------------------------------------------------------------- ternary */
+/* regularized_incomplete_beta(a, b, x): real floats only (the shape rule);
+ * f16/bf16 computed in f32 and rounded once, as JAX's _up_and_broadcast. */
+ft_status ft_interp_ternary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  ft_status st = ft_interp_alloc_outs(ctx, e, out);
+  if (st) return st;
+  ft_array *o = out[0];
+  ft_dtype dt = o->aval.dtype;
+  int64_t n = ft_array_size(o), s[3];
+  operands ops;
+  if ((st = check_operands(ctx, e, in, 3, n, s, &ops))) goto fail;
+  const ft_array *a = ops.ops[0], *b = ops.ops[1], *x = ops.ops[2];
+  if (e->prim != FT_P_REGULARIZED_INCOMPLETE_BETA || wkind_of(dt) == WK_INT || wkind_of(dt) == WK_CPX) {
+    free_operands(&ops);
+    st = unsupported(ctx, e, dt);
+    goto fail;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double av = ft_get_f64(a, i * s[0]), bv = ft_get_f64(b, i * s[1]), xv = ft_get_f64(x, i * s[2]);
+    double r = wkind_of(dt) == WK_F64 ? FTM(betainc, f64)(av, bv, xv)
+                                      : (double)FTM(betainc, f32)((float)av, (float)bv, (float)xv);
+    ft_set_f64(o, i, r);
+  }
+  free_operands(&ops);
+  return FT_OK;
 fail:
   ft_array_free(out[0]);
   out[0] = NULL;

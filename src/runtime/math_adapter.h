@@ -101,6 +101,8 @@ static inline double ftm_atan2_f64(double y, double x) { return atan2(y, x); }
 #define ftm_igammac_f64 ft_vm_igammac_f64
 #define ftm_igamma_grad_a_f32 ft_vm_igamma_grad_a_f32
 #define ftm_igamma_grad_a_f64 ft_vm_igamma_grad_a_f64
+#define ftm_betainc_f32 ft_vm_betainc_f32
+#define ftm_betainc_f64 ft_vm_betainc_f64
 #define FTM(name, sfx) ftm_##name##_##sfx
 #endif
 

@@ -150,6 +150,7 @@ ft_status ft_interp_alloc_outs(ft_ctx *ctx, const ft_eqn *e, ft_array **out);
 /* ===================================================== interp_elementwise.c */
 ft_status ft_interp_unary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 ft_status ft_interp_binary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+ft_status ft_interp_ternary(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 ft_status ft_interp_compare(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 ft_status ft_interp_select(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 ft_status ft_interp_convert(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);

@@ -606,7 +606,7 @@ bool bt_rule(bt_call *c) {
   if (bt_uses_lane_loop(p)) return bt_lane_loop(c);
   switch (ft_prim_get(p)->family) {
   case FT_FAM_UNARY: return rule_unary(c);
-  case FT_FAM_BINARY: case FT_FAM_COMPARE: return rule_broadcasting(c);
+  case FT_FAM_BINARY: case FT_FAM_COMPARE: case FT_FAM_TERNARY: return rule_broadcasting(c);
   case FT_FAM_SELECT: return rule_select_like(c);
   case FT_FAM_CONVERT:
     return p == FT_P_BITCAST_CONVERT_TYPE ? rule_front_unary(c) : rule_unary(c);

@@ -21,6 +21,8 @@
 #define JVP_NO_RULE_IGAMMA_GRAD_A \
   "unsupported: JAX defines no JVP rule for igamma_grad_a (\"Differentiation rule for " \
   "'igamma_grad_a' not implemented\")"
+#define JVP_NO_RULE_BETAINC_AB \
+  "unsupported: JAX refuses it (\"Betainc gradient with respect to a and b not supported.\")"
 #define JVP_NO_RULE_BITCAST \
   "unsupported: reinterpreting bits as a float has no derivative (JAX defines no JVP rule)"
 
@@ -128,10 +130,30 @@ static bool unary(jvp_call *c) {
   }
   switch (c->e->prim) {
   case FT_P_NEG: r = tx_neg(t, dx); break;
-  case FT_P_SIGN: case FT_P_FLOOR: case FT_P_CEIL: case FT_P_ROUND: case FT_P_STOP_GRADIENT:
+  case FT_P_SIGN:
+    if (ft_dtype_is_complex(av->dtype) && dx) {
+      /* JAX 0.12's _sign_jvp_rule: y * complex(0, dtheta) with dtheta =
+       * imag(conj(y) g) / where(|x| == 0, 1, |x|) (0 at x = 0, as real sign) */
+      ft_pval *ps = tx_params(t, FT_P_CONJ);
+      if (!ps) return false;
+      pset(FT_P_CONJ, ps, "input_dtype", ft_pv_dtype(av->dtype));
+      ft_var *num = tx_unop(t, FT_P_IMAG, tx_mul(t, tx_emit(t, FT_P_CONJ, ps, 1, &y), dx));
+      ft_var *ax = tx_unop(t, FT_P_ABS, x);
+      ft_var *in[2] = {ax, tx_lit(t, ax ? ax->aval.dtype : FT_F32, 0.0)};
+      ft_var *z = tx_emit(t, FT_P_EQ, NULL, 2, in);
+      ft_var *dth = tx_div(t, num, tx_select(t, z, ax, tx_full(t, ax ? &ax->aval : av, 1.0)));
+      ft_var *parts[2] = {dth ? tx_zeros(t, &dth->aval) : NULL, dth};
+      r = tx_mul(t, y, tx_emit(t, FT_P_COMPLEX, NULL, 2, parts));
+      break;
+    }
+    return true;
+  case FT_P_FLOOR: case FT_P_CEIL: case FT_P_ROUND: case FT_P_STOP_GRADIENT:
     return true;
   case FT_P_EXP: r = scale(c, dx, y); break;
-  case FT_P_EXP2: r = scale(c, dx, tx_mul(t, y, lit(c, M_LN2))); break;
+  case FT_P_EXP2: /* complex: JAX's order, log(2 + 0i) * (g * y) */
+    if (ft_dtype_is_complex(av->dtype)) r = dx ? tx_mul(t, lit(c, M_LN2), tx_mul(t, dx, y)) : NULL;
+    else r = scale(c, dx, tx_mul(t, y, lit(c, M_LN2)));
+    break;
   case FT_P_LOG: r = tx_div(t, dx, x); break;
   case FT_P_LOG2: r = tx_div(t, dx, tx_mul(t, x, lit(c, 0.69314718055994531))); break; /* JAX's */
   case FT_P_LOG1P: r = tx_div(t, dx, tx_add(t, one, x)); break;
@@ -641,6 +663,28 @@ static bool random_gamma(jvp_call *c) {
   return !t->failed;
 }
 
+/* regularized_incomplete_beta(a, b, x): JAX defines the derivative in x,
+ * g * exp((b - 1) log1p(-x) + (a - 1) log x - lbeta) with lbeta = lgamma(a)
+ * + lgamma(b) - lgamma(a + b) (betainc_gradx), and refuses a tangent of a
+ * or b (betainc_grad_not_implemented). */
+static bool ternary(jvp_call *c) {
+  tx *t = c->t;
+  ft_var *a = c->x[0], *b = c->x[1], *x = c->x[2], *y = c->y[0];
+  if (c->e->prim != FT_P_REGULARIZED_INCOMPLETE_BETA)
+    return tx_fail(t, FT_ERR_INTERNAL, "jvp: no ternary rule"), false;
+  if (c->dx[0] || c->dx[1])
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of regularized_incomplete_beta in %s: %s",
+                   c->dx[0] ? "a" : "b", JVP_NO_RULE_BETAINC_AB), false;
+  if (!c->dx[2]) return true;
+  ft_var *lbeta = tx_sub(t, tx_add(t, tx_unop(t, FT_P_LGAMMA, a), tx_unop(t, FT_P_LGAMMA, b)),
+                         tx_unop(t, FT_P_LGAMMA, tx_add(t, a, b)));
+  ft_var *e = tx_add(t, tx_mul(t, tx_sub(t, b, lit(c, 1.0)), tx_unop(t, FT_P_LOG1P, tx_neg(t, x))),
+                     tx_mul(t, tx_sub(t, a, lit(c, 1.0)), tx_unop(t, FT_P_LOG, x)));
+  ft_var *px = tx_unop(t, FT_P_EXP, tx_sub(t, e, lbeta));
+  c->dy[0] = tx_bcast_to(t, tx_mul(t, px, c->dx[2]), &y->aval);
+  return !t->failed;
+}
+
 bool jvp_rule(jvp_call *c) {
   const ft_eqn *e = c->e;
   const char *why = ft_jvp_rule_status(e->prim);
@@ -652,6 +696,7 @@ bool jvp_rule(jvp_call *c) {
   case FT_FAM_UNARY: return unary(c);
   case FT_FAM_BINARY: return binary(c);
   case FT_FAM_COMPARE: return true; /* bool results: never reached */
+  case FT_FAM_TERNARY: return ternary(c);
   case FT_FAM_DOT: return dot_general(c);
   case FT_FAM_CUMULATIVE: return cumulative(c);
   default: break;

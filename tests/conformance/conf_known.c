@@ -24,6 +24,11 @@
   "yet (issue 17 §1, being added by the '" who "' work); the program is refused, never run "     \
   "wrongly"
 
+#define BETAINC_HUGE_F64 "JAX is the less accurate: I_0.5(1e4, 1e4) is exactly 0.5 (symmetry); " \
+  "ours is 4.3e-13 below it, JAX's 1.5e-11 (its prefactor exp(a log x + b log1p(-x) - lbeta) " \
+  "cancels lgamma values near 1.8e5, and XLA's f64 lgamma is its Lanczos approximation); the " \
+  "harness has no long-double betainc to record this as JAX's error " \
+  "(docs/special-functions.md)"
 #define XLA_RECIPROCAL "JAX is the less accurate: XLA on CPU divides by a broadcast divisor " \
                        "through its reciprocal (x * (1/y)), 1 ulp from the correctly rounded " \
                        "quotient that FrankenTrace gives (checked in f64: every JAX element equals " \
@@ -95,6 +100,7 @@ const conf_known conf_known_failures[] = {
     {"sweep_sp_digamma_f32", "eval:*", DIGAMMA_F32},
     {"x64_sweep_sp_loggamma_f64", "eval:*", LGAMMA_NEAR_ZERO},
     {"*prim_zeta_f*", "eval:*", ZETA_XLA_NAN},
+    {"x64_prim_betainc_edges_f64", "eval:*", BETAINC_HUGE_F64},
 
     {"prim_atan_c64", "jvp:jax:*", CPX_DIV_ULP},
     {"prim_sort_bf16_0", "eval:*", SORT_DAZ},
@@ -117,7 +123,5 @@ const conf_known conf_known_failures[] = {
     {"*sweep_jnp_divide__bcast_*", "vmap:jax:jit", XLA_RECIPROCAL},
     {"*sweep_jnp_prod__axall_*", "jvp:jax:jit", CANCELLATION},
     {"*sweep_jnp_sum__axall_*", "jvp:jax:jit", CANCELLATION},
-    {"*sweep_sp_betainc_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
-    {"*sweep_st_beta_cdf_*", "*", UNKNOWN_PRIM("regularized_incomplete_beta", "special")},
 };
 const int conf_n_known_failures = (int)(sizeof conf_known_failures / sizeof conf_known_failures[0]);

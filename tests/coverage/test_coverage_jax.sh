@@ -44,6 +44,7 @@ row igammac "$nonlin"
 row log2 "$nonlin"
 row bessel_i0e "$nonlin"
 row bessel_i1e "$nonlin"
+row regularized_incomplete_beta "$nonlin"
 row igamma_grad_a 'eval batch egraph lower; jvp: unsupported: JAX defines no JVP rule for igamma_grad_a ("Differentiation rule for '"'"'igamma_grad_a'"'"' not implemented"); transpose: not linear'
 # JAX 0.12's HiJAX primitives of jax.numpy (branch prims)
 row SearchSorted "$int_only"

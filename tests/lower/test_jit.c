@@ -248,6 +248,11 @@ static char *elementwise_program(ft_dtype dt, const char *S, const char *R) {
     snprintf(rhs, sizeof rhs, "%s a r", bin[i]); /* size-1 broadcasting */
     tb_eqn(&t, T, rhs);
   }
+  if (fl) { /* the ternary family: same shapes, a scalar operand, size-1 broadcasting */
+    tb_eqn(&t, T, "regularized_incomplete_beta a b r");
+    tb_eqn(&t, T, "regularized_incomplete_beta s a b");
+    tb_eqn(&t, T, "regularized_incomplete_beta r s a");
+  }
   for (size_t i = 0; i < FT_COUNTOF(CMP); i++) {
     snprintf(rhs, sizeof rhs, "%s a b", CMP[i]);
     tb_eqn(&t, B, rhs);

@@ -440,6 +440,33 @@ START_TEST(jvp_while) {
 }
 END_TEST
 
+/* regularized_incomplete_beta: JAX differentiates it in x only (d/dx I_x(a,
+ * b) = x^(a-1) (1-x)^(b-1) / B(a, b): 1.6875 at a = 2, b = 3, x = 0.25), and
+ * refuses a tangent of a or b with its own message. */
+START_TEST(betainc_grad) {
+  ft_jaxpr *j = P("{ lambda ; a:f64[] b:f64[] x:f64[]. let\n"
+                  "    y:f64[] = regularized_incomplete_beta a b x\n  in (y,) }");
+  int an = 2;
+  ft_jaxpr *g = ft_grad(C, j, 1, &an, false);
+  ck_assert_msg(g != NULL, "%s", ft_ctx_error(C));
+  verify(g);
+  double v[3] = {2.0, 3.0, 0.25};
+  ft_array *in[3], *o[1];
+  for (int k = 0; k < 3; k++) in[k] = ft_array_from_data(C, FT_F64, 0, NULL, &v[k]);
+  run(g, 3, in, o);
+  ck_assert_double_eq_tol(ft_get_f64(o[0], 0), 1.6875, 1e-14);
+  free_arrays(1, o), free_arrays(3, in);
+  ft_jaxpr_free(g);
+  for (an = 0; an < 2; an++) {
+    ck_assert_ptr_null(ft_grad(C, j, 1, &an, false));
+    ck_assert_int_eq(ft_ctx_status(C), FT_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(ft_ctx_error(C), "Betainc gradient with respect to a and b not supported."),
+                  "%s", ft_ctx_error(C));
+  }
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 /* Golden JAX printouts: grad of the MLP loss, and jvp through custom_jvp. */
 static ft_jaxpr *golden(const char *name) {
   char path[512];
@@ -788,6 +815,7 @@ static Suite *suite(void) {
   tcase_add_checked_fixture(t, setup, teardown);
   tcase_set_timeout(t, 120);
   tcase_add_test(t, grad_unary);
+  tcase_add_test(t, betainc_grad);
   tcase_add_test(t, grad_binary);
   tcase_add_test(t, grad_select_convert);
   tcase_add_test(t, grad_layout);

@@ -38,19 +38,25 @@ typedef struct {
     double (*u64)(double);
     float (*b32)(float, float);
     double (*b64)(double, double);
+    float (*t32)(float, float, float);
+    double (*t64)(double, double, double);
     double lo, hi;
 } vm_fn;
 
 static const vm_fn fns[] = {
-#define VM_UNARY(n, lo, hi) {#n, 1, ft_vm_##n##_f32, ft_vm_##n##_f64, NULL, NULL, lo, hi},
-#define VM_BINARY(n) {#n, 2, NULL, NULL, ft_vm_##n##_f32, ft_vm_##n##_f64, -10, 10},
+#define VM_UNARY(n, lo, hi) {#n, 1, ft_vm_##n##_f32, ft_vm_##n##_f64, NULL, NULL, NULL, NULL, lo, hi},
+#define VM_BINARY(n) {#n, 2, NULL, NULL, ft_vm_##n##_f32, ft_vm_##n##_f64, NULL, NULL, -10, 10},
+/* betainc's third operand is x in [0, 1]: the typical range [0, 10] puts a
+ * tenth of the elements there (the rest hit its domain checks) */
+#define VM_TERNARY(n) {#n, 3, NULL, NULL, NULL, NULL, ft_vm_##n##_f32, ft_vm_##n##_f64, 0, 10},
 #include "lower/vmath/vmath.def"
 #undef VM_UNARY
 #undef VM_BINARY
+#undef VM_TERNARY
 };
 #define NFN (sizeof fns / sizeof fns[0])
 
-typedef void (*kernel_fn)(const void *a, const void *b, void *out, int64_t n);
+typedef void (*kernel_fn)(const void *a, const void *b, const void *c, void *out, int64_t n);
 
 /* ---- the JIT module: one loop kernel per function and dtype ------------- */
 
@@ -70,33 +76,33 @@ static void build_kernel(LLVMModuleRef m, LLVMContextRef ctx, const vm_fn *f, in
     LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
     char name[64];
     snprintf(name, sizeof name, "ft_vm_%s_%s", f->name, is64 ? "f64" : "f32");
-    LLVMTypeRef args[2] = {t, t};
+    LLVMTypeRef args[3] = {t, t, t};
     LLVMTypeRef mty = LLVMFunctionType(t, args, (unsigned)f->arity, 0);
     LLVMValueRef mfn = LLVMAddFunction(m, name, mty);
 
-    LLVMTypeRef kargs[4] = {ptr, ptr, ptr, i64};
+    LLVMTypeRef kargs[5] = {ptr, ptr, ptr, ptr, i64};
     snprintf(name, sizeof name, "kern_%s_%s", f->name, is64 ? "f64" : "f32");
-    LLVMValueRef k = LLVMAddFunction(m, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), kargs, 4, 0));
+    LLVMValueRef k = LLVMAddFunction(m, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), kargs, 5, 0));
     unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
-    for (unsigned i = 1; i <= 3; i++)
+    for (unsigned i = 1; i <= 4; i++)
         LLVMAddAttributeAtIndex(k, i, LLVMCreateEnumAttribute(ctx, noalias, 0));
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, k, "entry");
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ctx, k, "loop");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ctx, k, "done");
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
     LLVMPositionBuilderAtEnd(b, entry);
-    LLVMValueRef n = LLVMGetParam(k, 3);
+    LLVMValueRef n = LLVMGetParam(k, 4);
     LLVMValueRef zero = LLVMConstInt(i64, 0, 0);
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, n, zero, ""), loop, done);
     LLVMPositionBuilderAtEnd(b, loop);
     LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
-    LLVMValueRef x[2];
+    LLVMValueRef x[3];
     for (int a = 0; a < f->arity; a++) {
         LLVMValueRef p = LLVMBuildGEP2(b, t, LLVMGetParam(k, (unsigned)a), &i, 1, "");
         x[a] = LLVMBuildLoad2(b, t, p, "");
     }
     LLVMValueRef r = LLVMBuildCall2(b, mty, mfn, x, (unsigned)f->arity, "");
-    LLVMBuildStore(b, r, LLVMBuildGEP2(b, t, LLVMGetParam(k, 2), &i, 1, ""));
+    LLVMBuildStore(b, r, LLVMBuildGEP2(b, t, LLVMGetParam(k, 3), &i, 1, ""));
     LLVMValueRef i1 = LLVMBuildAdd(b, i, LLVMConstInt(i64, 1, 0), "");
     LLVMValueRef vals[2] = {zero, i1};
     LLVMBasicBlockRef from[2] = {entry, loop};
@@ -262,15 +268,18 @@ static void fill(void *buf, size_t n, int is64, const vm_fn *f, uint64_t seed, i
     }
 }
 
-static void reference(const vm_fn *f, int is64, const void *a, const void *b, void *out, size_t n)
+static void reference(const vm_fn *f, int is64, const void *a, const void *b, const void *c,
+                      void *out, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (is64) {
-            const double *x = a, *y = b;
-            ((double *)out)[i] = f->arity == 1 ? f->u64(x[i]) : f->b64(x[i], y[i]);
+            const double *x = a, *y = b, *z = c;
+            ((double *)out)[i] = f->arity == 1 ? f->u64(x[i]) : f->arity == 2 ? f->b64(x[i], y[i])
+                                                                             : f->t64(x[i], y[i], z[i]);
         } else {
-            const float *x = a, *y = b;
-            ((float *)out)[i] = f->arity == 1 ? f->u32(x[i]) : f->b32(x[i], y[i]);
+            const float *x = a, *y = b, *z = c;
+            ((float *)out)[i] = f->arity == 1 ? f->u32(x[i]) : f->arity == 2 ? f->b32(x[i], y[i])
+                                                                             : f->t32(x[i], y[i], z[i]);
         }
     }
 }
@@ -282,12 +291,13 @@ static size_t compare(size_t fi, int is64, size_t n, uint64_t seed)
     const vm_fn *f = &fns[fi];
     size_t es = is64 ? 8 : 4;
     /* +1 element so kernels also run on a misaligned start below */
-    unsigned char *a = malloc((n + 1) * es), *b = malloc((n + 1) * es);
+    unsigned char *a = malloc((n + 1) * es), *b = malloc((n + 1) * es), *c = malloc((n + 1) * es);
     unsigned char *o1 = malloc((n + 1) * es), *o2 = malloc((n + 1) * es);
-    if (!a || !b || !o1 || !o2)
+    if (!a || !b || !c || !o1 || !o2)
         abort(); /* no ck_assert here: --full runs outside Check */
     fill(a, n + 1, is64, f, seed, 0);
     fill(b, n + 1, is64, f, seed, 1);
+    fill(c, n + 1, is64, f, seed, 2);
     size_t bad = 0;
     /* the whole array, then a misaligned odd-length tail, then short lengths */
     size_t offs[3] = {0, 1, 0};
@@ -298,31 +308,33 @@ static size_t compare(size_t fi, int is64, size_t n, uint64_t seed)
         if (pass == 2) {
             for (size_t l = 0; l <= len; l++) {
                 memset(o1, 0, l * es);
-                J.k[fi][is64](a + off, b + off, o1, (int64_t)l);
-                reference(f, is64, a + off, b + off, o2, l);
+                J.k[fi][is64](a + off, b + off, c + off, o1, (int64_t)l);
+                reference(f, is64, a + off, b + off, c + off, o2, l);
                 bad += memcmp(o1, o2, l * es) != 0;
             }
             continue;
         }
-        J.k[fi][is64](a + off, b + off, o1, (int64_t)len);
-        reference(f, is64, a + off, b + off, o2, len);
+        J.k[fi][is64](a + off, b + off, c + off, o1, (int64_t)len);
+        reference(f, is64, a + off, b + off, c + off, o2, len);
         for (size_t i = 0; i < len; i++) {
             if (memcmp(o1 + i * es, o2 + i * es, es) == 0)
                 continue;
             if (bad++ == 0) {
                 if (is64)
-                    fprintf(stderr, "%s_f64(%a, %a): jit %a, interpreter %a\n", f->name,
-                            ((double *)(a + off))[i], ((double *)(b + off))[i],
+                    fprintf(stderr, "%s_f64(%a, %a, %a): jit %a, interpreter %a\n", f->name,
+                            ((double *)(a + off))[i], ((double *)(b + off))[i], ((double *)(c + off))[i],
                             ((double *)o1)[i], ((double *)o2)[i]);
                 else
-                    fprintf(stderr, "%s_f32(%a, %a): jit %a, interpreter %a\n", f->name,
+                    fprintf(stderr, "%s_f32(%a, %a, %a): jit %a, interpreter %a\n", f->name,
                             (double)((float *)(a + off))[i], (double)((float *)(b + off))[i],
+                            (double)((float *)(c + off))[i],
                             (double)((float *)o1)[i], (double)((float *)o2)[i]);
             }
         }
     }
     free(a);
     free(b);
+    free(c);
     free(o1);
     free(o2);
     return bad;

@@ -255,6 +255,43 @@ START_TEST(test_bessel_ie)
 }
 END_TEST
 
+/* regularized_incomplete_beta: JAX 0.12's bits (jax.jit(lax.betainc) on
+ * CPU) at points of both sides of its switch to the symmetry relation
+ * (the first and third f32 ones direct, the others mixed), and JAX's
+ * special cases: 0 and 1 at the ends and for a or b zero or infinite, NaN
+ * out of the domain. */
+START_TEST(test_betainc)
+{
+    EQ32(ft_vm_betainc_f32(0x1.c66e1ap+1f, 0x1.287c8cp+1f, 0x1.7ac4aap-2f), 0x1.f3a808p-4);
+    EQ32(ft_vm_betainc_f32(0x1.121e4p+0f, 0x1.9312cep+0f, 0x1.8bb6d0p-2f), 0x1.05527ep-1);
+    EQ32(ft_vm_betainc_f32(0x1.67b812p+2f, 0x1.bd4a56p+2f, 0x1.33dce4p-1f), 0x1.bad43p-1);
+    EQ32(ft_vm_betainc_f32(0x1.2d07f4p+3f, 0x1.7949c4p-1f, 0x1.703278p-1f), 0x1.aecc5cp-6);
+    EQ64(ft_vm_betainc_f64(0x1.4ef9896b07a59p+2, 0x1.6cf173c6a8b31p+0, 0x1.ecf32082613e5p-1),
+         0x1.da21a09ce5e3cp-1);
+    EQ64(ft_vm_betainc_f64(0x1.56b077512988fp-1, 0x1.fa4502829b22dp+0, 0x1.763198345ed0ap-2),
+         0x1.72186e799a85ep-1);
+    EQ64(ft_vm_betainc_f64(0x1.3c731dbc1a91cp-1, 0x1.1563c64167561p+1, 0x1.2802ebcca2e9ep-3),
+         0x1.ef3b6b11d5c08p-2);
+    EQ64(ft_vm_betainc_f64(0x1.8d24e62d071aap+1, 0x1.310552a6978e1p+2, 0x1.bb376490e1d66p-2),
+         0x1.3558adcbad91fp-1);
+    EQ64(ft_vm_betainc_f64(2.0, 3.0, 0.0), 0.0);
+    EQ64(ft_vm_betainc_f64(2.0, 3.0, 1.0), 1.0);
+    EQ64(ft_vm_betainc_f64(0.0, 3.0, 0.5), 1.0);
+    EQ64(ft_vm_betainc_f64(0.0, 3.0, 0.0), 0.0);
+    EQ64(ft_vm_betainc_f64(2.0, 0.0, 0.5), 0.0);
+    EQ64(ft_vm_betainc_f64(2.0, 0.0, 1.0), 1.0);
+    EQ64(ft_vm_betainc_f64(INFINITY, 2.0, 0.5), 0.0);
+    EQ64(ft_vm_betainc_f64(2.0, INFINITY, 0.5), 1.0);
+    EQ32(ft_vm_betainc_f32(2.0f, 3.0f, 1.0f), 1.0f);
+    ISNAN64(ft_vm_betainc_f64(0.0, 0.0, 0.5));
+    ISNAN64(ft_vm_betainc_f64(-1.0, 2.0, 0.5));
+    ISNAN64(ft_vm_betainc_f64(2.0, -1.0, 0.5));
+    ISNAN64(ft_vm_betainc_f64(2.0, 2.0, 1.5));
+    ISNAN32(ft_vm_betainc_f32(2.0f, 2.0f, -0.5f));
+    ISNAN32(ft_vm_betainc_f32(INFINITY, INFINITY, 0.5f));
+}
+END_TEST
+
 START_TEST(test_canonical_nan)
 {
     double nans[3];
@@ -268,15 +305,21 @@ START_TEST(test_canonical_nan)
         double x = nans[i];
 #define VM_UNARY(name, lo, hi) ISNAN64(ft_vm_##name##_f64(x));
 #define VM_BINARY(name) ISNAN64(ft_vm_##name##_f64(x, 2.0)); ISNAN64(ft_vm_##name##_f64(3.0, x));
+#define VM_TERNARY(name) ISNAN64(ft_vm_##name##_f64(x, 2.0, 0.5)); ISNAN64(ft_vm_##name##_f64(3.0, x, 0.5)); \
+    ISNAN64(ft_vm_##name##_f64(3.0, 2.0, x));
 #include "lower/vmath/vmath.def"
 #undef VM_UNARY
 #undef VM_BINARY
+#undef VM_TERNARY
     }
 #define VM_UNARY(name, lo, hi) ISNAN32(ft_vm_##name##_f32(nanf_neg));
 #define VM_BINARY(name) ISNAN32(ft_vm_##name##_f32(nanf_neg, 2.0f));
+#define VM_TERNARY(name) ISNAN32(ft_vm_##name##_f32(nanf_neg, 2.0f, 0.5f)); \
+    ISNAN32(ft_vm_##name##_f32(2.0f, 2.0f, nanf_neg));
 #include "lower/vmath/vmath.def"
 #undef VM_UNARY
 #undef VM_BINARY
+#undef VM_TERNARY
 }
 END_TEST
 
@@ -291,6 +334,7 @@ static Suite *vmath_values_suite(void)
     tcase_add_test(tc, test_pow_specials);
     tcase_add_test(tc, test_canonical_nan);
     tcase_add_test(tc, test_bessel_ie);
+    tcase_add_test(tc, test_betainc);
     suite_add_tcase(s, tc);
     return s;
 }

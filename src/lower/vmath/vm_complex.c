@@ -165,6 +165,28 @@ void ft_vm_cexpm1_f64(double a, double b, double *re, double *im)
 
 /* z^w = exp(w log z); 0^w is 1 for w = 0, 0 for real w > 0, else NaN
  * (XLA's). */
+/* exp2 z = exp(log(2) z), JAX's lowering: the product with log 2 + 0i
+ * written out as XLA's complex multiply (ln2 a - 0 b, ln2 b + 0 a). */
+void ft_vm_cexp2_f64(double a, double b, double *re, double *im)
+{
+    const double ln2 = 0x1.62e42fefa39efp-1;
+    ft_vm_cexp_f64(ln2 * a - 0.0 * b, ln2 * b + 0.0 * a, re, im);
+}
+
+/* logistic z = 1 / (1 + exp(-z)), JAX's logistic_impl: 1 + e as (1 + re,
+ * 0 + im), the reciprocal by Smith's method (no overflow in the
+ * denominator; an infinite 1 + e gives 0). */
+void ft_vm_clogistic_f64(double a, double b, double *re, double *im)
+{
+    double er, ei;
+    ft_vm_cexp_f64(-a, -b, &er, &ei);
+    double c = 1.0 + er, d = 0.0 + ei;
+    int cbig = !(vm_fabs(c) < vm_fabs(d)); /* both branches computed, one selected */
+    double r1 = d / c, den1 = c + d * r1, r2 = c / d, den2 = c * r2 + d;
+    *re = vm_canon64(cbig ? 1.0 / den1 : r2 / den2);
+    *im = vm_canon64(cbig ? -r1 / den1 : -1.0 / den2);
+}
+
 void ft_vm_cpow_f64(double a, double b, double c, double d, double *re, double *im)
 {
     double lr, li;

@@ -16,6 +16,8 @@ void ft_vm_ccosh_f64(double a, double b, double *re, double *im);
 void ft_vm_ctanh_f64(double a, double b, double *re, double *im);
 void ft_vm_clog1p_f64(double a, double b, double *re, double *im);
 void ft_vm_cexpm1_f64(double a, double b, double *re, double *im);
+void ft_vm_cexp2_f64(double a, double b, double *re, double *im);
+void ft_vm_clogistic_f64(double a, double b, double *re, double *im);
 void ft_vm_crsqrt_f64(double a, double b, double *re, double *im);
 void ft_vm_casin_f64(double a, double b, double *re, double *im);
 void ft_vm_cacos_f64(double a, double b, double *re, double *im);
@@ -24,5 +26,14 @@ void ft_vm_casinh_f64(double a, double b, double *re, double *im);
 void ft_vm_cacosh_f64(double a, double b, double *re, double *im);
 void ft_vm_catanh_f64(double a, double b, double *re, double *im);
 void ft_vm_cpow_f64(double a, double b, double c, double d, double *re, double *im);
+
+/* The unary functions above as X(ID, name): ft_vm_c<name>_f64 computes the
+ * primitive FT_P_<ID> on complex values. The interpreter (unary_cpx) and
+ * the JIT's loop kernels (codegen.c) both dispatch from this one list. */
+#define FT_VM_COMPLEX_UNARY(X)                                                                \
+    X(EXP, exp) X(EXP2, exp2) X(LOG, log) X(SQRT, sqrt) X(SIN, sin) X(COS, cos) X(TAN, tan)    \
+    X(SINH, sinh) X(COSH, cosh) X(TANH, tanh) X(LOG1P, log1p) X(EXPM1, expm1)                 \
+    X(LOGISTIC, logistic) X(RSQRT, rsqrt) X(ASIN, asin) X(ACOS, acos) X(ATAN, atan)           \
+    X(ASINH, asinh) X(ACOSH, acosh) X(ATANH, atanh)
 
 #endif

@@ -62,6 +62,11 @@ static inline float vm_fmaf(float a, float b, float c)
     return __builtin_fmaf(a, b, c);
 }
 
+static inline double vm_fma(double a, double b, double c)
+{
+    return __builtin_fma(a, b, c);
+}
+
 /* For the functions that call vm_fmaf: in the library's gcc build on
  * x86-64, an FMA clone chosen at load time (ifunc), so the interpreter
  * gets the instruction instead of a libm call per use. The bitcode build

@@ -95,7 +95,7 @@ int ft_vm_link_into(LLVMModuleRef dst, char **err)
          * compile take minutes. The bits are the same either way. */
         const char *nm = LLVMGetValueName(f);
         if (strstr(nm, "zeta") || strstr(nm, "polygamma") || strstr(nm, "igamma") ||
-            strstr(nm, "vm_ig_")) {
+            strstr(nm, "vm_ig_") || strstr(nm, "betainc") || strstr(nm, "vm_bi_")) {
             LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                                     LLVMCreateEnumAttribute(ctx, noinl, 0));
             continue;

@@ -30,9 +30,13 @@
 #define VM_BINARY(name) \
     float ft_vm_##name##_f32(float x, float y); \
     double ft_vm_##name##_f64(double x, double y);
+#define VM_TERNARY(name) \
+    float ft_vm_##name##_f32(float x, float y, float z); \
+    double ft_vm_##name##_f64(double x, double y, double z);
 #include "lower/vmath/vmath.def"
 #undef VM_UNARY
 #undef VM_BINARY
+#undef VM_TERNARY
 
 /* The same functions as LLVM bitcode (clang-19 -O2 -ffp-contract=off),
  * for the JIT to link. Owned by the library; never freed. */
