@@ -62,6 +62,11 @@ static inline float vm_fmaf(float a, float b, float c)
     return __builtin_fmaf(a, b, c);
 }
 
+static inline double vm_fma(double a, double b, double c)
+{
+    return __builtin_fma(a, b, c);
+}
+
 /* For the functions that call vm_fmaf: in the library's gcc build on
  * x86-64, an FMA clone chosen at load time (ifunc), so the interpreter
  * gets the instruction instead of a libm call per use. The bitcode build
@@ -206,6 +211,7 @@ static inline double vm_cos_kernel(double r, double rl)
  * library; internal after linking in the JIT). */
 double ft_vm_exp_core(double x, double xlo, int64_t k);
 double ft_vm_log_dd(double x, double *lo);
+double ft_vm_log1p_acc_f64(double x);
 double ft_vm_expm1_core(double x);
 void ft_vm_sincos_core(double x, double *s, double *c);
 
