@@ -108,6 +108,35 @@ START_TEST(test_xla_f32_values)
 }
 END_TEST
 
+/* f32 erf and f64 erf_inv, log1p are XLA's algorithms too: jax.lax.erf
+ * (both sides of the clamp), jax.lax.erf_inv (w < 6.25, < 16, beyond) and
+ * jnp.log1p (the rational branch, and log(1 + x) on both sides) in JAX 0.12
+ * on CPU, bit for bit. */
+START_TEST(test_xla_erf_values)
+{
+    EQ32(ft_vm_erf_f32(0x1p-1f), 0x1.0a7ef6p-1f);
+    EQ32(ft_vm_erf_f32(-0x1.4p+0f), -0x1.d8865cp-1f);
+    EQ32(ft_vm_erf_f32(0x1p+1f), 0x1.fd9aep-1f);
+    EQ32(ft_vm_erf_f32(0x1.cp+1f), 0x1.ffffe6p-1f);
+    EQ32(ft_vm_erf_f32(0x1.47ae14p-7f), 0x1.71bc26p-7f);
+    EQ32(ft_vm_erf_f32(-0x1.f33334p+1f), -0x1p+0f);
+    EQ64(ft_vm_erf_inv_f64(0x1.3333333333333p-2), 0x1.1700774485ed3p-2);
+    EQ64(ft_vm_erf_inv_f64(-0x1.6666666666666p-1), -0x1.773a9da42b44ep-1);
+    EQ64(ft_vm_erf_inv_f64(0x1.ff7ced916872bp-1), 0x1.29d311405cdbap+1);
+    EQ64(ft_vm_erf_inv_f64(-0x1.ffffffaa19c47p-1), -0x1.0357dae0f0693p+2);
+    EQ64(ft_vm_erf_inv_f64(0x1.999999999999ap-5), 0x1.6b3c887ee4c8p-5);
+    EQ64(ft_vm_erf_inv_f64(0x1.ffffffffffc7bp-1), 0x1.50bc24952c76dp+2);
+    EQ64(ft_vm_log1p_f64(0x1.3333333333333p-2), 0x1.0ca937be1b9dcp-2);
+    EQ64(ft_vm_log1p_f64(-0x1p-2), -0x1.269621134db92p-2);
+    EQ64(ft_vm_log1p_f64(0x1.999999999999ap-2), 0x1.588c2d913349p-2);
+    EQ64(ft_vm_log1p_f64(0x1.4f8b588e368f1p-17), 0x1.4f8aea9ae7317p-17);
+    EQ64(ft_vm_log1p_f64(-0x1.999999999999ap-3), -0x1.c8ff7c79a9a22p-3);
+    EQ64(ft_vm_log1p_f64(0x1.a3d70a3d70a3dp-2), 0x1.5fd5fabe64085p-2);
+    EQ64(ft_vm_log1p_f64(-0x1.6666666666666p-2), -0x1.b91f28212ba02p-2);
+    EQ64(ft_vm_log1p_f64(0x1.0000000000000p-1), 0x1.9f323ecbf984cp-2);
+}
+END_TEST
+
 START_TEST(test_signed_zeros)
 {
     EQ64(ft_vm_sin_f64(-0.0), -0.0);
@@ -329,6 +358,7 @@ static Suite *vmath_values_suite(void)
     TCase *tc = tcase_create("values");
     tcase_add_test(tc, test_exact_values);
     tcase_add_test(tc, test_xla_f32_values);
+    tcase_add_test(tc, test_xla_erf_values);
     tcase_add_test(tc, test_signed_zeros);
     tcase_add_test(tc, test_infinities_and_domains);
     tcase_add_test(tc, test_pow_specials);

@@ -32,31 +32,34 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-# Float samplers whose JAX bits come from XLA transcendentals (log, log1p,
-# tan, exp, erf, f64 erf_inv, ...) the shared math library does not match
-# bit for bit: the bound measured on these cases (docs/random.md), as
-# (f32, f64); 0 is bitwise. The rest are compared bitwise. f32 erf_inv, log
-# and log1p are XLA's (src/lower/vmath/vm_f32.c), so f32 normal, exponential,
-# gumbel, laplace, logistic and what is built on them are bitwise.
+# Float samplers whose JAX bits come from XLA transcendentals the shared
+# math library does not match bit for bit: the bound measured on these
+# cases (docs/random.md), as (f32, f64); 0 is bitwise. The rest are compared
+# bitwise. f32 erf_inv, log, log1p, erf and f64 erf_inv, log1p are XLA's
+# (src/lower/vmath), so normal, exponential, gumbel, laplace, logistic and
+# what is built on them are bitwise in f32, and in f64 on these fixtures:
+# f64 log is glibc's, which the library matches except where glibc is not
+# correctly rounded (about 5 in 10,000 inputs; 35 of 2^20 f64 normals).
 ULP = {
-    "normal": (0, 4), "truncated_normal": (8, 8), "exponential": (0, 2), "gumbel": (0, 2),
-    "laplace": (0, 2), "logistic": (0, 2), "cauchy": (0, 2), "vmap_normal": (0, 4),
-    "scan_keys": (0, 4),
+    # f64 tan is glibc's (measured 1 ulp); generalized_normal's f64 pow
+    "cauchy": (0, 2), "generalized_normal": (0, 4),
+    # f32: XLA constant-folds erf of the literal bounds with the host libm's
+    # erff (glibc 2.36), not with its erf polynomial, which the library
+    # matches (measured 27 ulp after erf_inv near |u| = 1); f64: glibc's erf
+    "truncated_normal": (32, 8),
     # XLA contracts uniform's floats * (maxval - minval) + minval into an FMA;
     # FrankenTrace rounds the product (no contraction, docs/determinism.md):
     # 1-2 ulp in f32, and in f64 up to 1024 ulp of results near 0
     "uniform_range": (2, 1024),
-    # normal's f64 bound through LAPACK's cholesky (JAX's CPU potrf) and a
-    # GEMM, and through qr (geqrf+orgqr) with a sign fix: measured 6 / 3 ulp
-    "multivariate_normal": (2, 8), "orthogonal": (0, 8),
-    # random_gamma: in f64 normal's erf_inv, and log, pow inside
-    # Marsaglia-Tsang; then log / exp / div in beta, dirichlet, t, ball
-    # (measured 1-3 ulp); over many alphas the error grows through v**3 and
-    # pow(u, 1/a) for small a (measured 6 / 10 ulp), and in log space near
-    # log(g) = 0 (measured 32 / 128)
-    "gamma": (0, 4), "gamma_many": (8, 16), "loggamma_many": (64, 256), "vmap_gamma": (0, 4),
-    "beta": (4, 4), "dirichlet": (4, 4), "t": (0, 4), "ball": (4, 4),
-    "generalized_normal": (0, 4),
+    # normal through LAPACK's cholesky (JAX's CPU potrf) and a GEMM: the
+    # bound covers the BLAS summation order (measured 0 with Haswell kernels)
+    "multivariate_normal": (2, 8),
+    # random_gamma: f32 pow is glibc's powf inside Marsaglia-Tsang and in
+    # beta, dirichlet, ball (measured 1-2 ulp); over many alphas the error
+    # grows through v**3 and pow(u, 1/a) for small a (measured 6 / 5 ulp),
+    # and in log space near log(g) = 0 (measured 40 / 128)
+    "gamma_many": (8, 16), "loggamma_many": (64, 256),
+    "beta": (4, 0), "dirichlet": (4, 0), "ball": (4, 4),
 }
 
 # grad w.r.t. alpha of losses through gamma, loggamma, beta and dirichlet

@@ -20,7 +20,7 @@ static double vm_clog_abs(double a, double b)
     double m = x > y ? x : y, n = x > y ? y : x;
     double ms = (m > 0.0 && m < VM_INF64) ? m : 1.0;
     double r = n / ms;
-    double v = ft_vm_log_f64(ms) + 0.5 * ft_vm_log1p_f64(r * r);
+    double v = ft_vm_log_f64(ms) + 0.5 * ft_vm_log1p_acc_f64(r * r);
     v = m == 0.0 ? -VM_INF64 : v;
     return m == VM_INF64 ? VM_INF64 : v;
 }
@@ -145,7 +145,7 @@ void ft_vm_clog1p_f64(double a, double b, double *re, double *im)
 {
     int small = vm_fabs(a) < 0x1p500 && vm_fabs(b) < 0x1p500;
     double as = small ? a : 0.0, bs = small ? b : 0.0;
-    double rs = 0.5 * ft_vm_log1p_f64(as * (2.0 + as) + bs * bs);
+    double rs = 0.5 * ft_vm_log1p_acc_f64(as * (2.0 + as) + bs * bs);
     double rl = vm_clog_abs(1.0 + a, b);
     int nan = vm_cnan(a, b);
     *re = nan ? VM_NAN64 : (small ? rs : rl);
@@ -327,7 +327,7 @@ void ft_vm_catanh_f64(double a, double b, double *re, double *im)
     int big = vm_fabs(a) > VM_CBIG || vm_fabs(b) > VM_CBIG;
     double as = big ? 0.0 : vm_fabs(a), bs = big ? 0.0 : b;
     double d = (1.0 - as) * (1.0 - as) + bs * bs;
-    double r = vm_copysign(0.25 * ft_vm_log1p_f64(4.0 * as / d), a);
+    double r = vm_copysign(0.25 * ft_vm_log1p_acc_f64(4.0 * as / d), a);
     double i = 0.5 * ft_vm_atan2_f64(2.0 * bs, (1.0 - as) * (1.0 + as) - bs * bs);
     double m = vm_cabs(a, b);
     double ms = (big && m < VM_INF64) ? m : 1.0;

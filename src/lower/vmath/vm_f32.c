@@ -191,7 +191,6 @@ float ft_vm_rsqrt_f32(float x)
 VM_VIA_F64(sin)
 VM_VIA_F64(cos)
 VM_VIA_F64(tan)
-VM_VIA_F64(erf)
 VM_VIA_F64(erfc)
 VM_VIA_F64(cbrt)
 VM_VIA_F64(atan)
@@ -304,3 +303,27 @@ VM_FMA_CLONES float ft_vm_erf_inv_f32(float x)
     return vm_canon32(p * x);
 }
 
+
+/* XLA's f32 erf on CPU (its erf intrinsic; Eigen's rational interpolant):
+ * x P(x^2) / Q(x^2), P of degree 4 and Q of degree 6 in x^2 by Horner's rule
+ * with fused multiply-adds as XLA emits them, and +-1 for |x| >= 3.8325069.
+ * Not the correctly rounded erf (docs/math.md): jax.random.truncated_normal
+ * draws through it. Checked bitwise against jax.lax.erf (docs/random.md). */
+VM_FMA_CLONES float ft_vm_erf_f32(float x)
+{
+    int clamp = 3.832506856900711f <= vm_fabsf(x);
+    float x2 = x * x;
+    float p = vm_fmaf(x2, 0.00022905065861350646f, 0.0034082910107109506f);
+    p = vm_fmaf(x2, p, 0.050955695062380861f);
+    p = vm_fmaf(x2, p, 0.18520832239976145f);
+    p = vm_fmaf(x2, p, 1.128379143519084f);
+    p = x * p;
+    float q = vm_fmaf(x2, -1.1791602954361697e-7f, 0.000023547966471313185f);
+    q = vm_fmaf(x2, q, 0.0010179625278914885f);
+    q = vm_fmaf(x2, q, 0.014070470171167667f);
+    q = vm_fmaf(x2, q, 0.11098505178285362f);
+    q = vm_fmaf(x2, q, 0.49746925110067538f);
+    q = vm_fmaf(x2, q, 1.0f);
+    float one = asf32(0x3f800000U | (asu32(x) & 0x80000000U)); /* copysign(1, x) */
+    return vm_canon32(clamp ? one : p / q);
+}

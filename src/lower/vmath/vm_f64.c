@@ -76,7 +76,9 @@ double ft_vm_log_f64(double x)
     return r;
 }
 
-double ft_vm_log1p_f64(double x)
+/* log1p to about 2^-64 relative (the library's own; the complex functions
+ * build on it). */
+double ft_vm_log1p_acc_f64(double x)
 {
     int ok = x > -1.0 && x < VM_INF64;
     double xs = ok ? x : 0.0;
@@ -88,6 +90,32 @@ double ft_vm_log1p_f64(double x)
     r = x == VM_INF64 ? VM_INF64 : r;
     r = (x < -1.0 || x != x) ? VM_NAN64 : r;
     return r;
+}
+
+/* XLA's f64 log1p on CPU (its elemental emitter, as for f32 in vm_f32.c):
+ * for x in (sqrt(1/2) - 1, sqrt(2) - 1) Cephes' rational function x - x^2/2 + x^3 P(x)/Q(x)
+ * (the polynomials by Horner's rule with fused multiply-adds, where LLVM
+ * contracts XLA's code), else log(1 + x) with the rounded sum. jax.lax.log1p
+ * and f64 erf_inv (so f64 normal, exponential, laplace) use it. */
+VM_FMA_CLONES double ft_vm_log1p_f64(double x)
+{
+    static const double num[7] = {4.5270000862445199635215E-5, 4.9854102823193375972212E-1,
+                                  6.5787325942061044846969E0,  2.9911919328553073277375E1,
+                                  6.0949667980987787057556E1,  5.7112963590585538103336E1,
+                                  2.0039553499201281259648E1};
+    static const double den[7] = {1.0, 1.5062909083469192043167E1, 8.3047565967967209469434E1,
+                                  2.2176239823732856465394E2, 3.0909872225312059774938E2,
+                                  2.1642788614495947685003E2, 6.0118660497603843919306E1};
+    double pn = 0.0, pd = 0.0;
+    for (int i = 0; i < 7; i++) {
+        pn = vm_fma(pn, x, num[i]);
+        pd = vm_fma(pd, x, den[i]);
+    }
+    double x2 = x * x;
+    double small = x + (-0.5 * x2 + (x * x2) * (pn / pd));
+    double big = ft_vm_log_f64(x + 1.0);
+    int in = x > -0.29289321881345247560 && x < 0.41421356237309504880; /* 1 + x in (sqrt(1/2), sqrt(2)) */
+    return in ? small : (x != x ? VM_NAN64 : big);
 }
 
 /* expm1 for non-NaN x: e^x - 1 = 2^n (expm1(r) + 1) - 1, with the sum

@@ -211,6 +211,7 @@ static inline double vm_cos_kernel(double r, double rl)
  * library; internal after linking in the JIT). */
 double ft_vm_exp_core(double x, double xlo, int64_t k);
 double ft_vm_log_dd(double x, double *lo);
+double ft_vm_log1p_acc_f64(double x);
 double ft_vm_expm1_core(double x);
 void ft_vm_sincos_core(double x, double *s, double *c);
 

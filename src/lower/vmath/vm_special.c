@@ -177,25 +177,55 @@ double ft_vm_erfc_f64(double x)
 
 /* ---- erf_inv ------------------------------------------------------------ */
 
-/* erf_inv(y) = y * E(w), w = -log(1 - y^2), with E piecewise in w (w < 6.25)
- * or in sqrt(w) (Giles' split). */
-double ft_vm_erf_inv_f64(double y)
+/* XLA's f64 erf_inv on CPU (its chlo expansion): Giles' double-precision
+ * approximation (M. Giles, "Approximating the erfinv function", GPU
+ * Computing Gems, 2011) on w = -log1p(-y^2) with XLA's log1p: a polynomial
+ * in w - 3.125 (w < 6.25, 23 coefficients), in sqrt(w) - 3.25 (w < 16, 19)
+ * or in sqrt(w) - 5 (17), Horner's rule with fused multiply-adds (LLVM
+ * contracts XLA's c + p*z), the coefficient of each step selected by w as
+ * XLA selects it. The coefficients are the constants of XLA's expansion
+ * (Giles' published ones), written in hex. Checked bitwise against
+ * jax.lax.erf_inv in f64 (docs/random.md), so f64 jax.random.normal is
+ * bitwise JAX's where XLA's f64 log (glibc's) is correctly rounded. */
+VM_FMA_CLONES double ft_vm_erf_inv_f64(double y)
 {
-    double a = vm_fabs(y);
-    int ok = a < 1.0;
-    double as = ok ? a : 0.0;
-    double ys = ok ? y : 0.0;
-    double lo, hi = ft_vm_log_dd((1.0 - as) * (1.0 + as), &lo);
-    double w = -(hi + lo);
-    double ws = w < 6.25 ? w : 0.0;
-    int i = (ws >= vmc_einvw_bound[1]) + (ws >= vmc_einvw_bound[2]) + (ws >= vmc_einvw_bound[3]);
-    double ec = vmc_einvw(i, ws - vmc_einvw_centre[i]);
-    double p = __builtin_sqrt(w < 6.25 ? 6.25 : w);
-    int j = (p >= vmc_einvp_bound[1]) + (p >= vmc_einvp_bound[2]) + (p >= vmc_einvp_bound[3]);
-    double et = vmc_einvp(j, p - vmc_einvp_centre[j]);
-    double v = ys * (w < 6.25 ? ec : et);
-    v = a == 1.0 ? vm_copysign(VM_INF64, y) : v;
-    return (ok || a == 1.0) ? v : VM_NAN64;
+    static const double a[23] = {
+        -0x1.135d2e746e627p-68, -0x1.8ddf93324d327p-63, 0x1.7b83eef0b7c9fp-60,
+        0x1.9ba72cd589b91p-57, -0x1.33689090a6b96p-53, 0x1.82e11898132e0p-56,
+        0x1.de4acfd9e26bap-48, -0x1.6d33eed66c487p-45, -0x1.6f2167040d8e2p-44,
+        0x1.72a22c2d77e20p-39, -0x1.c8859c4e5c0afp-37, -0x1.dc583d118a561p-35,
+        0x1.20f47ccf46b3cp-30, -0x1.1a9e38dc84d60p-28, -0x1.f36cd6d3d46a9p-26,
+        0x1.c6b4f5d03b787p-22, -0x1.6e8a5434ae8a2p-20, -0x1.d1d1f7b8736f6p-17,
+        0x1.879c2a212f024p-13, -0x1.845769484fca8p-11, -0x1.8b6c33114f909p-8,
+        0x1.ebd80d9b13e28p-3, 0x1.a755e7c99ae86p+0};
+    static const double b[19] = {
+        0x1.3040f87dbd932p-29, 0x1.85cbe52878635p-24, -0x1.2777453dd3955p-22,
+        0x1.395abcd554c6cp-26, 0x1.936388a3790adp-20, -0x1.0d5db812b5083p-18,
+        0x1.8860cd5d652f6p-19, 0x1.a29a0cacdfb23p-17, -0x1.8cef1f80281f2p-15,
+        0x1.1e684d0b9188ap-14, 0x1.932cd54c8a222p-16, -0x1.7448a89ef8aa3p-12,
+        0x1.f3cc55ad40c25p-11, -0x1.ba924132f38b1p-10, 0x1.468eeca533cf8p-9,
+        -0x1.ebadabb891bbdp-9, 0x1.5ffcfe5b76afcp-8, 0x1.0158a6d641d39p+0,
+        0x1.8abcc380d5a48p+1};
+    static const double c[17] = {
+        -0x1.dcec3a7785389p-36, -0x1.18feec0e38727p-32, 0x1.9e6bf2dda45e3p-30,
+        -0x1.0468fb24e2f5fp-28, 0x1.05ac6a8fba182p-27, -0x1.0102e495fb9c0p-26,
+        0x1.f4c20e1334af8p-26, -0x1.22d220fdf9c3ep-24, 0x1.ebc8bb824cb54p-23,
+        -0x1.0a8d40ea372ccp-20, 0x1.2fbd29d093d2bp-18, -0x1.4a3497e1e0facp-16,
+        0x1.3ebf4eb00938fp-14, -0x1.c2f36a8fc5d53p-13, -0x1.22ea5df04047cp-13,
+        0x1.02a30d1fba0dcp+0, 0x1.3664ddd1ad7fbp+2};
+    double w = -ft_vm_log1p_f64(y * -y);
+    int lt6 = w < 6.25, lt16 = w < 16.0;
+    double s = __builtin_sqrt(lt6 ? 6.25 : w); /* w >= 6.25 (or NaN) when used */
+    double z = lt6 ? w - 3.125 : s - (lt16 ? 3.25 : 5.0);
+    double p = lt16 ? (lt6 ? a[0] : b[0]) : c[0];
+    for (int i = 1; i < 17; i++)
+        p = vm_fma(p, z, lt16 ? (lt6 ? a[i] : b[i]) : c[i]);
+    for (int i = 17; i < 19; i++)
+        p = lt16 ? vm_fma(p, z, lt6 ? a[i] : b[i]) : p;
+    for (int i = 19; i < 23; i++)
+        p = lt6 ? vm_fma(p, z, a[i]) : p;
+    double v = p * y;
+    return vm_canon64(vm_fabs(y) == 1.0 ? y * VM_INF64 : v);
 }
 
 /* ---- lgamma ------------------------------------------------------------- */
