@@ -2,8 +2,10 @@
  * environment, literals, the per-equation dispatch by family, and ft_eval.
  * Slow and simple on purpose: every compiled result is checked against it. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "lower/vmath/vmath.h"
 #include "runtime.h"
 
 const ft_pval *ft_eqn_param(const ft_eqn *e, const char *name) {
@@ -239,6 +241,26 @@ static ft_status guard_step(ft_ctx *ctx, const ft_jaxpr *j, env *E, const ft_eqn
 static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_array *const *args,
                         ft_array **outs, bool top);
 
+/* The nine equations of jax.nn.logsumexp that ft_lse_match found, in one
+ * pass over x (interp_lse.c): binds the shift and the sum. Under
+ * guard_each_step the equations run one by one instead. */
+static ft_status eval_lse(ft_ctx *ctx, env *E, const ft_lse_pat *p) {
+  const ft_array *x = p->x->id < E->n ? E->val[p->x->id] : NULL;
+  if (!x) return ft_set_error(ctx, FT_ERR_INTERNAL, "eval: logsumexp input is unbound");
+  int64_t nb = (p->n + FT_VM_LSE_BLOCK - 1) / FT_VM_LSE_BLOCK;
+  float *scratch = malloc(sizeof(float) * (size_t)(2 * nb));
+  ft_array *f = ft_array_alloc(ctx, &p->shift->aval), *s = f ? ft_array_alloc(ctx, &p->sum->aval) : NULL;
+  if (!scratch || !f || !s) {
+    free(scratch), ft_array_free(f), ft_array_free(s);
+    return ft_ctx_status(ctx) != FT_OK ? ft_ctx_status(ctx) : ft_set_error(ctx, FT_ERR_NOMEM, "eval: out of memory");
+  }
+  ft_lse_rows(x->data, p->rows, p->n, scratch, scratch + nb, f->data, s->data);
+  free(scratch);
+  env_set(E, p->shift, f, true);
+  env_set(E, p->sum, s, true);
+  return FT_OK;
+}
+
 ft_status ft_interp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_array *const *args,
                           ft_array **outs) {
   return interp(ctx, j, n_args, args, outs, false);
@@ -292,6 +314,14 @@ static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_arr
   bool steps = top && ft_hardened(ctx) && ctx->opts.guard_each_step;
   for (int i = 0; i < j->n_eqn && st == FT_OK; i++) {
     if (top) ft_guard_tl.eqn = i;
+    ft_lse_pat lse;
+    if (!steps && j->eqns[i].prim == FT_P_REDUCE_MAX && ft_lse_match(j, i, &lse)) {
+      st = eval_lse(ctx, &E, &lse);
+      if (st != FT_OK && ft_ctx_status(ctx) != FT_OK)
+        ft_error_prefix(ctx, "eval: equations %d-%d (logsumexp)", i, i + lse.n_eqns - 1);
+      i += lse.n_eqns - 1;
+      continue;
+    }
     st = eval_eqn(ctx, &E, &j->eqns[i], i);
     if (st == FT_OK && steps) st = guard_step(ctx, j, &E, &j->eqns[i], i);
   }
