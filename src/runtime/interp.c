@@ -241,9 +241,8 @@ static ft_status guard_step(ft_ctx *ctx, const ft_jaxpr *j, env *E, const ft_eqn
 static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_array *const *args,
                         ft_array **outs, bool top);
 
-/* The nine equations of jax.nn.logsumexp that ft_lse_match found, in one
- * pass over x (interp_lse.c): binds the shift and the sum. Under
- * guard_each_step the equations run one by one instead. */
+/* The equations of jax.nn.logsumexp that ft_lse_match found, in one pass
+ * over x (interp_lse.c): binds the shift and the sum. */
 static ft_status eval_lse(ft_ctx *ctx, env *E, const ft_lse_pat *p) {
   const ft_array *x = p->x->id < E->n ? E->val[p->x->id] : NULL;
   if (!x) return ft_set_error(ctx, FT_ERR_INTERNAL, "eval: logsumexp input is unbound");
@@ -315,11 +314,19 @@ static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_arr
   for (int i = 0; i < j->n_eqn && st == FT_OK; i++) {
     if (top) ft_guard_tl.eqn = i;
     ft_lse_pat lse;
-    if (!steps && j->eqns[i].prim == FT_P_REDUCE_MAX && ft_lse_match(j, i, &lse)) {
+    if (j->eqns[i].prim == FT_P_REDUCE_MAX && ft_lse_match(j, i, &lse)) {
+      int last = i + lse.n_eqns - 1;
+      if (top) ft_guard_tl.eqn = last;
       st = eval_lse(ctx, &E, &lse);
       if (st != FT_OK && ft_ctx_status(ctx) != FT_OK)
-        ft_error_prefix(ctx, "eval: equations %d-%d (logsumexp)", i, i + lse.n_eqns - 1);
-      i += lse.n_eqns - 1;
+        ft_error_prefix(ctx, "eval: equations %d-%d (logsumexp)", i, last);
+      /* guard_each_step: the pattern is one step whose input is x */
+      const ft_array *x = E.val[lse.x->id];
+      if (st == FT_OK && steps && !ft_nonfinite_count(&x->aval, x->data, NULL)) {
+        ft_array *res[2] = {E.val[lse.shift->id], E.val[lse.sum->id]};
+        st = ft_guard_results(ctx, j, last, "reduce_sum", 2, res);
+      }
+      i = last;
       continue;
     }
     st = eval_eqn(ctx, &E, &j->eqns[i], i);
