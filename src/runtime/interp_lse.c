@@ -14,6 +14,7 @@
  * src/lower/vmath/vm_lse.c: the interpreter here, the JIT as two kernels
  * (src/lower/fusion.c place_lse). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower/vmath/vmath.h"
@@ -58,12 +59,38 @@ static bool same_axes(const ft_eqn *a, const ft_eqn *b) {
   return true;
 }
 
-/* Whether var v is read outside equations [lo, hi] of j (or is an output). */
-static bool used_outside(const ft_jaxpr *j, const ft_var *v, int lo, int hi) {
+/* Which equations of j are live: some output is read, transitively, by
+ * j's outputs (every primitive is pure). The JIT plans after its exact-tier
+ * rewrite, which drops dead equations; counting only live readers here
+ * makes both engines see the same readers. NULL when out of memory. */
+static bool *live_eqns(const ft_jaxpr *j) {
+  uint32_t nv = ft_arena_num_var_ids(j->arena);
+  bool *need = calloc((size_t)nv + 1, 1), *live = calloc((size_t)j->n_eqn + 1, 1);
+  if (!need || !live) {
+    free(need), free(live);
+    return NULL;
+  }
+  for (int k = 0; k < j->n_out; k++)
+    if (j->outvars[k]->kind == FT_VAR && j->outvars[k]->id < nv) need[j->outvars[k]->id] = true;
+  for (int i = j->n_eqn - 1; i >= 0; i--) {
+    const ft_eqn *e = &j->eqns[i];
+    for (int k = 0; k < e->n_out && !live[i]; k++)
+      live[i] = e->out[k]->kind == FT_VAR && e->out[k]->id < nv && need[e->out[k]->id];
+    if (!live[i]) continue;
+    for (int k = 0; k < e->n_in; k++)
+      if (e->in[k]->kind == FT_VAR && e->in[k]->id < nv) need[e->in[k]->id] = true;
+  }
+  free(need);
+  return live;
+}
+
+/* Whether var v is read by a live equation outside [lo, hi] of j, or is an
+ * output of j. */
+static bool used_outside(const ft_jaxpr *j, const bool *live, const ft_var *v, int lo, int hi) {
   for (int k = 0; k < j->n_out; k++)
     if (j->outvars[k] == v) return true;
   for (int i = 0; i < j->n_eqn; i++) {
-    if (i >= lo && i <= hi) continue;
+    if ((i >= lo && i <= hi) || !live[i]) continue;
     const ft_eqn *e = &j->eqns[i];
     for (int k = 0; k < e->n_in; k++)
       if (e->in[k] == v) return true;
@@ -128,14 +155,23 @@ bool ft_lse_match(const ft_jaxpr *j, int i, ft_lse_pat *pat) {
    * each (c twice), inside the pattern, and nowhere else. */
   const ft_var *internal[8] = {b, c, d, ev, g, h, iv, z};
   int want[8] = {1, 2, 1, 1, 1, 1, 1, 1};
+  bool *live = live_eqns(j);
+  if (!live) return false; /* out of memory: the equations run one by one */
   for (int k = 0; k < 8; k++) {
     if (!internal[k]) continue;
-    if (used_outside(j, internal[k], i, i + n_eqns - 1)) return false;
+    if (used_outside(j, live, internal[k], i, i + n_eqns - 1)) {
+      free(live);
+      return false;
+    }
     int seen = 0;
     for (int e = 0; e < n_eqns; e++)
       for (int a = 0; a < E[e].n_in; a++) seen += E[e].in[a] == internal[k];
-    if (seen != want[k]) return false;
+    if (seen != want[k]) {
+      free(live);
+      return false;
+    }
   }
+  free(live);
   int64_t rows = 1, n = 1;
   for (int k = 0; k < r; k++) *(k < r - nk ? &rows : &n) *= x->aval.dims[k];
   if (rows < 1 || n < 1) return false;
