@@ -311,10 +311,19 @@ static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_arr
     env_set(&E, j->invars[k], a, false);
   }
   bool steps = top && ft_hardened(ctx) && ctx->opts.guard_each_step;
+  /* After a one-pass logsumexp, the dead equations are skipped: a dead
+   * reader of its intermediates (which ft_lse_match ignores, as the JIT's
+   * rewrite drops it) would find them unbound. Pure: nothing else changes. */
+  bool *live = NULL;
   for (int i = 0; i < j->n_eqn && st == FT_OK; i++) {
+    if (live && !live[i]) continue;
     if (top) ft_guard_tl.eqn = i;
     ft_lse_pat lse;
     if (j->eqns[i].prim == FT_P_REDUCE_MAX && ft_lse_match(j, i, &lse)) {
+      if (!live && !(live = ft_live_eqns(j))) {
+        st = ft_set_error(ctx, FT_ERR_NOMEM, "eval: out of memory");
+        break;
+      }
       int last = i + lse.n_eqns - 1;
       if (top) ft_guard_tl.eqn = last;
       st = eval_lse(ctx, &E, &lse);
@@ -332,6 +341,7 @@ static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_arr
     st = eval_eqn(ctx, &E, &j->eqns[i], i);
     if (st == FT_OK && steps) st = guard_step(ctx, j, &E, &j->eqns[i], i);
   }
+  free(live);
   for (int k = 0; k < j->n_out && st == FT_OK; k++) {
     const ft_var *v = j->outvars[k];
     if (v->kind == FT_LIT) {

@@ -62,8 +62,9 @@ static bool same_axes(const ft_eqn *a, const ft_eqn *b) {
 /* Which equations of j are live: some output is read, transitively, by
  * j's outputs (every primitive is pure). The JIT plans after its exact-tier
  * rewrite, which drops dead equations; counting only live readers here
- * makes both engines see the same readers. NULL when out of memory. */
-static bool *live_eqns(const ft_jaxpr *j) {
+ * makes both engines see the same readers (and the interpreter skips the
+ * dead equations once it has used this). NULL when out of memory. */
+bool *ft_live_eqns(const ft_jaxpr *j) {
   uint32_t nv = ft_arena_num_var_ids(j->arena);
   bool *need = calloc((size_t)nv + 1, 1), *live = calloc((size_t)j->n_eqn + 1, 1);
   if (!need || !live) {
@@ -155,7 +156,7 @@ bool ft_lse_match(const ft_jaxpr *j, int i, ft_lse_pat *pat) {
    * each (c twice), inside the pattern, and nowhere else. */
   const ft_var *internal[8] = {b, c, d, ev, g, h, iv, z};
   int want[8] = {1, 2, 1, 1, 1, 1, 1, 1};
-  bool *live = live_eqns(j);
+  bool *live = ft_live_eqns(j);
   if (!live) return false; /* out of memory: the equations run one by one */
   for (int k = 0; k < 8; k++) {
     if (!internal[k]) continue;

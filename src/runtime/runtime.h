@@ -115,6 +115,10 @@ typedef struct ft_lse_pat {
   int n_eqns;
 } ft_lse_pat;
 bool ft_lse_match(const ft_jaxpr *j, int i, ft_lse_pat *pat);
+/* Which equations of j are live (some result read, transitively, by j's
+ * outputs; every primitive is pure): malloc'd, n_eqn flags, or NULL when
+ * out of memory. A reader of a pattern's intermediate counts only if live. */
+bool *ft_live_eqns(const ft_jaxpr *j);
 /* Computes shift[r] and sum[r] of every row of x (rows x n, contiguous)
  * with the shared routine (vm_lse.c); pm, ps: scratch of ceil(n / 4096)
  * floats each. */
