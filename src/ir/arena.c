@@ -1,4 +1,5 @@
 /* src/ir/arena.c: the bump allocator that owns every IR node of a jaxpr. */
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -20,11 +21,53 @@ enum { CHUNK_MIN = 64 * 1024 };
 
 ft_arena *ft_arena_new(void) { return calloc(1, sizeof(ft_arena)); }
 
+/* Freed big chunks are kept for the next arenas (issue 26). A chunk over
+ * glibc's mmap threshold is a fresh mapping: every transform of a big
+ * program took all of its memory page fault by page fault, the kernel
+ * zeroing each page (grad of a 100k-equation chain: ~150 MB, a third of
+ * its time, and the reason its time per equation grew with the size while
+ * a small program reuses the heap's pages). Kept: chunks of at least
+ * KEEP_MIN bytes, at most KEEP_MAX in all (process-wide, under a lock);
+ * a chunk is reused by an arena that needs at most its size. The memory is
+ * given back when the process ends (or never used again: it is bounded). */
+enum { KEEP_SLOTS = 64 };
+static const size_t KEEP_MIN = 1u << 20, KEEP_MAX = (size_t)256 << 20;
+static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
+static chunk *keep[KEEP_SLOTS];
+static size_t keep_bytes;
+
+/* Keeps c if there is room; false: the caller frees it. */
+static bool keep_put(chunk *c) {
+  if (c->size < KEEP_MIN) return false;
+  bool kept = false;
+  pthread_mutex_lock(&keep_mu);
+  if (keep_bytes + c->size <= KEEP_MAX)
+    for (int i = 0; i < KEEP_SLOTS && !kept; i++)
+      if (!keep[i]) keep[i] = c, keep_bytes += c->size, kept = true;
+  pthread_mutex_unlock(&keep_mu);
+  return kept;
+}
+
+/* The smallest kept chunk of at least sz bytes and at most 4 sz (so a
+ * small arena does not take a huge chunk), or NULL. */
+static chunk *keep_get(size_t sz) {
+  if (sz < KEEP_MIN / 4) return NULL;
+  chunk *best = NULL;
+  int bi = -1;
+  pthread_mutex_lock(&keep_mu);
+  for (int i = 0; i < KEEP_SLOTS; i++)
+    if (keep[i] && keep[i]->size >= sz && keep[i]->size / 4 <= sz && (!best || keep[i]->size < best->size))
+      best = keep[i], bi = i;
+  if (best) keep[bi] = NULL, keep_bytes -= best->size;
+  pthread_mutex_unlock(&keep_mu);
+  return best;
+}
+
 void ft_arena_free(ft_arena *a) {
   if (!a) return;
   for (chunk *c = a->head, *n; c; c = n) {
     n = c->next;
-    free(c);
+    if (!keep_put(c)) free(c);
   }
   free(a);
 }
@@ -49,9 +92,14 @@ static void *alloc_slow(ft_arena *a, size_t n) {
   size_t sz = n > CHUNK_MIN ? n : CHUNK_MIN;
   /* Grow chunk size with the arena so big jaxprs need few chunks. */
   if (a->bytes / 4 > sz) sz = a->bytes / 4;
-  chunk *c = malloc(sizeof(chunk) + sz);
-  if (!c) return NULL;
-  huge_pages(c, sizeof(chunk) + sz);
+  chunk *c = keep_get(sz);
+  if (c) {
+    sz = c->size;
+  } else {
+    c = malloc(sizeof(chunk) + sz);
+    if (!c) return NULL;
+    huge_pages(c, sizeof(chunk) + sz);
+  }
   c->size = sz;
   c->used = n;
   c->next = a->head;

@@ -90,6 +90,13 @@ static void h_kernel(hasher *h, const ft_kernel *k) {
   }
   h_i64(h, k->n_stores);
   for (int i = 0; i < k->n_stores; i++) h_i64(h, k->stores[i].node), h_i64(h, k->stores[i].buf);
+  if (k->kind == FT_KER_LSE) {
+    h_i64(h, k->lse_fin);
+    h_i64(h, k->lse_rows), h_i64(h, k->lse_n), h_i64(h, k->lse_nb);
+    h_i64(h, k->lse_x), h_i64(h, k->lse_pm), h_i64(h, k->lse_ps);
+    h_i64(h, k->lse_shift), h_i64(h, k->lse_sum);
+    return;
+  }
   if (k->kind != FT_KER_REDUCE) return;
   h_i64(h, k->rprim);
   h_i64(h, k->rout);

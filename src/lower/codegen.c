@@ -19,6 +19,7 @@
 
 #include "lower/lower.h"
 #include "lower/vmath/vm_complex.h"
+#include "lower/vmath/vmath.h"
 #include "runtime/exec.h" /* ft_kernel_inplace_input: the executor's in-place pairs */
 
 typedef struct cg {
@@ -1982,6 +1983,71 @@ static bool emit_reduce_kernel(cg *G, const ft_kernel *k) {
   return ok;
 }
 
+/* A one-pass logsumexp kernel (fusion.c place_lse): a loop over items
+ * [lo, hi) calling the shared routine of vmath/vm_lse.c, whose bitcode the
+ * JIT links and inlines (its loops left scalar in the bitcode, so they are
+ * vectorized here for the host). Partials: item p = row * nb + b is block
+ * b of the row; combine: item r is row r. */
+static bool emit_lse_kernel(cg *G, const ft_kernel *k) {
+  LLVMBuilderRef B = G->b;
+  LLVMTypeRef args[3] = {G->ptr, G->i64, G->i64};
+  LLVMValueRef f = LLVMAddFunction(G->m, k->name, LLVMFunctionType(G->vd, args, 3, 0));
+  add_attr(G, f, LLVMAttributeFunctionIndex, "nounwind");
+  G->fn = f;
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(G->c, f, "entry");
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(G->c, f, "loop");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(G->c, f, "done");
+  LLVMPositionBuilderAtEnd(B, entry);
+  LLVMValueRef bufs = LLVMGetParam(f, 0), lo = LLVMGetParam(f, 1), hi = LLVMGetParam(f, 2);
+  int ids[5] = {k->lse_x, k->lse_pm, k->lse_ps, k->lse_shift, k->lse_sum};
+  LLVMValueRef ptr[5];
+  for (int i = 0; i < 5; i++) {
+    LLVMValueRef slot = c64(G, ids[i]);
+    ptr[i] = LLVMBuildLoad2(B, G->ptr, LLVMBuildGEP2(B, G->ptr, bufs, &slot, 1, ""), "");
+  }
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, lo, hi, ""), loop, done);
+  LLVMPositionBuilderAtEnd(B, loop);
+  LLVMValueRef it = LLVMBuildPhi(B, G->i64, "it");
+  LLVMValueRef res;
+  if (!k->lse_fin) {
+    LLVMTypeRef pt[3] = {G->ptr, G->i64, G->ptr};
+    LLVMTypeRef ft = LLVMFunctionType(G->f32, pt, 3, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(G->m, "ft_vm_lse_block_f32");
+    if (!fn) fn = LLVMAddFunction(G->m, "ft_vm_lse_block_f32", ft);
+    LLVMValueRef row = LLVMBuildUDiv(B, it, c64(G, k->lse_nb), "");
+    LLVMValueRef start = LLVMBuildMul(B, LLVMBuildURem(B, it, c64(G, k->lse_nb), ""), c64(G, FT_VM_LSE_BLOCK), "");
+    LLVMValueRef rest = LLVMBuildSub(B, c64(G, k->lse_n), start, "");
+    LLVMValueRef len = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, rest, c64(G, FT_VM_LSE_BLOCK), ""), rest,
+                                       c64(G, FT_VM_LSE_BLOCK), "");
+    LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, row, c64(G, k->lse_n), ""), start, "");
+    LLVMValueRef a[3] = {LLVMBuildGEP2(B, G->f32, ptr[0], &off, 1, ""), len,
+                         LLVMBuildGEP2(B, G->f32, ptr[1], &it, 1, "")};
+    res = LLVMBuildCall2(B, ft, fn, a, 3, "");
+    LLVMBuildStore(B, res, LLVMBuildGEP2(B, G->f32, ptr[2], &it, 1, ""));
+  } else {
+    LLVMTypeRef pt[6] = {G->ptr, G->i64, G->ptr, G->ptr, G->i64, G->ptr};
+    LLVMTypeRef ft = LLVMFunctionType(G->f32, pt, 6, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(G->m, "ft_vm_lse_finish_f32");
+    if (!fn) fn = LLVMAddFunction(G->m, "ft_vm_lse_finish_f32", ft);
+    LLVMValueRef xo = LLVMBuildMul(B, it, c64(G, k->lse_n), "");
+    LLVMValueRef po = LLVMBuildMul(B, it, c64(G, k->lse_nb), "");
+    LLVMValueRef a[6] = {LLVMBuildGEP2(B, G->f32, ptr[0], &xo, 1, ""), c64(G, k->lse_n),
+                         LLVMBuildGEP2(B, G->f32, ptr[1], &po, 1, ""),
+                         LLVMBuildGEP2(B, G->f32, ptr[2], &po, 1, ""), c64(G, k->lse_nb),
+                         LLVMBuildGEP2(B, G->f32, ptr[3], &it, 1, "")};
+    res = LLVMBuildCall2(B, ft, fn, a, 6, "");
+    LLVMBuildStore(B, res, LLVMBuildGEP2(B, G->f32, ptr[4], &it, 1, ""));
+  }
+  LLVMValueRef next = LLVMBuildAdd(B, it, c64(G, 1), "");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, next, hi, ""), loop, done);
+  LLVMValueRef inc_v[2] = {lo, next};
+  LLVMBasicBlockRef inc_b[2] = {entry, loop};
+  LLVMAddIncoming(it, inc_v, inc_b, 2);
+  LLVMPositionBuilderAtEnd(B, done);
+  LLVMBuildRetVoid(B);
+  return true;
+}
+
 /* ------------------------------------------------------------------ entry */
 static void cg_init(cg *G, LLVMModuleRef m, const ft_program *p) {
   memset(G, 0, sizeof *G);
@@ -2006,7 +2072,9 @@ int ft_codegen_program(void *module, const ft_program *p, char **err) {
   int bad = 0;
   for (int i = 0; i < p->n_kernels && !bad; i++) {
     const ft_kernel *k = &p->kernels[i];
-    bool ok = k->kind == FT_KER_LOOP ? emit_loop_kernel(&G, k) : emit_reduce_kernel(&G, k);
+    bool ok = k->kind == FT_KER_LOOP  ? emit_loop_kernel(&G, k)
+              : k->kind == FT_KER_LSE ? emit_lse_kernel(&G, k)
+                                      : emit_reduce_kernel(&G, k);
     if (!ok) {
       char msg[128];
       snprintf(msg, sizeof msg, G.oom ? "codegen: out of memory generating kernel %s"

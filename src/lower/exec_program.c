@@ -177,7 +177,7 @@ static void step_shape(const ft_program *p, const ft_step *s, ft_exec_task *t) {
   switch (s->kind) {
   case FT_STEP_KERNEL: {
     const ft_kernel *k = &p->kernels[s->kernel];
-    int64_t per = k->kind == FT_KER_REDUCE ? (k->rcount > 0 ? k->rcount : 1) : shape_elems(k, 1);
+    int64_t per = k->kind != FT_KER_LOOP ? (k->rcount > 0 ? k->rcount : 1) : shape_elems(k, 1);
     t->fn = kernel_task;
     t->extent = s->extent > 0 ? s->extent : 0;
     t->grain = ft_exec_grain(t->extent, per);
@@ -474,7 +474,7 @@ ft_prog_exec *ft_prog_exec_new(ft_ctx *ctx, const ft_program *p, ft_pool *pool,
     if (s->kind == FT_STEP_KERNEL) { /* elements computed; other steps: unknown */
       const ft_kernel *kr = &p->kernels[s->kernel];
       tasks[i].cost = (uint64_t)s->extent *
-                      (uint64_t)(kr->kind == FT_KER_REDUCE ? (kr->rcount > 0 ? kr->rcount : 1)
+                      (uint64_t)(kr->kind != FT_KER_LOOP ? (kr->rcount > 0 ? kr->rcount : 1)
                                                            : shape_elems(kr, 1));
       if (!tasks[i].cost) tasks[i].cost = 1;
     } else if (s->kind == FT_STEP_GEMM) {

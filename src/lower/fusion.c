@@ -19,6 +19,7 @@
 
 #include "lower/lower.h"
 #include "lower/vmath/vm_complex.h"
+#include "lower/vmath/vmath.h"
 
 typedef enum { VK_NONE, VK_BUF, VK_GROUP, VK_VIEW } vkind;
 
@@ -1526,6 +1527,74 @@ static bool place_reduce_cpx(planner *P, const ft_eqn *e, int idx) {
   return true;
 }
 
+/* The one-pass logsumexp (ft_lse_match; docs/jit.md "One-pass
+ * logsumexp"): equations idx .. idx + n_eqns - 1 become two kernels calling the
+ * shared routine of vmath/vm_lse.c, which the interpreter calls too: block
+ * partials (max and exp-sum of FT_VM_LSE_BLOCK elements, read once from
+ * memory; the executor shares the blocks among threads), then one combine
+ * per row writing the shift f and the sum j. x is read from its buffer. */
+static int add_lse_kernel(planner *P, const ft_kernel *k, int eqn, int n_eqns, int first_eqn) {
+  ft_program *p = P->p;
+  ft_kernel *nk = grow(P, p->kernels, &p->cap_kernels, p->n_kernels + 1, sizeof *p->kernels);
+  if (!nk) return -1;
+  p->kernels = nk;
+  int ki = p->n_kernels++;
+  p->kernels[ki] = *k;
+  ft_step *s = new_step(P, FT_STEP_KERNEL, eqn, 1);
+  if (!s) return -1;
+  s->kernel = ki;
+  s->extent = k->kdims[0];
+  s->n_eqns = n_eqns;
+  s->eqns = malloc(sizeof(int) * (size_t)n_eqns);
+  s->in = malloc(sizeof(int) * 3);
+  s->out = malloc(sizeof(int) * 2);
+  if (!s->eqns || !s->in || !s->out) {
+    P->oom = true;
+    return -1;
+  }
+  for (int q = 0; q < n_eqns; q++) s->eqns[q] = first_eqn + q;
+  if (k->lse_fin) {
+    s->n_in = 3, s->in[0] = k->lse_x, s->in[1] = k->lse_pm, s->in[2] = k->lse_ps;
+    s->n_out = 2, s->out[0] = k->lse_shift, s->out[1] = k->lse_sum;
+  } else {
+    s->n_in = 1, s->in[0] = k->lse_x;
+    s->n_out = 2, s->out[0] = k->lse_pm, s->out[1] = k->lse_ps;
+  }
+  return ki;
+}
+
+static bool place_lse(planner *P, const ft_lse_pat *pat, int idx) {
+  int xb = materialize(P, pat->x, idx);
+  if (xb < 0) return false;
+  int64_t rows = pat->rows, n = pat->n, nb = (n + FT_VM_LSE_BLOCK - 1) / FT_VM_LSE_BLOCK;
+  ft_aval pav = ft_aval_make(FT_F32, 1, (int64_t[]){rows * nb});
+  ft_kernel k;
+  memset(&k, 0, sizeof k);
+  k.kind = FT_KER_LSE;
+  k.lse_rows = rows, k.lse_n = n, k.lse_nb = nb;
+  k.lse_x = xb;
+  k.lse_pm = new_buf(P, FT_BUF_TEMP, 0, &pav);
+  k.lse_ps = new_buf(P, FT_BUF_TEMP, 0, &pav);
+  k.lse_shift = new_buf(P, FT_BUF_TEMP, 0, &pat->shift->aval);
+  k.lse_sum = new_buf(P, FT_BUF_TEMP, 0, &pat->sum->aval);
+  if (k.lse_pm < 0 || k.lse_ps < 0 || k.lse_shift < 0 || k.lse_sum < 0) return false;
+  k.krank = 1;
+  k.kdims[0] = rows * nb;
+  k.rcount = n < FT_VM_LSE_BLOCK ? n : FT_VM_LSE_BLOCK;
+  int last = idx + pat->n_eqns - 1;
+  if (add_lse_kernel(P, &k, idx, pat->n_eqns - 1, idx) < 0) return false;
+  k.lse_fin = true;
+  k.kdims[0] = rows;
+  k.rcount = nb > 0 ? nb : 1;
+  if (add_lse_kernel(P, &k, last, 1, last) < 0) return false;
+  P->v[pat->shift->id].kind = VK_BUF;
+  P->v[pat->shift->id].buf = k.lse_shift;
+  P->v[pat->sum->id].kind = VK_BUF;
+  P->v[pat->sum->id].buf = k.lse_sum;
+  P->p->n_fused_eqns += pat->n_eqns;
+  return true;
+}
+
 static bool touches_key(const ft_eqn *e) {
   for (int k = 0; k < e->n_in; k++)
     if (ft_dtype_is_key(e->in[k]->aval.dtype)) return true;
@@ -1654,7 +1723,15 @@ ft_program *ft_program_plan(ft_ctx *ctx, const ft_jaxpr *j, const ft_plan_option
       if (p->j->eqns[i].in[k]->kind == FT_VAR) P.uses[p->j->eqns[i].in[k]->id]++;
   for (int k = 0; ok && k < p->j->n_out; k++)
     if (p->j->outvars[k]->kind == FT_VAR) P.uses[p->j->outvars[k]->id]++;
-  for (int i = 0; ok && i < p->j->n_eqn; i++) ok = plan_eqn(&P, &p->j->eqns[i], i) && !P.oom;
+  for (int i = 0; ok && i < p->j->n_eqn; i++) {
+    ft_lse_pat lse;
+    if (!P.opts->no_compile && p->j->eqns[i].prim == FT_P_REDUCE_MAX && ft_lse_match(p->j, i, &lse)) {
+      ok = place_lse(&P, &lse, i) && !P.oom;
+      i += lse.n_eqns - 1;
+      continue;
+    }
+    ok = plan_eqn(&P, &p->j->eqns[i], i) && !P.oom;
+  }
   if (ok) plan_outputs(&P);
   for (int gi = 0; ok && !P.oom && gi < P.n_groups; gi++) ok = finish_group(&P, gi);
   ok = ok && !P.oom;

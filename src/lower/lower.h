@@ -24,7 +24,7 @@
 #include "runtime/runtime.h"
 
 /* Bump when generated code changes meaning: it is part of every cache key. */
-#define FT_CODEGEN_VERSION 5
+#define FT_CODEGEN_VERSION 6
 
 /* ============================================================== the program */
 /* Where a value lives at run time. */
@@ -74,7 +74,9 @@ typedef struct ft_kstore {
   int node, buf;
 } ft_kstore;
 
-typedef enum ft_kernel_kind { FT_KER_LOOP, FT_KER_REDUCE } ft_kernel_kind;
+/* FT_KER_LSE: a one-pass logsumexp kernel (fusion.c place_lse), calling the
+ * shared routine of vmath/vm_lse.c on rows of x. */
+typedef enum ft_kernel_kind { FT_KER_LOOP, FT_KER_REDUCE, FT_KER_LSE } ft_kernel_kind;
 
 typedef struct ft_kernel {
   ft_kernel_kind kind;
@@ -114,6 +116,16 @@ typedef struct ft_kernel {
    * partials left to right from the identity (total = p0 + p1 + ...). */
   int64_t rparts, rblock;
   bool rseq;
+  /* FT_KER_LSE over lse_rows rows of lse_n contiguous f32 at buffer lse_x,
+   * each cut into lse_nb blocks of FT_VM_LSE_BLOCK. !lse_fin: item
+   * p = row * lse_nb + block writes that block's maximum to lse_pm[p] and
+   * its sum to lse_ps[p] (ft_vm_lse_block_f32); lse_fin: item r combines
+   * row r's partials into lse_shift[r], lse_sum[r] (ft_vm_lse_finish_f32).
+   * krank = 1, kdims[0] = the items, rcount = elements per item (the
+   * executor's grain and the JIT's work estimate, as for reductions). */
+  bool lse_fin;
+  int64_t lse_rows, lse_n, lse_nb;
+  int lse_x, lse_pm, lse_ps, lse_shift, lse_sum;
 } ft_kernel;
 
 /* A compiled kernel: runs iterations [lo, hi) of its outermost loop (loop

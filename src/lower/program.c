@@ -279,7 +279,15 @@ char *ft_program_describe(const ft_program *p) {
     switch (s->kind) {
     case FT_STEP_KERNEL: {
       const ft_kernel *k = &p->kernels[s->kernel];
-      if (k->kind == FT_KER_REDUCE) {
+      if (k->kind == FT_KER_LSE) {
+        ft_buf_printf(&o, "kernel %s (compiled one-pass logsumexp, %s: %lld rows x %lld elements, "
+                      "%lld blocks per row; fused:", k->name,
+                      k->lse_fin ? "row combine" : "block max and exp-sum", (long long)k->lse_rows,
+                      (long long)k->lse_n, (long long)k->lse_nb);
+        for (int q = 0; q < s->n_eqns; q++)
+          ft_buf_printf(&o, " %s#%d", ft_prim_get(j->eqns[s->eqns[q]].prim)->name, s->eqns[q]);
+        ft_buf_printf(&o, ")\n");
+      } else if (k->kind == FT_KER_REDUCE) {
         ft_buf_printf(&o, "kernel %s (compiled reduction %s, %lld outputs x %lld elements, "
                       "stride %lld%s)\n", k->name, ft_prim_get(k->rprim)->name,
                       (long long)s->extent, (long long)k->rcount, (long long)k->rstride,

@@ -2,8 +2,10 @@
  * environment, literals, the per-equation dispatch by family, and ft_eval.
  * Slow and simple on purpose: every compiled result is checked against it. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "lower/vmath/vmath.h"
 #include "runtime.h"
 
 const ft_pval *ft_eqn_param(const ft_eqn *e, const char *name) {
@@ -240,6 +242,25 @@ static ft_status guard_step(ft_ctx *ctx, const ft_jaxpr *j, env *E, const ft_eqn
 static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_array *const *args,
                         ft_array **outs, bool top);
 
+/* The equations of jax.nn.logsumexp that ft_lse_match found, in one pass
+ * over x (interp_lse.c): binds the shift and the sum. */
+static ft_status eval_lse(ft_ctx *ctx, env *E, const ft_lse_pat *p) {
+  const ft_array *x = p->x->id < E->n ? E->val[p->x->id] : NULL;
+  if (!x) return ft_set_error(ctx, FT_ERR_INTERNAL, "eval: logsumexp input is unbound");
+  int64_t nb = (p->n + FT_VM_LSE_BLOCK - 1) / FT_VM_LSE_BLOCK;
+  float *scratch = malloc(sizeof(float) * (size_t)(2 * nb));
+  ft_array *f = ft_array_alloc(ctx, &p->shift->aval), *s = f ? ft_array_alloc(ctx, &p->sum->aval) : NULL;
+  if (!scratch || !f || !s) {
+    free(scratch), ft_array_free(f), ft_array_free(s);
+    return ft_ctx_status(ctx) != FT_OK ? ft_ctx_status(ctx) : ft_set_error(ctx, FT_ERR_NOMEM, "eval: out of memory");
+  }
+  ft_lse_rows(x->data, p->rows, p->n, scratch, scratch + nb, f->data, s->data);
+  free(scratch);
+  env_set(E, p->shift, f, true);
+  env_set(E, p->sum, s, true);
+  return FT_OK;
+}
+
 ft_status ft_interp_jaxpr(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_array *const *args,
                           ft_array **outs) {
   return interp(ctx, j, n_args, args, outs, false);
@@ -291,11 +312,37 @@ static ft_status interp(ft_ctx *ctx, const ft_jaxpr *j, int n_args, const ft_arr
     env_set(&E, j->invars[k], a, false);
   }
   bool steps = top && ft_hardened(ctx) && ctx->opts.guard_each_step;
+  /* After a one-pass logsumexp, the dead equations are skipped: a dead
+   * reader of its intermediates (which ft_lse_match ignores, as the JIT's
+   * rewrite drops it) would find them unbound. Pure: nothing else changes. */
+  bool *live = NULL;
   for (int i = 0; i < j->n_eqn && st == FT_OK; i++) {
+    if (live && !live[i]) continue;
     if (top) ft_guard_tl.eqn = i;
+    ft_lse_pat lse;
+    if (j->eqns[i].prim == FT_P_REDUCE_MAX && ft_lse_match(j, i, &lse)) {
+      if (!live && !(live = ft_live_eqns(j))) {
+        st = ft_set_error(ctx, FT_ERR_NOMEM, "eval: out of memory");
+        break;
+      }
+      int last = i + lse.n_eqns - 1;
+      if (top) ft_guard_tl.eqn = last;
+      st = eval_lse(ctx, &E, &lse);
+      if (st != FT_OK && ft_ctx_status(ctx) != FT_OK)
+        ft_error_prefix(ctx, "eval: equations %d-%d (logsumexp)", i, last);
+      /* guard_each_step: the pattern is one step whose input is x */
+      const ft_array *x = E.val[lse.x->id];
+      if (st == FT_OK && steps && !ft_nonfinite_count(&x->aval, x->data, NULL)) {
+        ft_array *res[2] = {E.val[lse.shift->id], E.val[lse.sum->id]};
+        st = ft_guard_results(ctx, j, last, "reduce_sum", 2, res);
+      }
+      i = last;
+      continue;
+    }
     st = eval_eqn(ctx, &E, &j->eqns[i], i);
     if (st == FT_OK && steps) st = guard_step(ctx, j, &E, &j->eqns[i], i);
   }
+  free(live);
   for (int k = 0; k < j->n_out && st == FT_OK; k++) {
     const ft_var *v = j->outvars[k];
     if (v->kind == FT_LIT) {

@@ -103,6 +103,27 @@ int ft_param_ints(const ft_eqn *e, const char *name, int64_t *out, int max);
 int64_t ft_param_int(const ft_eqn *e, const char *name, int64_t dflt);
 bool ft_param_bool(const ft_eqn *e, const char *name, bool dflt);
 
+/* The one-pass logsumexp (interp_lse.c; docs/jit.md "One-pass logsumexp"):
+ * equations i .. i + n_eqns - 1 of j (9, or 10 when the maximum is not a
+ * scalar) are jax.nn.logsumexp's max, shift and exp-sum over x's trailing
+ * axes, f32, whose intermediates nothing else reads. pat: x, the shift f
+ * and the sum j (the only values of the pattern that may be read later),
+ * rows x n elements. */
+typedef struct ft_lse_pat {
+  const ft_var *x, *shift, *sum;
+  int64_t rows, n;
+  int n_eqns;
+} ft_lse_pat;
+bool ft_lse_match(const ft_jaxpr *j, int i, ft_lse_pat *pat);
+/* Which equations of j are live (some result read, transitively, by j's
+ * outputs; every primitive is pure): malloc'd, n_eqn flags, or NULL when
+ * out of memory. A reader of a pattern's intermediate counts only if live. */
+bool *ft_live_eqns(const ft_jaxpr *j);
+/* Computes shift[r] and sum[r] of every row of x (rows x n, contiguous)
+ * with the shared routine (vm_lse.c); pm, ps: scratch of ceil(n / 4096)
+ * floats each. */
+void ft_lse_rows(const float *x, int64_t rows, int64_t n, float *pm, float *ps, float *shift, float *sum);
+
 /* One rule per family. in: the n_in input arrays (borrowed); out: the eqn's
  * n_out results, allocated by the rule with the avals of e->out. On failure
  * the rule frees what it allocated and leaves out[] NULL. */

@@ -23,6 +23,7 @@
 #define FT_VMATH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define VM_UNARY(name, lo, hi) \
     float ft_vm_##name##_f32(float x); \
@@ -37,6 +38,15 @@
 #undef VM_UNARY
 #undef VM_BINARY
 #undef VM_TERNARY
+
+/* The one-pass logsumexp of jax.nn.logsumexp over contiguous rows (f32),
+ * run by both engines (runtime/interp_lse.c, the JIT's LSE steps): block
+ * partials, then one combine per row. Contracts at the definitions
+ * (vm_f32.c); how the result relates to the two-pass one: docs/jit.md. */
+enum { FT_VM_LSE_BLOCK = 4096 };
+float ft_vm_lse_block_f32(const float *x, int64_t n, float *m);
+float ft_vm_lse_finish_f32(const float *x, int64_t n, const float *pm, const float *ps, int64_t nb,
+                           float *shift);
 
 /* The same functions as LLVM bitcode (clang-19 -O2 -ffp-contract=off),
  * for the JIT to link. Owned by the library; never freed. */
