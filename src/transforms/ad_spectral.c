@@ -495,10 +495,29 @@ bool jvp_spectral(jvp_call *c) {
 }
 
 const char *ft_spectral_jvp_status(ft_prim p) {
-  if (p == FT_P_SCHUR || p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL ||
-      p == FT_P_HOUSEHOLDER_PRODUCT || p == FT_P_GEQRF || p == FT_P_ORMQR)
-    return "unsupported: JAX defines no derivative for this decomposition";
-  return NULL;
+  /* JAX 0.12 registers no JVP for these (real or complex); its refusal is
+   * ad.py's NotImplementedError, quoted */
+  switch (p) {
+  case FT_P_SCHUR:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'schur' not implemented\")";
+  case FT_P_HESSENBERG:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'hessenberg' not implemented\")";
+  case FT_P_TRIDIAGONAL:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'tridiagonal' not implemented\")";
+  case FT_P_HOUSEHOLDER_PRODUCT:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'householder_product' not implemented\")";
+  case FT_P_GEQRF:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'geqrf' not implemented\")";
+  case FT_P_ORMQR:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'ormqr' not implemented\")";
+  default: return NULL;
+  }
 }
 
 /* ----------------------------------------------------------- batching */
