@@ -30,9 +30,11 @@
  * holds the copies and the workspace, so the interpreter and a compiled
  * routine step run the same calls with the same workspace and agree
  * bitwise; OpenBLAS runs single-threaded, so the bits do not depend on the
- * thread count either. Complex operands: eigh (Hermitian, ?heevd), svd
- * (?gesdd) and qr (?geqrf + ?ungqr); the others are refused with a
- * message. */
+ * thread count either. Complex operands run LAPACK's complex routines
+ * with jaxlib's arguments: eigh (Hermitian, ?heevd), svd (?gesdd), qr
+ * (?geqrf/?geqp3 + ?ungqr), eig (?geev), schur (?gees, rwork of n reals),
+ * hessenberg (?gehrd), tridiagonal (?hetrd: d and e real),
+ * householder_product (?ungqr), geqrf and ormqr (?unmqr). */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -51,6 +53,7 @@ typedef struct sp_geom {
   bool pivot;                        /* qr: pivoting=True (?geqp3) */
   bool trans;                        /* ormqr: transpose (Q^T, Q^H) */
   int64_t ucols, vrows;      /* svd: u is m x ucols, vt is vrows x n; qr: q is m x ucols */
+  int nres;                  /* the equation's number of results */
   ft_lapack_int lwork, liwork, lrwork;
 } sp_geom;
 
@@ -215,6 +218,32 @@ static bool sp_query_cpx(sp_geom *g) {
     rneed = 2.0 * (double)g->n;
     break;
   }
+  case FT_P_SCHUR: { /* jaxlib's complex gees: rwork of n reals, no bwork (no sorting) */
+    ft_lapack_int sdim = 0;
+    const char *jv = g->uv ? "V" : "N";
+    if (g->f64) zgees_(jv, "N", NULL, &n, A, &n, &sdim, A, A, &n, W, &q, rw, NULL, &info, 1, 1);
+    else cgees_(jv, "N", NULL, &n, A, &n, &sdim, A, A, &n, W, &q, srw, NULL, &info, 1, 1);
+    need = g->f64 ? zw[0] : cw[0];
+    rneed = (double)g->n;
+    break;
+  }
+  case FT_P_HESSENBERG: {
+    ft_lapack_int one = 1;
+    if (g->f64) zgehrd_(&n, &one, &n, A, &n, A, W, &q, &info);
+    else cgehrd_(&n, &one, &n, A, &n, A, W, &q, &info);
+    need = g->f64 ? zw[0] : cw[0];
+    break;
+  }
+  case FT_P_TRIDIAGONAL: /* jaxlib queries ?hetrd with uplo 'L' whatever lower is */
+    if (g->f64) zhetrd_("L", &n, A, &n, rd, rd, A, W, &q, &info, 1);
+    else chetrd_("L", &n, A, &n, srd, srd, A, W, &q, &info, 1);
+    need = g->f64 ? zw[0] : cw[0];
+    break;
+  case FT_P_HOUSEHOLDER_PRODUCT:
+    if (g->f64) zungqr_(&m, &n, &k, A, &m, A, W, &q, &info);
+    else cungqr_(&m, &n, &k, A, &m, A, W, &q, &info);
+    need = g->f64 ? zw[0] : cw[0];
+    break;
   case FT_P_GEQRF:
     if (g->f64) zgeqrf_(&m, &n, A, &m, A, W, &q, &info);
     else cgeqrf_(&m, &n, A, &m, A, W, &q, &info);
@@ -244,11 +273,7 @@ static ft_status sp_geometry(ft_ctx *ctx, const ft_eqn *e, const ft_aval *a, sp_
   memset(g, 0, sizeof *g);
   g->p = e->prim;
   g->cpx = a->dtype == FT_C64 || a->dtype == FT_C128;
-  if (g->cpx && e->prim != FT_P_EIGH && e->prim != FT_P_SVD && e->prim != FT_P_QR &&
-      e->prim != FT_P_GEQRF && e->prim != FT_P_ORMQR && e->prim != FT_P_EIG)
-    return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
-                        "%s: complex operands (%s) are not supported by the CPU kernels yet; "
-                        "f32 and f64 are (complex eigh, svd and qr are)", name, ft_dtype_name(a->dtype));
+  g->nres = e->n_out;
   if (!g->cpx && a->dtype != FT_F32 && a->dtype != FT_F64)
     return ft_set_error(ctx, FT_ERR_TYPE, "%s: operand dtype %s (expects f32, f64, c64 or c128)", name,
                         ft_dtype_name(a->dtype));
@@ -568,7 +593,7 @@ static void from_cm_es(char *dst, const char *src, int64_t r, int64_t c, int64_t
 }
 
 static ft_lapack_int cpx_one(const sp_geom *g, char *S, const sp_parts *P, const char *a,
-                             ft_array *const *out, int64_t b) {
+                             ft_array *const *in, ft_array *const *out, int64_t b) {
   ft_lapack_int m = (ft_lapack_int)g->m, n = (ft_lapack_int)g->n, k = (ft_lapack_int)g->k, info = 0;
   ft_lapack_int lw = g->lwork, lrw = g->lrwork, liw = g->liwork;
   bool f = g->f64;
@@ -608,6 +633,46 @@ static ft_lapack_int cpx_one(const sp_geom *g, char *S, const sp_parts *P, const
     else cgeev_(jl, jr, &n, (void *)A, &n, (void *)w, (void *)U, &n, (void *)VT, &n, work, &lw, rwork, &info, 1, 1);
     if (info == 0 && vl) from_cm_es(vl, U, g->n, g->n, g->n, es);
     if (info == 0 && vr) from_cm_es(vr, VT, g->n, g->n, g->n, es);
+    return info;
+  }
+  case FT_P_SCHUR: { /* ?gees: t upper triangular (complex Schur form), vs unitary */
+    ft_lapack_int sdim = 0;
+    const char *jv = g->uv ? "V" : "N";
+    char *w = S + P->w;
+    if (f) zgees_(jv, "N", NULL, &n, (void *)A, &n, &sdim, (void *)w, (void *)VT, &n, work, &lw, rwork, NULL, &info, 1, 1);
+    else cgees_(jv, "N", NULL, &n, (void *)A, &n, &sdim, (void *)w, (void *)VT, &n, work, &lw, rwork, NULL, &info, 1, 1);
+    if (info) return info;
+    from_cm_es((char *)out[0]->data + (size_t)(b * g->n * g->n) * es, A, g->n, g->n, g->n, es);
+    if (g->uv) from_cm_es((char *)out[1]->data + (size_t)(b * g->n * g->n) * es, VT, g->n, g->n, g->n, es);
+    return 0;
+  }
+  case FT_P_HESSENBERG: { /* ?gehrd, ilo = 1, ihi = n: packed result and n-1 taus */
+    ft_lapack_int one = 1;
+    int64_t n1 = g->n - 1;
+    if (f) zgehrd_(&n, &one, &n, (void *)A, &n, (void *)tau, work, &lw, &info);
+    else cgehrd_(&n, &one, &n, (void *)A, &n, (void *)tau, work, &lw, &info);
+    if (info) return info;
+    from_cm_es((char *)out[0]->data + (size_t)(b * g->n * g->n) * es, A, g->n, g->n, g->n, es);
+    memcpy((char *)out[1]->data + (size_t)(b * n1) * es, tau, (size_t)n1 * es);
+    return 0;
+  }
+  case FT_P_TRIDIAGONAL: { /* ?hetrd: packed result, d and e real, n-1 taus */
+    int64_t n1 = g->n - 1;
+    char *d = S + P->w, *e = U;
+    if (f) zhetrd_(g->lower ? "L" : "U", &n, (void *)A, &n, (void *)d, (void *)e, (void *)tau, work, &lw, &info, 1);
+    else chetrd_(g->lower ? "L" : "U", &n, (void *)A, &n, (void *)d, (void *)e, (void *)tau, work, &lw, &info, 1);
+    if (info) return info;
+    from_cm_es((char *)out[0]->data + (size_t)(b * g->n * g->n) * es, A, g->n, g->n, g->n, es);
+    memcpy((char *)out[1]->data + (size_t)(b * g->n) * rs, d, (size_t)g->n * rs);
+    memcpy((char *)out[2]->data + (size_t)(b * n1) * rs, e, (size_t)n1 * rs);
+    memcpy((char *)out[3]->data + (size_t)(b * n1) * es, tau, (size_t)n1 * es);
+    return 0;
+  }
+  case FT_P_HOUSEHOLDER_PRODUCT: { /* ?ungqr on a (m x n) with the k taus of operand 2 */
+    const char *t = (const char *)in[1]->data + (size_t)(b * g->k) * es;
+    if (f) zungqr_(&m, &n, &k, (void *)A, &m, (const void *)t, work, &lw, &info);
+    else cungqr_(&m, &n, &k, (void *)A, &m, (const void *)t, work, &lw, &info);
+    if (info == 0) from_cm_es((char *)out[0]->data + (size_t)(b * g->m * g->n) * es, A, g->m, g->n, g->m, es);
     return info;
   }
   default: { /* qr, as qr_one */
@@ -673,11 +738,10 @@ static void cpx_batch(const sp_geom *g, char *S, const sp_parts *P, ft_array *co
       if (g->pivot) memset((int32_t *)out[2]->data + b * n, 0, sizeof(int32_t) * (size_t)n);
       continue;
     }
-    if ((g->p == FT_P_EIGH || g->p == FT_P_EIG) && n == 0) continue;
-    info = cpx_one(g, S, P, a, out, b);
-    int nres = g->p == FT_P_EIG ? 1 + g->left + g->right : g->p == FT_P_SVD && !g->uv ? 1 : 2 + (g->p == FT_P_SVD);
+    if (n == 0) continue; /* eigh, eig, schur, hessenberg, householder_product: nothing to write */
+    info = cpx_one(g, S, P, a, in, out, b);
     if (info)
-      for (int o = 0; o < nres; o++) {
+      for (int o = 0; o < g->nres; o++) {
         int64_t per = ft_aval_size(&out[o]->aval) / g->batch;
         bool c = ft_dtype_is_complex(out[o]->aval.dtype);
         fill((char *)out[o]->data + (size_t)(b * per) * (c ? es : rs), f, c ? 2 * per : per, NAN);

@@ -48,6 +48,21 @@ static ft_var *mT(tx *t, ft_var *x) {
   return tx_transpose(t, x, r, p);
 }
 
+static ft_var *conj_c(tx *t, ft_var *x);
+
+/* JAX's x.conj() on a matrix: conj for complex x, x itself for real x
+ * (jnp.conjugate of a real array emits nothing). */
+static ft_var *cj(tx *t, ft_var *x) {
+  if (!x || !ft_dtype_is_complex(x->aval.dtype)) return x;
+  return conj_c(t, x);
+}
+
+/* JAX's _H(x) = _T(x).conj(): the conjugate transpose (the transpose for
+ * real x). Where _H(x) is a matmul's operand, mm(cj(x), true, ...) folds
+ * the transpose into the dot_general; conj commutes with the transpose
+ * elementwise, so the values are the same. */
+static ft_var *mH(tx *t, ft_var *x) { return cj(t, mT(t, x)); }
+
 /* The identity mask (bool) of shape like's shape, over its last two axes:
  * iota(r-2) == iota(r-1), as lax._eye builds it. */
 static ft_var *eye_mask(tx *t, const ft_aval *like) {
@@ -104,27 +119,27 @@ static bool jvp_eigh(jvp_call *c) {
   tx *t = c->t;
   ft_var *v = c->y[0], *w = c->y[1], *da = c->dx[0];
   if (!da) return true;
-  if (ft_dtype_is_complex(v->aval.dtype))
-    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of eigh: complex (Hermitian) operands are not supported yet"),
-           false;
+  bool cpx = ft_dtype_is_complex(v->aval.dtype);
   int64_t n = v->aval.dims[v->aval.rank - 1];
+  w = tx_convert(t, w, v->aval.dtype); /* w_real.astype(a.dtype) (complex: to c64/c128) */
   ft_var *eye = eye_of(t, &v->aval);
   ft_var *dw = tx_sub(t, bc_vec(t, w, true, n), bc_vec(t, w, false, n));
   ft_var *F = tx_sub(t, tx_integer_pow(t, tx_add(t, dw, eye), -1), eye);
-  ft_var *S = mm(t, mm(t, v, true, da, false), false, v, false);
+  ft_var *S = mm(t, mm(t, cj(t, v), true, da, false), false, v, false); /* _H(v) a_dot v */
   c->dy[0] = mm(t, v, false, tx_mul(t, F, S), false);
-  c->dy[1] = diag_of(t, S);
+  c->dy[1] = diag_of(t, cpx ? tx_unop(t, FT_P_REAL, S) : S); /* diag(vdag_adot_v.real) */
   return !t->failed;
 }
 
-/* JAX's _svd_jvp_rule (real case). */
+/* JAX's _svd_jvp_rule, real and complex (_H the conjugate transpose, s cast
+ * to the operand's dtype where JAX casts it). */
 static bool jvp_svd(jvp_call *c) {
   tx *t = c->t;
   const ft_eqn *e = c->e;
   ft_var *A = c->x[0], *dA = c->dx[0];
   if (!dA) return true;
-  if (ft_dtype_is_complex(A->aval.dtype))
-    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of svd: complex operands are not supported yet"), false;
+  bool cpx = ft_dtype_is_complex(A->aval.dtype);
+  ft_dtype cd = A->aval.dtype;
   int r = A->aval.rank;
   int64_t m = A->aval.dims[r - 2], n = A->aval.dims[r - 1];
   bool uv = pget_bool(FT_P_SVD, c->params, "compute_uv", true);
@@ -148,40 +163,42 @@ static bool jvp_svd(jvp_call *c) {
   }
   (void)e;
   int64_t k = s->aval.dims[s->aval.rank - 1];
-  ft_var *V = mT(t, Vt);
-  ft_var *dS = mm(t, mm(t, U, true, dA, false), false, V, false);
-  c->dy[0] = diag_of(t, dS);
+  ft_var *V = mH(t, Vt);                                             /* V = _H(Vt) */
+  ft_var *dS = mm(t, mm(t, cj(t, U), true, dA, false), false, V, false); /* Ut @ dA @ V */
+  c->dy[0] = diag_of(t, cpx ? tx_unop(t, FT_P_REAL, dS) : dS);       /* diag(dS.real) */
   if (!uv) return !t->failed;
   ft_var *s_row = bc_vec(t, s, true, k), *s_col = bc_vec(t, s, false, k); /* s[j], s[i] */
   ft_var *s_diffs = tx_mul(t, tx_add(t, s_row, s_col), tx_sub(t, s_row, s_col));
-  ft_var *eye = eye_of(t, &dS->aval);
+  if (!s_diffs) return false;
+  ft_var *eye = eye_of(t, &s_diffs->aval); /* s.dtype: real */
   ft_var *F = tx_sub(t, tx_div(t, tx_lit(t, s->aval.dtype, 1.0), tx_add(t, s_diffs, eye)), eye);
-  ft_var *dSS = tx_mul(t, s_row, dS), *SdS = tx_mul(t, s_col, dS);
+  ft_var *dSS = tx_mul(t, tx_convert(t, s_row, cd), dS), *SdS = tx_mul(t, tx_convert(t, s_col, cd), dS);
   ft_var *s_zeros = tx_convert(t, tx_binop(t, FT_P_EQ, s, tx_lit(t, s->aval.dtype, 0.0)),
                                s->aval.dtype);
   ft_var *s_inv = tx_sub(t, tx_div(t, tx_lit(t, s->aval.dtype, 1.0), tx_add(t, s, s_zeros)),
                          s_zeros);
-  ft_var *s_inv_mat = tx_select(t, eye_mask(t, &dS->aval), tx_zeros(t, &dS->aval),
+  ft_var *s_inv_mat = tx_select(t, eye_mask(t, &s_diffs->aval), tx_zeros(t, &s_diffs->aval),
                                 bc_vec(t, s_inv, true, k));
-  ft_var *dUdV_diag = tx_mul(t, tx_mul(t, tx_lit(t, s->aval.dtype, 0.5), tx_sub(t, dS, mT(t, dS))),
-                             s_inv_mat);
-  ft_var *dU = mm(t, U, false, tx_add(t, tx_mul(t, F, tx_add(t, dSS, mT(t, dSS))), dUdV_diag),
+  ft_var *dUdV_diag = tx_mul(t, tx_mul(t, tx_lit(t, cd, 0.5), tx_sub(t, dS, mH(t, dS))),
+                             tx_convert(t, s_inv_mat, cd));
+  ft_var *Fc = tx_convert(t, F, cd);
+  ft_var *dU = mm(t, U, false, tx_add(t, tx_mul(t, Fc, tx_add(t, dSS, mH(t, dSS))), dUdV_diag),
                   false);
-  ft_var *dV = mm(t, V, false, tx_mul(t, F, tx_add(t, SdS, mT(t, SdS))), false);
+  ft_var *dV = mm(t, V, false, tx_mul(t, Fc, tx_add(t, SdS, mH(t, SdS))), false);
   if (m > n) {
     ft_var *dAV = mm(t, dA, false, V, false);
-    ft_var *sm = bc_vec(t, s, true, m);
-    dU = tx_add(t, dU, tx_div(t, tx_sub(t, dAV, mm(t, U, false, mm(t, U, true, dAV, false), false)),
+    ft_var *sm = tx_convert(t, bc_vec(t, s, true, m), cd);
+    dU = tx_add(t, dU, tx_div(t, tx_sub(t, dAV, mm(t, U, false, mm(t, cj(t, U), true, dAV, false), false)),
                               sm));
   }
   if (n > m) {
-    ft_var *dAHU = mm(t, dA, true, U, false);
-    ft_var *sn = bc_vec(t, s, true, n);
+    ft_var *dAHU = mm(t, cj(t, dA), true, U, false); /* _H(dA) @ U */
+    ft_var *sn = tx_convert(t, bc_vec(t, s, true, n), cd);
     dV = tx_add(t, dV, tx_div(t, tx_sub(t, dAHU, mm(t, V, false, mm(t, Vt, false, dAHU, false), false)),
                               sn));
   }
   c->dy[1] = dU;
-  c->dy[2] = mT(t, dV);
+  c->dy[2] = mH(t, dV);
   return !t->failed;
 }
 
@@ -212,11 +229,11 @@ static ft_var *strict_lower(tx *t, ft_var *x) {
   return tx_select(t, mask, tx_zeros(t, &x->aval), x);
 }
 
-/* JAX's _thin_qr_jvp (m >= n, q [..., m, n], r [..., n, n]), real case:
+/* JAX's _thin_qr_jvp (m >= n, q [..., m, n], r [..., n, n]):
  * dx_rinv = dx r^-1 (triangular_solve, right side, upper),
- * qt = q^T dx_rinv, do = tril(qt, -1) - tril(qt, -1)^T (+ I * (qt - qt),
- * JAX's complex correction, zero for real operands but kept so the
- * tangent program is JAX's), dq = q (do - qt) + dx_rinv, dr = (qt - do) r. */
+ * qt = q^H dx_rinv, do = tril(qt, -1) - tril(qt, -1)^H + I * (qt -
+ * re(qt)) (JAX's complex correction; for real operands re(qt) is qt and
+ * the term, zero, is kept so the tangent program is JAX's), dq = q (do - qt) + dx_rinv, dr = (qt - do) r. */
 static bool thin_qr_jvp(tx *t, ft_var *q, ft_var *r, ft_var *dx, ft_var **dq, ft_var **dr) {
   ft_pval *ps = tx_params(t, FT_P_TRIANGULAR_SOLVE);
   if (!ps) return false;
@@ -226,11 +243,15 @@ static bool thin_qr_jvp(tx *t, ft_var *q, ft_var *r, ft_var *dx, ft_var **dq, ft
   pset(FT_P_TRIANGULAR_SOLVE, ps, "conjugate_a", ft_pv_bool(false));
   pset(FT_P_TRIANGULAR_SOLVE, ps, "unit_diagonal", ft_pv_bool(false));
   ft_var *dx_rinv = tx_emit(t, FT_P_TRIANGULAR_SOLVE, ps, 2, (ft_var *[]){r, dx});
-  ft_var *qt = mm(t, q, true, dx_rinv, false);
+  ft_var *qt = mm(t, cj(t, q), true, dx_rinv, false); /* _H(q) @ dx_rinv */
   ft_var *low = strict_lower(t, qt);
-  ft_var *d_o = tx_sub(t, low, mT(t, low));
+  ft_var *d_o = tx_sub(t, low, mH(t, low));
   if (!qt) return false;
-  d_o = tx_add(t, d_o, tx_mul(t, eye_of(t, &qt->aval), tx_sub(t, qt, qt)));
+  /* qt - qt.real.astype(qt.dtype): .real and astype emit nothing for real qt */
+  ft_var *re = ft_dtype_is_complex(qt->aval.dtype)
+                   ? tx_convert(t, tx_unop(t, FT_P_REAL, qt), qt->aval.dtype)
+                   : qt;
+  d_o = tx_add(t, d_o, tx_mul(t, eye_of(t, &qt->aval), tx_sub(t, qt, re)));
   *dq = tx_add(t, mm(t, q, false, tx_sub(t, d_o, qt), false), dx_rinv);
   *dr = mm(t, tx_sub(t, qt, d_o), false, r, false);
   return !t->failed;
@@ -269,7 +290,7 @@ static ft_var *qr_complete_dq(tx *t, ft_var *q, ft_var *q_mn, ft_var *dq_mn, int
   if (!tx_emitn(t, FT_P_LU, tx_params(t, FT_P_LU), 1,
                 (ft_var *[]){tx_sub(t, q_nn, eye_of(t, &q_nn->aval))}, 3, lu))
     return NULL;
-  ft_var *x = tsolve_lu(t, lu[0], mT(t, q_pn), false, false);
+  ft_var *x = tsolve_lu(t, lu[0], mH(t, q_pn), false, false);
   x = tsolve_lu(t, lu[0], x, true, true);
   ft_var *perm = lu[2];
   ft_pval *ip = tx_params(t, FT_P_IOTA);
@@ -286,16 +307,16 @@ static ft_var *qr_complete_dq(tx *t, ft_var *q, ft_var *q_mn, ft_var *dq_mn, int
   ft_var *so[2];
   if (!tx_emitn(t, FT_P_SORT, sp, 2, (ft_var *[]){perm, io}, 2, so)) return NULL;
   ft_var *z_pn_H = rows_permuted(t, x, so[1]);
-  ft_var *z_pn = mT(t, z_pn_H);
+  ft_var *z_pn = mH(t, z_pn_H);
   ft_var *lhs = tx_add(t, q_mn, mm(t, q_mp, false, z_pn, false));
   ft_var *rhs = tx_sub(t, dq_pn, mm(t, z_pn, false, dq_nn, false));
-  ft_var *dq_mp = tx_sub(t, mm(t, dq_mn, false, z_pn_H, false), mm(t, lhs, false, rhs, true));
+  ft_var *dq_mp = tx_sub(t, mm(t, dq_mn, false, z_pn_H, false), mm(t, lhs, false, cj(t, rhs), true));
   return concat2(t, dq_mn, dq_mp, q->aval.rank - 1);
 }
 
-/* JAX's qr_jvp_rule (real operands): the thin rule for m >= n (reduced,
+/* JAX's qr_jvp_rule (real and complex operands): the thin rule for m >= n (reduced,
  * square, and the m x n block of complete mode, completed as above), and
- * for wide m < n the square block x1 = q r1 with dr2 = dq^T x2 + q^T dx2. */
+ * for wide m < n the square block x1 = q r1 with dr2 = dq^H x2 + q^H dx2. */
 static bool jvp_qr(jvp_call *c) {
   tx *t = c->t;
   ft_var *x = c->x[0], *dx = c->dx[0], *q = c->y[0], *r = c->y[1];
@@ -303,8 +324,6 @@ static bool jvp_qr(jvp_call *c) {
   int rk = x->aval.rank;
   int64_t m = x->aval.dims[rk - 2], n = x->aval.dims[rk - 1];
   bool full = pget_bool(FT_P_QR, c->params, "full_matrices", true);
-  if (ft_dtype_is_complex(x->aval.dtype))
-    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of qr: complex operands are not supported"), false;
   if (pget_bool(FT_P_QR, c->params, "pivoting", false)) { /* JAX: dx = dx[..., p] */
     if (rk != 2)
       return tx_fail(t, FT_ERR_UNSUPPORTED,
@@ -318,7 +337,7 @@ static bool jvp_qr(jvp_call *c) {
     ft_var *dx2 = sub_mat(t, dx, 0, m, m, n), *r1 = sub_mat(t, r, 0, m, 0, m);
     ft_var *dq, *dr1;
     if (!thin_qr_jvp(t, q, r1, dx1, &dq, &dr1)) return false;
-    ft_var *dr2 = tx_add(t, mm(t, dq, true, x2, false), mm(t, q, true, dx2, false));
+    ft_var *dr2 = tx_add(t, mm(t, cj(t, dq), true, x2, false), mm(t, cj(t, q), true, dx2, false));
     c->dy[0] = dq;
     c->dy[1] = concat2(t, dr1, dr2, rk - 1);
     return !t->failed;
@@ -476,10 +495,29 @@ bool jvp_spectral(jvp_call *c) {
 }
 
 const char *ft_spectral_jvp_status(ft_prim p) {
-  if (p == FT_P_SCHUR || p == FT_P_HESSENBERG || p == FT_P_TRIDIAGONAL ||
-      p == FT_P_HOUSEHOLDER_PRODUCT || p == FT_P_GEQRF || p == FT_P_ORMQR)
-    return "unsupported: JAX defines no derivative for this decomposition";
-  return NULL;
+  /* JAX 0.12 registers no JVP for these (real or complex); its refusal is
+   * ad.py's NotImplementedError, quoted */
+  switch (p) {
+  case FT_P_SCHUR:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'schur' not implemented\")";
+  case FT_P_HESSENBERG:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'hessenberg' not implemented\")";
+  case FT_P_TRIDIAGONAL:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'tridiagonal' not implemented\")";
+  case FT_P_HOUSEHOLDER_PRODUCT:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'householder_product' not implemented\")";
+  case FT_P_GEQRF:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'geqrf' not implemented\")";
+  case FT_P_ORMQR:
+    return "unsupported: JAX defines no derivative for this decomposition "
+           "(\"Differentiation rule for 'ormqr' not implemented\")";
+  default: return NULL;
+  }
 }
 
 /* ----------------------------------------------------------- batching */

@@ -174,14 +174,15 @@ START_TEST(misuse_is_an_error) {
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "square"));
   ck_assert_ptr_null(ft_trace(C, f_qr, NULL, 1, &i));
   ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "dtype"));
-  /* qr's JVP refuses complex operands; complete mode on a tall operand
+  /* qr's JVP takes complex operands (JAX's rule with _H); complete mode on a tall operand
    * differentiates (JAX's LU completion) */
   int64_t d3[2] = {3, 2};
   ft_aval tall = mat(FT_F64, 2, d3), ctall = mat(FT_C128, 2, d3);
   ft_jaxpr *j = ft_trace(C, f_qr_complete, NULL, 1, &ctall);
   ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
-  ck_assert_ptr_null(ft_jvp(C, j));
-  ck_assert_msg(strstr(ft_ctx_error(C), "jvp of qr: complex operands"), "%s", ft_ctx_error(C));
+  ft_jaxpr *cj = ft_jvp(C, j); /* complex operands: JAX's rule with _H */
+  ck_assert_msg(cj != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr_free(cj);
   ft_jaxpr_free(j);
   j = ft_trace(C, f_qr_complete, NULL, 1, &tall);
   ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
@@ -200,8 +201,9 @@ END_TEST
 
 /* eig's JVP: the eigenvalues of diag(1, 2) move by the diagonal of the
  * tangent (V is diagonal, so V^-1 dA V keeps dA's diagonal exactly);
- * eigenvectors without enable_eigvec_derivs, and complex eigh, fail
- * closed with JAX's reason. */
+ * eigenvectors without enable_eigvec_derivs fail closed with JAX's
+ * reason; complex eigh of diag(1, 2) moves its eigenvalues by the real
+ * diagonal of a Hermitian tangent, exactly. */
 START_TEST(eig_jvp) {
   const char *vals =
       "{ lambda ; a:f64[2,2]. let\n"
@@ -240,9 +242,19 @@ START_TEST(eig_jvp) {
       "  in (b, c) }";
   j = ft_parse(C, herm, strlen(herm), "eigh");
   ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
-  ck_assert_ptr_null(ft_jvp(C, j));
-  ck_assert_msg(strstr(ft_ctx_error(C), "jvp of eigh: complex"), "%s", ft_ctx_error(C));
-  ft_jaxpr_free(j);
+  dj = ft_jvp(C, j);
+  ck_assert_msg(dj != NULL, "%s", ft_ctx_error(C));
+  double ha[8] = {1, 0, 0, 0, 0, 0, 2, 0}, hda[8] = {0.25, 0, 3, 1, 3, -1, -0.5, 0};
+  ft_array *hin[2] = {ft_array_from_data(C, FT_C128, 2, d, ha), ft_array_from_data(C, FT_C128, 2, d, hda)};
+  ft_array *ho[4] = {NULL, NULL, NULL, NULL};
+  ck_assert_msg(ft_eval(C, dj, 2, (const ft_array *const *)hin, 4, ho) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert_int_eq(ft_array_aval(ho[3]).dtype, FT_F64);
+  const double *hw = ft_array_data(ho[1]), *hdw = ft_array_data(ho[3]);
+  ck_assert(hw[0] == 1 && hw[1] == 2);
+  ck_assert_msg(hdw[0] == 0.25 && hdw[1] == -0.5, "dw %g %g", hdw[0], hdw[1]);
+  for (int k = 0; k < 4; k++) ft_array_free(ho[k]);
+  for (int k = 0; k < 2; k++) ft_array_free(hin[k]);
+  ft_jaxpr_free(dj), ft_jaxpr_free(j);
 }
 END_TEST
 
@@ -287,6 +299,95 @@ START_TEST(bitwise_across_engines_and_threads) {
 }
 END_TEST
 
+/* complex schur, hessenberg, tridiagonal and householder_product (?gees,
+ * ?gehrd, ?hetrd, ?ungqr), batched: the interpreter and the JIT (1 and 2
+ * executor threads) give the same bits; t is upper triangular (complex
+ * Schur form), hetrd's d is real with the trace of the Hermitian input,
+ * and Q H Q^H gives the input back, with Q = diag(1, householder_product
+ * of the reflectors below the subdiagonal), as jax.scipy.linalg.hessenberg
+ * (calc_q=True) builds it. */
+static void qentry(const double *q, int b, int r, int c, double *e) {
+  if (r == 0 || c == 0) e[0] = r == c, e[1] = 0;
+  else e[0] = q[2 * (b * 9 + (r - 1) * 3 + c - 1)], e[1] = q[2 * (b * 9 + (r - 1) * 3 + c - 1) + 1];
+}
+START_TEST(complex_reductions_bitwise) {
+  const char *src =
+      "{ lambda ; a:c128[3,4,4]. let\n"
+      "    b:c128[3,4,4] c:c128[3,4,4] = schur[compute_schur_vectors=True select_callable=None "
+      "sort_eig_vals=False] a\n"
+      "    d:c128[3,4,4] e:c128[3,3] = hessenberg a\n"
+      "    f:c128[3,4,4] g:f64[3,4] h:f64[3,3] i:c128[3,3] = tridiagonal[lower=True] a\n"
+      "    k:c128[3,3,3] = slice[limit_indices=(3, 4, 3) start_indices=(0, 1, 0) strides=None] d\n"
+      "    j:c128[3,3,3] = householder_product k e\n"
+      "  in (b, c, d, e, f, g, h, i, j) }";
+  ft_jaxpr *j = ft_parse(C, src, strlen(src), "creduce");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  int64_t d[3] = {3, 4, 4};
+  double x[3 * 16 * 2];
+  uint64_t s = 777;
+  for (int i = 0; i < 3 * 16 * 2; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = (double)(s >> 11) / 9007199254740992.0 - 0.5;
+  }
+  for (int b = 0; b < 3; b++) /* Hermitian members: a = x + x^H */
+    for (int r = 0; r < 4; r++)
+      for (int c = 0; c <= r; c++) {
+        double *u = x + 2 * (b * 16 + r * 4 + c), *l = x + 2 * (b * 16 + c * 4 + r);
+        double re = u[0] + l[0], im = u[1] - l[1];
+        u[0] = re, u[1] = im, l[0] = re, l[1] = -im;
+      }
+  ft_array *in = ft_array_from_data(C, FT_C128, 3, d, x);
+  ft_array *ref[9] = {0};
+  ck_assert_msg(ft_eval(C, j, 1, (const ft_array *const *)&in, 9, ref) == FT_OK, "%s", ft_ctx_error(C));
+  const double *t = ft_array_data(ref[0]), *dd = ft_array_data(ref[5]), *hh = ft_array_data(ref[2]);
+  const double *q = ft_array_data(ref[8]);
+  for (int b = 0; b < 3; b++) {
+    double tr = 0, sd = 0;
+    for (int r = 0; r < 4; r++) {
+      tr += x[2 * (b * 16 + r * 5)], sd += dd[b * 4 + r];
+      for (int c = 0; c < r; c++) ck_assert(t[2 * (b * 16 + r * 4 + c)] == 0 && t[2 * (b * 16 + r * 4 + c) + 1] == 0);
+    }
+    ck_assert_msg(fabs(tr - sd) < 1e-12, "trace %g vs sum(d) %g", tr, sd);
+    for (int r = 0; r < 4; r++) /* (Q H Q^H)[r][c] == a[r][c], H the upper Hessenberg part */
+      for (int c = 0; c < 4; c++) {
+        double re = 0, im = 0;
+        for (int k = 0; k < 4; k++)
+          for (int l = 0; l < 4; l++) {
+            if (k > l + 1) continue;
+            double qa[2], qb[2]; /* Q[r][k], Q[c][l] (conjugated below) */
+            qentry(q, b, r, k, qa), qentry(q, b, c, l, qb);
+            const double *h = hh + 2 * (b * 16 + k * 4 + l);
+            double pr = qa[0] * h[0] - qa[1] * h[1], pi = qa[0] * h[1] + qa[1] * h[0];
+            re += pr * qb[0] + pi * qb[1], im += pi * qb[0] - pr * qb[1];
+          }
+        ck_assert_msg(fabs(re - x[2 * (b * 16 + r * 4 + c)]) < 1e-12 &&
+                          fabs(im - x[2 * (b * 16 + r * 4 + c) + 1]) < 1e-12,
+                      "Q H Q^H differs at %d %d %d", b, r, c);
+      }
+  }
+  int threads[2] = {1, 2};
+  for (int k = 0; k < 2; k++) {
+    ft_ctx *c2 = ft_ctx_new(&(ft_ctx_options){.size = sizeof(ft_ctx_options), .num_threads = threads[k]});
+    ft_fn *fn = ft_jit(c2, j, NULL);
+    ck_assert_msg(fn != NULL, "%s", ft_ctx_error(c2));
+    ft_array *o[9] = {0};
+    ck_assert_msg(ft_call(fn, 1, (const ft_array *const *)&in, 9, o) == FT_OK, "%s", ft_ctx_error(c2));
+    for (int r = 0; r < 9; r++) {
+      ft_aval av = ft_array_aval(ref[r]);
+      size_t nb = (size_t)ft_aval_size(&av) * (av.dtype == FT_F64 ? 8 : 16);
+      ck_assert_msg(!memcmp(ft_array_data(o[r]), ft_array_data(ref[r]), nb), "result %d, threads=%d differs", r,
+                    threads[k]);
+      ft_array_free(o[r]);
+    }
+    ft_fn_free(fn);
+    ft_ctx_free(c2);
+  }
+  for (int r = 0; r < 9; r++) ft_array_free(ref[r]);
+  ft_array_free(in);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("linalg_spectral");
   TCase *t = tcase_create("all");
@@ -299,6 +400,7 @@ int main(void) {
   tcase_add_test(t, misuse_is_an_error);
   tcase_add_test(t, eig_jvp);
   tcase_add_test(t, bitwise_across_engines_and_threads);
+  tcase_add_test(t, complex_reductions_bitwise);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -176,6 +176,29 @@ def register():
           [cunif((3, 3))], ())
     reg_c("eigvals__cpx_jvp", la.eigvals, [cunif((3, 3))], ("jvp",))
 
+    # ---- complex JVPs (JAX's rules with _H: eigh of a Hermitian matrix, svd,
+    # qr), vjps, and grads of real-valued losses (|v|^2, |u|^2 and |q|^2 do not
+    # depend on the vectors' phases)
+    reg_c("eigh__herm_jvp", la.eigh, [lambda r: herm(r, 4)], ("jvp", "vjp"))
+    reg_c("eigh__herm_batched_jvp", la.eigh, [lambda r: herm(r, 3, (2,))], ("jvp",))
+    reg_c("eigh__herm_loss", lambda a: jnp.sum(la.eigh(a)[0] * jnp.arange(1.0, 4.0))
+          + jnp.sum(jnp.abs(la.eigh(a)[1]) ** 2 * jnp.arange(1.0, 10.0).reshape(3, 3)),
+          [lambda r: herm(r, 3)], ("grad", "vmap"))
+    reg_c("svd__cpx_thin_jvp", lambda a: la.svd(a, full_matrices=False), [cunif((4, 3))], ("jvp", "vjp"))
+    reg_c("svd__cpx_wide_jvp", lambda a: la.svd(a, full_matrices=False), [cunif((3, 5))], ("jvp",))
+    reg_c("svd__cpx_square_jvp", la.svd, [cunif((3, 3))], ("jvp",))
+    reg_c("svd__cpx_values_jvp", lambda a: la.svd(a, compute_uv=False), [cunif((4, 3))], ("jvp",))
+    reg_c("svd__cpx_loss", lambda a: jnp.sum(la.svd(a, compute_uv=False) * jnp.arange(1.0, 4.0))
+          + jnp.sum(jnp.abs(la.svd(a, full_matrices=False)[0]) ** 2 * jnp.arange(1.0, 13.0).reshape(4, 3)),
+          [cunif((4, 3))], ("grad", "vmap"))
+    reg_c("qr__cpx_jvp", la.qr, [cunif((4, 3))], ("jvp", "vjp"))
+    reg_c("qr__cpx_complete_jvp", lambda a: la.qr(a, mode="complete"), [cunif((4, 3))], ("jvp",))
+    reg_c("qr__cpx_wide_jvp", la.qr, [cunif((3, 5))], ("jvp",))
+    reg_c("qr__cpx_batched_jvp", la.qr, [cunif((2, 4, 3))], ("jvp",))
+    reg_c("qr__cpx_loss", lambda a: jnp.sum(jnp.abs(la.qr(a)[0]) ** 2 * jnp.arange(1.0, 13.0).reshape(4, 3))
+          + jnp.sum(jnp.real(la.qr(a)[1]) * jnp.arange(1.0, 10.0).reshape(3, 3)),
+          [cunif((4, 3))], ("grad", "vmap"))
+
     # ---- pivoted QR (jax.scipy.linalg.qr(pivoting=True): qr[pivoting=True], ?geqp3)
     jqr = __import__("jax.scipy.linalg", fromlist=["qr"]).qr
     reg("qr__pivoting", lambda a: jqr(a, pivoting=True), [unif((4, 3))], ("jvp", "vmap"))
@@ -212,6 +235,23 @@ def register():
     reg("tridiagonal__lower", lax.linalg.tridiagonal, [lambda r: sym(r, 5)], ("vmap",))
     reg("tridiagonal__upper", lambda a: lax.linalg.tridiagonal(a, lower=False),
         [lambda r: sym(r, 4, (2,))], ())
+    # complex: ?gees (complex Schur form), ?gehrd, ?hetrd (d, e real), ?ungqr
+    reg_c("schur__cpx", jsl.schur, [cunif((4, 4))], ("vmap",))
+    reg_c("schur__cpx_values_only", lambda a: lax.linalg.schur(a, compute_schur_vectors=False),
+          [cunif((2, 3, 3))], ())
+    reg_c("hessenberg__cpx", jsl.hessenberg, [cunif((5, 5))], ("vmap",))
+    reg_c("hessenberg__cpx_raw", lax.linalg.hessenberg, [cunif((2, 4, 4))], ())
+    reg_c("hessenberg__cpx_calc_q", lambda a: jsl.hessenberg(a, calc_q=True), [cunif((4, 4))], ("vmap",))
+    reg_c("tridiagonal__cpx_lower", lax.linalg.tridiagonal, [lambda r: herm(r, 5)], ("vmap",))
+    reg_c("tridiagonal__cpx_upper", lambda a: lax.linalg.tridiagonal(a, lower=False),
+          [lambda r: herm(r, 4, (2,))], ())
+    def hprod(k=None):  # jnp.linalg.qr(mode="raw") gives geqrf's result transposed
+        def f(a):
+            h, tau = la.qr(a, mode="raw")
+            return lax.linalg.householder_product(jnp.swapaxes(h, -1, -2), tau[..., :k])
+        return f
+    reg_c("householder_product__cpx", hprod(), [cunif((5, 3))], ("vmap",))
+    reg_c("householder_product__cpx_few", hprod(1), [cunif((2, 4, 3))], ())
 
     # ---- functions built on svd
     reg("norm__2", lambda a: la.norm(a, 2), [unif((4, 3))], ("grad", "vmap"))
