@@ -12,7 +12,8 @@
  *    refused with JAX's words;
  *  - CustomRoot: the solve runs in both engines; jvp in the guess only
  *    (f's consts without tangent) is zero, as JAX's; a tangent on f's
- *    consts is refused naming why; vmap equals stacking. */
+ *    consts is refused naming why; vmap equals stacking;
+ *  - eval_jaxpr: print, run, jvp, grad and vmap as a plain call. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -279,6 +280,52 @@ START_TEST(custom_root_guess_tangent_is_zero) {
 }
 END_TEST
 
+/* eval_jaxpr: a plain call in every transform (the jvp, grad and vmap of
+ * sin(x) * y through it equal those of the inlined body). */
+START_TEST(eval_jaxpr_transforms) {
+  ft_jaxpr *j = parse("{ lambda ; a:f64[] b:f64[]. let\n"
+                      "    c:f64[] = eval_jaxpr[\n"
+                      "      call_jaxpr={ lambda ; d:f64[] e:f64[]. let\n"
+                      "          f:f64[] = sin d\n"
+                      "          g:f64[] = mul f e\n"
+                      "        in (g,) }\n"
+                      "    ] a b\n"
+                      "  in (c,) }");
+  char *s = ft_jaxpr_print(C, j);
+  ck_assert_ptr_nonnull(strstr(s, "eval_jaxpr[\n      call_jaxpr={"));
+  free(s);
+  double a = 0.7, b = -1.5;
+  ft_array *in[4];
+  for (int k = 0; k < 4; k++) in[k] = ft_array_new(C, FT_F64, 0, NULL);
+  ft_set_f64(in[0], 0, a), ft_set_f64(in[1], 0, b), ft_set_f64(in[2], 0, 1.0), ft_set_f64(in[3], 0, 2.0);
+  ft_array *out[2];
+  run_both(j, 2, in, 1, out);
+  ck_assert(ft_get_f64(out[0], 0) == sin(a) * b);
+  ft_array_free(out[0]);
+  ft_jaxpr *t = ft_jvp(C, j);
+  ck_assert_msg(t != NULL, "jvp: %s", ft_ctx_error(C));
+  run_both(t, 4, in, 2, out);
+  ck_assert_double_eq_tol(ft_get_f64(out[1], 0), cos(a) * b * 1.0 + sin(a) * 2.0, 1e-15);
+  ft_array_free(out[0]), ft_array_free(out[1]);
+  ft_jaxpr *g = ft_grad(C, j, 2, (const int[]){0, 1}, false);
+  ck_assert_msg(g != NULL, "grad: %s", ft_ctx_error(C));
+  run_both(g, 2, in, 2, out);
+  ck_assert_double_eq_tol(ft_get_f64(out[0], 0), cos(a) * b, 1e-15);
+  ck_assert_double_eq_tol(ft_get_f64(out[1], 0), sin(a), 1e-15);
+  ft_array_free(out[0]), ft_array_free(out[1]);
+  int in_axes[2] = {0, FT_VMAP_NONE}, out_axes[1] = {0};
+  ft_jaxpr *v = ft_vmap(C, j, 2, in_axes, 1, out_axes, 3);
+  ck_assert_msg(v != NULL, "vmap: %s", ft_ctx_error(C));
+  double xs[3] = {0.1, -2.0, 3.0};
+  ft_array *xb = vec(3, xs), *vin[2] = {xb, in[1]};
+  run_both(v, 2, vin, 1, out);
+  for (int k = 0; k < 3; k++) ck_assert(ft_get_f64(out[0], k) == sin(xs[k]) * b);
+  ft_array_free(out[0]), ft_array_free(xb);
+  for (int k = 0; k < 4; k++) ft_array_free(in[k]);
+  ft_jaxpr_free(v), ft_jaxpr_free(g), ft_jaxpr_free(t), ft_jaxpr_free(j);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("ctlprims");
   TCase *tc = tcase_create("all");
@@ -289,6 +336,7 @@ int main(void) {
   tcase_add_test(tc, reduce_vmap_equals_stacking);
   tcase_add_test(tc, custom_root_solve_jvp_vmap);
   tcase_add_test(tc, custom_root_guess_tangent_is_zero);
+  tcase_add_test(tc, eval_jaxpr_transforms);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
