@@ -8,7 +8,7 @@
  * input for keeping tests/conformance/conf_known.c exact.
  *
  * FIXTURES_DIR defaults to ./fixtures (golden/, conformance/, loops/,
- * sweep/, program2/, linalg/, spectral/, heldout/). Exit status
+ * sweep/, program2/, linalg/, spectral/, heldout/, ctlprims/). Exit status
  * 0 when every case passes or is a known failure, 1 otherwise, 2 on a usage
  * or I/O error. */
 #include <stdio.h>
@@ -37,8 +37,10 @@ int main(int argc, char **argv) {
   snprintf(la, sizeof la, "%s/linalg", fx);
   snprintf(sp, sizeof sp, "%s/spectral", fx);
   snprintf(ho, sizeof ho, "%s/heldout", fx);
+  char cp[4096];
+  snprintf(cp, sizeof cp, "%s/ctlprims", fx);
   snprintf(lax, sizeof lax, "%s/conformance/LAX_PRIMITIVES.json", fx);
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, sw, p2, la, sp, ho}, .n_more = 6};
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, sw, p2, la, sp, ho, cp}, .n_more = 7};
   if (dump_path && !(o.dump = fopen(dump_path, "w"))) {
     perror(dump_path);
     return 2;

@@ -83,7 +83,9 @@ static const struct {
 static const char *const *dict_order(ft_prim p) {
   static const char *const searchsorted[] = {"side", "dimension", "batch_dims", "method", NULL};
   static const char *const nonzero[] = {"size", "axes", "out_dtype", NULL};
-  return p == FT_P_SEARCHSORTED ? searchsorted : p == FT_P_NONZERO ? nonzero : NULL;
+  static const char *const custom_root[] = {"solve_jaxpr", "has_aux", NULL}; /* CustomRoot.pp_params */
+  return p == FT_P_SEARCHSORTED ? searchsorted : p == FT_P_NONZERO ? nonzero
+         : p == FT_P_CUSTOM_ROOT ? custom_root : NULL;
 }
 
 enum { MAX_PARAMS = 24 };

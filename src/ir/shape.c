@@ -1801,14 +1801,100 @@ static ft_status check_rules(R *r, const ft_jaxpr *call, int nc) {
  * inputs (consts first, when num_consts is given), its outputs the results. */
 static ft_status rule_call(R *r) {
   const ft_jaxpr *j = NULL;
-  const char *key = r->p == FT_P_JIT || r->p == FT_P_REMAT2 ? "jaxpr" : "call_jaxpr";
+  const char *key = r->p == FT_P_JIT || r->p == FT_P_REMAT2 ? "jaxpr" : "call_jaxpr"; /* (eval_jaxpr too) */
   ft_status st = need_jaxpr(r, key, &j);
   if (st) return st;
   const ft_pval *nc = param(r, "num_consts");
   if (nc && (nc->tag != FT_PV_INT || nc->u.i < 0 || nc->u.i > r->n_in))
     return fail(r, FT_ERR_TYPE, "num_consts does not fit %d operands", r->n_in);
   if ((st = check_sig(r, key, j, r->n_in, r->in, 0))) return st;
-  if (r->p != FT_P_JIT && r->p != FT_P_REMAT2 && (st = check_rules(r, j, nc ? (int)nc->u.i : 0))) return st;
+  if (r->p != FT_P_JIT && r->p != FT_P_REMAT2 && r->p != FT_P_EVAL_JAXPR &&
+      (st = check_rules(r, j, nc ? (int)nc->u.i : 0)))
+    return st;
+  return put_outs(r, j);
+}
+
+/* reduce (JAX's generic reduce_p): n operands of one shape, n scalar
+ * inits of their dtypes (JAX's _reduce_shape_rule and _reduce_dtype_rule,
+ * in their words), jaxpr (acc..., x...) -> n scalars; results: each
+ * operand without the reduced dims, weak when operand and init both are. */
+static ft_status rule_reduce_generic(R *r) {
+  const ft_jaxpr *j = NULL;
+  ft_status st = need_jaxpr(r, "jaxpr", &j);
+  if (st) return st;
+  if (r->n_in < 2 || r->n_in % 2)
+    return fail(r, FT_ERR_TYPE, "expects operands then as many init values, got %d operands", r->n_in);
+  int m = r->n_in / 2;
+  for (int k = 0; k < m; k++)
+    if (r->in[m + k].rank != 0) {
+      char buf[256];
+      int w = 0;
+      for (int i = 0; i < m && w < (int)sizeof buf - 32; i++) {
+        w += snprintf(buf + w, sizeof buf - (size_t)w, "%s(", i ? ", " : "");
+        for (int d = 0; d < r->in[m + i].rank; d++)
+          w += snprintf(buf + w, sizeof buf - (size_t)w, "%lld%s", (long long)r->in[m + i].dims[d],
+                        r->in[m + i].rank == 1 ? "," : d + 1 < r->in[m + i].rank ? ", " : "");
+        w += snprintf(buf + w, sizeof buf - (size_t)w, ")");
+      }
+      return fail(r, FT_ERR_SHAPE, "reduce found non-scalar initial value: [%s]", buf);
+    }
+  for (int k = 0; k < m; k++)
+    if (r->in[k].dtype != r->in[m + k].dtype)
+      return fail(r, FT_ERR_TYPE, "reduce operand dtypes should match corresponding initial value dtypes, "
+                  "got operand %d %s and initial value %s", k, S(r, &r->in[k]), S(r, &r->in[m + k]));
+  for (int k = 1; k < m; k++)
+    if (!ft_shape_eq(&r->in[k], &r->in[0]))
+      return fail(r, FT_ERR_SHAPE, "operands must have one shape (XLA's Reduce), got %s and %s",
+                  S(r, &r->in[0]), S(r, &r->in[k]));
+  if (j->n_in != 2 * m || j->n_out != m)
+    return fail(r, FT_ERR_TYPE, "jaxpr takes %d inputs and gives %d outputs; %d operands need %d and %d",
+                j->n_in, j->n_out, m, 2 * m, m);
+  for (int k = 0; k < 2 * m; k++) {
+    const ft_aval *v = &j->invars[k]->aval;
+    if (v->rank != 0 || v->dtype != r->in[k % m].dtype)
+      return fail(r, FT_ERR_TYPE, "jaxpr input %d is %s, not a %s scalar", k, S(r, v),
+                  ft_dtype_name(r->in[k % m].dtype));
+  }
+  for (int k = 0; k < m; k++) {
+    const ft_aval *v = &j->outvars[k]->aval;
+    if (v->rank != 0 || v->dtype != r->in[k].dtype)
+      return fail(r, FT_ERR_TYPE, "jaxpr output %d is %s, not a %s scalar", k, S(r, v),
+                  ft_dtype_name(r->in[k].dtype));
+  }
+  int64_t ax[MAX_INTS];
+  int n;
+  const ft_aval *a = &r->in[0];
+  if ((st = get_ints(r, "dimensions", true, ax, &n)) || (st = check_axes(r, "dimensions", n, ax, a->rank, a)))
+    return st;
+  bool drop[FT_MAX_RANK] = {false};
+  for (int i = 0; i < n; i++) drop[ax[i]] = true;
+  for (int k = 0; k < m; k++) {
+    ft_aval o = r->in[k];
+    o.weak_type = r->in[k].weak_type && r->in[m + k].weak_type;
+    o.rank = 0;
+    for (int i = 0; i < a->rank; i++)
+      if (!drop[i]) o.dims[o.rank++] = a->dims[i];
+    if ((st = put(r, o))) return st;
+  }
+  return FT_OK;
+}
+
+/* CustomRoot (JAX 0.12's lax.custom_root): solve_jaxpr runs on the first
+ * solve_jaxpr.n_in operands (solve's consts, then the initial guess); f's
+ * and tangent_solve's consts follow. Its results are solve_jaxpr's: the
+ * root leaves (as many as the guess has, their avals), then, with has_aux,
+ * the auxiliary outputs. */
+static ft_status rule_custom_root(R *r) {
+  const ft_jaxpr *j = NULL;
+  ft_status st = need_jaxpr(r, "solve_jaxpr", &j);
+  if (st) return st;
+  if (j->n_in > r->n_in)
+    return fail(r, FT_ERR_TYPE, "solve_jaxpr takes %d inputs but is given %d operands", j->n_in, r->n_in);
+  if ((st = check_sig(r, "solve_jaxpr", j, j->n_in, r->in, 0))) return st;
+  const ft_pval *aux = param(r, "has_aux");
+  if (aux && aux->tag == FT_PV_BOOL && !aux->u.b && j->n_out > j->n_in)
+    return fail(r, FT_ERR_TYPE, "solve_jaxpr gives %d outputs from %d inputs: the root must have the "
+                "initial guess's structure", j->n_out, j->n_in);
   return put_outs(r, j);
 }
 
@@ -2198,8 +2284,12 @@ static ft_status dispatch(R *r) {
   case FT_P_COND: return rule_cond(r);
   case FT_P_WHILE: return rule_while(r);
   case FT_P_SCAN: return rule_scan(r);
-  case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_REMAT2: return rule_call(r);
+  case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_REMAT2:
+  case FT_P_EVAL_JAXPR:
+    return rule_call(r);
   case FT_P_CUSTOM_LIN: return rule_custom_lin(r);
+  case FT_P_CUSTOM_ROOT: return rule_custom_root(r);
+  case FT_P_REDUCE: return rule_reduce_generic(r);
   /* SPMD (issue 27): shape_spmd.c */
   case FT_P_SHARD_MAP: case FT_P_PSUM: case FT_P_PSUM_INVARIANT: case FT_P_PMAX: case FT_P_PMIN:
   case FT_P_PVARY: case FT_P_ALL_GATHER: case FT_P_REDUCE_SCATTER: case FT_P_ALL_TO_ALL:

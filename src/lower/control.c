@@ -35,6 +35,13 @@ struct ft_control {
   size_t *cbytes;
   void *pred;                 /* while: its predicate, bool[B...] when batched */
   int64_t lanes;              /*   element count of the predicate */
+  /* reduce (generic): the operands' aval, dtypes and reduced dims; the
+   * compiled computation's results land in tmp, then in the accumulators */
+  ft_aval ra;
+  ft_dtype rdt[FT_GREDUCE_MAX];
+  bool rred[FT_MAX_RANK];
+  void *tmp[FT_GREDUCE_MAX];
+  ft_ctx *rctx;
 };
 
 static const ft_aval *arg_aval(const ft_program *q, int k) {
@@ -94,6 +101,7 @@ void ft_control_free(ft_control *c) {
   }
   free(c->cbytes);
   free(c->pred);
+  for (int k = 0; k < FT_GREDUCE_MAX; k++) free(c->tmp[k]);
   free(c);
 }
 
@@ -174,6 +182,13 @@ static bool fits(ft_control *c, const ft_eqn *e) {
     return q->n_args == ns + nb && q->n_out == e->n_out && takes(q, 0, e, c->nconst, ns) &&
            takes(q, ns, e, e->n_in - nb, nb) && gives(q, 0, e, 0, e->n_out);
   }
+  case FT_P_REDUCE:
+    return s[0].p->n_args == e->n_in && s[0].p->n_out == e->n_out;
+  case FT_P_CUSTOM_ROOT: {
+    const ft_program *q = s[0].p;
+    return q->n_args <= e->n_in && q->n_out == e->n_out && takes(q, 0, e, 0, q->n_args) &&
+           gives(q, 0, e, 0, e->n_out);
+  }
   default:
     return s[0].p->n_args == e->n_in && s[0].p->n_out == e->n_out && takes(s[0].p, 0, e, 0, e->n_in) &&
            gives(s[0].p, 0, e, 0, e->n_out);
@@ -237,6 +252,21 @@ ft_control *ft_control_new(ft_ctx *ctx, const ft_eqn *e, const ft_plan_options *
     js[n++] = sj->u.items[2].u.jaxpr;
     break;
   }
+  case FT_P_REDUCE: { /* the computation, once per element (interp_reduce.c's order) */
+    int m = 0;
+    if (ft_generic_reduce_geom(NULL, e, &m, c->rred)) goto unfit;
+    c->nx = m;
+    c->ra = e->in[0]->aval;
+    for (int k = 0; k < m; k++) {
+      c->rdt[k] = e->in[k]->aval.dtype;
+      if (!(c->tmp[k] = alloc64(ft_dtype_size(c->rdt[k])))) goto oom;
+    }
+    js[n++] = param_jaxpr(e, "jaxpr");
+    break;
+  }
+  case FT_P_CUSTOM_ROOT: /* solve_jaxpr on its first n_in operands (interp_control.c) */
+    js[n++] = param_jaxpr(e, "solve_jaxpr");
+    break;
   default: js[n++] = param_jaxpr(e, "call_jaxpr"); break;
   }
   for (int i = 0; i < n; i++) {
@@ -305,6 +335,17 @@ static int64_t read_int(const void *p, ft_dtype dt) {
   case FT_U32: return *(const uint32_t *)p;
   default: return *(const int64_t *)p;
   }
+}
+
+/* The generic reduce's reducer: the compiled computation on the
+ * accumulators and the elements, its results copied back. */
+static ft_status reduce_step_fn(void *ud, void *const *acc, const void *const *x) {
+  ft_control *c = ud;
+  void *arg[2 * FT_GREDUCE_MAX];
+  for (int k = 0; k < c->nx; k++) arg[k] = acc[k], arg[c->nx + k] = (void *)x[k];
+  ft_status st = run_sub(c->rctx, &c->subs[0], arg, c->tmp);
+  for (int k = 0; !st && k < c->nx; k++) memcpy(acc[k], c->tmp[k], ft_dtype_size(c->rdt[k]));
+  return st;
 }
 
 /* The step's operands are in[] (buffer addresses by operand), its results
@@ -392,6 +433,11 @@ ft_status ft_control_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
       if (c->cbytes[i]) memcpy(out[i], c->carry[cur][i], c->cbytes[i]);
     break;
   }
+  case FT_P_REDUCE:
+    c->rctx = ctx;
+    st = ft_generic_reduce_run(ctx, c->nx, &c->ra, c->rdt, c->rred, (const void *const *)in, out,
+                               reduce_step_fn, c);
+    break;
   case FT_P_CUSTOM_LINEAR_SOLVE: /* the solve jaxpr's consts, then b */
     memcpy(arg, in + c->nconst, sizeof *arg * (size_t)c->bconst);
     memcpy(arg + c->bconst, in + ni - c->nx, sizeof *arg * (size_t)c->nx);
@@ -415,7 +461,8 @@ void ft_control_describe(const ft_control *c, char *buf, size_t n) {
     char nm[32];
     if (c->prim == FT_P_COND) snprintf(nm, sizeof nm, "branch %d", i);
     else if (c->prim == FT_P_WHILE) snprintf(nm, sizeof nm, "%s", wnames[i]);
-    else if (c->prim == FT_P_CUSTOM_LINEAR_SOLVE) snprintf(nm, sizeof nm, "solve");
+    else if (c->prim == FT_P_CUSTOM_LINEAR_SOLVE || c->prim == FT_P_CUSTOM_ROOT) snprintf(nm, sizeof nm, "solve");
+    else if (c->prim == FT_P_REDUCE) snprintf(nm, sizeof nm, "computation");
     else snprintf(nm, sizeof nm, "body");
     w += snprintf(buf + w, n - (size_t)w, "%s%s: %d steps, %d fallback", i ? "; " : "", nm,
                   q->n_steps, q->n_fallback);

@@ -1609,7 +1609,7 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   for (int k = 0; k < e->n_out; k++) live |= e->out[k]->kind == FT_VAR;
   if (!live && e->n_out > 0) return true;
   ft_family fam = ft_prim_get(e->prim)->family;
-  if (fam == FT_FAM_CONTROL) {
+  if (fam == FT_FAM_CONTROL || e->prim == FT_P_REDUCE) { /* generic reduce: its computation compiled */
     if (place_control(P, e, idx)) return true;
     if (P->oom) return false;
   }
@@ -1815,6 +1815,7 @@ const char *ft_lower_rule_status(ft_prim p) {
       return NULL; /* a kernel (complex parts: cpx_elem); routines.c (FFTW, or the
                       interpreter's rule body) */
     if (p == FT_P_EMPTY2) return NULL; /* routines.c: all-zero bits */
+    if (p == FT_P_REDUCE) return NULL; /* control.c: its computation compiled, run per element */
     return "unsupported: runs as an interpreter step: not compiled yet";
   }
 }

@@ -230,6 +230,14 @@ static ft_status linear_solve_eval(ft_ctx *ctx, const ft_eqn *e, ft_array *const
   return st;
 }
 
+/* CustomRoot (JAX's CustomRoot.expand): solve_jaxpr on solve's consts and
+ * the initial guess, the first solve_jaxpr.n_in operands (shape rule). */
+static ft_status custom_root_eval(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  const ft_jaxpr *sv = param_jaxpr(e, "solve_jaxpr");
+  if (!sv || sv->n_in > e->n_in) return ft_set_error(ctx, FT_ERR_INTERNAL, "CustomRoot: no solve_jaxpr");
+  return call(ctx, sv, sv->n_in, in, out);
+}
+
 ft_status ft_interp_control(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
   switch (e->prim) {
   case FT_P_COND: return cond_eval(ctx, e, in, out);
@@ -237,8 +245,10 @@ ft_status ft_interp_control(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, f
   case FT_P_SCAN: return scan_eval(ctx, e, in, out);
   case FT_P_JIT: case FT_P_REMAT2: return call(ctx, param_jaxpr(e, "jaxpr"), e->n_in, in, out);
   case FT_P_CUSTOM_JVP_CALL:
-  case FT_P_CUSTOM_VJP_CALL: return call(ctx, param_jaxpr(e, "call_jaxpr"), e->n_in, in, out);
+  case FT_P_CUSTOM_VJP_CALL:
+  case FT_P_EVAL_JAXPR: return call(ctx, param_jaxpr(e, "call_jaxpr"), e->n_in, in, out);
   case FT_P_CUSTOM_LINEAR_SOLVE: return linear_solve_eval(ctx, e, in, out);
+  case FT_P_CUSTOM_ROOT: return custom_root_eval(ctx, e, in, out);
   case FT_P_CUSTOM_LIN: /* as JAX's custom_lin impl: forward mode cannot run a bwd rule */
     return ft_set_error(ctx, FT_ERR_UNSUPPORTED,
                         "custom_lin is only meaningful under transposition: a custom_vjp function "

@@ -666,3 +666,237 @@ ft_status ft_searchsorted_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in
   }
   return FT_OK;
 }
+
+/* ------------------------------------------------ the generic reduce */
+/* JAX's reduce_p with a computation that is not a known monoid, in XLA
+ * CPU's order (docs/primitives.md, "Generic reduce"): a single-operand
+ * reduce with a reduced dimension longer than FT_GREDUCE_WINDOW is first
+ * XLA's TreeReductionRewriter: a reduce_window with windows (and strides)
+ * of min(dim, 32) on the reduced dims, SAME padding (pad_total // 2 low;
+ * padded positions are skipped, not folded), then the reduce of that,
+ * again rewritten while a reduced dim is over 32. Otherwise (and always
+ * for several operands, which the rewriter skips) each result starts from
+ * the init values and folds the elements of its reduced indices in
+ * row-major order: acc = computation(acc, x). */
+enum { FT_GREDUCE_WINDOW = 32 };
+
+typedef struct gred {
+  int n, rank;
+  int64_t dims[FT_MAX_RANK];
+  bool red[FT_MAX_RANK];
+  size_t esz[FT_GREDUCE_MAX];
+  ft_reducer_fn f;
+  void *ud;
+  const void *init[FT_GREDUCE_MAX];
+} gred;
+
+static ft_status gred_apply(const gred *g, void *const *acc, const void *const *src, int64_t off) {
+  const void *x[FT_GREDUCE_MAX];
+  for (int k = 0; k < g->n; k++) x[k] = (const char *)src[k] + (size_t)off * g->esz[k];
+  return g->f(g->ud, acc, x);
+}
+
+/* The sequential fold of src (dims) into dst (the kept dims). */
+static ft_status gred_seq(const gred *g, const int64_t *dims, const void *const *src, void *const *dst) {
+  int64_t st[FT_MAX_RANK], s = 1, nout = 1, nred = 1;
+  for (int d = g->rank - 1; d >= 0; d--) st[d] = s, s *= dims[d];
+  for (int d = 0; d < g->rank; d++) *(g->red[d] ? &nred : &nout) *= dims[d];
+  int64_t oi[FT_MAX_RANK] = {0};
+  for (int64_t o = 0; o < nout; o++) {
+    void *acc[FT_GREDUCE_MAX];
+    int64_t base = 0;
+    for (int d = 0; d < g->rank; d++)
+      if (!g->red[d]) base += oi[d] * st[d];
+    for (int k = 0; k < g->n; k++) {
+      acc[k] = (char *)dst[k] + (size_t)o * g->esz[k];
+      memcpy(acc[k], g->init[k], g->esz[k]);
+    }
+    int64_t ri[FT_MAX_RANK] = {0};
+    for (int64_t r = 0; r < nred; r++) {
+      int64_t off = base;
+      for (int d = 0; d < g->rank; d++)
+        if (g->red[d]) off += ri[d] * st[d];
+      ft_status rs = gred_apply(g, acc, src, off);
+      if (rs) return rs;
+      for (int d = g->rank - 1; d >= 0; d--) /* the next reduced index, row-major */
+        if (g->red[d] && ++ri[d] < dims[d]) break;
+        else if (g->red[d]) ri[d] = 0;
+    }
+    for (int d = g->rank - 1; d >= 0; d--)
+      if (!g->red[d] && ++oi[d] < dims[d]) break;
+      else if (!g->red[d]) oi[d] = 0;
+  }
+  return FT_OK;
+}
+
+/* One TreeReductionRewriter pass: the window reduce of src (dims) into a
+ * new buffer *wout of dims wdims. */
+static ft_status gred_window(ft_ctx *ctx, const gred *g, const int64_t *dims, const void *src, void **wout,
+                             int64_t *wdims) {
+  int64_t win[FT_MAX_RANK], low[FT_MAX_RANK], st[FT_MAX_RANK], s = 1, nw = 1, nwin = 1;
+  for (int d = g->rank - 1; d >= 0; d--) st[d] = s, s *= dims[d];
+  for (int d = 0; d < g->rank; d++) {
+    win[d] = g->red[d] ? (dims[d] < FT_GREDUCE_WINDOW ? dims[d] : FT_GREDUCE_WINDOW) : 1;
+    wdims[d] = (dims[d] + win[d] - 1) / win[d];
+    int64_t pad = (wdims[d] - 1) * win[d] + win[d] - dims[d];
+    low[d] = pad > 0 ? pad / 2 : 0;
+    nw *= wdims[d], nwin *= win[d];
+  }
+  *wout = malloc((size_t)nw * g->esz[0] + 1);
+  if (!*wout) return ft_set_error(ctx, FT_ERR_NOMEM, "reduce: out of memory");
+  int64_t oi[FT_MAX_RANK] = {0};
+  for (int64_t o = 0; o < nw; o++) {
+    void *acc = (char *)*wout + (size_t)o * g->esz[0];
+    memcpy(acc, g->init[0], g->esz[0]);
+    int64_t wi[FT_MAX_RANK] = {0};
+    for (int64_t w = 0; w < nwin; w++) {
+      int64_t off = 0;
+      bool in = true;
+      for (int d = 0; d < g->rank && in; d++) {
+        int64_t i = oi[d] * win[d] - low[d] + wi[d];
+        in = i >= 0 && i < dims[d];
+        off += i * st[d];
+      }
+      if (in) {
+        ft_status rs = gred_apply(g, &acc, &src, off);
+        if (rs) return rs;
+      }
+      for (int d = g->rank - 1; d >= 0; d--)
+        if (++wi[d] < win[d]) break;
+        else wi[d] = 0;
+    }
+    for (int d = g->rank - 1; d >= 0; d--)
+      if (++oi[d] < wdims[d]) break;
+      else oi[d] = 0;
+  }
+  return FT_OK;
+}
+
+ft_status ft_generic_reduce_run(ft_ctx *ctx, int n, const ft_aval *operand, const ft_dtype *dtypes,
+                                const bool *reduced, const void *const *in, void *const *out,
+                                ft_reducer_fn f, void *ud) {
+  if (n < 1 || n > FT_GREDUCE_MAX || operand->rank > FT_MAX_RANK)
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "reduce: %d operands (at most %d here)", n, FT_GREDUCE_MAX);
+  gred g = {.n = n, .rank = operand->rank, .f = f, .ud = ud};
+  bool empty = false, tree = false;
+  for (int d = 0; d < g.rank; d++) {
+    g.dims[d] = operand->dims[d], g.red[d] = reduced[d];
+    if (reduced[d] && g.dims[d] == 0) empty = true;
+    if (reduced[d] && g.dims[d] > FT_GREDUCE_WINDOW) tree = true;
+  }
+  for (int k = 0; k < n; k++) g.esz[k] = ft_dtype_size(dtypes[k]), g.init[k] = in[n + k];
+  if (empty) { /* no elements: every result is the init value */
+    int64_t nout = 1;
+    for (int d = 0; d < g.rank; d++)
+      if (!g.red[d]) nout *= g.dims[d];
+    for (int k = 0; k < n; k++)
+      for (int64_t o = 0; o < nout; o++) memcpy((char *)out[k] + (size_t)o * g.esz[k], g.init[k], g.esz[k]);
+    return FT_OK;
+  }
+  if (n > 1 || !tree) return gred_seq(&g, g.dims, in, out);
+  int64_t dims[FT_MAX_RANK];
+  memcpy(dims, g.dims, sizeof dims);
+  void *cur = NULL;
+  ft_status st = FT_OK;
+  for (;;) {
+    bool over = false;
+    for (int d = 0; d < g.rank; d++) over = over || (g.red[d] && dims[d] > FT_GREDUCE_WINDOW);
+    if (!over) {
+      const void *src = cur ? cur : in[0];
+      st = gred_seq(&g, dims, &src, out);
+      break;
+    }
+    void *next = NULL;
+    int64_t wd[FT_MAX_RANK];
+    st = gred_window(ctx, &g, dims, cur ? cur : in[0], &next, wd);
+    free(cur);
+    cur = next;
+    if (st) break;
+    memcpy(dims, wd, sizeof dims);
+  }
+  free(cur);
+  return st;
+}
+
+/* The reduce equation's operands, checked (as JAX's shape and dtype rules):
+ * n operands of one shape, n scalar inits of their dtypes, the jaxpr
+ * mapping (acc..., x...) scalars to n scalars. */
+ft_status ft_generic_reduce_geom(ft_ctx *ctx, const ft_eqn *e, int *n, bool *reduced) {
+  const ft_pval *jv = ft_eqn_param(e, "jaxpr");
+  const ft_jaxpr *j = jv->tag == FT_PV_JAXPR ? jv->u.jaxpr : NULL;
+  int64_t dims[FT_MAX_RANK];
+  int nd = ft_param_ints(e, "dimensions", dims, FT_MAX_RANK);
+  int m = e->n_in / 2;
+  bool ok = j && e->n_in % 2 == 0 && m >= 1 && m <= FT_GREDUCE_MAX && e->n_out == m && nd >= 0 &&
+            j->n_in == 2 * m && j->n_out == m;
+  const ft_aval *a = ok ? &e->in[0]->aval : NULL;
+  for (int d = 0; ok && d < FT_MAX_RANK; d++) reduced[d] = false;
+  for (int i = 0; ok && i < nd; i++) {
+    ok = dims[i] >= 0 && dims[i] < a->rank && !reduced[dims[i]];
+    if (ok) reduced[dims[i]] = true;
+  }
+  for (int k = 0; ok && k < m; k++) {
+    const ft_aval *x = &e->in[k]->aval, *i0 = &e->in[m + k]->aval;
+    ok = ft_shape_eq(x, a) && i0->rank == 0 && i0->dtype == x->dtype && e->out[k]->aval.dtype == x->dtype &&
+         j->invars[k]->aval.dtype == x->dtype && j->invars[m + k]->aval.dtype == x->dtype &&
+         j->invars[k]->aval.rank == 0 && j->invars[m + k]->aval.rank == 0 &&
+         j->outvars[k]->aval.rank == 0 && j->outvars[k]->aval.dtype == x->dtype;
+  }
+  if (!ok)
+    return ft_set_error(ctx, FT_ERR_TYPE, "reduce: bad operands, init values, dimensions or jaxpr "
+                        "(at most %d operands)", FT_GREDUCE_MAX);
+  *n = m;
+  return FT_OK;
+}
+
+/* The interpreter's reducer: the computation jaxpr on rank-0 arrays. */
+typedef struct gred_interp {
+  ft_ctx *ctx;
+  const ft_jaxpr *j;
+  int n;
+  ft_array *args[2 * FT_GREDUCE_MAX];
+} gred_interp;
+
+static ft_status gred_interp_fn(void *ud, void *const *acc, const void *const *x) {
+  gred_interp *G = ud;
+  for (int k = 0; k < G->n; k++) {
+    size_t b = ft_dtype_size(G->args[k]->aval.dtype);
+    memcpy(ft_array_data_mut(G->args[k]), acc[k], b);
+    memcpy(ft_array_data_mut(G->args[G->n + k]), x[k], b);
+  }
+  ft_array *res[FT_GREDUCE_MAX] = {NULL};
+  ft_status st = ft_interp_jaxpr(G->ctx, G->j, 2 * G->n, (const ft_array *const *)G->args, res);
+  for (int k = 0; k < G->n; k++) {
+    if (!st) memcpy(acc[k], ft_array_data(res[k]), ft_dtype_size(G->args[k]->aval.dtype));
+    ft_array_free(res[k]);
+  }
+  return st;
+}
+
+ft_status ft_interp_reduce_generic(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  int n = 0;
+  bool red[FT_MAX_RANK];
+  ft_status st = ft_generic_reduce_geom(ctx, e, &n, red);
+  if (st) return st;
+  const ft_pval *jv = ft_eqn_param(e, "jaxpr");
+  gred_interp G = {.ctx = ctx, .j = jv->u.jaxpr, .n = n};
+  if (G.j->n_const && !G.j->const_data)
+    return ft_set_error(ctx, FT_ERR_INVALID_ARG, "reduce: its computation closes over %d constants whose "
+                        "values the text does not carry (bind them with ft_jaxpr_bind_sub_consts)",
+                        G.j->n_const);
+  if ((st = ft_interp_alloc_outs(ctx, e, out))) return st;
+  ft_dtype dts[FT_GREDUCE_MAX] = {0};
+  const void *src[2 * FT_GREDUCE_MAX] = {NULL};
+  void *dst[FT_GREDUCE_MAX] = {NULL};
+  for (int k = 0; k < 2 * n && !st; k++) {
+    ft_aval s = {.dtype = in[k]->aval.dtype, .rank = 0};
+    if (!(G.args[k] = ft_array_alloc(ctx, &s))) st = ft_ctx_status(ctx);
+    src[k] = ft_array_data(in[k]);
+  }
+  for (int k = 0; k < n; k++) dts[k] = in[k]->aval.dtype, dst[k] = ft_array_data_mut(out[k]);
+  if (!st) st = ft_generic_reduce_run(ctx, n, &in[0]->aval, dts, red, src, dst, gred_interp_fn, &G);
+  for (int k = 0; k < 2 * n; k++) ft_array_free(G.args[k]);
+  if (st)
+    for (int k = 0; k < n; k++) ft_array_free(out[k]), out[k] = NULL;
+  return st;
+}

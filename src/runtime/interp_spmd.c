@@ -569,7 +569,8 @@ static ft_status ls_control(lockstep *L, const ft_eqn *e, ft_array *const *x) {
   switch (e->prim) {
   case FT_P_SCAN: return ls_scan(L, e, x);
   case FT_P_WHILE: return ls_while(L, e, x);
-  case FT_P_JIT: case FT_P_REMAT2: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_COND: {
+  case FT_P_JIT: case FT_P_REMAT2: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_COND:
+  case FT_P_EVAL_JAXPR: {
     const ft_jaxpr *j;
     int off = 0;
     if (e->prim == FT_P_COND) {

@@ -377,6 +377,21 @@ ft_status ft_spectral_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
                            ft_array *const *out, void *scratch);
 size_t ft_spectral_scratch(const ft_eqn *e);
 /* The rule body above for e's primitive (NULL: none), and its scratch bytes. */
+/* interp_reduce.c: JAX's generic reduce (a computation jaxpr over n
+ * operands) in XLA CPU's order. The reducer replaces acc[0..n) with
+ * computation(acc..., x...) (scalars; it may read acc before writing). The
+ * interpreter passes one that evaluates the jaxpr, the JIT's control step
+ * one that runs its compiled program (src/lower/control.c). in: the n
+ * operands (shape `operand`), then the n scalar inits; out: the n results. */
+enum { FT_GREDUCE_MAX = 16 };
+typedef ft_status (*ft_reducer_fn)(void *ud, void *const *acc, const void *const *x);
+ft_status ft_generic_reduce_run(ft_ctx *ctx, int n, const ft_aval *operand, const ft_dtype *dtypes,
+                                const bool *reduced, const void *const *in, void *const *out,
+                                ft_reducer_fn f, void *ud);
+/* Checks e (a reduce equation): its operand count n and reduced dims. */
+ft_status ft_generic_reduce_geom(ft_ctx *ctx, const ft_eqn *e, int *n, bool *reduced);
+ft_status ft_interp_reduce_generic(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+
 ft_rule_into_fn ft_rule_into_for(ft_prim p);
 size_t ft_rule_scratch(const ft_eqn *e);
 /* lapack.c: the rule body of a linear-algebra primitive (NULL: p is not one), its

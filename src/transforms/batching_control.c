@@ -520,6 +520,35 @@ static bool batch_linear_solve(bt_call *c) {
   return tx_emitn(t, p, ps, c->n_in, ops, c->n_out, c->y);
 }
 
+/* CustomRoot: JAX's CustomRoot.batch. solve_jaxpr batched in its operands;
+ * when any operand (of the four groups) is batched, the root comes out
+ * batched at axis 0 (JAX's leading_axis_spec). JAX leaves an auxiliary
+ * output unbatched when solve gives it so; here every output is forced
+ * batched then: the same values, broadcast. f's and tangent_solve's consts
+ * are carried with their batch axis in front (only a derivative uses them). */
+static bool batch_custom_root(bt_call *c) {
+  tx *t = c->t;
+  ft_prim p = c->e->prim;
+  const ft_jaxpr *j = pget_jaxpr(p, c->e->params, "solve_jaxpr");
+  if (!j || j->n_in > c->n_in || j->n_out != c->n_out)
+    return tx_fail(t, FT_ERR_TYPE, "vmap: CustomRoot: solve_jaxpr does not fit its %d operands and %d results",
+                   c->n_in, c->n_out), false;
+  bool *in_b = bools(t, c->n_in), *ob = bools(t, c->n_out), *force = bools(t, c->n_out);
+  ft_var **ops = vars(t, c->n_in);
+  if (!in_b || !ob || !force || !ops) return false;
+  front_ops(c, 0, c->n_in, NULL, ops, in_b);
+  bool any = false;
+  for (int i = 0; i < c->n_in; i++) any = any || in_b[i];
+  for (int k = 0; k < c->n_out; k++) force[k] = any;
+  ft_jaxpr *j2 = bt_batch_jaxpr(c->s->ctx, t->a, j, c->s->size, in_b, force, ob);
+  if (!j2) return sub_failed(c);
+  ft_pval *ps = ctl_params(c);
+  if (!ps) return false;
+  pset(p, ps, "solve_jaxpr", ft_pv_jaxpr(j2));
+  for (int k = 0; k < c->n_out; k++) c->yb[k] = ob[k] ? 0 : BT_NOT_MAPPED;
+  return tx_emitn(t, p, ps, c->n_in, ops, c->n_out, c->y);
+}
+
 bool bt_control(bt_call *c) {
   if (bt_custom_needed(c->e)) return bt_custom(c); /* custom.c: rules batched with the call */
   switch (c->e->prim) {
@@ -528,8 +557,9 @@ bool bt_control(bt_call *c) {
   case FT_P_SCAN: return batch_scan(c);
   case FT_P_JIT: case FT_P_REMAT2: return batch_call(c, "jaxpr");
   case FT_P_SHARD_MAP: return batch_shard_map(c);
-  case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return batch_call(c, "call_jaxpr");
+  case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_EVAL_JAXPR: return batch_call(c, "call_jaxpr");
   case FT_P_CUSTOM_LINEAR_SOLVE: return batch_linear_solve(c);
+  case FT_P_CUSTOM_ROOT: return batch_custom_root(c);
   default: {
     const char *why = ft_batch_rule_status(c->e->prim);
     if (why) tx_fail(c->t, FT_ERR_UNSUPPORTED, "vmap of %s: %s", ft_prim_get(c->e->prim)->name, why);

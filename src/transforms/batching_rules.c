@@ -566,6 +566,33 @@ static bool rule_nonzero(bt_call *c) {
   return tx_emitn(c->t, p, c->params, c->n_in, in, c->n_out, c->y);
 }
 
+/* reduce (generic): JAX's _reduce_batch_rule. With unbatched init values
+ * every operand goes to the front (broadcast when unbatched) and the
+ * dimensions move past it; the order of each result's fold (XLA's, on the
+ * reduced dims only) is the unbatched one. Batched init values JAX refuses. */
+static bool rule_reduce_generic(bt_call *c) {
+  ft_prim p = c->e->prim;
+  int m = c->n_in / 2;
+  int64_t size = -1, dims[FT_MAX_RANK];
+  for (int k = m; k < c->n_in; k++)
+    if (c->xb[k] >= 0)
+      return tx_fail(c->t, FT_ERR_UNSUPPORTED, "vmap of reduce: a batched init value: JAX 0.12's "
+                     "_reduce_batch_rule raises NotImplementedError there (\"loop and stack\")"), false;
+  for (int k = 0; k < m && size < 0; k++)
+    if (c->xb[k] >= 0) size = c->x[k]->aval.dims[c->xb[k]];
+  int nd = pget_ints(p, c->params, "dimensions", dims, FT_MAX_RANK);
+  if (nd < 0 || m < 1) return tx_fail(c->t, FT_ERR_TYPE, "vmap of reduce: bad dimensions"), false;
+  ft_var *in[64];
+  if (c->n_in > 64) return tx_fail(c->t, FT_ERR_UNSUPPORTED, "vmap of reduce: too many operands"), false;
+  for (int k = 0; k < m; k++)
+    if (!(in[k] = bt_match(c->t, c->x[k], c->xb[k], 0, size))) return false;
+  for (int k = m; k < c->n_in; k++) in[k] = c->x[k];
+  for (int i = 0; i < nd; i++) dims[i]++;
+  set_ints(c, "dimensions", nd, dims);
+  for (int k = 0; k < c->n_out; k++) c->yb[k] = 0;
+  return tx_emitn(c->t, p, c->params, c->n_in, in, c->n_out, c->y);
+}
+
 /* reduce_window_*: a window of 1 along the batch axis. */
 static bool rule_reduce_window(bt_call *c) {
   static const char *ones[] = {"base_dilation", "window_dilation", "window_dimensions",
@@ -634,6 +661,7 @@ bool bt_rule(bt_call *c) {
   case FT_P_TOP_K: return rule_top_k(c);
   case FT_P_SEARCHSORTED: return rule_searchsorted(c);
   case FT_P_NONZERO: return rule_nonzero(c);
+  case FT_P_REDUCE: return rule_reduce_generic(c);
   case FT_P_APPROX_TOP_K: { /* JAX's rule: the batch axis stays; the dimension maps past it */
     int64_t d = pget_int(p, c->params, "reduction_dimension", -1);
     int r = c->e->in[0]->aval.rank;

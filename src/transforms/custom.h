@@ -14,6 +14,14 @@
   "custom_lin is only meaningful under transposition (JAX has no JVP rule for it either: " \
   "forward mode through a custom_vjp is refused)"
 
+/* Why a CustomRoot (JAX 0.12's lax.custom_root) printout cannot be
+ * differentiated in f's consts (jvp_control.c, the coverage matrix). */
+#define FT_CUSTOM_ROOT_NO_F                                                                   \
+  "JAX differentiates lax.custom_root through f and tangent_solve (the implicit function "    \
+  "theorem, CustomRoot.lin), which are Python callables JAX 0.12 does not print "             \
+  "(CustomRoot.pp_params shows solve_jaxpr and has_aux only): differentiate in JAX and run "  \
+  "its jvp/grad printout, which has them inlined"
+
 /* JVP of custom_jvp_call (its jvp rule when it is a jaxpr) and
  * custom_vjp_call (fwd, then custom_lin carrying bwd, when both are
  * jaxprs); rules JAX printed as names: call_jaxpr is differentiated. */

@@ -274,7 +274,8 @@ typedef void (*body_params_fn)(tx *t, jvp_call *c, ft_pval *ps, const bool *nz, 
 static bool jvp_body_call(jvp_state *s, jvp_call *c, body_params_fn fill) {
   tx *t = c->t;
   const ft_eqn *e = c->e;
-  const ft_jaxpr *inner = pget_jaxpr(e->prim, e->params, "jaxpr");
+  const char *key = e->prim == FT_P_EVAL_JAXPR ? "call_jaxpr" : "jaxpr";
+  const ft_jaxpr *inner = pget_jaxpr(e->prim, e->params, key);
   scratch sc = {0};
   bool *nz = sc_alloc(&sc, (size_t)e->n_in + 1), *onz = sc_alloc(&sc, (size_t)e->n_out + 1);
   ft_var **in = sc_alloc(&sc, sizeof(ft_var *) * (size_t)(2 * e->n_in + 2));
@@ -293,8 +294,8 @@ static bool jvp_body_call(jvp_state *s, jvp_call *c, body_params_fn fill) {
     ft_pval *ps = params_with(t, c);
     ok = ps != NULL;
     if (ok) {
-      pset(e->prim, ps, "jaxpr", ft_pv_jaxpr(j));
-      fill(t, c, ps, nz, onz);
+      pset(e->prim, ps, key, ft_pv_jaxpr(j));
+      if (fill) fill(t, c, ps, nz, onz);
       ok = !t->failed && emit_outs(t, e->prim, ps, ni, in, no, out);
     }
   }
@@ -368,6 +369,148 @@ static bool custom_vjp_rule_missing(jvp_call *c) {
                  bwd && bwd->tag == FT_PV_STR && bwd->s ? bwd->s : "None"), true;
 }
 
+/* CustomRoot: JAX's CustomRoot.lin/linearized. The root's tangent is
+ * -tangent_solve(D_x f(root), D_p f(p, root) dp), p being f's consts; the
+ * tangents of solve's consts and of the guess do not enter, and without a
+ * tangent on f's consts the root's is zero (JAX's `if not any(nzs[2])`).
+ * JAX 0.12 prints neither f nor tangent_solve, so a tangent on an operand
+ * after solve's (f's consts and tangent_solve's, which the text does not
+ * tell apart) is refused. */
+static bool jvp_custom_root(jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  const ft_pval *sv = pget(e->prim, e->params, "solve_jaxpr");
+  if (!sv || sv->tag != FT_PV_JAXPR || !sv->u.jaxpr || sv->u.jaxpr->n_in > e->n_in)
+    return tx_fail(t, FT_ERR_TYPE, "jvp of CustomRoot: no solve_jaxpr that fits its operands"), false;
+  for (int i = sv->u.jaxpr->n_in; i < e->n_in; i++)
+    if (c->dx[i])
+      return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of CustomRoot: operand %d (one of f's or tangent_solve's "
+                     "consts) has a tangent, and %s", i, FT_CUSTOM_ROOT_NO_F), false;
+  return tx_emitn(t, e->prim, c->params, e->n_in, c->x, e->n_out, c->y); /* tangents: zero */
+}
+
+/* The generic reduce: JAX's _reduce_jvp_rule. Refused with JAX's words
+ * when an init value has a tangent; else the reduced axes (in the order
+ * `dimensions` names them) go to the front, flattened to n, and the pairs
+ * are reduced as a tree (JAX's _reduce_tree): while n > 1, the first
+ * ceil(n/2) rows against the rest (padded at the end by one row of the
+ * init value when odd), the computation applied elementwise: its JVP
+ * (jvp_jaxpr) vmapped over every axis, called as a jit. The primal result
+ * is the tree's too, as JAX's jvp gives it. */
+static ft_jaxpr *reduce_lift(tx *t, ft_ctx *ctx, const ft_jaxpr *j, int rank, const int64_t *dims) {
+  bool in_b[128], force[128], ob[128];
+  if (j->n_in > 128 || j->n_out > 128) return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of reduce: too many operands"), NULL;
+  for (int i = 0; i < j->n_in; i++) in_b[i] = true;
+  for (int k = 0; k < j->n_out; k++) force[k] = true;
+  ft_jaxpr *cur = (ft_jaxpr *)j;
+  for (int d = rank - 1; d >= 0; d--)
+    if (!(cur = bt_batch_jaxpr(ctx, t->a, cur, dims[d], in_b, force, ob))) return t->failed = true, NULL;
+  return cur;
+}
+
+static bool jvp_reduce_generic(jvp_state *s, jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  int m = e->n_in / 2;
+  const ft_pval *jv = pget(e->prim, e->params, "jaxpr");
+  const ft_jaxpr *red = jv && jv->tag == FT_PV_JAXPR ? jv->u.jaxpr : NULL;
+  if (!red || m < 1 || m > 32 || red->n_in != 2 * m || red->n_out != m)
+    return tx_fail(t, FT_ERR_TYPE, "jvp of reduce: bad jaxpr"), false;
+  for (int k = m; k < e->n_in; k++)
+    if (c->dx[k])
+      return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of reduce: Gradient of general lax.reduce with non-zero "
+                     "tangents for initial values to reduction not implemented (JAX 0.12's "
+                     "_reduce_jvp_rule)"), false;
+  if (red->n_const)
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of reduce: a computation that closes over constants"), false;
+  int64_t ax[FT_MAX_RANK];
+  int na = pget_ints(e->prim, c->params, "dimensions", ax, FT_MAX_RANK);
+  const ft_aval *a = &e->in[0]->aval;
+  if (na < 0) return tx_fail(t, FT_ERR_TYPE, "jvp of reduce: bad dimensions"), false;
+  bool isax[FT_MAX_RANK] = {false}, fl[32];
+  int64_t perm[FT_MAX_RANK], shp[FT_MAX_RANK], n = 1;
+  int r = 0;
+  for (int i = 0; i < na; i++) perm[r++] = ax[i], isax[ax[i]] = true, n *= a->dims[ax[i]];
+  int rest = 0;
+  for (int d = 0; d < a->rank; d++)
+    if (!isax[d]) perm[r++] = d, shp[1 + rest++] = a->dims[d];
+  shp[0] = n;
+  /* the JVP of the computation: [acc, x primals, their tangents (float operands)] -> [outs, tangents] */
+  bool nz[64], inst[32], onz[32];
+  int nf = 0;
+  for (int k = 0; k < m; k++) {
+    fl[k] = ft_dtype_is_float(e->in[k]->aval.dtype) || ft_dtype_is_complex(e->in[k]->aval.dtype);
+    nz[k] = nz[m + k] = fl[k], inst[k] = fl[k];
+    nf += fl[k];
+  }
+  ft_jaxpr *J = jvp_jaxpr(s, t->a, red, nz, inst, onz);
+  if (!J) return t->failed = true, false;
+  if (J->n_out != m + nf) return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of reduce: the computation gives a "
+                                          "tangent to an integer result"), false;
+  ft_var *P[32], *T[32];
+  for (int k = 0; k < m; k++) {
+    ft_var *x = tx_transpose(t, c->x[k], a->rank, perm);
+    P[k] = tx_reshape(t, x, rest + 1, shp);
+    T[k] = NULL;
+    if (fl[k]) {
+      ft_var *dx = c->dx[k] ? c->dx[k] : tx_zeros(t, &e->in[k]->aval);
+      T[k] = tx_reshape(t, tx_transpose(t, dx, a->rank, perm), rest + 1, shp);
+    }
+  }
+  while (n > 1 && !t->failed) {
+    int64_t n1 = (n + 1) / 2, n2 = n - n1;
+    int64_t lo0[FT_MAX_RANK] = {0}, hi0[FT_MAX_RANK], lo1[FT_MAX_RANK] = {0}, hi1[FT_MAX_RANK];
+    int64_t plo[FT_MAX_RANK] = {0}, phi[FT_MAX_RANK] = {0}, pin[FT_MAX_RANK] = {0};
+    for (int d = 0; d <= rest; d++) hi0[d] = hi1[d] = shp[d];
+    hi0[0] = n1, lo1[0] = n1, hi1[0] = n, phi[0] = 1;
+    ft_var *in[64], *out[64];
+    int q = 0;
+    ft_var *x2[32], *t2[32];
+    for (int k = 0; k < m; k++) {
+      in[k] = tx_slice(t, P[k], lo0, hi0, NULL);
+      x2[k] = tx_slice(t, P[k], lo1, hi1, NULL);
+      if (n2 != n1) x2[k] = tx_pad(t, x2[k], c->x[m + k], plo, phi, pin);
+      in[m + k] = x2[k];
+    }
+    q = 2 * m;
+    for (int k = 0; k < m; k++)
+      if (fl[k]) in[q++] = tx_slice(t, T[k], lo0, hi0, NULL);
+    for (int k = 0; k < m; k++)
+      if (fl[k]) {
+        t2[k] = tx_slice(t, T[k], lo1, hi1, NULL);
+        if (n2 != n1) t2[k] = tx_pad(t, t2[k], tx_lit(t, e->in[k]->aval.dtype, 0), plo, phi, pin);
+        in[q++] = t2[k];
+      }
+    int64_t ld[FT_MAX_RANK];
+    memcpy(ld, shp, sizeof ld);
+    ld[0] = n1;
+    ft_jaxpr *L = reduce_lift(t, s->ctx, J, rest + 1, ld);
+    ft_pval *ps = L ? tx_params(t, FT_P_JIT) : NULL;
+    if (!ps || t->failed) return false;
+    pset(FT_P_JIT, ps, "name", (ft_pval){.tag = FT_PV_STR, .s = "_reduce_tree"});
+    pset(FT_P_JIT, ps, "jaxpr", ft_pv_jaxpr(L));
+    if (!tx_emitn(t, FT_P_JIT, ps, q, in, m + nf, out)) return false;
+    for (int k = 0, f = 0; k < m; k++) {
+      P[k] = out[k];
+      if (fl[k]) T[k] = out[m + f++];
+    }
+    n = n1;
+    shp[0] = n1;
+  }
+  if (t->failed) return false;
+  for (int k = 0; k < m; k++) {
+    const ft_aval *o = &e->out[k]->aval;
+    if (n == 0) {
+      c->y[k] = tx_bcast_scalar(t, c->x[m + k], o);
+      c->dy[k] = NULL;
+    } else {
+      c->y[k] = tx_reshape(t, P[k], o->rank, o->dims);
+      c->dy[k] = fl[k] ? tx_reshape(t, T[k], o->rank, o->dims) : NULL;
+    }
+  }
+  return !t->failed;
+}
+
 bool jvp_control(jvp_state *s, jvp_call *c) {
   if (c->e->prim == FT_P_CUSTOM_VJP_CALL && custom_vjp_rule_missing(c)) return false;
   switch (c->e->prim) {
@@ -375,10 +518,13 @@ bool jvp_control(jvp_state *s, jvp_call *c) {
   case FT_P_WHILE: return jvp_while(s, c);
   case FT_P_SCAN: return jvp_scan(s, c);
   case FT_P_JIT: case FT_P_REMAT2: return jvp_jit(s, c);
+  case FT_P_EVAL_JAXPR: return jvp_body_call(s, c, NULL); /* the JVP of call_jaxpr, called */
   case FT_P_SHARD_MAP: return jvp_shard_map(s, c);
   case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: return jvp_custom_call(s, c); /* custom.c */
   case FT_P_CUSTOM_LIN: return jvp_custom_lin(c);
   case FT_P_CUSTOM_LINEAR_SOLVE: return jvp_custom_linear_solve(s, c); /* ad_linalg.c */
+  case FT_P_CUSTOM_ROOT: return jvp_custom_root(c);
+  case FT_P_REDUCE: return jvp_reduce_generic(s, c);
   default: {
     const char *why = ft_jvp_rule_status(c->e->prim);
     return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(c->e->prim)->name,

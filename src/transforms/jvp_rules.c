@@ -33,6 +33,9 @@ const char *ft_jvp_rule_status(ft_prim p) {
   case FT_P_ZETA: return JVP_NO_RULE_ZETA;
   case FT_P_IGAMMA_GRAD_A: return JVP_NO_RULE_IGAMMA_GRAD_A;
   case FT_P_CUSTOM_LIN: return "unsupported: " FT_CUSTOM_LIN_NO_JVP;
+  case FT_P_CUSTOM_ROOT: /* jvp_control.c: a zero tangent in f's consts is supported */
+    return "unsupported: only where f's consts carry no tangent (the root's is then zero, as JAX's); "
+           FT_CUSTOM_ROOT_NO_F;
   /* issue 27: JAX 0.12 registers no JVP for pmax_p/pmin_p (jax/_src/lax/parallel.py) */
   case FT_P_PMAX:
     return "unsupported: JAX defines no JVP rule for pmax (\"Differentiation rule for 'pmax' not implemented\")";

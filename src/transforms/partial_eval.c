@@ -120,7 +120,7 @@ static bool pe_jit(pe *p, const ft_eqn *e, const bool *uin) {
   if (ok) {
     pset(pr, kp, key, ft_pv_jaxpr(po.known));
     pset(pr, up, key, ft_pv_jaxpr(po.unknown));
-    if (pr != FT_P_JIT) {
+    if (pr == FT_P_CUSTOM_JVP_CALL || pr == FT_P_CUSTOM_VJP_CALL) {
       pset(pr, kp, "num_consts", ft_pv_int(0));
       pset(pr, up, "num_consts", ft_pv_int(0));
     }
@@ -855,7 +855,9 @@ static bool pe_eqn(pe *p, const ft_eqn *e) {
   for (int i = 0; i < e->n_in; i++) uin[i] = is_unk(p, e->in[i]);
   bool ok;
   switch (e->prim) {
-  case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: ok = pe_jit(p, e, uin); break;
+  case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_EVAL_JAXPR:
+    ok = pe_jit(p, e, uin);
+    break;
   case FT_P_COND: ok = pe_cond(p, e, uin); break;
   case FT_P_SCAN: ok = pe_scan(p, e, uin); break;
   case FT_P_WHILE: ok = pe_while(p, e, uin); break;

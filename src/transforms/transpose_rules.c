@@ -26,7 +26,7 @@ const char *ft_transpose_rule_status(ft_prim p) {
   case FT_P_DYNAMIC_UPDATE_SLICE: case FT_P_SELECT_N: case FT_P_DOT_GENERAL: case FT_P_CUMSUM:
   case FT_P_FFT: case FT_P_COPY: case FT_P_COPY_P: case FT_P_REDUCE_PRECISION: case FT_P_SPLIT:
   case FT_P_SORT: case FT_P_COND: case FT_P_SCAN: case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL:
-  case FT_P_CUSTOM_VJP_CALL: case FT_P_CUSTOM_LIN: case FT_P_REMAT2:
+  case FT_P_CUSTOM_VJP_CALL: case FT_P_CUSTOM_LIN: case FT_P_REMAT2: case FT_P_EVAL_JAXPR:
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: /* ad_complex.c */
     return NULL;
   case FT_P_SHARDING_CONSTRAINT: case FT_P_LAYOUT_CONSTRAINT: case FT_P_RESHARD:
@@ -804,7 +804,7 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_GATHER: case FT_P_SCATTER_ADD: case FT_P_SCATTER_MUL: case FT_P_SCATTER:
   case FT_P_SCATTER_SUB:
     return transpose_index(c);
-  case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_REMAT2:
+  case FT_P_JIT: case FT_P_CUSTOM_JVP_CALL: case FT_P_CUSTOM_VJP_CALL: case FT_P_REMAT2: case FT_P_EVAL_JAXPR:
     return tr_call_rule(s, c);
   case FT_P_CUSTOM_LIN: return tr_custom_lin(s, c); /* custom.c: calls bwd */
   case FT_P_COND: return tr_cond(s, c);

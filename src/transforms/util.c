@@ -145,7 +145,8 @@ static bool tx_infer_vma(tx *t, ft_prim p, const ft_pval *params, int n_in, ft_v
   }
   if (!any && p != FT_P_PVARY) return true; /* pvary makes an invariant value vary */
   const char *body = p == FT_P_JIT || p == FT_P_REMAT2 ? "jaxpr" : p == FT_P_SCAN ? "jaxpr"
-                     : p == FT_P_WHILE ? "body_jaxpr" : p == FT_P_CUSTOM_JVP_CALL || p == FT_P_CUSTOM_VJP_CALL
+                     : p == FT_P_WHILE ? "body_jaxpr" : p == FT_P_CUSTOM_JVP_CALL || p == FT_P_CUSTOM_VJP_CALL ||
+                                                            p == FT_P_EVAL_JAXPR
                      ? "call_jaxpr" : NULL;
   const ft_pval *bv = body && params ? pget(p, params, body) : NULL;
   const ft_jaxpr *bj = bv && bv->tag == FT_PV_JAXPR ? bv->u.jaxpr : NULL;

@@ -55,9 +55,6 @@
   "eps*S from JAX's result (bound 12): XLA evaluates its backward scan in another order; " \
   "our own gradient (grad:ours:*) and the f64 case pass"
 
-#define CUSTOM_ROOT "parse: unknown primitive 'CustomRoot': JAX 0.12 prints lax.custom_root as " \
-  "this primitive (solve_jaxpr, tangent_solve jaxprs) and src/ir/prims.def does not have it " \
-  "yet (no helper is adding it); the program is refused at parse, never run wrongly"
 #define FTZ_NORM_GRAD "XLA flushes subnormals (docs/determinism.md §1): the gradient of " \
   "jnp.linalg.norm at (1e-20, 0, 0) squares to 1e-40, a subnormal f32 that XLA makes 0, so " \
   "JAX divides by a zero norm and gives inf; FrankenTrace keeps the subnormal and gives " \
@@ -69,10 +66,11 @@
 #define NAIVE_VARIANCE "JAX is the less accurate: sum(x*x) - sum(x)**2/n over 5,000 f32 values " \
   "near 1000 cancels 5e9 against 5e9; the f64 value is 1667.6, ours 2048 (the pairwise sum, as " \
   "NumPy's f32), XLA's 2352.9; the bound is relative to the result, not to the 5e9 cancelled"
-#define GENERIC_REDUCE "parse: unknown primitive 'reduce': JAX 0.12 prints lax.reduce with a " \
-  "computation that is not a known monoid (here max(u, v) + 0*v, and an argmax over two " \
-  "operands) as the generic primitive 'reduce' with its jaxpr; src/ir/prims.def has only the " \
-  "named reductions (no helper is adding it); the program is refused at parse, never run wrongly"
+#define GENERIC_REDUCE "parse: unknown primitive 'reduce_window': the program's generic reduces " \
+  "(max(u, v) + 0*v, an argmax over two operands) now parse and run (fixtures/ctlprims), but its " \
+  "third result is lax.reduce_window with a computation that is not a known monoid (a window " \
+  "product), JAX's generic reduce_window primitive, which src/ir/prims.def does not have; the " \
+  "program is refused at parse, never run wrongly"
 #define SCAN_SAME_VARS "print: JAX's jvp of two lax.scan calls over one body gives two Jaxpr " \
   "objects over the same variables; JAX prints both inline (not hoisted: distinct objects) " \
   "with the same names, and our parser gives each its own variables, so the second prints " \
@@ -85,7 +83,6 @@
   "difference, not a wrong value; our own jvp (jvp:ours:*) and the c128 case pass"
 const conf_known conf_known_failures[] = {
     /* fixtures/heldout (tools/oracle/gen_heldout.py) */
-    {"ho_custom_root_sqrt_grad_f32", "*parse", CUSTOM_ROOT},
     {"ho_norm_at_zero_grad_f32", "grad:jax:*", FTZ_NORM_GRAD},
     {"ho_norm_at_zero_grad_f32", "grad:ours:*", FTZ_NORM_GRAD},
     {"ho_dp_sgd_per_example_clip_f32", "jvp:jax:*", DPSGD_CANCEL},

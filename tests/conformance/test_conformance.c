@@ -32,14 +32,15 @@ static bool heldout_set; /* argv[1] == "heldout": fixtures/heldout (tools/oracle
 START_TEST(conformance_vs_jax) {
   const char *root = getenv("FT_FIXTURES");
   ck_assert_msg(root != NULL, "FT_FIXTURES is not set");
-  char g[4096], c[4096], l[4096], sw[4096], p2[4096], la[4096];
+  char g[4096], c[4096], l[4096], sw[4096], p2[4096], la[4096], cp[4096];
   snprintf(g, sizeof g, "%s/golden", root);
   snprintf(c, sizeof c, "%s/conformance", root);
   snprintf(l, sizeof l, "%s/loops", root);
+  snprintf(cp, sizeof cp, "%s/ctlprims", root); /* CustomRoot, generic reduce (gen_ctlprims.py) */
   snprintf(sw, sizeof sw, "%s/sweep", root);
   snprintf(p2, sizeof p2, "%s/program2", root);
   snprintf(la, sizeof la, "%s/linalg", root);
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l}, .n_more = 1,
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, cp}, .n_more = 2,
                  .only = getenv("FT_CONF_ONLY"), .verbose = true};
   if (sweep_set) {
     o.golden_dir = o.conf_dir = NULL;

@@ -16,11 +16,12 @@
 START_TEST(print_parse_roundtrip) {
   const char *root = getenv("FT_FIXTURES");
   ck_assert_msg(root != NULL, "FT_FIXTURES is not set");
-  char g[4096], c[4096], l[4096];
+  char g[4096], c[4096], l[4096], cp[4096];
   snprintf(g, sizeof g, "%s/golden", root);
   snprintf(c, sizeof c, "%s/conformance", root);
   snprintf(l, sizeof l, "%s/loops", root); /* JAX 0.12's loop transforms: nested ft_out filters */
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l}, .n_more = 1,
+  snprintf(cp, sizeof cp, "%s/ctlprims", root); /* CustomRoot, generic reduce */
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, cp}, .n_more = 2,
                  .only = getenv("FT_CONF_ONLY"), .verbose = true, .interp_only = true, .roundtrip = true};
   conf_stats st;
   struct timespec t0, t1;

@@ -25,6 +25,8 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT_DEFAULT = os.path.join(HERE, "..", "..", "fixtures", "jax_primitives_0.12.txt")
 HIPRIMS_NUMPY = ("Frexp", "Ldexp", "Nonzero", "SearchSorted")
+# lax.custom_root's HiPrim and the linear map its jvp/grad printouts bind
+HIPRIMS_LAX = ("CustomRoot", "_RootLinearMap")
 
 
 def collect():
@@ -62,7 +64,7 @@ def collect():
             yield sc
             yield from subclasses(sc)
     for c in subclasses(hijax.HiPrim):
-        if c.__name__ in HIPRIMS_NUMPY:
+        if c.__name__ in HIPRIMS_NUMPY + HIPRIMS_LAX:
             found[c.__name__] = c.__module__
     return jax.__version__, found
 
