@@ -36,7 +36,8 @@
 #include "runtime.h"
 
 /* Per-index values of the body's variables. */
-typedef struct lockstep {
+typedef struct ft_spmd_devs lockstep;
+struct ft_spmd_devs {
   ft_ctx *ctx;
   int64_t n;            /* number of devices: the product of the mesh's sizes */
   int nm;               /* mesh axes */
@@ -48,7 +49,7 @@ typedef struct lockstep {
   ft_dist *dist;        /* the communicator, or NULL (the simulated axis) */
   uint8_t hash[16];     /* the body's canonical hash (the exchanges' tag) */
   int eqn;              /* the body's equation being run (sub-jaxprs: the enclosing one) */
-} lockstep;
+};
 
 static bool local(const lockstep *L, int64_t r) { return r >= L->lo && r < L->lo + L->cnt; }
 
@@ -604,6 +605,21 @@ static ft_status ls_control(lockstep *L, const ft_eqn *e, ft_array *const *x) {
   }
 }
 
+/* Collective e at every index: x[r * max(n_in, 1) + k] given for the local
+ * devices (fresh[...] marks arrays this call owns; remote operands arrive
+ * as fresh arrays). */
+static ft_status collective_eqn(lockstep *L, const ft_eqn *e, ft_array **x, bool *fresh) {
+  if (native_psum(L, e)) return psum_native(L, e, x);
+  /* Over MPI every device's operands (a group's members may sit on any
+   * rank); axis_index and pvary need no other device's value. */
+  size_t nin = (size_t)(e->n_in ? e->n_in : 1);
+  ft_status st = FT_OK;
+  bool remote = L->dist && L->cnt < L->n && e->prim != FT_P_AXIS_INDEX && e->prim != FT_P_PVARY;
+  for (int k = 0; remote && k < e->n_in && !st; k++)
+    st = fill_remote(L, (int32_t)e->prim, L->eqn, x + k, nin, fresh + k);
+  return st ? st : run_collective(L, e, x);
+}
+
 /* Equation e of a body at every index. */
 static ft_status step(lockstep *L, const ft_eqn *e) {
   int64_t n = L->n;
@@ -618,15 +634,8 @@ static ft_status step(lockstep *L, const ft_eqn *e) {
       size_t q = (size_t)r * nin + (size_t)k;
       if (!(x[q] = input(L, r, e->in[k], &fresh[q]))) st = ft_ctx_status(L->ctx);
     }
-  if (!st && ft_prim_is_collective(e->prim) && native_psum(L, e)) {
-    st = psum_native(L, e, x);
-  } else if (!st && ft_prim_is_collective(e->prim)) {
-    /* Over MPI every device's operands (a group's members may sit on any
-     * rank); axis_index and pvary need no other device's value. */
-    bool remote = L->dist && L->cnt < n && e->prim != FT_P_AXIS_INDEX && e->prim != FT_P_PVARY;
-    for (int k = 0; remote && k < e->n_in && !st; k++)
-      st = fill_remote(L, (int32_t)e->prim, L->eqn, x + k, nin, fresh + k);
-    if (!st) st = run_collective(L, e, x);
+  if (!st && ft_prim_is_collective(e->prim)) {
+    st = collective_eqn(L, e, x, fresh);
   } else if (!st && e->prim != FT_P_SHARD_MAP && ft_prim_get(e->prim)->family == FT_FAM_CONTROL &&
              has_collective(&(ft_jaxpr){.n_eqn = 1, .eqns = (ft_eqn *)e})) {
     st = ls_control(L, e, x);
@@ -793,7 +802,42 @@ static ft_status read_specs(const lockstep *L, const ft_pval *specs, int i, ft_s
   return FT_OK;
 }
 
-static ft_status shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+/* The body on every local device: the interpreter's lockstep (fn NULL), or
+ * a compiled body (fn: ft_spmd_run_compiled). */
+static ft_status run_body(lockstep *L, const ft_jaxpr *j, ft_spmd_body_fn fn, void *arg) {
+  ft_ctx *ctx = L->ctx;
+  ft_status st = FT_OK;
+  if (!fn) {
+    for (int i = 0; i < j->n_eqn && !st; i++) {
+      L->eqn = i;
+      st = step(L, &j->eqns[i]);
+      if (st) ft_error_prefix(ctx, "shard_map body: equation %d (%s)", i, ft_prim_get(j->eqns[i].prim)->name);
+    }
+    return st;
+  }
+  size_t ni = (size_t)j->n_in, no = (size_t)j->n_out, cnt = (size_t)L->cnt;
+  ft_array **bin = calloc(cnt * ni + 1, sizeof *bin), **bout = calloc(cnt * no + 1, sizeof *bout);
+  if (!bin || !bout) st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  for (size_t d = 0; d < cnt && !st; d++) {
+    for (size_t i = 0; i < ni; i++) bin[d * ni + i] = *slot(L, L->lo + (int64_t)d, j->invars[i]);
+    for (size_t k = 0; k < no && !st; k++)
+      if (!(bout[d * no + k] = ft_array_alloc(ctx, &j->outvars[k]->aval))) st = ft_ctx_status(ctx);
+  }
+  if (!st) st = fn(arg, ctx, L, L->lo, L->cnt, bin, bout);
+  for (size_t d = 0; bout && d < cnt; d++)
+    for (size_t k = 0; k < no; k++) {
+      ft_array *a = bout[d * no + k];
+      const ft_var *v = j->outvars[k];
+      if (!st && v->kind == FT_VAR) bind(L, L->lo + (int64_t)d, v, a); /* an input's slot: its copy */
+      else ft_array_free(a);
+    }
+  free(bin);
+  free(bout);
+  return st;
+}
+
+static ft_status shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out, ft_spmd_body_fn fn,
+                           void *arg) {
   lockstep L = {.ctx = ctx, .dist = ft_dist_get(ctx)};
   L.nm = ft_spmd_mesh(ft_eqn_param(e, "mesh"), L.mesh, FT_SPMD_MAX_AXES);
   const ft_jaxpr *j = ft_eqn_param(e, "jaxpr")->u.jaxpr;
@@ -838,11 +882,7 @@ static ft_status shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
       bind(&L, r, j->invars[i], a);
     }
   }
-  for (int i = 0; i < j->n_eqn && !st; i++) {
-    L.eqn = i;
-    st = step(&L, &j->eqns[i]);
-    if (st) ft_error_prefix(ctx, "shard_map body: equation %d (%s)", i, ft_prim_get(j->eqns[i].prim)->name);
-  }
+  if (!st) st = run_body(&L, j, fn, arg);
   for (int k = 0; k < e->n_out && !st; k++) {
     if ((st = read_specs(&L, os, k, dims, &nd))) break;
     if (!(out[k] = assemble(&L, e, dims, nd, k, j))) st = ft_ctx_status(ctx);
@@ -858,9 +898,13 @@ static ft_status shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
  * the lock again and split the devices over the ranks a second time). */
 static _Thread_local int dist_depth;
 
-ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+void ft_spmd_device_enter(void) { dist_depth++; }
+void ft_spmd_device_leave(void) { dist_depth--; }
+
+static ft_status shard_map_dist(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out,
+                                ft_spmd_body_fn fn, void *arg) {
   ft_dist *d = ft_dist_get(ctx);
-  if (!d) return shard_map(ctx, e, in, out);
+  if (!d) return shard_map(ctx, e, in, out, fn, arg);
   if (dist_depth) {
     for (int k = 0; k < e->n_out; k++) out[k] = NULL;
     return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "shard_map inside a shard_map body does not run over MPI (the "
@@ -868,9 +912,69 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
   }
   ft_dist_lock(d);
   dist_depth++;
-  ft_status st = shard_map(ctx, e, in, out);
+  ft_status st = shard_map(ctx, e, in, out, fn, arg);
   dist_depth--;
   ft_dist_unlock(d);
+  return st;
+}
+
+ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  return shard_map_dist(ctx, e, in, out, NULL, NULL);
+}
+
+ft_status ft_spmd_run_compiled(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out,
+                               ft_spmd_body_fn fn, void *arg) {
+  return shard_map_dist(ctx, e, in, out, fn, arg);
+}
+
+int64_t ft_spmd_mesh_devices(const ft_spmd_devs *m) { return m->n; }
+
+int64_t ft_spmd_num_devices(const ft_eqn *e) {
+  ft_spmd_axis mesh[FT_SPMD_MAX_AXES];
+  int nm = ft_spmd_mesh(ft_eqn_param(e, "mesh"), mesh, FT_SPMD_MAX_AXES);
+  int64_t n = nm < 1 ? 0 : 1;
+  for (int m = 0; m < nm; m++) n *= mesh[m].size;
+  return n;
+}
+
+ft_status ft_spmd_collective(const ft_spmd_devs *m, ft_ctx *ctx, const ft_eqn *e, int32_t eqn, ft_array **x,
+                             ft_array *const *o) {
+  lockstep L = *m;
+  L.ctx = ctx;
+  L.eqn = eqn;
+  L.n_ids = 0;
+  for (int k = 0; k < e->n_out; k++)
+    if (e->out[k]->kind == FT_VAR && e->out[k]->id + 1 > L.n_ids) L.n_ids = e->out[k]->id + 1;
+  size_t nin = (size_t)(e->n_in ? e->n_in : 1), N = (size_t)L.n;
+  L.val = calloc(N * L.n_ids + 1, sizeof *L.val);
+  bool *fresh = calloc(N * nin + 1, 1);
+  ft_status st = L.val && fresh ? FT_OK : ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  for (int64_t r = L.lo; r < L.lo + L.cnt && !st; r++)
+    for (int k = 0; k < e->n_in && !st; k++) {
+      size_t q = (size_t)r * nin + (size_t)k;
+      if (x[q]) continue;
+      if (e->in[k]->kind != FT_LIT)
+        st = ft_set_error(ctx, FT_ERR_INTERNAL, "shard_map: operand %d of %s is unbound", k,
+                          ft_prim_get(e->prim)->name);
+      else if (!(x[q] = ft_interp_lit(ctx, e->in[k]))) st = ft_ctx_status(ctx);
+      else fresh[q] = true;
+    }
+  if (!st) st = collective_eqn(&L, e, x, fresh);
+  for (int64_t r = L.lo; r < L.lo + L.cnt && !st; r++)
+    for (int k = 0; k < e->n_out && !st; k++) {
+      ft_array *dst = o[(size_t)(r - L.lo) * (size_t)e->n_out + (size_t)k];
+      if (!dst || e->out[k]->kind != FT_VAR) continue;
+      const ft_array *a = *slot(&L, r, e->out[k]);
+      if (!a || a->nbytes != dst->nbytes)
+        st = ft_set_error(ctx, FT_ERR_INTERNAL, "shard_map: %s gave no result %d of its size", 
+                          ft_prim_get(e->prim)->name, k);
+      else if (a->nbytes) memcpy(dst->data, a->data, a->nbytes);
+    }
+  for (size_t q = 0; fresh && q < N * nin; q++)
+    if (fresh[q]) ft_array_free(x[q]), x[q] = NULL;
+  for (size_t q = 0; L.val && q < N * L.n_ids; q++) ft_array_free(L.val[q]);
+  free(L.val);
+  free(fresh);
   return st;
 }
 
