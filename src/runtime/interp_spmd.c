@@ -218,6 +218,7 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x, const in
                             (long long)n);
           break;
         }
+        if (!local(L, dev[pr[1]])) continue; /* another rank's result (its source may not be here) */
         ft_array *src = x[pr[0] * e->n_in + k];
         if (src->nbytes) memcpy(o[pr[1]]->data, src->data, src->nbytes);
       }
@@ -605,6 +606,106 @@ static ft_status ls_control(lockstep *L, const ft_eqn *e, ft_array *const *x) {
   }
 }
 
+/* Over MPI, ppermute's operands: only those whose destination is a local
+ * device arrive (MPI_Alltoallv; every rank enumerates the pairs of every
+ * group in the same order), not every device's as the allgather would
+ * bring. Pure data movement: the results are the allgather's bits. */
+static ft_status fill_ppermute(lockstep *L, const ft_eqn *e, ft_array **x, bool *fresh) {
+  ft_ctx *ctx = L->ctx;
+  char names[FT_SPMD_MAX_AXES][64];
+  int na = ft_spmd_names(ft_eqn_param(e, ft_spmd_axis_param(e->prim)), names, FT_SPMD_MAX_AXES);
+  const ft_pval *perm = ft_eqn_param(e, "perm");
+  int ax[FT_SPMD_MAX_AXES];
+  int64_t g = 1;
+  for (int q = 0; q < na; q++) {
+    if ((ax[q] = axis_of(L, names[q])) < 0) return run_collective(L, e, x); /* it names the error */
+    g *= L->mesh[ax[q]].size;
+  }
+  if (na < 1 || !perm || perm->tag != FT_PV_TUPLE) return run_collective(L, e, x);
+  int np = perm->n, p = ft_dist_size(ctx), me = ft_dist_rank(ctx);
+  int64_t ngroups = L->n / g, npairs = ngroups * np;
+  int64_t *src = malloc(sizeof *src * (size_t)(npairs + 1)), *dst = malloc(sizeof *dst * (size_t)(npairs + 1));
+  int *cnt4 = calloc((size_t)p * 4 + 1, sizeof *cnt4);
+  int64_t *dev = malloc(sizeof *dev * (size_t)g);
+  ft_status st = src && dst && cnt4 && dev ? FT_OK : ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  int64_t m = 0;
+  for (int64_t r = 0; r < L->n && !st; r++) { /* the groups as run_collective makes them */
+    bool lead = true;
+    for (int q = 0; q < na; q++) lead = lead && coord(L, r, ax[q]) == 0;
+    if (!lead) continue;
+    for (int64_t pos = 0; pos < g; pos++) {
+      int64_t rest = pos, d = r;
+      for (int q = na - 1; q >= 0; q--) {
+        d += rest % L->mesh[ax[q]].size * L->stride[ax[q]];
+        rest /= L->mesh[ax[q]].size;
+      }
+      dev[pos] = d;
+    }
+    for (int q = 0; q < np; q++) {
+      int64_t pr[2];
+      int n2 = 0;
+      if (!ft_pv_get_ints(&perm->u.items[q], pr, 2, &n2) || n2 != 2 || pr[0] < 0 || pr[0] >= g || pr[1] < 0 ||
+          pr[1] >= g) {
+        free(src), free(dst), free(cnt4), free(dev);
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ppermute: perm pair %d is not two indices below %lld", q,
+                            (long long)g);
+      }
+      src[m] = dev[pr[0]], dst[m] = dev[pr[1]], m++;
+    }
+  }
+  size_t nin = (size_t)(e->n_in ? e->n_in : 1);
+  int *sc = cnt4, *sd = cnt4 + p, *rc = cnt4 + 2 * p, *rd = cnt4 + 3 * p;
+  for (int k = 0; k < e->n_in && !st; k++) {
+    const ft_array *mine = x[(size_t)L->lo * nin + (size_t)k];
+    size_t nb = mine->nbytes;
+    int64_t ns = 0, nr = 0;
+    for (int q = 0; q < p; q++) sc[q] = rc[q] = 0;
+    for (int64_t i = 0; i < m; i++) {
+      int so = (int)(src[i] / L->cnt), dn = (int)(dst[i] / L->cnt);
+      if (so == dn) continue;
+      if (so == me) sc[dn] += (int)nb, ns++;
+      if (dn == me) rc[so] += (int)nb, nr++;
+    }
+    if ((int64_t)nb * (ns > nr ? ns : nr) > INT32_MAX) {
+      st = ft_set_error(ctx, FT_ERR_UNSUPPORTED, "dist: a ppermute of more than 2 GiB per rank");
+      break;
+    }
+    for (int q = 0; q < p; q++) sd[q] = q ? sd[q - 1] + sc[q - 1] : 0, rd[q] = q ? rd[q - 1] + rc[q - 1] : 0;
+    char *sb = malloc((size_t)ns * nb + 1), *rb = malloc((size_t)nr * nb + 1);
+    if (!sb || !rb) st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+    for (int q = 0, off = 0; q < p && !st; q++) /* by destination rank, pairs in order */
+      for (int64_t i = 0; i < m; i++)
+        if (src[i] / L->cnt == me && dst[i] / L->cnt == q && q != me) {
+          const ft_array *a = x[(size_t)src[i] * nin + (size_t)k];
+          if (a->nbytes != nb) {
+            st = ft_set_error(ctx, FT_ERR_INTERNAL, "shard_map: operands of one collective differ in size");
+            break;
+          }
+          if (nb) memcpy(sb + off, a->data, nb);
+          off += (int)nb;
+        }
+    ft_dist_tag t;
+    tag_of(L, &t, (int32_t)e->prim, L->eqn, (int64_t)nb);
+    if (!st) st = ft_dist_alltoallv(ctx, L->dist, &t, sb, sc, sd, rb, rc, rd);
+    for (int q = 0, off = 0; q < p && !st; q++)
+      for (int64_t i = 0; i < m && !st; i++)
+        if (dst[i] / L->cnt == me && src[i] / L->cnt == q && q != me) {
+          ft_array *a = ft_array_alloc(ctx, &mine->aval);
+          if (!a) {
+            st = ft_ctx_status(ctx);
+            break;
+          }
+          if (nb) memcpy(a->data, rb + off, nb);
+          off += (int)nb;
+          size_t at = (size_t)src[i] * nin + (size_t)k;
+          x[at] = a, fresh[at] = true;
+        }
+    free(sb), free(rb);
+  }
+  free(src), free(dst), free(cnt4), free(dev);
+  return st ? st : run_collective(L, e, x);
+}
+
 /* Collective e at every index: x[r * max(n_in, 1) + k] given for the local
  * devices (fresh[...] marks arrays this call owns; remote operands arrive
  * as fresh arrays). */
@@ -615,6 +716,7 @@ static ft_status collective_eqn(lockstep *L, const ft_eqn *e, ft_array **x, bool
   size_t nin = (size_t)(e->n_in ? e->n_in : 1);
   ft_status st = FT_OK;
   bool remote = L->dist && L->cnt < L->n && e->prim != FT_P_AXIS_INDEX && e->prim != FT_P_PVARY;
+  if (remote && e->prim == FT_P_PPERMUTE) return fill_ppermute(L, e, x, fresh);
   for (int k = 0; remote && k < e->n_in && !st; k++)
     st = fill_remote(L, (int32_t)e->prim, L->eqn, x + k, nin, fresh + k);
   return st ? st : run_collective(L, e, x);

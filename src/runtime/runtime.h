@@ -138,6 +138,11 @@ void ft_dist_unlock(ft_dist *d);
 /* Checks that every rank is at *tag, then (recv non-NULL) allgathers
  * tag->nbytes from send on every rank into recv, in rank order. */
 ft_status ft_dist_exchange(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, const void *send, void *recv);
+/* Checks that every rank is at *tag, then MPI_Alltoallv of bytes (counts
+ * and displacements per rank, in bytes). */
+ft_status ft_dist_alltoallv(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, const void *send,
+                            const int *scounts, const int *sdispls, void *recv, const int *rcounts,
+                            const int *rdispls);
 /* The opt-out (ft_dist_options.native_allreduce): MPI_Allreduce in place. */
 bool ft_dist_allreduce_ok(ft_dtype dt);
 ft_status ft_dist_allreduce(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, ft_prim op, ft_dtype dt,
