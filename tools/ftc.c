@@ -186,6 +186,8 @@ static bool under_mpirun(void) {
   return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
 
+bool ftc_dist_on(void) { return dist_on; }
+
 int ftc_dist_rank(void) { return dist_ctx ? ft_dist_rank(dist_ctx) : 0; }
 
 ft_ledger *ftc_ledger(void) { return ledger; }

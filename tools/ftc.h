@@ -22,6 +22,8 @@ int ftc_usage(const char *cmd, const char *fmt, ...);
 ft_ctx *ftc_ctx_new(void);
 /* This process's MPI rank under mpirun or --dist (docs/spmd.md), else 0. */
 int ftc_dist_rank(void);
+/* Whether ftc attaches MPI_COMM_WORLD to its contexts (mpirun or --dist). */
+bool ftc_dist_on(void);
 /* The ledger of the global --ledger DIR option, or NULL (owned by ftc). */
 ft_ledger *ftc_ledger(void);
 /* Evaluates j (reference interpreter) on the .npy files ins (a parsed

@@ -29,6 +29,7 @@
 
 typedef struct opts {
   int epochs, batch, seed, threads;
+  int dp;                   /* --dp N: data-parallel over a mesh of N devices (0: off) */
   demo_model model;
   const char *plot_dir, *data_dir, *jax_dir;
   bool quiet;
@@ -54,7 +55,7 @@ static double now_s(void) {
 
 static int demo_usage(void) {
   printf("usage: ftc demo [--epochs N] [--batch N] [--model mlp|cnn] [--seed N] [--threads N]\n"
-         "                [--plot DIR] [--data DIR] [--jax DIR] [--quiet] [--ledger DIR]\n\n"
+         "                [--dp N] [--plot DIR] [--data DIR] [--jax DIR] [--quiet] [--ledger DIR]\n\n"
          "Trains a classifier of the 1,797 8x8 UCI handwritten digits (scikit-learn's\n"
          "copy, data/digits; 1,442 training and 355 test images, a fixed stratified\n"
          "split) and shows each stage of FrankenTrace on the way:\n"
@@ -83,6 +84,10 @@ static int demo_usage(void) {
          "  --data DIR    the digits (default %s)\n"
          "  --jax DIR     JAX's recorded runs (default %s); a run whose initial\n"
          "                weights or per-step loss disagree with them fails\n"
+         "  --dp N        data-parallel: the gradient as a shard_map over N devices (1..8;\n"
+         "                N divides the batch), each the mean loss of its shard, psummed\n"
+         "                in device order; under mpirun -n P (P dividing N) each rank runs\n"
+         "                N/P devices, with the same final weights as one process\n"
          "  --quiet       print only the summary\n"
          "  --ledger DIR  (global ftc option) record the stages, the first step and\n"
          "                the final evaluation; then\n"
@@ -121,6 +126,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
     else if (!strcmp(name, "--batch")) rc = parse_int(name, v, 1, 1442, &o->batch);
     else if (!strcmp(name, "--seed")) rc = parse_int(name, v, 0, 2147483647, &o->seed);
     else if (!strcmp(name, "--threads")) rc = parse_int(name, v, 1, 256, &o->threads);
+    else if (!strcmp(name, "--dp")) rc = parse_int(name, v, 1, 8, &o->dp);
     else if (!strcmp(name, "--plot") || !strcmp(name, "--data") || !strcmp(name, "--jax")) {
       if (!v || !*v) return ftc_usage("demo", "%s takes a directory", name);
       *(!strcmp(name, "--plot") ? &o->plot_dir : !strcmp(name, "--data") ? &o->data_dir : &o->jax_dir) = v;
@@ -508,7 +514,7 @@ static int check_threads(const opts *o, const demo_data *d, const ft_jaxpr *step
     ft_ctx *c = ft_ctx_new(&co);
     programs p;
     run_result r;
-    if (!c || programs_make(c, o, d, step_j, &p)) {
+    if (!c || (ftc_dist_on() && ft_dist_init(c, NULL) != FT_OK) || programs_make(c, o, d, step_j, &p)) {
       ftc_fail("demo", "%s", c ? ft_ctx_error(c) : "out of memory");
       ft_ctx_free(c);
       return 1;
@@ -585,11 +591,15 @@ static void print_confusion(const demo_data *d, const int32_t *pred) {
 
 typedef struct stages {
   ft_jaxpr *loss, *vg, *step, *flat, *opt;
+  ft_jaxpr *loss_shard, *vg_shard, *vg_dp; /* --dp */
 } stages;
 
 static void stages_free(stages *s) {
   ft_jaxpr_free(s->loss);
   ft_jaxpr_free(s->vg);
+  ft_jaxpr_free(s->loss_shard);
+  ft_jaxpr_free(s->vg_shard);
+  ft_jaxpr_free(s->vg_dp);
   ft_jaxpr_free(s->step);
   ft_jaxpr_free(s->flat);
   ft_jaxpr_free(s->opt);
@@ -608,7 +618,20 @@ static int build_stages(ft_ctx *ctx, const opts *o, stages *s) {
                                         : "2. its value and gradient w.r.t. W1, b1, W2, b2 (ft_value_and_grad)",
            s->vg))
     return 1;
-  if (!(s->step = demo_trace_step(ctx, o->model, s->vg, o->batch)) || !(s->flat = ft_inline(ctx, s->step)))
+  if (o->dp) {
+    char err[256] = "";
+    if (!(s->loss_shard = demo_trace_loss(ctx, o->model, o->batch / o->dp)) ||
+        !(s->vg_shard = ft_value_and_grad(ctx, s->loss_shard, np, argnums, false)))
+      return 1;
+    if (!(s->vg_dp = demo_dp_value_and_grad(ctx, o->model, s->vg_shard, o->batch, o->dp, err, sizeof err)))
+      return *err ? ftc_fail("demo", "--dp: %s", err) : 1;
+    char title[160];
+    snprintf(title, sizeof title, "2b. data-parallel (--dp %d): a shard_map whose %d devices each take the value "
+             "and gradient of %d examples, psummed", o->dp, o->dp, o->batch / o->dp);
+    if (show(ctx, o, title, s->vg_dp)) return 1;
+  }
+  if (!(s->step = demo_trace_step(ctx, o->model, o->dp ? s->vg_dp : s->vg, o->batch)) ||
+      !(s->flat = ft_inline(ctx, s->step)))
     return 1;
   printf("\n== 3. the training step (value_and_grad called inside, then Adam): %d equations "
          "around the call, %d once inlined\n", ft_jaxpr_num_eqns(s->step), ft_jaxpr_num_eqns(s->flat));
@@ -652,7 +675,8 @@ int ftc_cmd_demo(int argc, char **argv) {
     /* The main run's own context, with the ledger of --ledger attached. */
     ft_ctx_options co = {.size = sizeof(ft_ctx_options), .num_threads = o.threads};
     ft_ctx *c2 = ft_ctx_new(&co);
-    if (!c2 || (ftc_ledger() && ft_ctx_attach_ledger(c2, ftc_ledger()) != FT_OK)) {
+    if (!c2 || (ftc_ledger() && ft_ctx_attach_ledger(c2, ftc_ledger()) != FT_OK) ||
+        (ftc_dist_on() && ft_dist_init(c2, NULL) != FT_OK)) {
       ft_ctx_free(c2);
       ft_ctx_free(ctx);
       return ftc_fail("demo", "cannot make a context with %d threads", o.threads);
@@ -673,6 +697,16 @@ int ftc_cmd_demo(int argc, char **argv) {
   if (demo_data_load(ctx, o.data_dir, &d, err, sizeof err)) {
     ft_ctx_free(ctx);
     return ftc_fail("demo", "the digits: %s", err);
+  }
+  if (o.dp && o.batch % o.dp) {
+    demo_data_free(&d);
+    ft_ctx_free(ctx);
+    return ftc_usage("demo", "--dp %d does not divide the batch (%d)", o.dp, o.batch);
+  }
+  if (ftc_dist_rank() != 0 && !freopen("/dev/null", "w", stdout)) { /* under mpirun: rank 0 prints */
+    demo_data_free(&d);
+    ft_ctx_free(ctx);
+    return ftc_fail("demo", "cannot silence rank %d's output", ftc_dist_rank());
   }
   if (o.batch > d.n_train) {
     demo_data_free(&d);
@@ -699,6 +733,7 @@ int ftc_cmd_demo(int argc, char **argv) {
   double acc = r.acc_test[o.epochs - 1];
   printf("trained %d steps in %.2f s (%.0f steps/s); final test accuracy %.2f%% (%d of %d)\n", r.n_steps,
          r.train_s, r.n_steps / r.train_s, 100 * acc, (int)lround(acc * d.n_test), d.n_test);
+  printf("final weights: FNV-1a %016llx\n", (unsigned long long)r.final_hash);
   if (!o.quiet) print_confusion(&d, r.pred_test);
   printf("\n== 8. against JAX, threads and reruns\n");
   rc = compare_jax(ctx, &o, &r);

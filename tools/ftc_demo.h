@@ -55,6 +55,19 @@ ft_jaxpr *demo_trace_perm(ft_ctx *ctx, int n);
  * ft_inline flattens it. */
 ft_jaxpr *demo_trace_step(ft_ctx *ctx, demo_model m, const ft_jaxpr *vg, int batch);
 
+/* Data-parallel value and gradient (docs/spmd.md, docs/demo.md): the
+ * same signature as ft_value_and_grad of demo_trace_loss(batch), as a
+ * shard_map over a mesh 'i' of `devices` devices (batch must split over
+ * them): each device takes the value and gradient of its shard's loss
+ * (vg_shard: ft_value_and_grad of demo_trace_loss(batch / devices)),
+ * psums them in device order and divides by the device count (the mean of
+ * the shard means: the global batch's mean loss). The same bits on 1
+ * process (the simulated mesh) and over any rank count dividing devices.
+ * NULL with the error on ctx (or in err when the printout cannot be
+ * wrapped). */
+ft_jaxpr *demo_dp_value_and_grad(ft_ctx *ctx, demo_model m, const ft_jaxpr *vg_shard, int batch, int devices,
+                                 char *err, size_t errn);
+
 /* FNV-1a 64 over the bytes of the arrays in order (the oracle's hash). */
 uint64_t demo_fnv1a(int n, ft_array *const *arrays);
 

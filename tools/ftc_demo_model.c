@@ -4,6 +4,8 @@
  * for operation, so the initialization is JAX's bit for bit and the training
  * trajectory differs from JAX's only by rounding. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +275,118 @@ ft_jaxpr *demo_trace_step(ft_ctx *ctx, demo_model m, const ft_jaxpr *vg, int bat
   av[3 * np + 2] = aval_f32(2, batch, DEMO_CLASSES);
   step_user u = {vg, np};
   return ft_trace(ctx, step_fn, &u, 3 * np + 3, av);
+}
+
+/* Appends printf output to a growing buffer; false when out of memory. */
+typedef struct sbuf {
+  char *s;
+  size_t n, cap;
+  bool oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (w < 0) {
+    b->oom = true;
+    return;
+  }
+  if (b->n + (size_t)w + 1 > b->cap) {
+    size_t nc = (b->n + (size_t)w + 1) * 2;
+    char *ns = realloc(b->s, nc);
+    if (!ns) {
+      b->oom = true;
+      return;
+    }
+    b->s = ns, b->cap = nc;
+  }
+  va_start(ap, fmt);
+  vsnprintf(b->s + b->n, (size_t)w + 1, fmt, ap);
+  va_end(ap);
+  b->n += (size_t)w;
+}
+
+static void sb_type(sbuf *b, const ft_aval *a) {
+  sb_printf(b, "f32[");
+  for (int d = 0; d < a->rank; d++) sb_printf(b, "%s%lld", d ? "," : "", (long long)a->dims[d]);
+  sb_printf(b, "]");
+}
+
+ft_jaxpr *demo_dp_value_and_grad(ft_ctx *ctx, demo_model m, const ft_jaxpr *vg_shard, int batch, int devices,
+                                 char *err, size_t errn) {
+  ft_aval av[DEMO_MAX_PARAMS];
+  int np = demo_param_avals(m, av);
+  if (devices < 1 || batch % devices) {
+    snprintf(err, errn, "the batch (%d) does not split over %d devices", batch, devices);
+    return NULL;
+  }
+  char *text = ft_jaxpr_print(ctx, vg_shard);
+  if (!text) return NULL;
+  /* "{ lambda ; INVARS. let EQNS\n  in (OUTS) }": the body keeps the
+   * invars and equations, then psums and divides every output */
+  char *tail = strstr(text, "{ lambda ; ") == text ? strrchr(text, '\n') : NULL;
+  char *outs = tail ? strstr(tail, " in (") : NULL;
+  char *close = outs ? strstr(outs, ") }") : NULL;
+  if (!close) {
+    snprintf(err, errn, "unexpected printout of the shard's value_and_grad");
+    ft_free(text);
+    return NULL;
+  }
+  *tail = 0;
+  outs += 5;
+  *close = 0;
+  sbuf b = {0};
+  sb_printf(&b, "{ lambda ; ");
+  for (int i = 0; i < np; i++) sb_printf(&b, "gp%d:", i), sb_type(&b, &av[i]), sb_printf(&b, " ");
+  sb_printf(&b, "gx:f32[%d,%d] gy:f32[%d,%d]. let\n    ", batch, DEMO_PIXELS, batch, DEMO_CLASSES);
+  for (int k = 0; k <= np; k++) {
+    sb_printf(&b, "%sgo%d:", k ? " " : "", k);
+    if (k) sb_type(&b, &av[k - 1]);
+    else sb_printf(&b, "f32[]");
+  }
+  sb_printf(&b, " = shard_map[\n      check_vma=False\n      in_specs=(");
+  for (int i = 0; i < np; i++) sb_printf(&b, "P(), ");
+  sb_printf(&b, "P('i',), P('i',))\n      jaxpr=%s", text);
+  int k = 0;
+  for (char *save = NULL, *o = strtok_r(outs, ", ", &save); o; o = strtok_r(NULL, ", ", &save), k++) {
+    if (k > np || strchr(o, ':')) {
+      snprintf(err, errn, "unexpected output '%s' of the shard's value_and_grad", o);
+      free(b.s);
+      ft_free(text);
+      return NULL;
+    }
+    sb_printf(&b, "\n          dp%d:", k);
+    if (k) sb_type(&b, &av[k - 1]);
+    else sb_printf(&b, "f32[]");
+    sb_printf(&b, " = psum[axes=('i',) axis_index_groups=None] %s\n          dq%d:", o, k);
+    if (k) sb_type(&b, &av[k - 1]);
+    else sb_printf(&b, "f32[]");
+    sb_printf(&b, " = div dp%d %d.0:f32[]", k, devices);
+  }
+  sb_printf(&b, "\n        in (");
+  for (int q = 0; q < k; q++) sb_printf(&b, "%sdq%d", q ? ", " : "", q);
+  sb_printf(&b, ") }\n      mesh=Mesh('i': %d, axis_types=(Auto,))\n      newly_manual_axes=frozenset({'i'})\n"
+            "      out_specs=(", devices);
+  for (int q = 0; q <= np; q++) sb_printf(&b, "%sP()", q ? ", " : "");
+  sb_printf(&b, ")\n    ] ");
+  for (int i = 0; i < np; i++) sb_printf(&b, "gp%d ", i);
+  sb_printf(&b, "gx gy\n  in (");
+  for (int q = 0; q <= np; q++) sb_printf(&b, "%sgo%d", q ? ", " : "", q);
+  sb_printf(&b, ") }\n");
+  ft_free(text);
+  if (b.oom || k != np + 1) {
+    if (b.oom) snprintf(err, errn, "out of memory");
+    else snprintf(err, errn, "the shard's value_and_grad has %d outputs, not %d", k, np + 1);
+    free(b.s);
+    return NULL;
+  }
+  ft_jaxpr *j = ft_parse(ctx, b.s, b.n, "dp_value_and_grad");
+  free(b.s);
+  return j;
 }
 
 uint64_t demo_fnv1a(int n, ft_array *const *arrays) {

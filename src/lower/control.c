@@ -189,6 +189,10 @@ static bool fits(ft_control *c, const ft_eqn *e) {
     return q->n_args <= e->n_in && q->n_out == e->n_out && takes(q, 0, e, 0, q->n_args) &&
            gives(q, 0, e, 0, e->n_out);
   }
+  case FT_P_SHARD_MAP: /* per-device avals: interp_spmd.c checks the blocks against them */
+    for (int i = 0; i < c->n_sub; i++)
+      if (s[i].p->n_args != e->n_in || s[i].p->n_out != e->n_out) return false;
+    return true;
   default:
     return s[0].p->n_args == e->n_in && s[0].p->n_out == e->n_out && takes(s[0].p, 0, e, 0, e->n_in) &&
            gives(s[0].p, 0, e, 0, e->n_out);
@@ -234,6 +238,15 @@ ft_control *ft_control_new(ft_ctx *ctx, const ft_eqn *e, const ft_plan_options *
     if (c->ncarry < 0 || c->ncarry > e->n_out) goto unfit;
     break;
   case FT_P_JIT: case FT_P_REMAT2: js[n++] = param_jaxpr(e, "jaxpr"); break;
+  case FT_P_SHARD_MAP: { /* the body once per device (spmd.c) */
+    int64_t nd = ft_spmd_num_devices(e);
+    if (nd < 1 || nd > FT_SPMD_JIT_MAX_DEVICES) {
+      *why = "a shard_map over more than 8 devices is not compiled (its body is planned once per device)";
+      goto unfit;
+    }
+    for (int64_t d = 0; d < nd; d++) js[n++] = param_jaxpr(e, "jaxpr");
+    break;
+  }
   case FT_P_CUSTOM_LIN: /* never run forward: the interpreter step reports it */
     *why = "custom_lin is only meaningful under transposition";
     goto unfit;
@@ -279,14 +292,20 @@ ft_control *ft_control_new(ft_ctx *ctx, const ft_eqn *e, const ft_plan_options *
   }
   c->subs = calloc((size_t)n, sizeof *c->subs);
   if (!c->subs) goto oom;
+  /* a body's collectives are numbered in planning order, the same in every
+   * device's plan (spmd.c's rendezvous compares them) */
+  int outer_site = e->prim == FT_P_SHARD_MAP ? ft_spmd_site_reset(0) : 0;
   for (int i = 0; i < n; i++) {
+    if (e->prim == FT_P_SHARD_MAP) ft_spmd_site_reset(0);
     c->subs[i].p = ft_program_plan(ctx, js[i], opts);
     if (!c->subs[i].p) {
+      if (e->prim == FT_P_SHARD_MAP) ft_spmd_site_reset(outer_site);
       ft_control_free(c);
       return NULL;
     }
     c->n_sub = i + 1;
   }
+  if (e->prim == FT_P_SHARD_MAP) ft_spmd_site_reset(outer_site);
   if (!fits(c, e)) goto unfit;
   for (int i = 0; i < n; i++)
     if (!sub_init(&c->subs[i])) goto oom;
@@ -322,6 +341,11 @@ static ft_status run_sub(ft_ctx *ctx, sub *q, void *const *in, void *const *out)
   for (int k = 0; k < q->p->n_args; k++) q->inv[k].data = in[k];
   for (int k = 0; k < q->p->n_out; k++) q->outv[k].data = out[k];
   return ft_program_run(ctx, q->p, (const ft_array *const *)q->inp, q->outp, q->kbufs, q->arena);
+}
+
+ft_status ft_control_run_sub_arrays(ft_ctx *ctx, ft_control *c, int i, ft_array *const *in, ft_array *const *out) {
+  sub *q = &c->subs[i];
+  return ft_program_run(ctx, q->p, (const ft_array *const *)in, out, q->kbufs, q->arena);
 }
 
 /* An integer scalar as the interpreter reads it (ft_get_i64). */
@@ -438,6 +462,9 @@ ft_status ft_control_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
     st = ft_generic_reduce_run(ctx, c->nx, &c->ra, c->rdt, c->rred, (const void *const *)in, out,
                                reduce_step_fn, c);
     break;
+  case FT_P_SHARD_MAP:
+    st = ft_spmd_jit_run(ctx, c, &p->j->eqns[s->eqn], in, out);
+    break;
   case FT_P_CUSTOM_LINEAR_SOLVE: /* the solve jaxpr's consts, then b */
     memcpy(arg, in + c->nconst, sizeof *arg * (size_t)c->bconst);
     memcpy(arg + c->bconst, in + ni - c->nx, sizeof *arg * (size_t)c->nx);
@@ -463,6 +490,7 @@ void ft_control_describe(const ft_control *c, char *buf, size_t n) {
     else if (c->prim == FT_P_WHILE) snprintf(nm, sizeof nm, "%s", wnames[i]);
     else if (c->prim == FT_P_CUSTOM_LINEAR_SOLVE || c->prim == FT_P_CUSTOM_ROOT) snprintf(nm, sizeof nm, "solve");
     else if (c->prim == FT_P_REDUCE) snprintf(nm, sizeof nm, "computation");
+    else if (c->prim == FT_P_SHARD_MAP) snprintf(nm, sizeof nm, "device %d", i);
     else snprintf(nm, sizeof nm, "body");
     w += snprintf(buf + w, n - (size_t)w, "%s%s: %d steps, %d fallback", i ? "; " : "", nm,
                   q->n_steps, q->n_fallback);

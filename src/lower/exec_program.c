@@ -428,7 +428,7 @@ ft_prog_exec *ft_prog_exec_new(ft_ctx *ctx, const ft_program *p, ft_pool *pool,
   pe->offset = calloc((size_t)p->n_bufs + 1, sizeof *pe->offset);
   if (!pe->st || !pe->offset) goto nomem;
   for (int b = 0; b < p->n_bufs; b++) h.last_writer[b] = -1;
-  int next_pack = n;
+  int next_pack = n, last_spmd = -1;
   for (int i = 0; i < n; i++) {
     const ft_step *s = &p->steps[i];
     pack_task[i] = -1;
@@ -439,6 +439,24 @@ ft_prog_exec *ft_prog_exec_new(ft_ctx *ctx, const ft_program *p, ft_pool *pool,
     int nd;
     int *deps;
     if (!step_deps(s, i, &h, &deps, &nd)) goto nomem;
+    /* Steps holding a shard_map run in program order (a chain of edges):
+     * over MPI every rank then enters its shard_maps, and meets their
+     * exchanges, in the same order whatever its thread count (spmd.c). */
+    if ((s->kind == FT_STEP_CONTROL || s->kind == FT_STEP_FALLBACK) && s->eqn >= 0 && s->eqn < p->j->n_eqn &&
+        ft_spmd_eqn_holds_shard_map(&p->j->eqns[s->eqn])) {
+      if (last_spmd >= 0) {
+        int *nw = realloc(deps, sizeof *nw * ((size_t)nd + 1));
+        if (!nw) {
+          free(deps);
+          goto nomem;
+        }
+        deps = nw;
+        bool dup = false;
+        for (int k = 0; k < nd; k++) dup = dup || deps[k] == last_spmd;
+        if (!dup) deps[nd++] = last_spmd;
+      }
+      last_spmd = i;
+    }
     pe->st[i] = (step_task){pe, i};
     step_name(p, s, names[i], sizeof names[i]);
     tasks[i] = (ft_exec_task){.name = names[i], .user = &pe->st[i], .n_deps = nd, .deps = deps};

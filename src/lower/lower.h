@@ -244,6 +244,8 @@ int ft_control_num_subs(const ft_control *c);
 ft_program *ft_control_sub(const ft_control *c, int i);
 /* Runs a FT_STEP_CONTROL step (its buffers bound in kbufs). */
 ft_status ft_control_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs);
+/* Runs sub-program i on arrays of its argument and output avals. */
+ft_status ft_control_run_sub_arrays(ft_ctx *ctx, ft_control *c, int i, ft_array *const *in, ft_array *const *out);
 /* One line for the plan text: "while#3 (cond: 2 steps, body: 5 steps, ...)". */
 void ft_control_describe(const ft_control *c, char *buf, size_t n);
 
@@ -282,6 +284,22 @@ ft_status ft_routine_run_range(ft_ctx *ctx, const ft_program *p, const ft_step *
  * split/concatenate of more than 64 parts); fails only where the
  * interpreter's rule body would (the equations were checked at planning). */
 ft_status ft_routine_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs);
+
+/* ================================================================== spmd.c */
+/* Compiled shard_map: the most devices whose bodies are planned (one plan
+ * per device); a larger mesh runs its shard_map as an interpreter step. */
+enum { FT_SPMD_JIT_MAX_DEVICES = 8 };
+/* Runs a shard_map control step: in/out are its global buffers; c's
+ * sub-programs are the body planned once per device. */
+ft_status ft_spmd_jit_run(ft_ctx *ctx, ft_control *c, const ft_eqn *e, void *const *in, void *const *out);
+/* A collective's routine step (its site number in s->rt). */
+ft_status ft_spmd_jit_collective(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs);
+/* Collective sites while planning a body: a new number; reset returns the
+ * previous counter. */
+int ft_spmd_site_new(void);
+int ft_spmd_site_reset(int to);
+/* Whether e is a shard_map or holds one in a sub-jaxpr. */
+bool ft_spmd_eqn_holds_shard_map(const ft_eqn *e);
 
 /* =============================================================== program.c */
 /* Runs p once. in: n_args arrays (checked against the avals); out: n_out

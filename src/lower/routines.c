@@ -139,6 +139,7 @@ static bool only_float0(const ft_eqn *e) {
 
 bool ft_routine_native(const ft_eqn *e, const char **why) {
   if (e->n_out < 1) return false;
+  if (ft_prim_is_collective(e->prim)) return true; /* spmd.c: a shard_map body's rendezvous */
   if (only_float0(e)) return true;
   if (e->prim == FT_P_EMPTY2) return e->n_out == 1;
   if (e->n_in == 0 && (e->prim == FT_P_PLATFORM_INDEX || e->prim == FT_P_EMPTY))
@@ -273,6 +274,10 @@ int ft_routine_scratch(const ft_eqn *e, size_t bytes[2]) {
 
 bool ft_routine_prepare(const ft_eqn *e, void **state, const char **why) {
   *state = NULL;
+  if (ft_prim_is_collective(e->prim)) { /* its site in the body (spmd.c), not a pointer */
+    *state = (void *)(intptr_t)ft_spmd_site_new();
+    return true;
+  }
   if (e->prim != FT_P_FFT) return true;
   fft_state *f = calloc(1, sizeof *f);
   if (!f || ft_fft_geometry(NULL, e, &e->in[0]->aval, &e->out[0]->aval, &f->g)) {
@@ -302,7 +307,7 @@ bool ft_routine_prepare(const ft_eqn *e, void **state, const char **why) {
 }
 
 void ft_routine_state_free(const ft_eqn *e, void *state) {
-  if (!state) return;
+  if (!state || ft_prim_is_collective(e->prim)) return;
   if (e->prim == FT_P_FFT) {
     fft_state *f = state;
     ft_fft_plan_free(&f->g, f->plan);
@@ -697,6 +702,7 @@ ft_status ft_routine_run_range(ft_ctx *ctx, const ft_program *p, const ft_step *
 ft_status ft_routine_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, void *const *kbufs) {
   const ft_eqn *e = &p->j->eqns[s->eqn];
   ft_status st = FT_OK;
+  if (ft_prim_is_collective(e->prim)) return ft_spmd_jit_collective(ctx, p, s, kbufs);
   if (only_float0(e)) return FT_OK;
   switch (e->prim) {
   case FT_P_PAD: run_pad(e, s, kbufs); break;

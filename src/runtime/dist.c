@@ -125,6 +125,13 @@ ft_status ft_dist_allreduce(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, ft_
   return no_mpi(ctx, "shard_map over MPI");
 }
 
+ft_status ft_dist_alltoallv(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, const void *send,
+                            const int *scounts, const int *sdispls, void *recv, const int *rcounts,
+                            const int *rdispls) {
+  (void)d, (void)tag, (void)send, (void)scounts, (void)sdispls, (void)recv, (void)rcounts, (void)rdispls;
+  return no_mpi(ctx, "shard_map over MPI");
+}
+
 #else
 
 static bool started_mpi; /* ft_dist_init called MPI_Init_thread */
@@ -283,6 +290,18 @@ ft_status ft_dist_exchange(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, cons
   int n = (int)tag->nbytes;
   int rc = MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, d->comm, &req);
   return rc == MPI_SUCCESS ? finish(ctx, d, &req, "MPI_Iallgather", here) : mpi_error(ctx, d, rc, "MPI_Iallgather");
+}
+
+ft_status ft_dist_alltoallv(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, const void *send,
+                            const int *scounts, const int *sdispls, void *recv, const int *rcounts,
+                            const int *rdispls) {
+  ft_status st = check_tags(ctx, d, tag);
+  if (st) return st;
+  char here[160];
+  describe(tag, here, sizeof here);
+  MPI_Request req;
+  int rc = MPI_Ialltoallv(send, scounts, sdispls, MPI_BYTE, recv, rcounts, rdispls, MPI_BYTE, d->comm, &req);
+  return rc == MPI_SUCCESS ? finish(ctx, d, &req, "MPI_Ialltoallv", here) : mpi_error(ctx, d, rc, "MPI_Ialltoallv");
 }
 
 static MPI_Datatype mpi_type(ft_dtype dt) {

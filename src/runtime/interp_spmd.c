@@ -36,7 +36,8 @@
 #include "runtime.h"
 
 /* Per-index values of the body's variables. */
-typedef struct lockstep {
+typedef struct ft_spmd_devs lockstep;
+struct ft_spmd_devs {
   ft_ctx *ctx;
   int64_t n;            /* number of devices: the product of the mesh's sizes */
   int nm;               /* mesh axes */
@@ -48,7 +49,7 @@ typedef struct lockstep {
   ft_dist *dist;        /* the communicator, or NULL (the simulated axis) */
   uint8_t hash[16];     /* the body's canonical hash (the exchanges' tag) */
   int eqn;              /* the body's equation being run (sub-jaxprs: the enclosing one) */
-} lockstep;
+};
 
 static bool local(const lockstep *L, int64_t r) { return r >= L->lo && r < L->lo + L->cnt; }
 
@@ -217,6 +218,7 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x, const in
                             (long long)n);
           break;
         }
+        if (!local(L, dev[pr[1]])) continue; /* another rank's result (its source may not be here) */
         ft_array *src = x[pr[0] * e->n_in + k];
         if (src->nbytes) memcpy(o[pr[1]]->data, src->data, src->nbytes);
       }
@@ -605,6 +607,122 @@ static ft_status ls_control(lockstep *L, const ft_eqn *e, ft_array *const *x) {
   }
 }
 
+/* Over MPI, ppermute's operands: only those whose destination is a local
+ * device arrive (MPI_Alltoallv; every rank enumerates the pairs of every
+ * group in the same order), not every device's as the allgather would
+ * bring. Pure data movement: the results are the allgather's bits. */
+static ft_status fill_ppermute(lockstep *L, const ft_eqn *e, ft_array **x, bool *fresh) {
+  ft_ctx *ctx = L->ctx;
+  char names[FT_SPMD_MAX_AXES][64];
+  int na = ft_spmd_names(ft_eqn_param(e, ft_spmd_axis_param(e->prim)), names, FT_SPMD_MAX_AXES);
+  const ft_pval *perm = ft_eqn_param(e, "perm");
+  int ax[FT_SPMD_MAX_AXES];
+  int64_t g = 1;
+  for (int q = 0; q < na; q++) {
+    if ((ax[q] = axis_of(L, names[q])) < 0) return run_collective(L, e, x); /* it names the error */
+    g *= L->mesh[ax[q]].size;
+  }
+  if (na < 1 || !perm || perm->tag != FT_PV_TUPLE) return run_collective(L, e, x);
+  int np = perm->n, p = ft_dist_size(ctx), me = ft_dist_rank(ctx);
+  int64_t ngroups = L->n / g, npairs = ngroups * np;
+  int64_t *src = malloc(sizeof *src * (size_t)(npairs + 1)), *dst = malloc(sizeof *dst * (size_t)(npairs + 1));
+  int *cnt4 = calloc((size_t)p * 4 + 1, sizeof *cnt4);
+  int64_t *dev = malloc(sizeof *dev * (size_t)g);
+  ft_status st = src && dst && cnt4 && dev ? FT_OK : ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  int64_t m = 0;
+  for (int64_t r = 0; r < L->n && !st; r++) { /* the groups as run_collective makes them */
+    bool lead = true;
+    for (int q = 0; q < na; q++) lead = lead && coord(L, r, ax[q]) == 0;
+    if (!lead) continue;
+    for (int64_t pos = 0; pos < g; pos++) {
+      int64_t rest = pos, d = r;
+      for (int q = na - 1; q >= 0; q--) {
+        d += rest % L->mesh[ax[q]].size * L->stride[ax[q]];
+        rest /= L->mesh[ax[q]].size;
+      }
+      dev[pos] = d;
+    }
+    for (int q = 0; q < np; q++) {
+      int64_t pr[2];
+      int n2 = 0;
+      if (!ft_pv_get_ints(&perm->u.items[q], pr, 2, &n2) || n2 != 2 || pr[0] < 0 || pr[0] >= g || pr[1] < 0 ||
+          pr[1] >= g) {
+        free(src), free(dst), free(cnt4), free(dev);
+        return ft_set_error(ctx, FT_ERR_INVALID_ARG, "ppermute: perm pair %d is not two indices below %lld", q,
+                            (long long)g);
+      }
+      src[m] = dev[pr[0]], dst[m] = dev[pr[1]], m++;
+    }
+  }
+  size_t nin = (size_t)(e->n_in ? e->n_in : 1);
+  int *sc = cnt4, *sd = cnt4 + p, *rc = cnt4 + 2 * p, *rd = cnt4 + 3 * p;
+  for (int k = 0; k < e->n_in && !st; k++) {
+    const ft_array *mine = x[(size_t)L->lo * nin + (size_t)k];
+    size_t nb = mine->nbytes;
+    int64_t ns = 0, nr = 0;
+    for (int q = 0; q < p; q++) sc[q] = rc[q] = 0;
+    for (int64_t i = 0; i < m; i++) {
+      int so = (int)(src[i] / L->cnt), dn = (int)(dst[i] / L->cnt);
+      if (so == dn) continue;
+      if (so == me) sc[dn] += (int)nb, ns++;
+      if (dn == me) rc[so] += (int)nb, nr++;
+    }
+    if ((int64_t)nb * (ns > nr ? ns : nr) > INT32_MAX) {
+      st = ft_set_error(ctx, FT_ERR_UNSUPPORTED, "dist: a ppermute of more than 2 GiB per rank");
+      break;
+    }
+    for (int q = 0; q < p; q++) sd[q] = q ? sd[q - 1] + sc[q - 1] : 0, rd[q] = q ? rd[q - 1] + rc[q - 1] : 0;
+    char *sb = malloc((size_t)ns * nb + 1), *rb = malloc((size_t)nr * nb + 1);
+    if (!sb || !rb) st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+    for (int q = 0, off = 0; q < p && !st; q++) /* by destination rank, pairs in order */
+      for (int64_t i = 0; i < m; i++)
+        if (src[i] / L->cnt == me && dst[i] / L->cnt == q && q != me) {
+          const ft_array *a = x[(size_t)src[i] * nin + (size_t)k];
+          if (a->nbytes != nb) {
+            st = ft_set_error(ctx, FT_ERR_INTERNAL, "shard_map: operands of one collective differ in size");
+            break;
+          }
+          if (nb) memcpy(sb + off, a->data, nb);
+          off += (int)nb;
+        }
+    ft_dist_tag t;
+    tag_of(L, &t, (int32_t)e->prim, L->eqn, (int64_t)nb);
+    if (!st) st = ft_dist_alltoallv(ctx, L->dist, &t, sb, sc, sd, rb, rc, rd);
+    for (int q = 0, off = 0; q < p && !st; q++)
+      for (int64_t i = 0; i < m && !st; i++)
+        if (dst[i] / L->cnt == me && src[i] / L->cnt == q && q != me) {
+          ft_array *a = ft_array_alloc(ctx, &mine->aval);
+          if (!a) {
+            st = ft_ctx_status(ctx);
+            break;
+          }
+          if (nb) memcpy(a->data, rb + off, nb);
+          off += (int)nb;
+          size_t at = (size_t)src[i] * nin + (size_t)k;
+          x[at] = a, fresh[at] = true;
+        }
+    free(sb), free(rb);
+  }
+  free(src), free(dst), free(cnt4), free(dev);
+  return st ? st : run_collective(L, e, x);
+}
+
+/* Collective e at every index: x[r * max(n_in, 1) + k] given for the local
+ * devices (fresh[...] marks arrays this call owns; remote operands arrive
+ * as fresh arrays). */
+static ft_status collective_eqn(lockstep *L, const ft_eqn *e, ft_array **x, bool *fresh) {
+  if (native_psum(L, e)) return psum_native(L, e, x);
+  /* Over MPI every device's operands (a group's members may sit on any
+   * rank); axis_index and pvary need no other device's value. */
+  size_t nin = (size_t)(e->n_in ? e->n_in : 1);
+  ft_status st = FT_OK;
+  bool remote = L->dist && L->cnt < L->n && e->prim != FT_P_AXIS_INDEX && e->prim != FT_P_PVARY;
+  if (remote && e->prim == FT_P_PPERMUTE) return fill_ppermute(L, e, x, fresh);
+  for (int k = 0; remote && k < e->n_in && !st; k++)
+    st = fill_remote(L, (int32_t)e->prim, L->eqn, x + k, nin, fresh + k);
+  return st ? st : run_collective(L, e, x);
+}
+
 /* Equation e of a body at every index. */
 static ft_status step(lockstep *L, const ft_eqn *e) {
   int64_t n = L->n;
@@ -619,15 +737,8 @@ static ft_status step(lockstep *L, const ft_eqn *e) {
       size_t q = (size_t)r * nin + (size_t)k;
       if (!(x[q] = input(L, r, e->in[k], &fresh[q]))) st = ft_ctx_status(L->ctx);
     }
-  if (!st && ft_prim_is_collective(e->prim) && native_psum(L, e)) {
-    st = psum_native(L, e, x);
-  } else if (!st && ft_prim_is_collective(e->prim)) {
-    /* Over MPI every device's operands (a group's members may sit on any
-     * rank); axis_index and pvary need no other device's value. */
-    bool remote = L->dist && L->cnt < n && e->prim != FT_P_AXIS_INDEX && e->prim != FT_P_PVARY;
-    for (int k = 0; remote && k < e->n_in && !st; k++)
-      st = fill_remote(L, (int32_t)e->prim, L->eqn, x + k, nin, fresh + k);
-    if (!st) st = run_collective(L, e, x);
+  if (!st && ft_prim_is_collective(e->prim)) {
+    st = collective_eqn(L, e, x, fresh);
   } else if (!st && e->prim != FT_P_SHARD_MAP && ft_prim_get(e->prim)->family == FT_FAM_CONTROL &&
              has_collective(&(ft_jaxpr){.n_eqn = 1, .eqns = (ft_eqn *)e})) {
     st = ls_control(L, e, x);
@@ -794,7 +905,42 @@ static ft_status read_specs(const lockstep *L, const ft_pval *specs, int i, ft_s
   return FT_OK;
 }
 
-static ft_status shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+/* The body on every local device: the interpreter's lockstep (fn NULL), or
+ * a compiled body (fn: ft_spmd_run_compiled). */
+static ft_status run_body(lockstep *L, const ft_jaxpr *j, ft_spmd_body_fn fn, void *arg) {
+  ft_ctx *ctx = L->ctx;
+  ft_status st = FT_OK;
+  if (!fn) {
+    for (int i = 0; i < j->n_eqn && !st; i++) {
+      L->eqn = i;
+      st = step(L, &j->eqns[i]);
+      if (st) ft_error_prefix(ctx, "shard_map body: equation %d (%s)", i, ft_prim_get(j->eqns[i].prim)->name);
+    }
+    return st;
+  }
+  size_t ni = (size_t)j->n_in, no = (size_t)j->n_out, cnt = (size_t)L->cnt;
+  ft_array **bin = calloc(cnt * ni + 1, sizeof *bin), **bout = calloc(cnt * no + 1, sizeof *bout);
+  if (!bin || !bout) st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  for (size_t d = 0; d < cnt && !st; d++) {
+    for (size_t i = 0; i < ni; i++) bin[d * ni + i] = *slot(L, L->lo + (int64_t)d, j->invars[i]);
+    for (size_t k = 0; k < no && !st; k++)
+      if (!(bout[d * no + k] = ft_array_alloc(ctx, &j->outvars[k]->aval))) st = ft_ctx_status(ctx);
+  }
+  if (!st) st = fn(arg, ctx, L, L->lo, L->cnt, bin, bout);
+  for (size_t d = 0; bout && d < cnt; d++)
+    for (size_t k = 0; k < no; k++) {
+      ft_array *a = bout[d * no + k];
+      const ft_var *v = j->outvars[k];
+      if (!st && v->kind == FT_VAR) bind(L, L->lo + (int64_t)d, v, a); /* an input's slot: its copy */
+      else ft_array_free(a);
+    }
+  free(bin);
+  free(bout);
+  return st;
+}
+
+static ft_status shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out, ft_spmd_body_fn fn,
+                           void *arg) {
   lockstep L = {.ctx = ctx, .dist = ft_dist_get(ctx)};
   L.nm = ft_spmd_mesh(ft_eqn_param(e, "mesh"), L.mesh, FT_SPMD_MAX_AXES);
   const ft_jaxpr *j = ft_eqn_param(e, "jaxpr")->u.jaxpr;
@@ -839,11 +985,7 @@ static ft_status shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
       bind(&L, r, j->invars[i], a);
     }
   }
-  for (int i = 0; i < j->n_eqn && !st; i++) {
-    L.eqn = i;
-    st = step(&L, &j->eqns[i]);
-    if (st) ft_error_prefix(ctx, "shard_map body: equation %d (%s)", i, ft_prim_get(j->eqns[i].prim)->name);
-  }
+  if (!st) st = run_body(&L, j, fn, arg);
   for (int k = 0; k < e->n_out && !st; k++) {
     if ((st = read_specs(&L, os, k, dims, &nd))) break;
     if (!(out[k] = assemble(&L, e, dims, nd, k, j))) st = ft_ctx_status(ctx);
@@ -859,9 +1001,13 @@ static ft_status shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft
  * the lock again and split the devices over the ranks a second time). */
 static _Thread_local int dist_depth;
 
-ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+void ft_spmd_device_enter(void) { dist_depth++; }
+void ft_spmd_device_leave(void) { dist_depth--; }
+
+static ft_status shard_map_dist(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out,
+                                ft_spmd_body_fn fn, void *arg) {
   ft_dist *d = ft_dist_get(ctx);
-  if (!d) return shard_map(ctx, e, in, out);
+  if (!d) return shard_map(ctx, e, in, out, fn, arg);
   if (dist_depth) {
     for (int k = 0; k < e->n_out; k++) out[k] = NULL;
     return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "shard_map inside a shard_map body does not run over MPI (the "
@@ -869,9 +1015,69 @@ ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in,
   }
   ft_dist_lock(d);
   dist_depth++;
-  ft_status st = shard_map(ctx, e, in, out);
+  ft_status st = shard_map(ctx, e, in, out, fn, arg);
   dist_depth--;
   ft_dist_unlock(d);
+  return st;
+}
+
+ft_status ft_interp_shard_map(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  return shard_map_dist(ctx, e, in, out, NULL, NULL);
+}
+
+ft_status ft_spmd_run_compiled(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out,
+                               ft_spmd_body_fn fn, void *arg) {
+  return shard_map_dist(ctx, e, in, out, fn, arg);
+}
+
+int64_t ft_spmd_mesh_devices(const ft_spmd_devs *m) { return m->n; }
+
+int64_t ft_spmd_num_devices(const ft_eqn *e) {
+  ft_spmd_axis mesh[FT_SPMD_MAX_AXES];
+  int nm = ft_spmd_mesh(ft_eqn_param(e, "mesh"), mesh, FT_SPMD_MAX_AXES);
+  int64_t n = nm < 1 ? 0 : 1;
+  for (int m = 0; m < nm; m++) n *= mesh[m].size;
+  return n;
+}
+
+ft_status ft_spmd_collective(const ft_spmd_devs *m, ft_ctx *ctx, const ft_eqn *e, int32_t eqn, ft_array **x,
+                             ft_array *const *o) {
+  lockstep L = *m;
+  L.ctx = ctx;
+  L.eqn = eqn;
+  L.n_ids = 0;
+  for (int k = 0; k < e->n_out; k++)
+    if (e->out[k]->kind == FT_VAR && e->out[k]->id + 1 > L.n_ids) L.n_ids = e->out[k]->id + 1;
+  size_t nin = (size_t)(e->n_in ? e->n_in : 1), N = (size_t)L.n;
+  L.val = calloc(N * L.n_ids + 1, sizeof *L.val);
+  bool *fresh = calloc(N * nin + 1, 1);
+  ft_status st = L.val && fresh ? FT_OK : ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  for (int64_t r = L.lo; r < L.lo + L.cnt && !st; r++)
+    for (int k = 0; k < e->n_in && !st; k++) {
+      size_t q = (size_t)r * nin + (size_t)k;
+      if (x[q]) continue;
+      if (e->in[k]->kind != FT_LIT)
+        st = ft_set_error(ctx, FT_ERR_INTERNAL, "shard_map: operand %d of %s is unbound", k,
+                          ft_prim_get(e->prim)->name);
+      else if (!(x[q] = ft_interp_lit(ctx, e->in[k]))) st = ft_ctx_status(ctx);
+      else fresh[q] = true;
+    }
+  if (!st) st = collective_eqn(&L, e, x, fresh);
+  for (int64_t r = L.lo; r < L.lo + L.cnt && !st; r++)
+    for (int k = 0; k < e->n_out && !st; k++) {
+      ft_array *dst = o[(size_t)(r - L.lo) * (size_t)e->n_out + (size_t)k];
+      if (!dst || e->out[k]->kind != FT_VAR) continue;
+      const ft_array *a = *slot(&L, r, e->out[k]);
+      if (!a || a->nbytes != dst->nbytes)
+        st = ft_set_error(ctx, FT_ERR_INTERNAL, "shard_map: %s gave no result %d of its size", 
+                          ft_prim_get(e->prim)->name, k);
+      else if (a->nbytes) memcpy(dst->data, a->data, a->nbytes);
+    }
+  for (size_t q = 0; fresh && q < N * nin; q++)
+    if (fresh[q]) ft_array_free(x[q]), x[q] = NULL;
+  for (size_t q = 0; L.val && q < N * L.n_ids; q++) ft_array_free(L.val[q]);
+  free(L.val);
+  free(fresh);
   return st;
 }
 

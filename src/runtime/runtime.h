@@ -159,11 +159,43 @@ void ft_dist_unlock(ft_dist *d);
 /* Checks that every rank is at *tag, then (recv non-NULL) allgathers
  * tag->nbytes from send on every rank into recv, in rank order. */
 ft_status ft_dist_exchange(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, const void *send, void *recv);
+/* Checks that every rank is at *tag, then MPI_Alltoallv of bytes (counts
+ * and displacements per rank, in bytes). */
+ft_status ft_dist_alltoallv(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, const void *send,
+                            const int *scounts, const int *sdispls, void *recv, const int *rcounts,
+                            const int *rdispls);
 /* The opt-out (ft_dist_options.native_allreduce): MPI_Allreduce in place. */
 bool ft_dist_allreduce_ok(ft_dtype dt);
 ft_status ft_dist_allreduce(ft_ctx *ctx, ft_dist *d, const ft_dist_tag *tag, ft_prim op, ft_dtype dt,
                             void *buf, int64_t n);
 ft_status ft_interp_collective_outside(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+
+/* The JIT's compiled shard_map (src/lower/spmd.c) runs on the same
+ * machinery: ft_spmd_run_compiled splits the inputs into each device's
+ * blocks (this rank's devices [lo, lo + cnt) over MPI), calls fn once with
+ * every local device's body inputs in[d * n_in + i] and body outputs
+ * out[d * n_out + k] (allocated, to be written), then assembles the global
+ * outputs exactly as the interpreter does (replicas checked bit for bit).
+ * m describes the mesh; fn's collectives go through ft_spmd_collective,
+ * which runs the interpreter's own grouping and index-order combination:
+ * x[r * max(n_in, 1) + k] is operand k at device r for the local devices
+ * (a NULL entry: a literal operand, read from e), o[d * n_out + k] local
+ * device lo + d's result k (NULL: dropped); eqn goes into the MPI tags. */
+typedef struct ft_spmd_devs ft_spmd_devs;
+typedef ft_status (*ft_spmd_body_fn)(void *arg, ft_ctx *ctx, const ft_spmd_devs *m, int64_t lo, int64_t cnt,
+                                     ft_array *const *in, ft_array *const *out);
+ft_status ft_spmd_run_compiled(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out,
+                               ft_spmd_body_fn fn, void *arg);
+ft_status ft_spmd_collective(const ft_spmd_devs *m, ft_ctx *ctx, const ft_eqn *e, int32_t eqn, ft_array **x,
+                             ft_array *const *o);
+/* The device count of a shard_map's mesh (the product of its sizes), 0 when
+ * unreadable. */
+int64_t ft_spmd_num_devices(const ft_eqn *e);
+int64_t ft_spmd_mesh_devices(const ft_spmd_devs *m);
+/* A thread that runs one device of a shard_map body (a compiled body's
+ * device thread) says so: a shard_map met there over MPI is nested. */
+void ft_spmd_device_enter(void);
+void ft_spmd_device_leave(void);
 
 /* Allocates out[k] for every output of e with its aval. */
 ft_status ft_interp_alloc_outs(ft_ctx *ctx, const ft_eqn *e, ft_array **out);

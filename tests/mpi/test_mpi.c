@@ -47,6 +47,18 @@ static int rank, nranks, checks;
   } while (0)
 
 static const char *fixtures;
+/* A context on the communicator with 4 executor threads, for the JIT's
+ * compiled shard_maps (strict: no interpreter step). */
+static ft_ctx *jdist;
+
+/* j compiled strictly on jdist and called: its outputs. */
+static void jit_call(const ft_jaxpr *j, int nin, ft_array **in, int nout, ft_array **out, const char *name) {
+  ft_fn *fn = ft_jit(jdist, j, NULL);
+  CHECK(fn != NULL, "%s: strict jit: %s", name, ft_ctx_error(jdist));
+  CHECK(ft_call(fn, nin, (const ft_array *const *)in, nout, out) == FT_OK, "%s: compiled over MPI: %s", name,
+        ft_ctx_error(jdist));
+  ft_fn_free(fn);
+}
 
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -87,6 +99,10 @@ static void check_case(ft_ctx *one, ft_ctx *dist, const char *name) {
   CHECK(ft_eval(dist, j, 1, (const ft_array *const *)&in, 1, &got) == FT_OK, "%s over MPI: %s", name, ft_ctx_error(dist));
   CHECK(ft_array_equal_bits(got, ref), "%s: the MPI result differs from the one-process result", name);
   CHECK(ft_array_equal_bits(got, want), "%s: the MPI result differs from JAX's", name);
+  ft_array_free(got);
+  got = NULL;
+  jit_call(j, 1, &in, 1, &got, name);
+  CHECK(ft_array_equal_bits(got, ref), "%s: the compiled MPI result differs from the one-process result", name);
   ft_array_free(in), ft_array_free(want), ft_array_free(ref), ft_array_free(got);
   ft_jaxpr_free(j);
 }
@@ -123,6 +139,15 @@ static void check_grad(ft_ctx *one, ft_ctx *dist, const char *name) {
   same(one, dist, g, 2, in, 2, ref, got, name, "value_and_grad");
   CHECK(ft_array_equal_bits(got[0], want) && ft_array_equal_bits(got[1], gwant),
         "%s: value_and_grad over MPI differs from JAX's", name);
+  for (int k = 0; k < 2; k++) ft_array_free(got[k]), got[k] = NULL;
+  /* compiled (a few losses: compiling all of them would double the test's time) */
+  bool compiled = !strcmp(name, "g_dp_linear") || !strcmp(name, "g_m2") || !strcmp(name, "g_scan") ||
+                  !strcmp(name, "g_ppermute_partial") || !strcmp(name, "g_all_to_all");
+  if (compiled) {
+    jit_call(g, 2, in, 2, got, name);
+    CHECK(ft_array_equal_bits(got[0], ref[0]) && ft_array_equal_bits(got[1], ref[1]),
+          "%s: compiled value_and_grad over MPI differs from the one-process run", name);
+  }
   for (int k = 0; k < 2; k++) ft_array_free(ref[k]), ft_array_free(got[k]);
   ft_jaxpr *h = ft_hessian(one, j, 0);
   CHECK(h != NULL, "%s: hessian: %s", name, ft_ctx_error(one));
@@ -142,7 +167,7 @@ static float lcg(uint32_t *s) {
 enum { STEPS = 12, NP = 3 };
 
 /* STEPS of SGD with step.jaxpr; params[3] are the result. */
-static void train(ft_ctx *ctx, const ft_jaxpr *j, ft_array **params) {
+static void train(ft_ctx *ctx, const ft_jaxpr *j, ft_array **params, ft_fn *fn) {
   int64_t shapes[5][2] = {{4, 8}, {8, 0}, {8, 2}, {16, 4}, {16, 2}};
   uint32_t seed = 12345;
   for (int k = 0; k < NP; k++) {
@@ -158,7 +183,9 @@ static void train(ft_ctx *ctx, const ft_jaxpr *j, ft_array **params) {
       for (int64_t i = 0; i < nelem(in[k]); i++) p[i] = lcg(&seed);
     }
     ft_array *out[NP] = {0};
-    CHECK(ft_eval(ctx, j, 5, (const ft_array *const *)in, NP, out) == FT_OK, "train step %d: %s", s, ft_ctx_error(ctx));
+    ft_status st = fn ? ft_call(fn, 5, (const ft_array *const *)in, NP, out)
+                      : ft_eval(ctx, j, 5, (const ft_array *const *)in, NP, out);
+    CHECK(st == FT_OK, "train step %d: %s", s, ft_ctx_error(ctx));
     for (int k = 0; k < NP; k++) ft_array_free(params[k]), params[k] = out[k];
     ft_array_free(in[3]), ft_array_free(in[4]);
   }
@@ -167,17 +194,25 @@ static void train(ft_ctx *ctx, const ft_jaxpr *j, ft_array **params) {
 static void check_training(ft_ctx *one, ft_ctx *dist) {
   ft_jaxpr *j = load(one, "spmd_train", "step");
   ft_array *ref[NP], *got[NP], *nat[NP];
-  train(one, j, ref);
-  train(dist, j, got);
+  train(one, j, ref, NULL);
+  train(dist, j, got, NULL);
   for (int k = 0; k < NP; k++)
     CHECK(ft_array_equal_bits(got[k], ref[k]), "training: parameter %d over %d ranks differs from the "
+          "one-process run", k, nranks);
+  ft_fn *fn = ft_jit(jdist, j, NULL); /* compiled, 4 executor threads */
+  CHECK(fn != NULL, "training: strict jit: %s", ft_ctx_error(jdist));
+  for (int k = 0; k < NP; k++) ft_array_free(got[k]);
+  train(jdist, j, got, fn);
+  ft_fn_free(fn);
+  for (int k = 0; k < NP; k++)
+    CHECK(ft_array_equal_bits(got[k], ref[k]), "training: compiled, parameter %d over %d ranks differs from the "
           "one-process run", k, nranks);
   /* The weights moved (the check above compares something). */
   CHECK(((const float *)ft_array_data(ref[0]))[0] != 0.0f, "training: weights are zero");
   /* The opt-out: MPI_Allreduce, close but not promised bit-identical. */
   ft_dist_options o = {.size = sizeof(ft_dist_options), .native_allreduce = true};
   CHECK(ft_dist_set_options(dist, &o) == FT_OK, "%s", ft_ctx_error(dist));
-  train(dist, j, nat);
+  train(dist, j, nat, NULL);
   for (int k = 0; k < NP; k++) {
     const float *a = ft_array_data(nat[k]), *b = ft_array_data(ref[k]);
     for (int64_t i = 0; i < nelem(ref[k]); i++)
@@ -261,9 +296,64 @@ static void check_divergent_cond(ft_ctx *one, ft_ctx *dist) {
   CHECK(ft_eval(dist, j, 1, (const ft_array *const *)&a, 1, &o) == FT_ERR_UNSUPPORTED && strstr(ft_ctx_error(dist), want), "over MPI: %s",
         ft_ctx_error(dist));
   CHECK(o == NULL, "an output after a failure");
+  /* compiled: the ranks whose devices take the psum branch meet the others
+   * at the outputs' exchange instead: every rank fails, none hangs */
+  ft_fn *fn = ft_jit(jdist, j, NULL);
+  CHECK(fn != NULL, "%s", ft_ctx_error(jdist));
+  CHECK(ft_call(fn, 1, (const ft_array *const *)&a, 1, &o) != FT_OK && strstr(ft_ctx_error(jdist), "the ranks disagree"),
+        "compiled over MPI: %s", ft_ctx_error(jdist));
+  CHECK(o == NULL, "an output after a failure");
+  ft_fn_free(fn);
   ft_array_free(a);
   ft_jaxpr_free(j);
   check_case(one, dist, "cf_cond_psum"); /* the next call works */
+}
+
+/* Two independent shard_maps (different bodies) compiled and run with 4
+ * executor threads: the executor chains them in program order, so every
+ * rank enters them in the same order (else the entry check would fail as
+ * "the ranks disagree"), 20 times; the results are the one-process run's. */
+static void check_order(ft_ctx *one) {
+  const char *t =
+      "{ lambda ; a:f32[8] b:f32[8]. let\n"
+      "    c:f32[2] = shard_map[\n      check_vma=True\n      in_specs=(P('i',),)\n"
+      "      jaxpr={ lambda ; d:f32[2]{V:i}. let\n"
+      "          e:f32[2] = psum_invariant[axes=('i',)] d\n        in (e,) }\n"
+      "      mesh=Mesh('i': 4, axis_types=(Auto,))\n      newly_manual_axes=frozenset({'i'})\n"
+      "      out_specs=(P(),)\n    ] a\n"
+      "    f:f32[8] = shard_map[\n      check_vma=False\n      in_specs=(P('i',),)\n"
+      "      jaxpr={ lambda ; g:f32[2]. let\n"
+      "          h:f32[2] = ppermute[axis_name=i perm=((0, 1), (1, 2), (2, 3), (3, 0))] g\n"
+      "          k:f32[2] = pmax[axes=('i',) axis_index_groups=None] h\n"
+      "          l:f32[2] = mul h k\n        in (l,) }\n"
+      "      mesh=Mesh('i': 4, axis_types=(Auto,))\n      newly_manual_axes=frozenset({'i'})\n"
+      "      out_specs=(P('i',),)\n    ] b\n"
+      "  in (c, f) }\n";
+  ft_jaxpr *j = ft_parse(one, t, strlen(t), "two");
+  CHECK(j != NULL, "%s", ft_ctx_error(one));
+  uint32_t seed = 7;
+  int64_t d = 8;
+  ft_array *in[2] = {ft_array_new(one, FT_F32, 1, &d), ft_array_new(one, FT_F32, 1, &d)};
+  for (int k = 0; k < 2; k++) {
+    float *p = ft_array_data_mut(in[k]);
+    for (int i = 0; i < 8; i++) p[i] = lcg(&seed);
+  }
+  ft_array *ref[2] = {0};
+  CHECK(ft_eval(one, j, 2, (const ft_array *const *)in, 2, ref) == FT_OK, "%s", ft_ctx_error(one));
+  ft_fn *fn = ft_jit(jdist, j, NULL);
+  CHECK(fn != NULL, "two shard_maps: strict jit: %s", ft_ctx_error(jdist));
+  for (int rep = 0; rep < 20; rep++) {
+    ft_array *got[2] = {0};
+    CHECK(ft_call(fn, 2, (const ft_array *const *)in, 2, got) == FT_OK, "two shard_maps, run %d: %s", rep,
+          ft_ctx_error(jdist));
+    for (int k = 0; k < 2; k++) {
+      CHECK(ft_array_equal_bits(got[k], ref[k]), "two shard_maps, run %d: output %d differs", rep, k);
+      ft_array_free(got[k]);
+    }
+  }
+  ft_fn_free(fn);
+  for (int k = 0; k < 2; k++) ft_array_free(in[k]), ft_array_free(ref[k]);
+  ft_jaxpr_free(j);
 }
 
 /* With 4 ranks: a communicator of ranks 0-2 cannot split the 4-index axis. */
@@ -338,6 +428,9 @@ int main(int argc, char **argv) {
   CHECK(ft_dist_size(dist) == nranks && ft_dist_rank(dist) == rank, "rank %d of %d", ft_dist_rank(dist),
         ft_dist_size(dist));
   CHECK(ft_dist_init(dist, NULL) != FT_OK && strstr(ft_ctx_error(dist), "already attached"), "second init");
+  ft_ctx_options jo = {.size = sizeof(ft_ctx_options), .num_threads = 4};
+  jdist = ft_ctx_new(&jo);
+  CHECK(ft_dist_init(jdist, NULL) == FT_OK, "ft_dist_init: %s", ft_ctx_error(jdist));
   char p[2048];
   snprintf(p, sizeof p, "%s/spmd/CASES", fixtures);
   char *cases = slurp(p);
@@ -354,10 +447,12 @@ int main(int argc, char **argv) {
   check_mismatch(one, dist);
   check_unreplicated(one, dist);
   check_divergent_cond(one, dist);
+  check_order(one);
   check_indivisible(one);
   check_timeout(one);
   CHECK(ft_dist_finalize(dist) == FT_OK && ft_dist_size(dist) == 1, "finalize");
   ft_ctx_free(dist);
+  ft_ctx_free(jdist);
   ft_ctx_free(one);
   printf("test_mpi: rank %d of %d: %d checks passed\n", rank, nranks, checks);
   MPI_Finalize();

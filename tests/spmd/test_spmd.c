@@ -3,9 +3,10 @@
  * (tools/oracle/gen_spmd.py): the printout reads back and prints byte for
  * byte, and the interpreter's result equals JAX's bit for bit (the inputs
  * are small integers, so every sum is exact). Then: psum combines in index
- * order; bad axis names and mesh sizes fail with clear errors; the JIT
- * refuses shard_map with a message (and with allow_fallback runs it as an
- * interpreter step, same bits); jvp of the linear cases is (f(x), f(t));
+ * order; bad axis names and mesh sizes fail with clear errors; strict
+ * ft_jit compiles shard_map (the body per device, collectives as routine
+ * steps; same bits), refuses a mesh past 8 devices unless allow_fallback,
+ * and fails devices that diverge at a collective; jvp of the linear cases is (f(x), f(t));
  * vmap equals the stacked results; grad refuses with its reason. */
 #include <check.h>
 #include <stdio.h>
@@ -62,11 +63,10 @@ static ft_array *npy(const char *name, const char *ext) {
   return a;
 }
 
-/* The JIT runs shard_map as an interpreter step (allow_fallback): the
- * same bits. */
+/* The JIT compiles shard_map (strict: no interpreter step), the body once
+ * per device, the collectives as routine steps: the interpreter's bits. */
 static void check_jit(const char *name, const ft_jaxpr *j, int n_in, ft_array **in, const ft_array *want) {
   ft_jit_options o = {.size = sizeof(ft_jit_options)};
-  o.allow_fallback = true;
   ft_fn *fn = ft_jit(C, j, &o);
   ck_assert_msg(fn != NULL, "%s: %s", name, ft_ctx_error(C));
   ft_array *got = NULL;
@@ -164,9 +164,8 @@ static void check_grad(const char *name) {
   ck_assert_msg(ft_eval(C, g, 2, (const ft_array *const *)in, 2, vg) == FT_OK, "%s: value_and_grad eval: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(vg[0], want), "%s: value_and_grad's value differs from JAX's", name);
   ck_assert_msg(ft_array_equal_bits(vg[1], gwant), "%s: gradient differs from JAX's", name);
-  { /* the JIT runs the gradient's shard_maps as interpreter steps: the same bits */
+  { /* the JIT compiles the gradient's shard_maps (strict): the same bits */
     ft_jit_options o = {.size = sizeof(ft_jit_options)};
-    o.allow_fallback = true;
     ft_fn *fn = ft_jit(C, g, &o);
     ck_assert_msg(fn != NULL, "%s: jit of value_and_grad: %s", name, ft_ctx_error(C));
     ft_array *jo[2] = {0};
@@ -301,12 +300,47 @@ START_TEST(bad_axis_and_mesh) {
 }
 END_TEST
 
-START_TEST(jit_refuses) {
+/* Strict ft_jit compiles a shard_map (psum in index order, as the
+ * interpreter); a mesh past FT_SPMD_JIT_MAX_DEVICES is refused in strict
+ * mode with the reason and runs as an interpreter step with allow_fallback. */
+START_TEST(jit_compiles) {
   ft_jaxpr *j = sum4("i", 4);
   ck_assert_ptr_nonnull(j);
   ft_fn *fn = ft_jit(C, j, NULL);
-  ck_assert_ptr_null(fn);
-  ck_assert_msg(strstr(ft_ctx_error(C), "shard_map"), "%s", ft_ctx_error(C));
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
+  float v[4] = {1e8f, 1.0f, 1.0f, -1e8f}, w[4] = {1.0f, 1e8f, -1e8f, 1.0f};
+  int64_t d = 4;
+  for (int rep = 0; rep < 2; rep++) {
+    ft_array *a = ft_array_from_data(C, FT_F32, 1, &d, rep ? w : v), *o = NULL;
+    ck_assert_msg(ft_call(fn, 1, (const ft_array *const *)&a, 1, &o) == FT_OK, "%s", ft_ctx_error(C));
+    ck_assert(((const float *)ft_array_data(o))[0] == (rep ? 1.0f : 0.0f));
+    ft_array_free(a), ft_array_free(o);
+  }
+  ft_fn_free(fn);
+  ft_jaxpr_free(j);
+  char t[1024];
+  snprintf(t, sizeof t, SUM4, "i", 16);
+  char *at = strstr(t, "f32[4]");
+  ck_assert_ptr_nonnull(at);
+  memmove(at + 7, at + 6, strlen(at + 6) + 1);
+  memcpy(at, "f32[16]", 7);
+  j = ft_parse(C, t, strlen(t), "sum16");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(ft_jit(C, j, NULL));
+  ck_assert_msg(strstr(ft_ctx_error(C), "shard_map over more than 8 devices is not compiled"), "%s",
+                ft_ctx_error(C));
+  ft_jit_options o = {.size = sizeof(ft_jit_options)};
+  o.allow_fallback = true;
+  fn = ft_jit(C, j, &o);
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
+  float x[16];
+  for (int i = 0; i < 16; i++) x[i] = (float)i;
+  d = 16;
+  ft_array *a = ft_array_from_data(C, FT_F32, 1, &d, x), *r = NULL;
+  ck_assert_msg(ft_call(fn, 1, (const ft_array *const *)&a, 1, &r) == FT_OK, "%s", ft_ctx_error(C));
+  ck_assert(((const float *)ft_array_data(r))[0] == 120.0f);
+  ft_array_free(a), ft_array_free(r);
+  ft_fn_free(fn);
   ft_jaxpr_free(j);
 }
 END_TEST
@@ -372,6 +406,14 @@ START_TEST(lockstep_refusals) {
   ck_assert_msg(strstr(ft_ctx_error(C), "cond in a shard_map body: index 2 takes another path than index 0"),
                 "%s", ft_ctx_error(C));
   ck_assert_ptr_null(o);
+  /* compiled: the devices meet at different places, which fails them all */
+  ft_fn *fn = ft_jit(C, j, NULL);
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
+  ck_assert(ft_call(fn, 1, (const ft_array *const *)&a, 1, &o) == FT_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(ft_ctx_error(C), "the devices took different paths through control flow holding a "
+                       "collective"), "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(o);
+  ft_fn_free(fn);
   ft_array_free(a);
   ft_jaxpr_free(j);
   const char *u =
@@ -392,6 +434,12 @@ START_TEST(lockstep_refusals) {
   ck_assert(ft_eval(C, j, 1, (const ft_array *const *)&a, 1, &o) == FT_ERR_INVALID_ARG);
   ck_assert_msg(strstr(ft_ctx_error(C), "output 0's out_specs leave a mesh axis unmentioned"), "%s", ft_ctx_error(C));
   ck_assert_ptr_null(o);
+  fn = ft_jit(C, j, NULL); /* compiled bodies: the same check on the assembled outputs */
+  ck_assert_msg(fn != NULL, "%s", ft_ctx_error(C));
+  ck_assert(ft_call(fn, 1, (const ft_array *const *)&a, 1, &o) == FT_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(ft_ctx_error(C), "output 0's out_specs leave a mesh axis unmentioned"), "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(o);
+  ft_fn_free(fn);
   float w[4] = {1, 1, 2, 2}; /* the same along 'j': rows of the result */
   ft_array_free(a);
   a = ft_array_from_data(C, FT_F32, 2, d2, w);
@@ -410,7 +458,7 @@ int main(void) {
   tcase_add_test(tc, fixtures);
   tcase_add_test(tc, psum_index_order);
   tcase_add_test(tc, bad_axis_and_mesh);
-  tcase_add_test(tc, jit_refuses);
+  tcase_add_test(tc, jit_compiles);
   tcase_add_test(tc, pmax_grad_refuses);
   tcase_add_test(tc, lockstep_refusals);
   SRunner *r = srunner_create(s);
