@@ -8,7 +8,7 @@
  * input for keeping tests/conformance/conf_known.c exact.
  *
  * FIXTURES_DIR defaults to ./fixtures (golden/, conformance/, loops/,
- * sweep/, program2/, linalg/, spectral/, heldout/, ctlprims/). Exit status
+ * sweep/, program2/, linalg/, spectral/, heldout/, heldout2/, ctlprims/). Exit status
  * 0 when every case passes or is a known failure, 1 otherwise, 2 on a usage
  * or I/O error. */
 #include <stdio.h>
@@ -28,7 +28,8 @@ int main(int argc, char **argv) {
       return 2;
     } else fx = argv[i];
   }
-  char g[4096], c[4096], l[4096], sw[4096], p2[4096], la[4096], sp[4096], ho[4096], lax[4096];
+  char g[4096], c[4096], l[4096], sw[4096], p2[4096], la[4096], sp[4096], ho[4096], ho2[4096],
+      lax[4096];
   snprintf(g, sizeof g, "%s/golden", fx);
   snprintf(c, sizeof c, "%s/conformance", fx);
   snprintf(l, sizeof l, "%s/loops", fx);
@@ -39,8 +40,10 @@ int main(int argc, char **argv) {
   snprintf(ho, sizeof ho, "%s/heldout", fx);
   char cp[4096];
   snprintf(cp, sizeof cp, "%s/ctlprims", fx);
+  snprintf(ho2, sizeof ho2, "%s/heldout2", fx);
   snprintf(lax, sizeof lax, "%s/conformance/LAX_PRIMITIVES.json", fx);
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, sw, p2, la, sp, ho, cp}, .n_more = 7};
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, sw, p2, la, sp, ho, ho2, cp},
+                 .n_more = 8};
   if (dump_path && !(o.dump = fopen(dump_path, "w"))) {
     perror(dump_path);
     return 2;

@@ -109,7 +109,7 @@ typedef struct conf_pstat {
 typedef struct conf_stats {
   int cases, pass, fail, known;
   int checks, checks_pass, checks_fail, checks_known, checks_skip;
-  conf_family fam[12];
+  conf_family fam[16];
   int n_fam;
   conf_tstat tf[12];
   int n_tf;

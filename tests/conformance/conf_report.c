@@ -275,7 +275,11 @@ int conf_write_report(const conf_stats *st, const char *lax_json, FILE *f) {
              "VAE losses, integrators, while-loop solvers, a Kalman smoother, optimizers over "
              "pytrees, scatter/gather in every mode, NaN branches, integer wraparound and "
              "bits, dtype promotion, f16/bf16, custom rules, nested transforms; "
-             "`tools/oracle/gen_heldout.py`).\n\n");
+             "`tools/oracle/gen_heldout.py`); `heldout2` is fixtures/heldout2, their second "
+             "wave (jax.random in training steps, linear algebra in models, shard_map losses, "
+             "checkpoint policies, custom rules, control flow under grad and vmap, fft, "
+             "scipy likelihoods, low-precision mixes, nested transforms; "
+             "`tools/oracle/gen_heldout.py --wave2`).\n\n");
   fprintf(f, "## Transforms\n\nPer (case, transform): *JAX's program* is JAX's printout of the "
              "transformed function, parsed and run by our engines; *ours* is our transform "
              "of JAX's forward jaxpr (`ft_grad`, `ft_jvp`, `ft_vjp_jaxpr`, `ft_vmap`, "

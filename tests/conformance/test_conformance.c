@@ -6,7 +6,8 @@
  * of JAX's public API and the whole programs instead (fixtures/sweep,
  * fixtures/program2; at least 1,398 cases): a second meson test, so the two
  * halves run side by side; "linalg" runs fixtures/linalg and fixtures/spectral,
- * "heldout" the held-out programs (fixtures/heldout). Every program runs in every engine
+ * "heldout" the held-out programs (fixtures/heldout), "heldout2" their second wave
+ * (fixtures/heldout2). Every program runs in every engine
  * (the interpreter and the JIT; FT_CONF_INTERP_ONLY=1 runs the interpreter
  * only, FT_CONF_ONLY=PREFIX only the cases whose name starts with PREFIX;
  * FT_CONF_NAN_DIAG=1 prints each output whose NaNs differ in bits from
@@ -24,10 +25,13 @@
 
 /* the number of cases fixtures/heldout has (tools/oracle/gen_heldout.py) */
 enum { HELDOUT_MIN_CASES = 232 };
+/* the number of cases fixtures/heldout2 has (tools/oracle/gen_heldout.py --wave2) */
+enum { HELDOUT2_MIN_CASES = 186 };
 
 static bool sweep_set;  /* argv[1] == "sweep" */
 static bool linalg_set; /* argv[1] == "linalg": fixtures/linalg and fixtures/spectral (issue 20) */
 static bool heldout_set; /* argv[1] == "heldout": fixtures/heldout (tools/oracle/gen_heldout.py) */
+static bool heldout2_set; /* argv[1] == "heldout2": fixtures/heldout2 (gen_heldout.py --wave2) */
 
 START_TEST(conformance_vs_jax) {
   const char *root = getenv("FT_FIXTURES");
@@ -58,6 +62,12 @@ START_TEST(conformance_vs_jax) {
     o.golden_dir = o.conf_dir = NULL;
     o.more_dirs[0] = ho, o.n_more = 1;
   }
+  char ho2[4096];
+  snprintf(ho2, sizeof ho2, "%s/heldout2", root);
+  if (heldout2_set) {
+    o.golden_dir = o.conf_dir = NULL;
+    o.more_dirs[0] = ho2, o.n_more = 1;
+  }
   o.interp_only = getenv("FT_CONF_INTERP_ONLY") != NULL;
 #ifdef CONF_SANITIZED
   /* The JIT column costs ~45 s of CPU under ASan (LLVM compiles every
@@ -85,12 +95,14 @@ START_TEST(conformance_vs_jax) {
   /* the sweep: 1,398 cases as captured (tools/oracle/README.md: a partial
    * capture; the issue's target is 1,500) */
   /* fixtures/linalg (gen_linalg.py) and fixtures/spectral: 83 cases (gen_spectral.py) */
-  /* fixtures/heldout: HELDOUT_MIN_CASES cases as captured (gen_heldout.py) */
+  /* fixtures/heldout: HELDOUT_MIN_CASES cases as captured (gen_heldout.py); fixtures/heldout2:
+   * HELDOUT2_MIN_CASES (gen_heldout.py --wave2) */
   if (!o.only)
-    ck_assert_int_ge(cases, heldout_set  ? HELDOUT_MIN_CASES
-                            : linalg_set ? 60 + 83
-                            : sweep_set  ? 1398
-                                         : 800);
+    ck_assert_int_ge(cases, heldout_set    ? HELDOUT_MIN_CASES
+                            : heldout2_set ? HELDOUT2_MIN_CASES
+                            : linalg_set   ? 60 + 83
+                            : sweep_set    ? 1398
+                                           : 800);
   ck_assert_msg(fails == 0, "%d cases fail (see the FAIL lines above)", fails);
 }
 END_TEST
@@ -99,6 +111,7 @@ int main(int argc, char **argv) {
   sweep_set = argc > 1 && !strcmp(argv[1], "sweep");
   linalg_set = argc > 1 && !strcmp(argv[1], "linalg");
   heldout_set = argc > 1 && !strcmp(argv[1], "heldout");
+  heldout2_set = argc > 1 && !strcmp(argv[1], "heldout2");
   Suite *s = suite_create("conformance");
   TCase *t = tcase_create("all");
   tcase_set_timeout(t, 600);
