@@ -29,7 +29,8 @@ ft_arena *ft_arena_new(void) { return calloc(1, sizeof(ft_arena)); }
  * a small program reuses the heap's pages). Kept: chunks of at least
  * KEEP_MIN bytes, at most KEEP_MAX in all (process-wide, under a lock);
  * a chunk is reused by an arena that needs at most its size. The memory is
- * given back when the process ends (or never used again: it is bounded). */
+ * given back when the last ft_ctx is freed (ft_arena_release_kept, called
+ * by ft_ctx_free), so a program that is done with the library holds none. */
 enum { KEEP_SLOTS = 64 };
 static const size_t KEEP_MIN = 1u << 20, KEEP_MAX = (size_t)256 << 20;
 static pthread_mutex_t keep_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -61,6 +62,20 @@ static chunk *keep_get(size_t sz) {
   if (best) keep[bi] = NULL, keep_bytes -= best->size;
   pthread_mutex_unlock(&keep_mu);
   return best;
+}
+
+size_t ft_arena_kept_bytes(void) {
+  pthread_mutex_lock(&keep_mu);
+  size_t n = keep_bytes;
+  pthread_mutex_unlock(&keep_mu);
+  return n;
+}
+
+void ft_arena_release_kept(void) {
+  pthread_mutex_lock(&keep_mu);
+  for (int i = 0; i < KEEP_SLOTS; i++) free(keep[i]), keep[i] = NULL;
+  keep_bytes = 0;
+  pthread_mutex_unlock(&keep_mu);
 }
 
 void ft_arena_free(ft_arena *a) {

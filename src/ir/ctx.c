@@ -1,5 +1,6 @@
 /* src/ir/ctx.c: contexts and the error channel every library call reports on. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -81,6 +82,10 @@ ft_status ft_ctx_options_check(const ft_ctx_options *opts, char *buf, size_t len
   return ctx_opts(opts, &o, buf, buf ? len : 0);
 }
 
+/* Live contexts: when the last one is freed, the arena chunks kept for
+ * reuse are given back (arena.c). */
+static _Atomic long live_ctx;
+
 ft_ctx *ft_ctx_new(const ft_ctx_options *opts) {
   ft_ctx_options o;
   if (ctx_opts(opts, &o, NULL, 0)) return NULL;
@@ -96,6 +101,7 @@ ft_ctx *ft_ctx_new(const ft_ctx_options *opts) {
     free(ctx);
     return NULL;
   }
+  atomic_fetch_add(&live_ctx, 1);
   return ctx;
 }
 
@@ -107,6 +113,7 @@ void ft_ctx_free(ft_ctx *ctx) {
   pthread_mutex_destroy(&ctx->err_lock);
   pthread_mutex_destroy(&ctx->guard_lock);
   free(ctx);
+  if (atomic_fetch_sub(&live_ctx, 1) == 1) ft_arena_release_kept();
 }
 
 /* The error channel is shared by every thread using a context (concurrent

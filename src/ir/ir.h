@@ -35,6 +35,11 @@ typedef struct ft_arena ft_arena;
 
 ft_arena *ft_arena_new(void);
 void ft_arena_free(ft_arena *a);
+/* Frees the big chunks freed arenas left for reuse (arena.c); ft_ctx_free
+ * calls it when the last context goes. */
+void ft_arena_release_kept(void);
+/* Bytes kept for reuse now (tests). */
+size_t ft_arena_kept_bytes(void);
 /* Zeroed memory, 16-byte aligned. NULL when out of memory. */
 void *ft_arena_alloc(ft_arena *a, size_t n);
 /* Like ft_arena_alloc without the zeroing: for builders that write every

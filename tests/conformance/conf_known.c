@@ -107,6 +107,10 @@
 #define HEUN_ULP_CLASS "policy: an adaptive Heun integrator in a while loop (hundreds of " \
   "arithmetic steps) has sin as its one transcendental, so the case gets sin's 2-ulp bound; " \
   "6 ulp in f64 (1.65 eps*S) is the arithmetic's reordering, as ULP_CLASS_TOO_TIGHT"
+#define NOISE_TANH_CANCEL "policy: mean over 5 examples of sum(tanh(x @ w + 0.1 n)) adds 20 " \
+  "terms of both signs up to ~1 into 0.00305: a 1-ulp difference in one term is 512 ulp of " \
+  "the result (bound 208 eps*S). The random draws are bitwise JAX's; against an 80-bit " \
+  "evaluation ours is 405 ulp of the result off, JAX's 108: both within 1 ulp of a term"
 #define TANH_SUM_CANCEL "policy: sum(tanh(x @ w)) adds terms of both signs up to ~1 into " \
   "-0.00178 (280 eps*S of the cancelled result in f64, bound 256); the f32 case passes"
 const conf_known conf_known_failures[] = {
@@ -121,6 +125,7 @@ const conf_known conf_known_failures[] = {
     {"ho2_linalg_pca_eigh_explained_variance_f32", "jvp:jax:*", EIGH_JVP_GAP},
     {"x64_ho2_control_adaptive_heun_while_f64", "eval:*", HEUN_ULP_CLASS},
     {"x64_ho2_lowp_int8_quantize_ste_int32_accum_f64", "eval:*", TANH_SUM_CANCEL},
+    {"x64_ho2_random_split_keys_vmap_noise_f64", "eval:*", NOISE_TANH_CANCEL},
     /* fixtures/heldout (tools/oracle/gen_heldout.py) */
     {"ho_norm_at_zero_grad_f32", "grad:jax:*", FTZ_NORM_GRAD},
     {"ho_norm_at_zero_grad_f32", "grad:ours:*", FTZ_NORM_GRAD},

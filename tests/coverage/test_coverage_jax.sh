@@ -52,8 +52,8 @@ row Frexp 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque mult
 row Ldexp "$every"
 row approx_top_k 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 row Nonzero 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
-row all_gather "eval jvp transpose batch egraph; lower: unsupported: runs as an interpreter step: not compiled yet"
-row pmax 'eval batch; jvp: unsupported: JAX defines no JVP rule for pmax ("Differentiation rule for '"'"'pmax'"'"' not implemented"); transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only; lower: unsupported: runs as an interpreter step: not compiled yet'
+row all_gather "every pass (eval jvp transpose batch egraph lower)"
+row pmax 'eval batch lower; jvp: unsupported: JAX defines no JVP rule for pmax ("Differentiation rule for '"'"'pmax'"'"' not implemented"); transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 
 # one row per listed primitive, and a summary whose counts add up
 n_list=$(grep -vc '^#' "$LIST")

@@ -2,7 +2,8 @@
  * src/ir/arena.c): a chunk of a freed arena is taken again by the next
  * arena that needs one of its size (so a big transform does not fault in
  * fresh pages on every call), ft_arena_alloc still returns zeroed memory
- * from a reused chunk, and small arenas do not take big chunks. */
+ * from a reused chunk, small arenas do not take big chunks, and freeing the
+ * last ft_ctx gives the kept chunks back. */
 #include <check.h>
 #include <stdint.h>
 #include <string.h>
@@ -49,10 +50,38 @@ START_TEST(big_chunks_are_reused) {
 }
 END_TEST
 
+/* The last ft_ctx_free releases the kept chunks. */
+START_TEST(last_context_releases_kept_chunks) {
+  ft_ctx_options o = FT_CTX_OPTIONS_INIT;
+  ft_ctx *c1 = ft_ctx_new(&o), *c2 = ft_ctx_new(&o);
+  ck_assert_ptr_nonnull(c1);
+  ck_assert_ptr_nonnull(c2);
+  ft_arena_release_kept(); /* what an earlier test left (no fork under CK_FORK=no) */
+  ck_assert_uint_eq(ft_arena_kept_bytes(), 0);
+  ft_arena *a = ft_arena_new();
+  fill(a, (size_t)8 << 20, 0xcd);
+  ft_arena_free(a);
+  size_t kept = ft_arena_kept_bytes();
+  ck_assert_uint_ge(kept, (size_t)1 << 20);
+  ft_ctx_free(c1); /* c2 still lives: the chunks stay kept */
+  ck_assert_uint_eq(ft_arena_kept_bytes(), kept);
+  ft_ctx_free(c2); /* the last context: released */
+  ck_assert_uint_eq(ft_arena_kept_bytes(), 0);
+  ft_arena *d = ft_arena_new();
+  fill(d, (size_t)8 << 20, 0xef);
+  ft_arena_free(d);
+  ck_assert_uint_ge(ft_arena_kept_bytes(), (size_t)1 << 20);
+  ft_ctx *c3 = ft_ctx_new(&o);
+  ft_ctx_free(c3); /* the last context again */
+  ck_assert_uint_eq(ft_arena_kept_bytes(), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("arena");
   TCase *tc = tcase_create("arena");
   tcase_add_test(tc, big_chunks_are_reused);
+  tcase_add_test(tc, last_context_releases_kept_chunks);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
