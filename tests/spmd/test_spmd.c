@@ -100,7 +100,7 @@ static void check_jvp(const char *name, const ft_jaxpr *j, ft_array *x, const ft
 
 /* vmap over a batch of two inputs (x and another array) equals the two
  * results stacked, bit for bit. */
-static void check_vmap(const char *name, const ft_jaxpr *j, ft_array *x) {
+static void check_vmap(const char *name, const ft_jaxpr *j, ft_array *x, bool captured) {
   int ax = 0;
   ft_jaxpr *v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), &ax, ft_jaxpr_num_outputs(j), &ax, 2);
   ck_assert_msg(v != NULL, "%s: vmap: %s", name, ft_ctx_error(C));
@@ -123,6 +123,11 @@ static void check_vmap(const char *name, const ft_jaxpr *j, ft_array *x) {
   ck_assert_msg(!memcmp(ft_array_data(got), ft_array_data(fx), no) &&
                 !memcmp((const char *)ft_array_data(got) + no, ft_array_data(ft_), no),
                 "%s: vmap differs from the stacked results", name);
+  if (captured) { /* JAX's own jax.vmap of the same batch */
+    ft_array *vw = npy(name, ".vmap0.npy");
+    ck_assert_msg(ft_array_equal_bits(got, vw), "%s: vmap differs from jax.vmap's", name);
+    ft_array_free(vw);
+  }
   ft_array_free(t), ft_array_free(b), ft_array_free(got), ft_array_free(fx), ft_array_free(ft_);
   ft_jaxpr_free(v);
 }
@@ -206,14 +211,14 @@ static void check_grad(const char *name) {
   ft_jaxpr_free(j), ft_jaxpr_free(jg), ft_jaxpr_free(g);
 }
 
-static void check_case(const char *name, bool linear) {
+static void check_case(const char *name, bool linear, bool vmap_captured) {
   ft_jaxpr *j = parse_file(name, ".jaxpr", NULL);
   ft_array *in = npy(name, ".in0.npy"), *want = npy(name, ".out0.npy"), *got = NULL;
   ck_assert_msg(ft_eval(C, j, 1, (const ft_array *const *)&in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(got, want), "%s: result differs from JAX's", name);
   check_jit(name, j, 1, &in, got);
   check_jvp(name, j, in, got, linear);
-  check_vmap(name, j, in);
+  check_vmap(name, j, in, vmap_captured);
   ft_array_free(in);
   ft_array_free(want);
   ft_array_free(got);
@@ -224,15 +229,17 @@ START_TEST(fixtures) {
   char p[1024];
   path_of(p, sizeof p, "CASES", "");
   char *list = slurp(p);
-  int n = 0, ng = 0;
+  int n = 0, ng = 0, nv = 0;
   for (char *s = strtok(list, "\n"); s; s = strtok(NULL, "\n"), n++) {
     char *flags = strchr(s, ' ');
     if (flags) *flags++ = 0;
     if (flags && !strcmp(flags, "grad")) check_grad(s), ng++;
-    else check_case(s, flags && !strcmp(flags, "linear"));
+    else check_case(s, flags && strstr(flags, "linear"), flags && strstr(flags, "vmap"));
+    nv += flags && strstr(flags, "vmap");
   }
-  ck_assert_int_eq(n, 49);
-  ck_assert_int_eq(ng, 14);
+  ck_assert_int_eq(n, 57);
+  ck_assert_int_eq(ng, 16);
+  ck_assert_int_eq(nv, 6);
   free(list);
 }
 END_TEST
