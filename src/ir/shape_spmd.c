@@ -391,10 +391,11 @@ static ft_status infer_collective(ft_ctx *ctx, ft_prim p, const ft_pval *ps, int
     const ft_spmd_axis *mesh = ft_spmd_env_mesh(&nm);
     int nn = ft_spmd_names(pv(p, ps, "axis_name"), names, FT_SPMD_MAX_AXES);
     int64_t n = 1;
+    int missing = -1;
     for (int q = 0; mesh && q < nn; q++) {
       int64_t s = ft_spmd_axis_size(mesh, nm, names[q]);
       if (s < 0) {
-        n = -1;
+        n = -1, missing = q;
         break;
       }
       n *= s;
@@ -405,8 +406,14 @@ static ft_status infer_collective(ft_ctx *ctx, ft_prim p, const ft_pval *ps, int
         return failf(ctx, p, FT_ERR_UNSUPPORTED, "split_axis=%lld != concat_axis=%lld: the result shape needs the "
                      "size of the mesh axes named, known only inside a shard_map body (no enclosing mesh here)",
                      (long long)sa, (long long)ca);
-      return failf(ctx, p, FT_ERR_INVALID_ARG, "axis_name names an axis that is not one of the enclosing "
-                   "shard_map's mesh");
+      char have[256];
+      size_t k = 0;
+      have[0] = 0;
+      for (int m = 0; m < nm && k < sizeof have; m++)
+        k += (size_t)snprintf(have + k, sizeof have - k, "%s'%s': %lld", m ? ", " : "", mesh[m].name,
+                              (long long)mesh[m].size);
+      return failf(ctx, p, FT_ERR_INVALID_ARG, "axis name '%s' is not an axis of the enclosing shard_map's mesh "
+                   "(%s)", missing >= 0 ? names[missing] : "?", have);
     }
     if (in[0].dims[sa] % n)
       return failf(ctx, p, FT_ERR_SHAPE, "dimension %lld (split_axis) of size %lld is not a multiple of the axis "

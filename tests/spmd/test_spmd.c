@@ -307,6 +307,51 @@ START_TEST(bad_axis_and_mesh) {
 }
 END_TEST
 
+/* all_to_all with split_axis != concat_axis takes its result shape from
+ * the enclosing shard_map's mesh: a declared shape that disagrees with the
+ * mesh fails, and outside a shard_map body (no mesh) it is refused. */
+static const char *A2A =
+    "{ lambda ; a:f32[16,8]. let\n"
+    "    b:f32[%d,%d] = shard_map[\n"
+    "      check_vma=True\n"
+    "      in_specs=(P('i',),)\n"
+    "      jaxpr={ lambda ; c:f32[%d,8]{V:i}. let\n"
+    "          d:f32[%d,%d]{V:i} = all_to_all[\n"
+    "            axis_index_groups=None\n"
+    "            axis_name=%s\n"
+    "            concat_axis=1\n"
+    "            split_axis=0\n"
+    "            tiled=True\n"
+    "          ] c\n"
+    "        in (d,) }\n"
+    "      mesh=Mesh('i': %d, axis_types=(Auto,))\n"
+    "      newly_manual_axes=frozenset({'i'})\n"
+    "      out_specs=(P('i',),)\n"
+    "    ] a\n"
+    "  in (b,) }\n";
+
+START_TEST(all_to_all_mesh) {
+  char t[2048];
+  snprintf(t, sizeof t, A2A, 4, 32, 4, 1, 32, "i", 4); /* as JAX prints it */
+  ft_jaxpr *j = ft_parse(C, t, strlen(t), "a2a");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr_free(j);
+  snprintf(t, sizeof t, A2A, 4, 16, 8, 2, 16, "i", 2); /* a mesh of 2: [8,8] -> [4,16] per index, not [2,16] */
+  ck_assert_ptr_null(ft_parse(C, t, strlen(t), "a2a"));
+  ck_assert_msg(strstr(ft_ctx_error(C), "f32[4,16]"), "%s", ft_ctx_error(C));
+  snprintf(t, sizeof t, A2A, 4, 32, 4, 1, 32, "k", 4);
+  ck_assert_ptr_null(ft_parse(C, t, strlen(t), "a2a"));
+  ck_assert_msg(strstr(ft_ctx_error(C), "axis name 'k' is not an axis of the enclosing shard_map's mesh"), "%s",
+                ft_ctx_error(C));
+  const char *outside = "{ lambda ; a:f32[4,8]. let\n"
+                        "    b:f32[1,32] = all_to_all[axis_index_groups=None axis_name=i concat_axis=1 "
+                        "split_axis=0 tiled=True] a\n"
+                        "  in (b,) }\n";
+  ck_assert_ptr_null(ft_parse(C, outside, strlen(outside), "outside"));
+  ck_assert_msg(strstr(ft_ctx_error(C), "known only inside a shard_map body"), "%s", ft_ctx_error(C));
+}
+END_TEST
+
 /* Strict ft_jit compiles a shard_map (psum in index order, as the
  * interpreter); a mesh past FT_SPMD_JIT_MAX_DEVICES is refused in strict
  * mode with the reason and runs as an interpreter step with allow_fallback. */
@@ -466,6 +511,7 @@ int main(void) {
   tcase_add_test(tc, psum_index_order);
   tcase_add_test(tc, bad_axis_and_mesh);
   tcase_add_test(tc, jit_compiles);
+  tcase_add_test(tc, all_to_all_mesh);
   tcase_add_test(tc, pmax_grad_refuses);
   tcase_add_test(tc, lockstep_refusals);
   SRunner *r = srunner_create(s);
