@@ -182,11 +182,15 @@ int ft_tparams_encode(ft_tclient *tc, ft_prim p, const ft_pval *ps, uint8_t *out
   ft_arena *tmp = ft_arena_new();
   ft_pval *dflt = tmp ? ft_params_default(tmp, p) : NULL;
   if (!dflt) return tc->oom = true, ft_arena_free(tmp), -1; /* not "too large for a key" */
+  /* a shard_map's body (optimized on first encoding) sees its mesh: all_to_all's shape rule needs it */
+  ft_spmd_env saved;
+  if (p == FT_P_SHARD_MAP) ft_spmd_env_enter(&ps[ft_prim_param_index(p, "mesh")], &saved);
   for (int i = 0; i < pi->n_params; i++) {
     if (ft_pval_eq(&ps[i], &dflt[i])) continue;
     wput(&b, i);
     enc_pval(tc, &b, &ps[i]);
   }
+  if (p == FT_P_SHARD_MAP) ft_spmd_env_leave(&saved);
   ft_arena_free(tmp);
   if (b.bad && tc->S && tc->S->failed) return -1;
   if (b.bad || b.n * 8 > cap) return -1;

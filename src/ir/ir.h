@@ -487,6 +487,18 @@ int64_t ft_spmd_axis_size(const ft_spmd_axis *mesh, int n_mesh, const char *name
  * axes' sizes), after checking its axes exist in the mesh, axis_size,
  * axis_index_groups and perm; -1 with the error on ctx. */
 int64_t ft_spmd_group_size(ft_ctx *ctx, const ft_eqn *e, const ft_spmd_axis *mesh, int n_mesh);
+/* The named-axis environment of the shape rules: the mesh of the shard_map
+ * whose body is being checked, built or transformed on this thread (the
+ * innermost one), which all_to_all with split_axis != concat_axis needs
+ * for its result shape (its params carry no axis size). Whoever works on a
+ * shard_map body enters its mesh first and leaves it after:
+ *   ft_spmd_env saved; ft_spmd_env_enter(mesh_param, &saved); ...; ft_spmd_env_leave(&saved);
+ * An unreadable mesh enters an empty environment (the rules then refuse). */
+typedef struct ft_spmd_env { int n; ft_spmd_axis axes[FT_SPMD_MAX_AXES]; } ft_spmd_env;
+void ft_spmd_env_enter(const ft_pval *mesh, ft_spmd_env *saved);
+void ft_spmd_env_leave(const ft_spmd_env *saved);
+/* The current environment's mesh (*n axes; NULL, *n = 0 outside any). */
+const ft_spmd_axis *ft_spmd_env_mesh(int *n);
 
 /* ================================================================ print.c */
 /* (pp.c holds the layout engine and the number formatting; print.c builds

@@ -109,6 +109,23 @@ int64_t ft_spmd_axis_size(const ft_spmd_axis *mesh, int n_mesh, const char *name
   return -1;
 }
 
+/* The named-axis environment (ir.h): per thread, as the transforms and
+ * checks that enter it run on the caller's thread. */
+static _Thread_local ft_spmd_env env_cur;
+
+void ft_spmd_env_enter(const ft_pval *mesh, ft_spmd_env *saved) {
+  *saved = env_cur;
+  int n = ft_spmd_mesh(mesh, env_cur.axes, FT_SPMD_MAX_AXES);
+  env_cur.n = n < 0 ? 0 : n;
+}
+
+void ft_spmd_env_leave(const ft_spmd_env *saved) { env_cur = *saved; }
+
+const ft_spmd_axis *ft_spmd_env_mesh(int *n) {
+  *n = env_cur.n;
+  return env_cur.n ? env_cur.axes : NULL;
+}
+
 static ft_status failf(ft_ctx *ctx, ft_prim p, ft_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static ft_status failf(ft_ctx *ctx, ft_prim p, ft_status st, const char *fmt, ...) {
@@ -203,6 +220,20 @@ static ft_status check_body(ft_ctx *ctx, const ft_jaxpr *j, const ft_spmd_axis *
         ft_error_prefix(ctx, "shard_map body: equation %d", i);
         return ft_ctx_status(ctx);
       }
+      if (e->prim == FT_P_ALL_TO_ALL && e->n_in == 1 && e->n_out == 1) { /* its shape needs the mesh */
+        ft_aval in = e->in[0]->aval, out;
+        int n_out = 0;
+        ft_status st = ft_infer_spmd(ctx, e->prim, e->params, 1, &in, &out, 1, &n_out);
+        if (st) {
+          ft_error_prefix(ctx, "shard_map body: equation %d", i);
+          return st;
+        }
+        if (!ft_aval_eq(&out, &e->out[0]->aval)) {
+          char a[128], b[128];
+          return failf(ctx, e->prim, FT_ERR_SHAPE, "shard_map body: equation %d declares %s but the mesh gives %s",
+                       i, ft_aval_str(&e->out[0]->aval, a, sizeof a), ft_aval_str(&out, b, sizeof b));
+        }
+      }
       continue;
     }
     if (e->prim == FT_P_SHARD_MAP) continue;
@@ -287,7 +318,10 @@ static ft_status infer_shard_map(ft_ctx *ctx, const ft_pval *ps, int n_in, const
     ft_status st = map_spec(ctx, &os->u.items[i], mesh, nm, &j->outvars[i]->aval, &out[i], true, "output", i);
     if (st) return st;
   }
+  ft_spmd_env saved;
+  ft_spmd_env_enter(pv(p, ps, "mesh"), &saved);
   ft_status st = check_body(ctx, j, mesh, nm);
+  ft_spmd_env_leave(&saved);
   if (st) return st;
   *n_out = j->n_out;
   return FT_OK;
@@ -345,13 +379,47 @@ static ft_status infer_collective(ft_ctx *ctx, ft_prim p, const ft_pval *ps, int
     out[0] = a;
   }
   if (p == FT_P_ALL_TO_ALL) {
+    /* JAX 0.12's _all_to_all_effectful_abstract_eval: split_axis divided
+     * by the axis size, concat_axis multiplied by it, whatever `tiled`
+     * (jax.lax.all_to_all's untiled form inserts and squeezes the unit
+     * axes around the primitive itself). The axis size is the enclosing
+     * shard_map's (the environment): the params carry none. */
     int64_t sa = pv(p, ps, "split_axis")->u.i, ca = pv(p, ps, "concat_axis")->u.i;
-    const ft_pval *tl = pv(p, ps, "tiled");
     if (sa < 0 || sa >= in[0].rank || ca < 0 || ca >= in[0].rank)
       return failf(ctx, p, FT_ERR_INVALID_ARG, "split_axis and concat_axis must be below the rank %d", in[0].rank);
-    if (sa != ca || !(tl->tag == FT_PV_BOOL && tl->u.b))
-      return failf(ctx, p, FT_ERR_UNSUPPORTED, "only tiled all_to_all with split_axis == concat_axis is supported "
-                   "(its result shape needs no axis size; docs/spmd.md)");
+    int nm = 0;
+    const ft_spmd_axis *mesh = ft_spmd_env_mesh(&nm);
+    int nn = ft_spmd_names(pv(p, ps, "axis_name"), names, FT_SPMD_MAX_AXES);
+    int64_t n = 1;
+    int missing = -1;
+    for (int q = 0; mesh && q < nn; q++) {
+      int64_t s = ft_spmd_axis_size(mesh, nm, names[q]);
+      if (s < 0) {
+        n = -1, missing = q;
+        break;
+      }
+      n *= s;
+    }
+    if (!mesh || n < 1) {
+      if (sa == ca) return FT_OK; /* the shape stays; the shard_map's rule checks the axis (check_body) */
+      if (!mesh)
+        return failf(ctx, p, FT_ERR_UNSUPPORTED, "split_axis=%lld != concat_axis=%lld: the result shape needs the "
+                     "size of the mesh axes named, known only inside a shard_map body (no enclosing mesh here)",
+                     (long long)sa, (long long)ca);
+      char have[256];
+      size_t k = 0;
+      have[0] = 0;
+      for (int m = 0; m < nm && k < sizeof have; m++)
+        k += (size_t)snprintf(have + k, sizeof have - k, "%s'%s': %lld", m ? ", " : "", mesh[m].name,
+                              (long long)mesh[m].size);
+      return failf(ctx, p, FT_ERR_INVALID_ARG, "axis name '%s' is not an axis of the enclosing shard_map's mesh "
+                   "(%s)", missing >= 0 ? names[missing] : "?", have);
+    }
+    if (in[0].dims[sa] % n)
+      return failf(ctx, p, FT_ERR_SHAPE, "dimension %lld (split_axis) of size %lld is not a multiple of the axis "
+                   "size %lld", (long long)sa, (long long)in[0].dims[sa], (long long)n);
+    out[0].dims[sa] /= n;
+    out[0].dims[ca] *= n;
   }
   return FT_OK;
 }

@@ -237,7 +237,11 @@ static ft_status verify_subs(V *v, where *w, const ft_eqn *e) {
     const ft_pval *p = &e->params[k];
     if (p->tag == FT_PV_JAXPR && p->u.jaxpr) {
       path_fmt(sub, sizeof sub, "%s%s: ", where_str(w), pi->params[k].name);
+      /* a shard_map body's shape rules see its mesh (all_to_all needs it) */
+      ft_spmd_env saved;
+      if (e->prim == FT_P_SHARD_MAP) ft_spmd_env_enter(&e->params[ft_prim_param_index(e->prim, "mesh")], &saved);
       ft_status st = verify_jaxpr(v, p->u.jaxpr, sub);
+      if (e->prim == FT_P_SHARD_MAP) ft_spmd_env_leave(&saved);
       if (st) return st;
     } else if (p->tag == FT_PV_TUPLE) {
       for (int i = 0; i < p->n; i++) {

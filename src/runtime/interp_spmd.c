@@ -240,6 +240,8 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x, const in
       if (!sum) return ft_ctx_status(ctx);
     }
     for (int64_t r = 0; r < n && !st; r++) {
+      /* another rank's result (over MPI all_to_all brings only the blocks local devices need) */
+      if (!local(L, dev[r])) continue;
       ft_array *o = ft_array_alloc(ctx, &e->out[0]->aval);
       if (!o) {
         st = ft_ctx_status(ctx);
@@ -250,17 +252,26 @@ static ft_status collective(lockstep *L, const ft_eqn *e, ft_array **x, const in
         for (int64_t k = 0; k < n; k++) blocks(&o->aval, d, n, k, o->data, x[k]->data, true);
       } else if (e->prim == FT_P_REDUCE_SCATTER) {
         blocks(&sum->aval, param_int(e, "scatter_dimension"), n, r, sum->data, o->data, false);
-      } else { /* block r of every index's operand, in index order */
-        int d = param_int(e, "split_axis");
-        ft_array *tmp = ft_array_alloc(ctx, &o->aval);
+      } else { /* block r (along split_axis) of every index's operand, at block k along concat_axis, in
+                  index order */
+        int sa = param_int(e, "split_axis"), ca = param_int(e, "concat_axis");
+        ft_aval cav = x[0]->aval;
+        if (sa < 0 || sa >= cav.rank || ca < 0 || ca >= o->aval.rank || cav.dims[sa] % n) {
+          ft_array_free(o);
+          st = ft_set_error(ctx, FT_ERR_INTERNAL, "all_to_all: split_axis %d and concat_axis %d do not fit %lld "
+                            "devices", sa, ca, (long long)n);
+          break;
+        }
+        cav.dims[sa] /= n;
+        ft_array *tmp = ft_array_alloc(ctx, &cav);
         if (!tmp) {
           ft_array_free(o);
           st = ft_ctx_status(ctx);
           break;
         }
         for (int64_t k = 0; k < n; k++) {
-          blocks(&x[k]->aval, d, n, r, x[k]->data, tmp->data, false);
-          blocks(&o->aval, d, n, k, o->data, tmp->data, true);
+          blocks(&x[k]->aval, sa, n, r, x[k]->data, tmp->data, false);
+          blocks(&o->aval, ca, n, k, o->data, tmp->data, true);
         }
         ft_array_free(tmp);
       }
@@ -707,6 +718,123 @@ static ft_status fill_ppermute(lockstep *L, const ft_eqn *e, ft_array **x, bool 
   return st ? st : run_collective(L, e, x);
 }
 
+/* The groups of collective e as run_collective makes them: *ng groups of
+ * *g devices each, group by group in its order (malloc'd; NULL with the
+ * error on ctx, or *g = 0 when e names an axis the mesh lacks: then
+ * run_collective reports it). */
+static int64_t *all_groups(lockstep *L, const ft_eqn *e, int64_t *g, int64_t *ng) {
+  char names[FT_SPMD_MAX_AXES][64];
+  int na = ft_spmd_names(ft_eqn_param(e, ft_spmd_axis_param(e->prim)), names, FT_SPMD_MAX_AXES);
+  int ax[FT_SPMD_MAX_AXES];
+  *g = 1, *ng = 0;
+  for (int q = 0; q < na; q++) {
+    if ((ax[q] = axis_of(L, names[q])) < 0) return *g = 0, NULL;
+    *g *= L->mesh[ax[q]].size;
+  }
+  if (na < 1) return *g = 0, NULL;
+  int64_t *dev = malloc(sizeof *dev * (size_t)L->n), m = 0;
+  if (!dev) return ft_set_error(L->ctx, FT_ERR_NOMEM, "out of memory"), NULL;
+  for (int64_t r = 0; r < L->n; r++) {
+    bool lead = true;
+    for (int q = 0; q < na; q++) lead = lead && coord(L, r, ax[q]) == 0;
+    if (!lead) continue;
+    for (int64_t pos = 0; pos < *g; pos++) {
+      int64_t rest = pos, d = r;
+      for (int q = na - 1; q >= 0; q--) {
+        d += rest % L->mesh[ax[q]].size * L->stride[ax[q]];
+        rest /= L->mesh[ax[q]].size;
+      }
+      dev[m++] = d;
+    }
+    ++*ng;
+  }
+  return dev;
+}
+
+/* Over MPI, all_to_all's operands: device r of a group needs only block
+ * pos(r) (along split_axis) of each member's operand, so only those blocks
+ * travel (one MPI_Alltoallv, after the same tag check; every rank
+ * enumerates the (source, destination) pairs of every group in the same
+ * order). A remote source's operand arrives as a fresh array holding just
+ * the blocks of this rank's devices; the combination (collective) reads no
+ * other block, since it builds the local devices' results only. Pure data
+ * movement: the allgather's bits. */
+static ft_status fill_all_to_all(lockstep *L, const ft_eqn *e, ft_array **x, bool *fresh) {
+  ft_ctx *ctx = L->ctx;
+  int64_t g, ng;
+  int64_t *dev = all_groups(L, e, &g, &ng);
+  if (!dev) return g ? ft_ctx_status(ctx) : run_collective(L, e, x);
+  int sa = (int)ft_param_int(e, "split_axis", -1), p = ft_dist_size(ctx), me = ft_dist_rank(ctx);
+  size_t nin = (size_t)(e->n_in ? e->n_in : 1);
+  int *cnt4 = calloc((size_t)p * 4 + 1, sizeof *cnt4);
+  ft_status st = cnt4 ? FT_OK : ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+  int *sc = cnt4, *sd = cnt4 + p, *rc = cnt4 + 2 * p, *rd = cnt4 + 3 * p;
+  for (int k = 0; k < e->n_in && !st; k++) {
+    const ft_array *mine = x[(size_t)L->lo * nin + (size_t)k];
+    const ft_aval *av = &mine->aval;
+    if (sa < 0 || sa >= av->rank || av->dims[sa] % g) { /* the shape rule forbids it */
+      st = ft_set_error(ctx, FT_ERR_INTERNAL, "all_to_all: split_axis %d does not split over %lld devices", sa,
+                        (long long)g);
+      break;
+    }
+    size_t cb = mine->nbytes / (size_t)g; /* one block */
+    int64_t ns = 0, nr = 0;
+    for (int q = 0; q < p; q++) sc[q] = rc[q] = 0;
+    for (int64_t gi = 0; gi < ng; gi++)
+      for (int64_t s = 0; s < g; s++)
+        for (int64_t r = 0; r < g; r++) {
+          int so = (int)(dev[gi * g + s] / L->cnt), dn = (int)(dev[gi * g + r] / L->cnt);
+          if (so == dn) continue;
+          if (so == me) sc[dn] += (int)cb, ns++;
+          if (dn == me) rc[so] += (int)cb, nr++;
+        }
+    if ((int64_t)cb * (ns > nr ? ns : nr) > INT32_MAX) {
+      st = ft_set_error(ctx, FT_ERR_UNSUPPORTED, "dist: an all_to_all of more than 2 GiB per rank");
+      break;
+    }
+    for (int q = 0; q < p; q++) sd[q] = q ? sd[q - 1] + sc[q - 1] : 0, rd[q] = q ? rd[q - 1] + rc[q - 1] : 0;
+    char *sb = malloc((size_t)ns * cb + 1), *rb = malloc((size_t)nr * cb + 1);
+    if (!sb || !rb) st = ft_set_error(ctx, FT_ERR_NOMEM, "out of memory");
+    for (int q = 0, off = 0; q < p && !st; q++) /* by destination rank, pairs in order */
+      for (int64_t gi = 0; gi < ng && !st; gi++)
+        for (int64_t s = 0; s < g && !st; s++)
+          for (int64_t r = 0; r < g; r++) {
+            int64_t ds = dev[gi * g + s], dr = dev[gi * g + r];
+            if (ds / L->cnt != me || dr / L->cnt != q || q == me) continue;
+            const ft_array *a = x[(size_t)ds * nin + (size_t)k];
+            if (a->nbytes != mine->nbytes) {
+              st = ft_set_error(ctx, FT_ERR_INTERNAL, "shard_map: operands of one collective differ in size");
+              break;
+            }
+            blocks(av, sa, g, r, a->data, sb + off, false);
+            off += (int)cb;
+          }
+    ft_dist_tag t;
+    tag_of(L, &t, (int32_t)e->prim, L->eqn, (int64_t)mine->nbytes);
+    if (!st) st = ft_dist_alltoallv(ctx, L->dist, &t, sb, sc, sd, rb, rc, rd);
+    for (int q = 0, off = 0; q < p && !st; q++)
+      for (int64_t gi = 0; gi < ng && !st; gi++)
+        for (int64_t s = 0; s < g && !st; s++)
+          for (int64_t r = 0; r < g; r++) {
+            int64_t ds = dev[gi * g + s], dr = dev[gi * g + r];
+            if (dr / L->cnt != me || ds / L->cnt != q || q == me) continue;
+            size_t at = (size_t)ds * nin + (size_t)k;
+            if (!x[at]) {
+              if (!(x[at] = ft_array_alloc(ctx, av))) {
+                st = ft_ctx_status(ctx);
+                break;
+              }
+              fresh[at] = true;
+            }
+            blocks(av, sa, g, r, x[at]->data, rb + off, true);
+            off += (int)cb;
+          }
+    free(sb), free(rb);
+  }
+  free(cnt4), free(dev);
+  return st ? st : run_collective(L, e, x);
+}
+
 /* Collective e at every index: x[r * max(n_in, 1) + k] given for the local
  * devices (fresh[...] marks arrays this call owns; remote operands arrive
  * as fresh arrays). */
@@ -718,6 +846,7 @@ static ft_status collective_eqn(lockstep *L, const ft_eqn *e, ft_array **x, bool
   ft_status st = FT_OK;
   bool remote = L->dist && L->cnt < L->n && e->prim != FT_P_AXIS_INDEX && e->prim != FT_P_PVARY;
   if (remote && e->prim == FT_P_PPERMUTE) return fill_ppermute(L, e, x, fresh);
+  if (remote && e->prim == FT_P_ALL_TO_ALL) return fill_all_to_all(L, e, x, fresh);
   for (int k = 0; remote && k < e->n_in && !st; k++)
     st = fill_remote(L, (int32_t)e->prim, L->eqn, x + k, nin, fresh + k);
   return st ? st : run_collective(L, e, x);

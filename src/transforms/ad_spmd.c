@@ -124,7 +124,17 @@ static ft_pval specs_sel(tx *t, const ft_pval *specs, const bool *flag, const ft
   return r;
 }
 
+static bool tr_shard_map_in(tr_state *s, tr_call *c);
+
 bool tr_shard_map(tr_state *s, tr_call *c) {
+  ft_spmd_env saved; /* the body's shape rules see its mesh (all_to_all) */
+  ft_spmd_env_enter(pget(FT_P_SHARD_MAP, c->params, "mesh"), &saved);
+  bool ok = tr_shard_map_in(s, c);
+  ft_spmd_env_leave(&saved);
+  return ok;
+}
+
+static bool tr_shard_map_in(tr_state *s, tr_call *c) {
   tx *t = c->t;
   const ft_eqn *e = c->e;
   const ft_prim p = FT_P_SHARD_MAP;

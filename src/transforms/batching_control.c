@@ -432,7 +432,10 @@ static bool batch_shard_map(bt_call *c) {
   ft_var **ops = vars(t, c->n_in);
   if (!in_b || !ob || !ops) return false;
   front_ops(c, 0, c->n_in, NULL, ops, in_b);
+  ft_spmd_env saved; /* the body's shape rules see its mesh (all_to_all) */
+  ft_spmd_env_enter(pget(p, c->e->params, "mesh"), &saved);
   ft_jaxpr *j2 = bt_batch_jaxpr(c->s->ctx, t->a, j, c->s->size, in_b, NULL, ob);
+  ft_spmd_env_leave(&saved);
   if (!j2) return sub_failed(c);
   ft_pval *ps = ctl_params(c);
   if (!ps) return false;

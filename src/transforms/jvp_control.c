@@ -351,7 +351,11 @@ static void shard_map_params(tx *t, jvp_call *c, ft_pval *ps, const bool *nz, co
 }
 
 static bool jvp_shard_map(jvp_state *s, jvp_call *c) {
-  return jvp_body_call(s, c, shard_map_params);
+  ft_spmd_env saved; /* the body's shape rules see its mesh (all_to_all) */
+  ft_spmd_env_enter(pget(FT_P_SHARD_MAP, c->params, "mesh"), &saved);
+  bool ok = jvp_body_call(s, c, shard_map_params);
+  ft_spmd_env_leave(&saved);
+  return ok;
 }
 
 /* A custom_vjp_call read from a JAX printout names its bwd rule (`bwd=bwd`,

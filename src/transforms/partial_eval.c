@@ -862,7 +862,13 @@ static bool pe_eqn(pe *p, const ft_eqn *e) {
   case FT_P_SCAN: ok = pe_scan(p, e, uin); break;
   case FT_P_WHILE: ok = pe_while(p, e, uin); break;
   case FT_P_REMAT2: ok = pe_remat(p, e, uin); break;
-  case FT_P_SHARD_MAP: ok = pe_shard_map(p, e, uin); break;
+  case FT_P_SHARD_MAP: { /* the body's shape rules see its mesh (all_to_all) */
+    ft_spmd_env saved;
+    ft_spmd_env_enter(pget(e->prim, e->params, "mesh"), &saved);
+    ok = pe_shard_map(p, e, uin);
+    ft_spmd_env_leave(&saved);
+    break;
+  }
   default: ok = all_unknown(p, e);
   }
   free(uin);

@@ -100,7 +100,7 @@ static void check_jvp(const char *name, const ft_jaxpr *j, ft_array *x, const ft
 
 /* vmap over a batch of two inputs (x and another array) equals the two
  * results stacked, bit for bit. */
-static void check_vmap(const char *name, const ft_jaxpr *j, ft_array *x) {
+static void check_vmap(const char *name, const ft_jaxpr *j, ft_array *x, bool captured) {
   int ax = 0;
   ft_jaxpr *v = ft_vmap(C, j, ft_jaxpr_num_inputs(j), &ax, ft_jaxpr_num_outputs(j), &ax, 2);
   ck_assert_msg(v != NULL, "%s: vmap: %s", name, ft_ctx_error(C));
@@ -123,6 +123,11 @@ static void check_vmap(const char *name, const ft_jaxpr *j, ft_array *x) {
   ck_assert_msg(!memcmp(ft_array_data(got), ft_array_data(fx), no) &&
                 !memcmp((const char *)ft_array_data(got) + no, ft_array_data(ft_), no),
                 "%s: vmap differs from the stacked results", name);
+  if (captured) { /* JAX's own jax.vmap of the same batch */
+    ft_array *vw = npy(name, ".vmap0.npy");
+    ck_assert_msg(ft_array_equal_bits(got, vw), "%s: vmap differs from jax.vmap's", name);
+    ft_array_free(vw);
+  }
   ft_array_free(t), ft_array_free(b), ft_array_free(got), ft_array_free(fx), ft_array_free(ft_);
   ft_jaxpr_free(v);
 }
@@ -206,14 +211,14 @@ static void check_grad(const char *name) {
   ft_jaxpr_free(j), ft_jaxpr_free(jg), ft_jaxpr_free(g);
 }
 
-static void check_case(const char *name, bool linear) {
+static void check_case(const char *name, bool linear, bool vmap_captured) {
   ft_jaxpr *j = parse_file(name, ".jaxpr", NULL);
   ft_array *in = npy(name, ".in0.npy"), *want = npy(name, ".out0.npy"), *got = NULL;
   ck_assert_msg(ft_eval(C, j, 1, (const ft_array *const *)&in, 1, &got) == FT_OK, "%s: %s", name, ft_ctx_error(C));
   ck_assert_msg(ft_array_equal_bits(got, want), "%s: result differs from JAX's", name);
   check_jit(name, j, 1, &in, got);
   check_jvp(name, j, in, got, linear);
-  check_vmap(name, j, in);
+  check_vmap(name, j, in, vmap_captured);
   ft_array_free(in);
   ft_array_free(want);
   ft_array_free(got);
@@ -224,15 +229,17 @@ START_TEST(fixtures) {
   char p[1024];
   path_of(p, sizeof p, "CASES", "");
   char *list = slurp(p);
-  int n = 0, ng = 0;
+  int n = 0, ng = 0, nv = 0;
   for (char *s = strtok(list, "\n"); s; s = strtok(NULL, "\n"), n++) {
     char *flags = strchr(s, ' ');
     if (flags) *flags++ = 0;
     if (flags && !strcmp(flags, "grad")) check_grad(s), ng++;
-    else check_case(s, flags && !strcmp(flags, "linear"));
+    else check_case(s, flags && strstr(flags, "linear"), flags && strstr(flags, "vmap"));
+    nv += flags && strstr(flags, "vmap");
   }
-  ck_assert_int_eq(n, 49);
-  ck_assert_int_eq(ng, 14);
+  ck_assert_int_eq(n, 57);
+  ck_assert_int_eq(ng, 16);
+  ck_assert_int_eq(nv, 6);
   free(list);
 }
 END_TEST
@@ -297,6 +304,51 @@ START_TEST(bad_axis_and_mesh) {
   ck_assert_ptr_null(o);
   ft_array_free(a);
   ft_jaxpr_free(j);
+}
+END_TEST
+
+/* all_to_all with split_axis != concat_axis takes its result shape from
+ * the enclosing shard_map's mesh: a declared shape that disagrees with the
+ * mesh fails, and outside a shard_map body (no mesh) it is refused. */
+static const char *A2A =
+    "{ lambda ; a:f32[16,8]. let\n"
+    "    b:f32[%d,%d] = shard_map[\n"
+    "      check_vma=True\n"
+    "      in_specs=(P('i',),)\n"
+    "      jaxpr={ lambda ; c:f32[%d,8]{V:i}. let\n"
+    "          d:f32[%d,%d]{V:i} = all_to_all[\n"
+    "            axis_index_groups=None\n"
+    "            axis_name=%s\n"
+    "            concat_axis=1\n"
+    "            split_axis=0\n"
+    "            tiled=True\n"
+    "          ] c\n"
+    "        in (d,) }\n"
+    "      mesh=Mesh('i': %d, axis_types=(Auto,))\n"
+    "      newly_manual_axes=frozenset({'i'})\n"
+    "      out_specs=(P('i',),)\n"
+    "    ] a\n"
+    "  in (b,) }\n";
+
+START_TEST(all_to_all_mesh) {
+  char t[2048];
+  snprintf(t, sizeof t, A2A, 4, 32, 4, 1, 32, "i", 4); /* as JAX prints it */
+  ft_jaxpr *j = ft_parse(C, t, strlen(t), "a2a");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ft_jaxpr_free(j);
+  snprintf(t, sizeof t, A2A, 4, 16, 8, 2, 16, "i", 2); /* a mesh of 2: [8,8] -> [4,16] per index, not [2,16] */
+  ck_assert_ptr_null(ft_parse(C, t, strlen(t), "a2a"));
+  ck_assert_msg(strstr(ft_ctx_error(C), "f32[4,16]"), "%s", ft_ctx_error(C));
+  snprintf(t, sizeof t, A2A, 4, 32, 4, 1, 32, "k", 4);
+  ck_assert_ptr_null(ft_parse(C, t, strlen(t), "a2a"));
+  ck_assert_msg(strstr(ft_ctx_error(C), "axis name 'k' is not an axis of the enclosing shard_map's mesh"), "%s",
+                ft_ctx_error(C));
+  const char *outside = "{ lambda ; a:f32[4,8]. let\n"
+                        "    b:f32[1,32] = all_to_all[axis_index_groups=None axis_name=i concat_axis=1 "
+                        "split_axis=0 tiled=True] a\n"
+                        "  in (b,) }\n";
+  ck_assert_ptr_null(ft_parse(C, outside, strlen(outside), "outside"));
+  ck_assert_msg(strstr(ft_ctx_error(C), "known only inside a shard_map body"), "%s", ft_ctx_error(C));
 }
 END_TEST
 
@@ -459,6 +511,7 @@ int main(void) {
   tcase_add_test(tc, psum_index_order);
   tcase_add_test(tc, bad_axis_and_mesh);
   tcase_add_test(tc, jit_compiles);
+  tcase_add_test(tc, all_to_all_mesh);
   tcase_add_test(tc, pmax_grad_refuses);
   tcase_add_test(tc, lockstep_refusals);
   SRunner *r = srunner_create(s);

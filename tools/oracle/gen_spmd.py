@@ -8,7 +8,8 @@ Usage: .venv-oracle/bin/python tools/oracle/gen_spmd.py [OUT_DIR]
 Per case: <case>.jaxpr (str(jax.make_jaxpr(f)(x)) + "\\n"), <case>.in0.npy,
 <case>.out0.npy; CASES lists the case names, each followed by its flags:
 `linear` (f is linear in its input: the test checks jvp(f)(x, t) ==
-(f(x), f(t))), `grad` (a scalar loss of two inputs (x, w): also
+(f(x), f(t))), `vmap` (<case>.vmap0.npy: jax.vmap(f) of [x, t], t[i] =
+(i % 5) - 2), `grad` (a scalar loss of two inputs (x, w): also
 <case>.in1.npy, <case>.grad.jaxpr (jax.grad(f) w.r.t. x),
 <case>.grad0.npy, its value, and <case>.hessian0.npy, jax.hessian(f)
 w.r.t. x). Inputs are small integers stored as f32, so
@@ -112,6 +113,11 @@ CASES = {
     "psum_scatter_untiled": (sm(lambda a: jax.lax.psum_scatter(a, "i")), (16, 3)),
     "axis_index": (sm(lambda a: a * jax.lax.axis_index("i").astype(jnp.float32)), (8, 3)),
     "all_to_all": (sm(lambda a: jax.lax.all_to_all(a, "i", 0, 0, tiled=True)), (16, 3)),
+    # all_to_all with split_axis != concat_axis (the result shape needs the mesh's axis size)
+    "all_to_all_s0c1": (sm(lambda a: jax.lax.all_to_all(a, "i", 0, 1, tiled=True)), (16, 8)),
+    "all_to_all_s1c0": (sm(lambda a: jax.lax.all_to_all(a, "i", 1, 0, tiled=True)), (8, 8)),
+    "all_to_all_untiled": (sm(lambda a: jax.lax.all_to_all(a, "i", 1, 0), ins=P(None, "i")), (4, 16)),
+    "all_to_all_3d_s2c1": (sm(lambda a: jax.lax.all_to_all(a, "i", 2, 1, tiled=True)), (8, 4, 8)),
     "loss_grad": (jax.grad(lambda x: sm(lambda a: jax.lax.psum(jnp.sum(a * a), "i"), outs=P())(x)), (8, 3)),
     # two-axis mesh ('i': 2, 'j': 2)
     "m2_psum_j": (sm2(lambda a: jax.lax.psum(a, "j"), outs=P("i")), (4, 6)),
@@ -129,6 +135,10 @@ CASES = {
     "m2_psum_scatter_j": (sm2(lambda a: jax.lax.psum_scatter(a, "j", scatter_dimension=0, tiled=True),
                               outs=P(("i", "j"))), (8, 6)),
     "m2_all_to_all_j": (sm2(lambda a: jax.lax.all_to_all(a, "j", 0, 0, tiled=True), outs=P("i", "j")), (8, 6)),
+    "m2_all_to_all_j_s1c0": (sm2(lambda a: jax.lax.all_to_all(a, "j", 1, 0, tiled=True), outs=P("i", "j")),
+                             (4, 8)),
+    "m2_all_to_all_ij_s0c1": (sm2(lambda a: jax.lax.all_to_all(a, ("i", "j"), 0, 1, tiled=True),
+                                  ins=P(("i", "j")), outs=P(("i", "j"))), (16, 2)),
     "m2_spec_joint": (sm2(lambda a: jax.lax.psum(a, ("i", "j")), ins=P(("i", "j")), outs=P()), (8, 3)),
     "m2_spec_ji": (sm2(lambda a: jax.lax.psum(a, "i"), ins=P(("j", "i")), outs=P("j")), (8, 3)),
     # collectives inside control flow of a body
@@ -145,6 +155,12 @@ CASES = {
 
 NONLINEAR = {"pmax", "pmin", "cf_cond_psum"}
 
+# Cases whose jax.vmap is captured too (flag `vmap`): <case>.vmap0.npy is
+# jax.vmap(f) of the batch [x, t], t[i] = (i % 5) - 2 over x's elements in
+# order (the C test's second example).
+VMAP = {"all_to_all_s0c1", "all_to_all_s1c0", "all_to_all_untiled", "all_to_all_3d_s2c1",
+        "m2_all_to_all_j_s1c0", "m2_all_to_all_ij_s0c1"}
+
 # Scalar losses of (x, w): value and jax.grad w.r.t. x (reverse mode through shard_map).
 GRAD_CASES = {
     "g_psum": (loss_of(lambda a, b: a * a * b), (8, 3)),
@@ -159,6 +175,11 @@ GRAD_CASES = {
     "g_ppermute_partial": (loss_of(lambda a, b: jax.lax.ppermute(a, "i", [(0, 2), (3, 1)]) * b), (8, 3)),
     "g_psum_scatter": (loss_of(lambda a, b: jax.lax.psum_scatter(a * a, "i", tiled=True) * b), (16, 3), (4, 3)),
     "g_all_to_all": (loss_of(lambda a, b: jax.lax.all_to_all(a, "i", 0, 0, tiled=True) * b * a), (16, 3)),
+    "g_all_to_all_s0c1": (loss_of(lambda a, b: jax.lax.all_to_all(a * a, "i", 0, 1, tiled=True) *
+                                  jax.lax.all_to_all(b, "i", 0, 1, tiled=True)), (16, 4)),
+    "g_all_to_all_m2_s1c0": (loss_of(lambda a, b: jax.lax.all_to_all(a * a, "j", 1, 0, tiled=True) *
+                                     jax.lax.all_to_all(b * a, "j", 1, 0, tiled=True),
+                                     ins=(P("i", "j"), P("i", "j")), mesh=MESH2), (4, 8)),
     "g_dp_linear": (dp_linear, (3, 2), (8, 3)),
     "g_m2": (loss_of(lambda a, b: jax.lax.psum(a, "j") * b * a, ins=(P("i", "j"), P("i", "j")), mesh=MESH2),
              (4, 6)),
@@ -182,7 +203,12 @@ def main():
         write(out, name + ".jaxpr", str(jax.make_jaxpr(f)(x)))
         np.save(os.path.join(out, name + ".in0.npy"), x)
         np.save(os.path.join(out, name + ".out0.npy"), np.asarray(f(x)))
-        lines.append(name + ("" if name in NONLINEAR else " linear"))
+        flags = "" if name in NONLINEAR else " linear"
+        if name in VMAP:
+            t = (np.arange(x.size) % 5 - 2).astype(np.float32).reshape(x.shape)
+            np.save(os.path.join(out, name + ".vmap0.npy"), np.asarray(jax.vmap(f)(np.stack([x, t]))))
+            flags += " vmap"
+        lines.append(name + flags)
     for name, (f, *shapes) in GRAD_CASES.items():
         rng = np.random.default_rng(gc.seed_of(name))
         xs = [rng.integers(-4, 5, size=s).astype(np.float32) for s in (shapes * 2)[:2]]
