@@ -228,7 +228,7 @@ static bool jvp_named_rule(jvp_state *s, jvp_call *c, const ft_jaxpr *call, int 
                  "Pass JAX's own derivative printout (jax.make_jaxpr(jax.grad(f)) or of jax.jvp, "
                  "which contains the rule's equations), or opt in to differentiating call_jaxpr "
                  "(ft_ctx_options.custom_jvp = FT_CUSTOM_JVP_PRIMAL, ftc --custom-jvp=primal, "
-                 "frankentrace.Context(custom_jvp=\"primal\")) only if the rule is the plain derivative",
+                 "FT_CUSTOM_JVP=primal for the Python package) only if the rule is the plain derivative",
                  t->what, name ? name : "?", jvp ? jvp : "None"), false;
 }
 
