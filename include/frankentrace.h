@@ -134,7 +134,7 @@ typedef enum ft_custom_jvp_mode {
    * the rule is not the true derivative of call_jaxpr (a `where` that
    * makes the gradient 0 at a singular point, a clipped or
    * straight-through gradient): only for rules known to be the plain
-   * derivative. Recorded in the ledger (custom_jvp=primal). */
+   * derivative. */
   FT_CUSTOM_JVP_PRIMAL
 } ft_custom_jvp_mode;
 
