@@ -122,6 +122,22 @@ typedef enum ft_mode {
   FT_MODE_HARDENED     /* also guard at run time and record guard events */
 } ft_mode;
 
+/* How a custom_jvp_call whose jvp rule JAX printed only as a Python
+ * function's name (`jvp=softplus_jvp`) is differentiated
+ * (ft_ctx_options.custom_jvp; docs/autodiff.md, "Rules JAX printed as
+ * Python functions"). */
+typedef enum ft_custom_jvp_mode {
+  /* Refuse (FT_ERR_UNSUPPORTED, naming the function and the rule), except
+   * for JAX library functions whose rule FrankenTrace knows exactly. */
+  FT_CUSTOM_JVP_REFUSE = 0,
+  /* Differentiate call_jaxpr instead of the unknown rule. WRONG wherever
+   * the rule is not the true derivative of call_jaxpr (a `where` that
+   * makes the gradient 0 at a singular point, a clipped or
+   * straight-through gradient): only for rules known to be the plain
+   * derivative. */
+  FT_CUSTOM_JVP_PRIMAL
+} ft_custom_jvp_mode;
+
 /* The allocator of array buffers (ft_ctx_options.allocator). alloc returns
  * size bytes aligned to alignment (64; a power of two dividing size), or
  * NULL on failure; free releases such a block (p never NULL) and gets the
@@ -155,6 +171,9 @@ typedef struct ft_ctx_options {
    * code, the JIT's buffer frames, ledger buffers and returned strings use
    * malloc. */
   ft_allocator allocator;
+  /* custom_jvp_call rules only named in a printout: FT_CUSTOM_JVP_REFUSE
+   * (0, the default) or the FT_CUSTOM_JVP_PRIMAL opt-in (read its warning). */
+  ft_custom_jvp_mode custom_jvp;
 } ft_ctx_options;
 #define FT_CTX_OPTIONS_INIT FT_SIZED_INIT_(ft_ctx_options)
 

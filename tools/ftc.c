@@ -228,6 +228,16 @@ static int global_options(int *argc, char **argv) {
     if (!strcmp(argv[i], "--guard-each-step")) { ctx_opts.guard_each_step = true; continue; }
     if (!strcmp(argv[i], "--allow-fallback")) { jit_opts.allow_fallback = true; continue; }
     if (!strcmp(argv[i], "--dist")) { dist_on = true; continue; }
+    if (!strcmp(argv[i], "--custom-jvp")) {  /* --custom-jvp=MODE, split already */
+      const char *m = i + 1 < *argc ? argv[++i] : "";
+      if (!strcmp(m, "refuse")) ctx_opts.custom_jvp = FT_CUSTOM_JVP_REFUSE;
+      else if (!strcmp(m, "primal")) ctx_opts.custom_jvp = FT_CUSTOM_JVP_PRIMAL;
+      else {
+        fprintf(stderr, "ftc: --custom-jvp takes refuse or primal, not '%s'\n", m);
+        return 2;
+      }
+      continue;
+    }
     if (!is_dir && !is_calls && !is_mode) {
       argv[n++] = argv[i];
       continue;
@@ -322,6 +332,12 @@ static void usage(FILE *out) {
                "  --guard-fail           hardened: a guard that fires fails the run\n"
                "  --guard-each-step      hardened: also check each equation / JIT step\n"
                "                         for NaN/Inf appearing in its results\n"
+               "  --custom-jvp=primal    differentiate a custom_jvp function whose rule\n"
+               "                         JAX printed only by name (jvp=softplus_jvp) as\n"
+               "                         if it had no rule (refused by default). WRONG\n"
+               "                         wherever the rule is not the plain derivative\n"
+               "                         (a 'where' giving 0 at a singular point); known\n"
+               "                         JAX rules (jax.nn.relu, relu6) are exact anyway\n"
                "  --allow-fallback       let the JIT run equations it does not compile\n"
                "                         through the interpreter (refused by default)\n"
                "  --dist                 run shard_maps across MPI ranks, one block of\n"

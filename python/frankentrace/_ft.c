@@ -19,6 +19,7 @@
 #include <numpy/arrayobject.h>
 
 #include <frankentrace.h>
+#include <stdlib.h>
 #include <string.h>
 
 static ft_ctx *g_ctx;
@@ -1140,7 +1141,16 @@ PyMODINIT_FUNC PyInit__ft(void) {
   if (PyType_Ready(&ProgramType) < 0 || PyType_Ready(&FnType) < 0 || PyType_Ready(&DispatcherType) < 0)
     return NULL;
   if (!g_ctx) {
-    if (!(g_ctx = ft_ctx_new(NULL))) return PyErr_NoMemory();
+    /* FT_CUSTOM_JVP=primal: the FT_CUSTOM_JVP_PRIMAL opt-in
+     * (docs/autodiff.md), read once, when the module is first imported. */
+    ft_ctx_options co = FT_CTX_OPTIONS_INIT;
+    const char *cj = getenv("FT_CUSTOM_JVP");
+    if (cj && *cj && strcmp(cj, "refuse")) {
+      if (strcmp(cj, "primal"))
+        return PyErr_Format(PyExc_ValueError, "FT_CUSTOM_JVP is '%s': it takes refuse or primal", cj);
+      co.custom_jvp = FT_CUSTOM_JVP_PRIMAL;
+    }
+    if (!(g_ctx = ft_ctx_new(&co))) return PyErr_NoMemory();
     if (!(g_lock = PyThread_allocate_lock())) return PyErr_NoMemory();
   }
   PyObject *m = PyModule_Create(&moddef);

@@ -74,6 +74,11 @@ static ft_status ctx_opts(const ft_ctx_options *opts, ft_ctx_options *o, char *m
                       "FT_MODE_HARDENED", (int)o->mode);
     return FT_ERR_INVALID_ARG;
   }
+  if ((unsigned)o->custom_jvp > FT_CUSTOM_JVP_PRIMAL) {
+    if (msg) snprintf(msg, len, "ft_ctx_options: custom_jvp %d is not FT_CUSTOM_JVP_REFUSE or "
+                      "FT_CUSTOM_JVP_PRIMAL", (int)o->custom_jvp);
+    return FT_ERR_INVALID_ARG;
+  }
   return FT_OK;
 }
 

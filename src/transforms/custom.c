@@ -1,8 +1,9 @@
 /* src/transforms/custom.c: the user's differentiation rules (JAX's
  * custom_derivatives), when they are jaxprs (C tracing: ft_custom_jvp_call,
  * ft_custom_vjp_call). Rules JAX printed as Python functions cannot run
- * here; then call_jaxpr is differentiated (docs/autodiff.md says when that
- * equals the rule).
+ * here: a custom_jvp_call's is refused unless it is a known JAX library rule
+ * or FT_CUSTOM_JVP_PRIMAL opts in to differentiating call_jaxpr
+ * (docs/autodiff.md).
  *
  *  custom_jvp_call  the jvp rule is inlined: its primal outputs and tangents
  *                   are the equation's. Higher orders differentiate it.
@@ -136,6 +137,101 @@ static bool jvp_with_fwd_bwd(jvp_call *c, const ft_jaxpr *fwd, ft_jaxpr *bwd, in
   return ok;
 }
 
+/* ------------------------------------- rules printed only as names */
+
+/* JAX prints a custom_jvp rule that is a Python function as its name
+ * (`jvp=jvp`): the rule itself is not in the text. Differentiating
+ * call_jaxpr instead is wrong wherever the rule is not the plain
+ * derivative (a `where` giving 0 at a singular point; relu's 0 at x = 0
+ * where max's tie rule gives 0.5), so the default refuses. Known JAX
+ * library functions, recognised by (name, rule name) and the structure of
+ * call_jaxpr, get JAX's exact rule; FT_CUSTOM_JVP_PRIMAL opts in to
+ * differentiating call_jaxpr. docs/autodiff.md. */
+
+static const char *pstr(ft_prim p, const ft_pval *ps, const char *key) {
+  const ft_pval *v = pget(p, ps, key);
+  return v && v->tag == FT_PV_STR && v->s ? v->s : NULL;
+}
+
+/* j with one input and one output, unwrapped from a jit whose body is the
+ * whole jaxpr (`custom_jvp_call[call_jaxpr={ jit[jaxpr={ ... }] x }]`). */
+static const ft_jaxpr *unwrap_jit(const ft_jaxpr *j) {
+  for (int depth = 0; j && depth < 4; depth++) {
+    if (j->n_const || j->n_in != 1 || j->n_out != 1) return NULL;
+    if (j->n_eqn != 1 || j->eqns[0].prim != FT_P_JIT) return j;
+    const ft_eqn *e = &j->eqns[0];
+    if (e->n_in != 1 || e->n_out != 1 || e->in[0] != j->invars[0] || e->out[0] != j->outvars[0])
+      return j;
+    j = pget_jaxpr(FT_P_JIT, e->params, "jaxpr");
+  }
+  return NULL;
+}
+
+/* e is `p a lit` with a the variable v and lit the float literal val. */
+static bool is_op_lit(const ft_eqn *e, ft_prim p, const ft_var *v, double val) {
+  return e->prim == p && e->n_in == 2 && e->n_out == 1 && e->in[0] == v &&
+         e->in[1]->kind == FT_LIT && ft_dtype_is_float(e->in[1]->aval.dtype) &&
+         e->in[1]->lit.f == val && e->out[0]->kind == FT_VAR;
+}
+
+/* The JAX library functions whose rule is known exactly (jax.nn.relu,
+ * jax.nn.relu6: jax/_src/nn/functions.py). 0: none. */
+enum { LIB_NONE, LIB_RELU, LIB_RELU6 };
+static int known_library_rule(const ft_eqn *e, const ft_jaxpr *call) {
+  const char *name = pstr(FT_P_CUSTOM_JVP_CALL, e->params, "name");
+  const char *jvp = pstr(FT_P_CUSTOM_JVP_CALL, e->params, "jvp");
+  if (!name || !jvp || strcmp(jvp, "jvp") || e->n_in != 1 || e->n_out != 1 ||
+      !ft_dtype_is_float(e->in[0]->aval.dtype))
+    return LIB_NONE;
+  const ft_jaxpr *b = unwrap_jit(call);
+  if (!b || b->invars[0]->aval.dtype != e->in[0]->aval.dtype) return LIB_NONE;
+  const ft_var *x = b->invars[0];
+  if (!strcmp(name, "relu") && b->n_eqn == 1 && is_op_lit(&b->eqns[0], FT_P_MAX, x, 0.0) &&
+      b->outvars[0] == b->eqns[0].out[0])
+    return LIB_RELU;
+  if (!strcmp(name, "relu6") && b->n_eqn == 2 && is_op_lit(&b->eqns[0], FT_P_MAX, x, 0.0) &&
+      is_op_lit(&b->eqns[1], FT_P_MIN, b->eqns[0].out[0], 6.0) &&
+      b->outvars[0] == b->eqns[1].out[0])
+    return LIB_RELU6;
+  return LIB_NONE;
+}
+
+static bool jvp_named_rule(jvp_state *s, jvp_call *c, const ft_jaxpr *call, int nc) {
+  tx *t = c->t;
+  int lib = known_library_rule(c->e, call);
+  if (lib != LIB_NONE) {
+    /* The primal is call_jaxpr's; the tangent JAX's rule:
+     * relu: select(x > 0, g, 0); relu6: select((x > 0) & (x < 6), g, 0). */
+    ft_var *none[1] = {NULL}, *dy0[1] = {NULL};
+    if (!jvp_into(s, t, call, c->x, none, c->y, dy0)) return false;
+    c->dy[0] = NULL;
+    if (!c->dx[0]) return true;
+    ft_var *x = c->x[0];
+    ft_dtype dt = x->aval.dtype;
+    ft_var *pred = tx_binop(t, FT_P_GT, x, tx_lit(t, dt, 0.0));
+    if (lib == LIB_RELU6)
+      pred = tx_binop(t, FT_P_AND, pred, tx_binop(t, FT_P_LT, x, tx_lit(t, dt, 6.0)));
+    ft_var *zero = pred ? tx_zeros(t, &c->dx[0]->aval) : NULL;
+    c->dy[0] = zero ? tx_select(t, pred, zero, c->dx[0]) : NULL;
+    return c->dy[0] != NULL && !t->failed;
+  }
+  if (s->ctx && s->ctx->opts.custom_jvp == FT_CUSTOM_JVP_PRIMAL) {
+    (void)nc;
+    return jvp_into(s, t, call, c->x, c->dx, c->y, c->dy);
+  }
+  const char *name = pstr(FT_P_CUSTOM_JVP_CALL, c->params, "name");
+  const char *jvp = pstr(FT_P_CUSTOM_JVP_CALL, c->params, "jvp");
+  return tx_fail(t, FT_ERR_UNSUPPORTED,
+                 "%s of custom_jvp_call '%s': its jvp rule is only a name in the printout "
+                 "(jvp=%s), a Python function whose equations JAX did not print; differentiating "
+                 "call_jaxpr instead would be wrong wherever the rule is not the plain derivative. "
+                 "Pass JAX's own derivative printout (jax.make_jaxpr(jax.grad(f)) or of jax.jvp, "
+                 "which contains the rule's equations), or opt in to differentiating call_jaxpr "
+                 "(ft_ctx_options.custom_jvp = FT_CUSTOM_JVP_PRIMAL, ftc --custom-jvp=primal, "
+                 "FT_CUSTOM_JVP=primal for the Python package) only if the rule is the plain derivative",
+                 t->what, name ? name : "?", jvp ? jvp : "None"), false;
+}
+
 bool jvp_custom_call(jvp_state *s, jvp_call *c) {
   tx *t = c->t;
   ft_prim p = c->e->prim;
@@ -147,6 +243,7 @@ bool jvp_custom_call(jvp_state *s, jvp_call *c) {
   if (p == FT_P_CUSTOM_JVP_CALL) {
     const ft_jaxpr *rule = pget_jaxpr(p, c->e->params, "jvp");
     if (rule) return jvp_with_rule(c, rule, nc);
+    return jvp_named_rule(s, c, call, nc);
   } else {
     /* fwd is read (inlined); bwd is kept in the result, so it is the
      * copy in the target arena. */

@@ -24,7 +24,9 @@
 
 /* JVP of custom_jvp_call (its jvp rule when it is a jaxpr) and
  * custom_vjp_call (fwd, then custom_lin carrying bwd, when both are
- * jaxprs); rules JAX printed as names: call_jaxpr is differentiated. */
+ * jaxprs); a custom_jvp rule JAX printed as a name: JAX's exact rule for
+ * known library functions (relu, relu6), call_jaxpr's derivative under
+ * FT_CUSTOM_JVP_PRIMAL, else refused (FT_ERR_UNSUPPORTED). */
 bool jvp_custom_call(jvp_state *s, jvp_call *c);
 /* custom_lin has no JVP: fails with FT_CUSTOM_LIN_NO_JVP's reason. */
 bool jvp_custom_lin(jvp_call *c);

@@ -332,6 +332,12 @@ printf '{ lambda ; a:c64[3]. let\n    b:c64[] = reduce_max[axes=(0,)] a\n  in (b
 expect jit-fallback-refused 1 'jit: 1 equation\(s\) would run as interpreter fallback steps, the first equation 0 \(reduce_max\)' -- \
   "$FTC" run "$tmp/cmax.jaxpr" --engine jit
 expect jit-fallback-allowed 1 'expected 1 inputs' -- "$FTC" run "$tmp/cmax.jaxpr" --engine jit --allow-fallback
+# a custom_jvp rule JAX printed only by name: refused; --custom-jvp=primal opts in (docs/autodiff.md)
+printf '{ lambda ; a:f32[2]. let\n    b:f32[] = custom_jvp_call[\n      name=safe_norm\n      call_jaxpr={ lambda ; c:f32[2]. let\n          d:f32[2] = integer_pow[y=2] c\n          e:f32[] = reduce_sum[axes=(0,)] d\n          f:f32[] = sqrt e\n        in (f,) }\n      jvp=_\n      symbolic_zeros=False\n    ] a\n  in (b,) }\n' >"$tmp/snorm.jaxpr"
+expect custom-jvp-refused 1 "jvp of custom_jvp_call 'safe_norm': its jvp rule is only a name in the printout \(jvp=_\)" -- \
+  "$FTC" grad "$tmp/snorm.jaxpr"
+expect custom-jvp-primal 0 'sqrt' -- "$FTC" grad "$tmp/snorm.jaxpr" --custom-jvp=primal
+expect custom-jvp-bad 2 "--custom-jvp takes refuse or primal, not 'maybe'" -- "$FTC" --custom-jvp=maybe grad "$tmp/snorm.jaxpr"
 # run --sub-const: a nested jaxpr's constants (printed without values) bound from .npy files
 printf '{ lambda ; x:f32[3]. let\n    w:f32[3] = jit[\n      name=g\n      jaxpr={ lambda u:f32[3]; t:f32[3]. let\n          q:f32[3] = mul t u\n        in (q,) }\n    ] x\n  in (w,) }\n' >"$tmp/subc.jaxpr"
 expect run-sub-const-unbound 1 'ft_jaxpr_bind_sub_consts' -- "$FTC" run "$tmp/subc.jaxpr" --in "$tmp/x123.npy"

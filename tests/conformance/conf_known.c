@@ -90,12 +90,6 @@
   "0.0010728563, JAX's f32 is 2.6e-7 from it and ours 2.1e-7 (JAX is the less accurate); f64: " \
   "the two agree to 1.7e-16 absolute (0.1 eps of the terms summed); the bound is relative to " \
   "the cancelled result (422 and 999 eps*S, bound 256), not a wrong value"
-#define SAFE_NORM_OURS_NAN "WRONG ANSWER with exit 0 (open, reported; by design, " \
-  "docs/autodiff.md 'Rules JAX printed as Python functions'): JAX prints the custom_jvp rule " \
-  "of a safe norm as jvp=_ (a Python function), so our own jvp/grad of the parsed printout " \
-  "differentiate call_jaxpr, sqrt(sum(x**2)), whose derivative at x = 0 is 0/0 = NaN where " \
-  "the user's rule gives 0 (and 1.89 downstream); JAX's own jvp/grad printouts (jvp:jax, " \
-  "grad:jax) run right. Minimal: grad of sum(safe_norm(x)) at [[0,0],[3,4]], no scan needed"
 #define ERR_MEASURE "not a value: the output is max|y - direct| of two ways to compute the same " \
   "convolution, i.e. the rounding error itself (1e-6 in f32, 1e-15 in f64); any two correct " \
   "implementations differ in it; the convolution output itself passes"
@@ -117,8 +111,6 @@ const conf_known conf_known_failures[] = {
     /* fixtures/heldout2 (tools/oracle/gen_heldout.py --wave2) */
     {"*ho2_checkpoint_save_only_names_gelu_f*", "*parse", NAME_PRIM},
     {"*ho2_linalg_cov_cholesky_whitening_f*", "eval:*", WHITEN_CANCEL},
-    {"ho2_custom_jvp_safe_norm_in_scan_vmap_f32", "grad:ours:*", SAFE_NORM_OURS_NAN},
-    {"ho2_custom_jvp_safe_norm_in_scan_vmap_f32", "jvp:ours:*", SAFE_NORM_OURS_NAN},
     {"ho2_fft_circular_convolution_rfft_f32", "vmap:*:*", ERR_MEASURE},
     {"x64_ho2_fft_circular_convolution_rfft_f64", "eval:*", ERR_MEASURE},
     {"ho2_control_hmc_leapfrog_scan_accept_cond_f32", "vmap:*:*", HMC_CANCEL},

@@ -285,3 +285,29 @@ def test_ft_inside_a_jax_trace_is_a_clear_error():
         ft.jit(lambda x: g(x) * 2.0)(X)
     with pytest.raises(ft.UnsupportedError, match="JAX tracer"):
         jax.jit(lambda x: g(x))(X)
+
+
+def test_custom_jvp_rule_only_named_is_refused():
+    # JAX prints a custom_jvp rule written in Python only by name (jvp=_):
+    # differentiating the function instead would give NaN at 0 here, where
+    # the rule gives 0 (docs/autodiff.md), so ft.grad refuses.
+    @jax.custom_jvp
+    def safe_norm(x):
+        return jnp.sqrt(jnp.sum(x ** 2, -1))
+
+    @safe_norm.defjvp
+    def _(p, t):
+        x, = p
+        dx, = t
+        n = safe_norm(x)
+        return n, jnp.sum(jnp.where(n[..., None] > 0, x / jnp.where(n > 0, n, 1.0)[..., None], 0.0) * dx, -1)
+
+    x = np.array([[0.0, 0.0], [3.0, 4.0]], np.float32)
+    with pytest.raises(ft.UnsupportedError, match=r"custom_jvp_call 'safe_norm'.*jvp=_"):
+        ft.grad(lambda x: jnp.sum(safe_norm(x)))(x)
+
+
+def test_relu_gets_jaxs_rule_at_zero():
+    x = np.array([-1.0, 0.0, 2.0], np.float32)
+    f = lambda x: jnp.sum(jax.nn.relu(x))
+    np.testing.assert_array_equal(np.asarray(ft.grad(f)(x)), np.asarray(jax.grad(f)(x)))

@@ -501,6 +501,158 @@ START_TEST(misuse) {
 }
 END_TEST
 
+
+/* ---- custom_jvp_call rules JAX printed only as names (docs/autodiff.md) */
+
+#define RELU_TEXT(NAME, JVP, BODY)                                                         \
+  "{ lambda ; a:f64[6]. let\n"                                                             \
+  "    b:f64[6] = custom_jvp_call[\n"                                                      \
+  "      name=" NAME "\n"                                                                  \
+  "      call_jaxpr={ lambda ; c:f64[6]. let\n"                                            \
+  "          d:f64[6] = jit[\n"                                                            \
+  "            name=" NAME "\n"                                                            \
+  "            jaxpr={ lambda ; c:f64[6]. let\n" BODY "              in (d,) }\n"         \
+  "          ] c\n"                                                                        \
+  "        in (d,) }\n"                                                                    \
+  "      jvp=" JVP "\n"                                                                    \
+  "      symbolic_zeros=False\n"                                                           \
+  "    ] a\n"                                                                              \
+  "    f:f64[] = reduce_sum[axes=(0,) out_sharding=None] b\n"                              \
+  "  in (f,) }\n"
+#define RELU_BODY "                d:f64[6] = max c 0.0:f64[]\n"
+#define RELU6_BODY "                e:f64[6] = max c 0.0:f64[]\n" \
+                   "                d:f64[6] = min e 6.0:f64[]\n"
+
+static const double EDGES[6] = {-1.0, 0.0, 2.0, 6.0, 7.0, -0.0};
+
+/* grad of the printout `text` on ctx at EDGES into g[6]; false (error on ctx) when refused. */
+static bool grad_named(ft_ctx *ctx, const char *text, double *g) {
+  ft_jaxpr *j = ft_parse(ctx, text, strlen(text), "f");
+  ck_assert_msg(j != NULL, "parse: %s", ft_ctx_error(ctx));
+  ft_jaxpr *d = ft_grad(ctx, j, 0, NULL, false);
+  ft_jaxpr_free(j);
+  if (!d) return false;
+  int64_t n = 6;
+  ft_array *in = ft_array_new(ctx, FT_F64, 1, &n), *out = NULL;
+  for (int i = 0; i < 6; i++) ft_set_f64(in, i, EDGES[i]);
+  ft_status st = ft_eval(ctx, d, 1, (const ft_array *const *)&in, 1, &out);
+  ck_assert_msg(st == FT_OK, "eval: %s", ft_ctx_error(ctx));
+  for (int i = 0; i < 6; i++) g[i] = ft_get_f64(out, i);
+  ft_array_free(in);
+  ft_array_free(out);
+  ft_jaxpr_free(d);
+  return true;
+}
+
+static void assert_refused(ft_ctx *ctx, const char *name, const char *jvp) {
+  ck_assert_int_eq(ft_ctx_status(ctx), FT_ERR_UNSUPPORTED);
+  const char *m = ft_ctx_error(ctx);
+  char want[128];
+  snprintf(want, sizeof want, "custom_jvp_call '%s': its jvp rule is only a name in the printout "
+           "(jvp=%s)", name, jvp);
+  ck_assert_msg(strstr(m, want) && strstr(m, "jax.make_jaxpr(jax.grad(f))") &&
+                strstr(m, "FT_CUSTOM_JVP_PRIMAL"), "message: %s", m);
+}
+
+/* jax.nn.relu and relu6 get JAX's rules: select(x > 0, g, 0) and
+ * select((x > 0) & (x < 6), g, 0). Expected values captured from JAX
+ * 0.12.0.1 (jax.grad(lambda x: jnp.sum(jax.nn.relu(x)))(x) at EDGES, x64):
+ * relu [0, 0, 1, 1, 1, 0], relu6 [0, 0, 1, 0, 0, 0]; max's and min's tie
+ * rules would give 0.5 at 0 and 6. */
+START_TEST(named_rule_known_library) {
+  double g[6];
+  static const double relu[6] = {0, 0, 1, 1, 1, 0}, relu6[6] = {0, 0, 1, 0, 0, 0};
+  ck_assert_msg(grad_named(C, RELU_TEXT("relu", "jvp", RELU_BODY), g), "%s", ft_ctx_error(C));
+  for (int i = 0; i < 6; i++) ck_assert_msg(g[i] == relu[i], "relu'(%g) = %g", EDGES[i], g[i]);
+  ck_assert_msg(grad_named(C, RELU_TEXT("relu6", "jvp", RELU6_BODY), g), "%s", ft_ctx_error(C));
+  for (int i = 0; i < 6; i++) ck_assert_msg(g[i] == relu6[i], "relu6'(%g) = %g", EDGES[i], g[i]);
+}
+END_TEST
+
+/* A user's function that only shares the name (another body, or another
+ * rule name) is not taken for the library's: refused by default. */
+START_TEST(named_rule_lookalikes_refused) {
+  double g[6];
+  ck_assert(!grad_named(C, RELU_TEXT("relu", "jvp", "                d:f64[6] = max c 1.0:f64[]\n"), g));
+  assert_refused(C, "relu", "jvp");
+  ck_assert(!grad_named(C, RELU_TEXT("relu", "my_relu_jvp", RELU_BODY), g));
+  assert_refused(C, "relu", "my_relu_jvp");
+  ck_assert(!grad_named(C, RELU_TEXT("relu6", "jvp", RELU_BODY), g));
+  assert_refused(C, "relu6", "jvp");
+  ck_assert(!grad_named(C, RELU_TEXT("my_fn", "jvp", RELU_BODY), g));
+  assert_refused(C, "my_fn", "jvp");
+  /* jvp and linearize refuse too (grad is built on them; vjp likewise) */
+  const char *t = RELU_TEXT("my_fn", "jvp", RELU_BODY);
+  ft_jaxpr *j = ft_parse(C, t, strlen(t), "f");
+  ck_assert_ptr_nonnull(j);
+  ck_assert_ptr_null(ft_jvp(C, j));
+  assert_refused(C, "my_fn", "jvp");
+  ck_assert_ptr_null(ft_vjp_jaxpr(C, j));
+  assert_refused(C, "my_fn", "jvp");
+  ft_jaxpr_free(j);
+}
+END_TEST
+
+/* The "safe norm" (a rule that gives 0 at x = 0 through `where`): JAX's
+ * grad of sum(safe_norm(x)) at [[0, 0], [3, 4]] is [[0, 0], [0.6, 0.8]].
+ * Refused by default; with the opt-in, call_jaxpr's derivative: NaN at the
+ * zero row, the documented wrong answer the opt-in accepts. */
+#define SAFE_NORM_TEXT                                                 \
+  "{ lambda ; a:f64[2,2]. let\n"                                       \
+  "    b:f64[2] = custom_jvp_call[\n"                                  \
+  "      name=safe_norm\n"                                             \
+  "      call_jaxpr={ lambda ; c:f64[2,2]. let\n"                      \
+  "          d:f64[2,2] = integer_pow[y=2] c\n"                        \
+  "          e:f64[2] = reduce_sum[axes=(1,) out_sharding=None] d\n"   \
+  "          f:f64[2] = sqrt e\n"                                      \
+  "        in (f,) }\n"                                                \
+  "      jvp=_\n"                                                      \
+  "      symbolic_zeros=False\n"                                       \
+  "    ] a\n"                                                          \
+  "    g:f64[] = reduce_sum[axes=(0,) out_sharding=None] b\n"          \
+  "  in (g,) }\n"
+
+START_TEST(named_rule_safe_norm) {
+  const char *t = SAFE_NORM_TEXT;
+  ft_jaxpr *j = ft_parse(C, t, strlen(t), "f");
+  ck_assert_msg(j != NULL, "%s", ft_ctx_error(C));
+  ck_assert_ptr_null(ft_grad(C, j, 0, NULL, false));
+  assert_refused(C, "safe_norm", "_");
+  ft_jaxpr *p = NULL, *tg = NULL;
+  int nr = 0;
+  ck_assert_int_eq(ft_linearize(C, j, &p, &tg, &nr), FT_ERR_UNSUPPORTED);
+  assert_refused(C, "safe_norm", "_");
+  ft_jaxpr_free(j);
+
+  ft_ctx_options o = FT_CTX_OPTIONS_INIT;
+  o.custom_jvp = FT_CUSTOM_JVP_PRIMAL;
+  ft_ctx *pc = ft_ctx_new(&o);
+  ck_assert_ptr_nonnull(pc);
+  j = ft_parse(pc, t, strlen(t), "f");
+  ft_jaxpr *d = ft_grad(pc, j, 0, NULL, false);
+  ck_assert_msg(d != NULL, "%s", ft_ctx_error(pc));
+  int64_t dims[2] = {2, 2};
+  ft_array *in = ft_array_new(pc, FT_F64, 2, dims), *out = NULL;
+  static const double x[4] = {0, 0, 3, 4};
+  for (int i = 0; i < 4; i++) ft_set_f64(in, i, x[i]);
+  ck_assert_int_eq(ft_eval(pc, d, 1, (const ft_array *const *)&in, 1, &out), FT_OK);
+  ck_assert(isnan(ft_get_f64(out, 0)) && isnan(ft_get_f64(out, 1)));
+  /* the derivative program's arithmetic: (1 / (2 sqrt(25))) * (2 x) */
+  ck_assert(ft_get_f64(out, 2) == (1.0 / 10.0) * 6.0 && ft_get_f64(out, 3) == (1.0 / 10.0) * 8.0);
+  ft_array_free(in);
+  ft_array_free(out);
+  ft_jaxpr_free(d);
+  ft_jaxpr_free(j);
+  ft_ctx_free(pc);
+
+  o.custom_jvp = (ft_custom_jvp_mode)7;
+  char msg[256];
+  ck_assert_int_eq(ft_ctx_options_check(&o, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(msg, "custom_jvp 7"));
+  ck_assert_ptr_null(ft_ctx_new(&o));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("custom");
   TCase *t = tcase_create("core");
@@ -512,6 +664,9 @@ static Suite *suite(void) {
   tcase_add_test(t, vmap_with_rules);
   tcase_add_test(t, print_parse_fixpoint);
   tcase_add_test(t, misuse);
+  tcase_add_test(t, named_rule_known_library);
+  tcase_add_test(t, named_rule_lookalikes_refused);
+  tcase_add_test(t, named_rule_safe_norm);
   suite_add_tcase(s, t);
   return s;
 }
