@@ -274,8 +274,11 @@ ft_status ft_reduce_window_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *i
 /* XLA CPU's order was measured against JAX 0.12 (docs/primitives.md,
  * "Generic reduce_window"): row-major over the window from the init value,
  * with low padding, dilations, strides and windows over 32 alike. High
- * padding on the minor axis of a rank >= 2 operand changes it (XLA splits
- * the window there), an order not modelled: refused, never run wrongly. */
+ * padding on the minor axis changes it when the window spans more than one
+ * position of the other axes (XLA then folds the window in chunks of the
+ * minor axis, each over all of the other axes' positions: measured, not
+ * modelled): refused, never run wrongly. With one position there (rank 1,
+ * or a vmapped axis of window 1) any chunking is the row-major order. */
 ft_status ft_generic_reduce_window_geom(ft_ctx *ctx, const ft_eqn *e, int *n, ft_rwin *w) {
   const ft_pval *jv = ft_eqn_param(e, "jaxpr");
   const ft_jaxpr *j = jv->tag == FT_PV_JAXPR ? jv->u.jaxpr : NULL;
@@ -297,11 +300,14 @@ ft_status ft_generic_reduce_window_geom(ft_ctx *ctx, const ft_eqn *e, int *n, ft
   window g;
   ft_status st = window_of(ctx, e, a->rank, &g);
   if (st) return st;
-  if (a->rank >= 2 && g.hi[a->rank - 1] != 0)
-    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "reduce_window: high padding (%lld) on the minor axis of a "
-                        "rank-%d operand: XLA CPU then folds the window in an order other than row-major "
-                        "(measured against JAX 0.12), which is not modelled; refused rather than risk "
-                        "another result", (long long)g.hi[a->rank - 1], a->rank);
+  int64_t rows = 1; /* window positions over the non-minor axes */
+  for (int i = 0; i + 1 < a->rank; i++) rows *= g.wd[i];
+  if (rows > 1 && g.hi[a->rank - 1] != 0)
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "reduce_window: high padding (%lld) on the minor axis with a "
+                        "window of %lld positions over the other axes: XLA CPU then folds the window in an "
+                        "order other than row-major (measured against JAX 0.12), which is not modelled; "
+                        "refused rather than risk another result", (long long)g.hi[a->rank - 1],
+                        (long long)rows);
   w->rank = g.rank;
   memcpy(w->wd, g.wd, sizeof w->wd), memcpy(w->ws, g.ws, sizeof w->ws), memcpy(w->bd, g.bd, sizeof w->bd);
   memcpy(w->wdl, g.wdl, sizeof w->wdl), memcpy(w->lo, g.lo, sizeof w->lo), memcpy(w->hi, g.hi, sizeof w->hi);
