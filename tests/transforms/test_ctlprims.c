@@ -322,6 +322,27 @@ START_TEST(reduce_window_jvp_linear_fold) {
   for (int k = 0; k < 2; k++) ft_array_free(out[k]), ft_array_free(in[k]);
   ft_jaxpr_free(J);
   ft_jaxpr_free(j);
+  /* reverse mode: refused, quoting JAX, which has none either */
+  j = parse("{ lambda ; a:f64[6]. let\n"
+            "    b:f64[2] = reduce_window[\n"
+            "      base_dilation=(1,)\n"
+            "      consts=()\n"
+            "      jaxpr={ lambda ; c:f64[] d:f64[]. let\n"
+            "          e:f64[] = mul c 0.5:f64[]\n"
+            "          f:f64[] = add e d\n"
+            "        in (f,) }\n"
+            "      padding=((0, 0),)\n"
+            "      window_dilation=(1,)\n"
+            "      window_dimensions=(3,)\n"
+            "      window_strides=(3,)\n"
+            "    ] a 0.0:f64[]\n"
+            "    g:f64[] = reduce_sum[axes=(0,) out_sharding=None] b\n"
+            "  in (g,) }");
+  ck_assert_ptr_null(ft_grad(C, j, 1, (const int[]){0}, false));
+  ck_assert_int_eq(ft_ctx_status(C), FT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "Linearization failed to produce known values"));
+  ft_ctx_clear_error(C);
+  ft_jaxpr_free(j);
 }
 END_TEST
 
