@@ -1879,6 +1879,59 @@ static ft_status rule_reduce_generic(R *r) {
   return FT_OK;
 }
 
+/* reduce_window (JAX's generic reduce_window_p): n operands of one shape,
+ * n scalar inits of their dtypes (JAX's _reduce_window_abstract_eval_rule,
+ * in its words), jaxpr (acc..., x...) -> n scalars with no constvars
+ * (consts must be ()); results: the window shape of operand 0 (the
+ * reduce_window_* rule), each operand's dtype, never weak. */
+static ft_status rule_reduce_window_generic(R *r) {
+  const ft_jaxpr *j = NULL;
+  ft_status st = need_jaxpr(r, "jaxpr", &j);
+  if (st) return st;
+  if (r->n_in < 2 || r->n_in % 2)
+    return fail(r, FT_ERR_TYPE, "expects operands then as many init values, got %d operands", r->n_in);
+  int m = r->n_in / 2;
+  for (int k = 0; k < m; k++)
+    if (r->in[k].dtype != r->in[m + k].dtype)
+      return fail(r, FT_ERR_TYPE, "reduce_window got inconsistent dtypes for operands and init_values: "
+                  "operand %d %s and init value %s", k, S(r, &r->in[k]), S(r, &r->in[m + k]));
+  for (int k = 0; k < m; k++)
+    if (r->in[m + k].rank != 0)
+      return fail(r, FT_ERR_TYPE, "reduce_window expected init_values to be scalars but init value %d is %s",
+                  k, S(r, &r->in[m + k]));
+  for (int k = 1; k < m; k++)
+    if (!ft_shape_eq(&r->in[k], &r->in[0]))
+      return fail(r, FT_ERR_SHAPE, "operands must have one shape (XLA's ReduceWindow), got %s and %s",
+                  S(r, &r->in[0]), S(r, &r->in[k]));
+  const ft_pval *cs = param(r, "consts");
+  if (j->n_const || (cs && (cs->tag != FT_PV_TUPLE || cs->n != 0)))
+    return fail(r, FT_ERR_UNSUPPORTED, "a computation that closes over constants (consts and the jaxpr's "
+                "constvars must be empty: the text does not carry their values)");
+  if (j->n_in != 2 * m || j->n_out != m)
+    return fail(r, FT_ERR_TYPE, "jaxpr takes %d inputs and gives %d outputs; %d operands need %d and %d",
+                j->n_in, j->n_out, m, 2 * m, m);
+  for (int k = 0; k < 2 * m; k++) {
+    const ft_aval *v = &j->invars[k]->aval;
+    if (v->rank != 0 || v->dtype != r->in[k % m].dtype)
+      return fail(r, FT_ERR_TYPE, "jaxpr input %d is %s, not a %s scalar", k, S(r, v),
+                  ft_dtype_name(r->in[k % m].dtype));
+  }
+  for (int k = 0; k < m; k++) {
+    const ft_aval *v = &j->outvars[k]->aval;
+    if (v->rank != 0 || v->dtype != r->in[k].dtype)
+      return fail(r, FT_ERR_TYPE, "jaxpr output %d is %s, not a %s scalar", k, S(r, v),
+                  ft_dtype_name(r->in[k].dtype));
+  }
+  ft_aval o;
+  if ((st = window_shape(r, &r->in[0], &o))) return st;
+  for (int k = 0; k < m; k++) {
+    o.dtype = r->in[k].dtype;
+    o.weak_type = false;
+    if ((st = put(r, o))) return st;
+  }
+  return FT_OK;
+}
+
 /* CustomRoot (JAX 0.12's lax.custom_root): solve_jaxpr runs on the first
  * solve_jaxpr.n_in operands (solve's consts, then the initial guess); f's
  * and tangent_solve's consts follow. Its results are solve_jaxpr's: the
@@ -2290,6 +2343,7 @@ static ft_status dispatch(R *r) {
   case FT_P_CUSTOM_LIN: return rule_custom_lin(r);
   case FT_P_CUSTOM_ROOT: return rule_custom_root(r);
   case FT_P_REDUCE: return rule_reduce_generic(r);
+  case FT_P_REDUCE_WINDOW: return rule_reduce_window_generic(r);
   /* SPMD (issue 27): shape_spmd.c */
   case FT_P_SHARD_MAP: case FT_P_PSUM: case FT_P_PSUM_INVARIANT: case FT_P_PMAX: case FT_P_PMIN:
   case FT_P_PVARY: case FT_P_ALL_GATHER: case FT_P_REDUCE_SCATTER: case FT_P_ALL_TO_ALL:

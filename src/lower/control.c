@@ -42,6 +42,8 @@ struct ft_control {
   bool rred[FT_MAX_RANK];
   void *tmp[FT_GREDUCE_MAX];
   ft_ctx *rctx;
+  ft_rwin rw;                 /* reduce_window (generic): its window and result aval */
+  ft_aval rres;
 };
 
 static const ft_aval *arg_aval(const ft_program *q, int k) {
@@ -182,7 +184,7 @@ static bool fits(ft_control *c, const ft_eqn *e) {
     return q->n_args == ns + nb && q->n_out == e->n_out && takes(q, 0, e, c->nconst, ns) &&
            takes(q, ns, e, e->n_in - nb, nb) && gives(q, 0, e, 0, e->n_out);
   }
-  case FT_P_REDUCE:
+  case FT_P_REDUCE: case FT_P_REDUCE_WINDOW:
     return s[0].p->n_args == e->n_in && s[0].p->n_out == e->n_out;
   case FT_P_CUSTOM_ROOT: {
     const ft_program *q = s[0].p;
@@ -270,6 +272,19 @@ ft_control *ft_control_new(ft_ctx *ctx, const ft_eqn *e, const ft_plan_options *
     if (ft_generic_reduce_geom(NULL, e, &m, c->rred)) goto unfit;
     c->nx = m;
     c->ra = e->in[0]->aval;
+    for (int k = 0; k < m; k++) {
+      c->rdt[k] = e->in[k]->aval.dtype;
+      if (!(c->tmp[k] = alloc64(ft_dtype_size(c->rdt[k])))) goto oom;
+    }
+    js[n++] = param_jaxpr(e, "jaxpr");
+    break;
+  }
+  case FT_P_REDUCE_WINDOW: { /* the computation, once per window element (interp_window.c's order) */
+    int m = 0;
+    if (ft_generic_reduce_window_geom(NULL, e, &m, &c->rw)) goto unfit;
+    c->nx = m;
+    c->ra = e->in[0]->aval;
+    c->rres = e->out[0]->aval;
     for (int k = 0; k < m; k++) {
       c->rdt[k] = e->in[k]->aval.dtype;
       if (!(c->tmp[k] = alloc64(ft_dtype_size(c->rdt[k])))) goto oom;
@@ -462,6 +477,11 @@ ft_status ft_control_run(ft_ctx *ctx, const ft_program *p, const ft_step *s, voi
     st = ft_generic_reduce_run(ctx, c->nx, &c->ra, c->rdt, c->rred, (const void *const *)in, out,
                                reduce_step_fn, c);
     break;
+  case FT_P_REDUCE_WINDOW:
+    c->rctx = ctx;
+    st = ft_generic_reduce_window_run(ctx, c->nx, &c->rw, &c->ra, &c->rres, c->rdt, (const void *const *)in,
+                                      out, reduce_step_fn, c);
+    break;
   case FT_P_SHARD_MAP:
     st = ft_spmd_jit_run(ctx, c, &p->j->eqns[s->eqn], in, out);
     break;
@@ -489,7 +509,7 @@ void ft_control_describe(const ft_control *c, char *buf, size_t n) {
     if (c->prim == FT_P_COND) snprintf(nm, sizeof nm, "branch %d", i);
     else if (c->prim == FT_P_WHILE) snprintf(nm, sizeof nm, "%s", wnames[i]);
     else if (c->prim == FT_P_CUSTOM_LINEAR_SOLVE || c->prim == FT_P_CUSTOM_ROOT) snprintf(nm, sizeof nm, "solve");
-    else if (c->prim == FT_P_REDUCE) snprintf(nm, sizeof nm, "computation");
+    else if (c->prim == FT_P_REDUCE || c->prim == FT_P_REDUCE_WINDOW) snprintf(nm, sizeof nm, "computation");
     else if (c->prim == FT_P_SHARD_MAP) snprintf(nm, sizeof nm, "device %d", i);
     else snprintf(nm, sizeof nm, "body");
     w += snprintf(buf + w, n - (size_t)w, "%s%s: %d steps, %d fallback", i ? "; " : "", nm,

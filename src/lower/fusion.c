@@ -1609,8 +1609,8 @@ static bool plan_eqn(planner *P, const ft_eqn *e, int idx) {
   for (int k = 0; k < e->n_out; k++) live |= e->out[k]->kind == FT_VAR;
   if (!live && e->n_out > 0) return true;
   ft_family fam = ft_prim_get(e->prim)->family;
-  if (fam == FT_FAM_CONTROL || e->prim == FT_P_REDUCE || e->prim == FT_P_SHARD_MAP) {
-    /* generic reduce: its computation compiled; shard_map: spmd.c */
+  if (fam == FT_FAM_CONTROL || e->prim == FT_P_REDUCE || e->prim == FT_P_REDUCE_WINDOW || e->prim == FT_P_SHARD_MAP) {
+    /* generic reduce(_window): its computation compiled; shard_map: spmd.c */
     if (place_control(P, e, idx)) return true;
     if (P->oom) return false;
     if (e->prim == FT_P_SHARD_MAP) return place_fallback(P, e, idx); /* keeps place_control's reason */
@@ -1817,7 +1817,7 @@ const char *ft_lower_rule_status(ft_prim p) {
       return NULL; /* a kernel (complex parts: cpx_elem); routines.c (FFTW, or the
                       interpreter's rule body) */
     if (p == FT_P_EMPTY2) return NULL; /* routines.c: all-zero bits */
-    if (p == FT_P_REDUCE) return NULL; /* control.c: its computation compiled, run per element */
+    if (p == FT_P_REDUCE || p == FT_P_REDUCE_WINDOW) return NULL; /* control.c: computation compiled */
     if (p == FT_P_SHARD_MAP || ft_prim_is_collective(p))
       return NULL; /* spmd.c: the body per device, collectives as routine steps */
     return "unsupported: runs as an interpreter step: not compiled yet";

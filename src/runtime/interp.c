@@ -92,6 +92,7 @@ static ft_interp_rule rule_for(ft_prim p) {
     if (p == FT_P_FREXP || p == FT_P_LDEXP || p == FT_P_NONZERO || p == FT_P_APPROX_TOP_K)
       return ft_interp_via_into; /* interp_misc.c */
     if (p == FT_P_REDUCE) return ft_interp_reduce_generic; /* interp_reduce.c */
+    if (p == FT_P_REDUCE_WINDOW) return ft_interp_reduce_window_generic; /* interp_reduce.c */
     if (p == FT_P_SHARD_MAP) return ft_interp_shard_map; /* interp_spmd.c */
     if (ft_prim_is_collective(p)) return ft_interp_collective_outside;
     if (ft_rule_into_for(p) == ft_random_into) return ft_interp_via_into;

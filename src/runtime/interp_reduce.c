@@ -900,3 +900,30 @@ ft_status ft_interp_reduce_generic(ft_ctx *ctx, const ft_eqn *e, ft_array *const
     for (int k = 0; k < n; k++) ft_array_free(out[k]), out[k] = NULL;
   return st;
 }
+
+/* The generic reduce_window: the same reducer on the window run of
+ * interp_window.c (XLA CPU's order there). */
+ft_status ft_interp_reduce_window_generic(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out) {
+  int n = 0;
+  ft_rwin w;
+  ft_status st = ft_generic_reduce_window_geom(ctx, e, &n, &w);
+  if (st) return st;
+  const ft_pval *jv = ft_eqn_param(e, "jaxpr");
+  gred_interp G = {.ctx = ctx, .j = jv->u.jaxpr, .n = n};
+  if ((st = ft_interp_alloc_outs(ctx, e, out))) return st;
+  ft_dtype dts[FT_GREDUCE_MAX] = {0};
+  const void *src[2 * FT_GREDUCE_MAX] = {NULL};
+  void *dst[FT_GREDUCE_MAX] = {NULL};
+  for (int k = 0; k < 2 * n && !st; k++) {
+    ft_aval s = {.dtype = in[k]->aval.dtype, .rank = 0};
+    if (!(G.args[k] = ft_array_alloc(ctx, &s))) st = ft_ctx_status(ctx);
+    src[k] = ft_array_data(in[k]);
+  }
+  for (int k = 0; k < n; k++) dts[k] = in[k]->aval.dtype, dst[k] = ft_array_data_mut(out[k]);
+  if (!st)
+    st = ft_generic_reduce_window_run(ctx, n, &w, &in[0]->aval, &out[0]->aval, dts, src, dst, gred_interp_fn, &G);
+  for (int k = 0; k < 2 * n; k++) ft_array_free(G.args[k]);
+  if (st)
+    for (int k = 0; k < n; k++) ft_array_free(out[k]), out[k] = NULL;
+  return st;
+}

@@ -269,6 +269,85 @@ ft_status ft_reduce_window_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *i
   return FT_OK;
 }
 
+/* ------------------------------------------- the generic reduce_window */
+
+/* XLA CPU's order was measured against JAX 0.12 (docs/primitives.md,
+ * "Generic reduce_window"): row-major over the window from the init value,
+ * with low padding, dilations, strides and windows over 32 alike. High
+ * padding on the minor axis changes it when the window spans more than one
+ * position of the other axes (XLA then folds the window in chunks of the
+ * minor axis, each over all of the other axes' positions: measured, not
+ * modelled): refused, never run wrongly. With one position there (rank 1,
+ * or a vmapped axis of window 1) any chunking is the row-major order. */
+ft_status ft_generic_reduce_window_geom(ft_ctx *ctx, const ft_eqn *e, int *n, ft_rwin *w) {
+  const ft_pval *jv = ft_eqn_param(e, "jaxpr");
+  const ft_jaxpr *j = jv->tag == FT_PV_JAXPR ? jv->u.jaxpr : NULL;
+  int m = e->n_in / 2;
+  bool ok = j && e->n_in % 2 == 0 && m >= 1 && m <= FT_GREDUCE_MAX && e->n_out == m && j->n_in == 2 * m &&
+            j->n_out == m && j->n_const == 0;
+  const ft_aval *a = ok ? &e->in[0]->aval : NULL;
+  for (int k = 0; ok && k < m; k++) {
+    const ft_aval *x = &e->in[k]->aval, *i0 = &e->in[m + k]->aval, *o = &e->out[k]->aval;
+    ok = ft_shape_eq(x, a) && i0->rank == 0 && i0->dtype == x->dtype && o->dtype == x->dtype &&
+         o->rank == a->rank && ft_shape_eq(o, &e->out[0]->aval) && j->invars[k]->aval.dtype == x->dtype &&
+         j->invars[m + k]->aval.dtype == x->dtype && j->invars[k]->aval.rank == 0 &&
+         j->invars[m + k]->aval.rank == 0 && j->outvars[k]->aval.rank == 0 &&
+         j->outvars[k]->aval.dtype == x->dtype;
+  }
+  if (!ok)
+    return ft_set_error(ctx, FT_ERR_TYPE, "reduce_window: bad operands, init values or jaxpr (at most %d "
+                        "operands, no constants)", FT_GREDUCE_MAX);
+  window g;
+  ft_status st = window_of(ctx, e, a->rank, &g);
+  if (st) return st;
+  int64_t rows = 1; /* window positions over the non-minor axes */
+  for (int i = 0; i + 1 < a->rank; i++) rows *= g.wd[i];
+  if (rows > 1 && g.hi[a->rank - 1] != 0)
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "reduce_window: high padding (%lld) on the minor axis with a "
+                        "window of %lld positions over the other axes: XLA CPU then folds the window in an "
+                        "order other than row-major (measured against JAX 0.12), which is not modelled; "
+                        "refused rather than risk another result", (long long)g.hi[a->rank - 1],
+                        (long long)rows);
+  w->rank = g.rank;
+  memcpy(w->wd, g.wd, sizeof w->wd), memcpy(w->ws, g.ws, sizeof w->ws), memcpy(w->bd, g.bd, sizeof w->bd);
+  memcpy(w->wdl, g.wdl, sizeof w->wdl), memcpy(w->lo, g.lo, sizeof w->lo), memcpy(w->hi, g.hi, sizeof w->hi);
+  *n = m;
+  return FT_OK;
+}
+
+ft_status ft_generic_reduce_window_run(ft_ctx *ctx, int n, const ft_rwin *rw, const ft_aval *operand,
+                                       const ft_aval *res, const ft_dtype *dtypes, const void *const *in,
+                                       void *const *out, ft_reducer_fn f, void *ud) {
+  if (n < 1 || n > FT_GREDUCE_MAX || rw->rank != operand->rank || res->rank != operand->rank)
+    return ft_set_error(ctx, FT_ERR_INTERNAL, "reduce_window: %d operands of rank %d", n, operand->rank);
+  window w = {.rank = rw->rank};
+  memcpy(w.wd, rw->wd, sizeof w.wd), memcpy(w.ws, rw->ws, sizeof w.ws), memcpy(w.bd, rw->bd, sizeof w.bd);
+  memcpy(w.wdl, rw->wdl, sizeof w.wdl), memcpy(w.lo, rw->lo, sizeof w.lo), memcpy(w.hi, rw->hi, sizeof w.hi);
+  size_t esz[FT_GREDUCE_MAX];
+  for (int k = 0; k < n; k++) esz[k] = ft_dtype_size(dtypes[k]);
+  int64_t wn = prod(w.rank, w.wd), no = prod(res->rank, res->dims);
+  int64_t *offs = malloc(sizeof(int64_t) * (size_t)(wn > 0 ? wn : 1));
+  if (!offs) return ft_set_error(ctx, FT_ERR_NOMEM, "reduce_window: out of memory");
+  int64_t xst[FT_MAX_RANK], idx[FT_MAX_RANK] = {0};
+  c_strides(operand, xst);
+  ft_status st = FT_OK;
+  for (int64_t o = 0; o < no && !st; o++, next_index(res->rank, res->dims, idx)) {
+    void *acc[FT_GREDUCE_MAX];
+    const void *x[FT_GREDUCE_MAX];
+    for (int k = 0; k < n; k++) {
+      acc[k] = (char *)out[k] + (size_t)o * esz[k];
+      memcpy(acc[k], in[n + k], esz[k]);
+    }
+    int64_t m = window_elems(&w, operand, xst, idx, offs);
+    for (int64_t q = 0; q < m && !st; q++) {
+      for (int k = 0; k < n; k++) x[k] = (const char *)in[k] + (size_t)offs[q] * esz[k];
+      st = f(ud, acc, x);
+    }
+  }
+  free(offs);
+  return st;
+}
+
 /* ------------------------------- select_and_gather_add, select_and_scatter_add */
 
 /* The position (an index into offs) that select_prim picks among the m

@@ -423,6 +423,22 @@ ft_status ft_generic_reduce_run(ft_ctx *ctx, int n, const ft_aval *operand, cons
 /* Checks e (a reduce equation): its operand count n and reduced dims. */
 ft_status ft_generic_reduce_geom(ft_ctx *ctx, const ft_eqn *e, int *n, bool *reduced);
 ft_status ft_interp_reduce_generic(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
+/* The generic reduce_window (JAX's reduce_window_p with a computation
+ * jaxpr): its window, checked (interp_window.c), and the run in XLA CPU's
+ * order there: each result element starts from the init values and folds
+ * the window's operand elements in row-major window order, holes and pads
+ * skipped: acc = computation(acc..., x...). in: the n operands (shape
+ * `operand`), then the n scalar inits; out: the n results (shape `res`). */
+typedef struct ft_rwin {
+  int rank;
+  int64_t wd[FT_MAX_RANK], ws[FT_MAX_RANK], bd[FT_MAX_RANK], wdl[FT_MAX_RANK];
+  int64_t lo[FT_MAX_RANK], hi[FT_MAX_RANK];
+} ft_rwin;
+ft_status ft_generic_reduce_window_geom(ft_ctx *ctx, const ft_eqn *e, int *n, ft_rwin *w);
+ft_status ft_generic_reduce_window_run(ft_ctx *ctx, int n, const ft_rwin *w, const ft_aval *operand,
+                                       const ft_aval *res, const ft_dtype *dtypes, const void *const *in,
+                                       void *const *out, ft_reducer_fn f, void *ud);
+ft_status ft_interp_reduce_window_generic(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 
 ft_rule_into_fn ft_rule_into_for(ft_prim p);
 size_t ft_rule_scratch(const ft_eqn *e);

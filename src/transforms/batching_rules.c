@@ -593,6 +593,48 @@ static bool rule_reduce_generic(bt_call *c) {
   return tx_emitn(c->t, p, c->params, c->n_in, in, c->n_out, c->y);
 }
 
+/* reduce_window (generic): JAX's _generic_reduce_window_batch_rule. Every
+ * operand goes to the front (broadcast when unbatched) and the window gets
+ * a leading axis of 1 (stride 1, no padding, no dilation); each result is
+ * batched at 0. Batched init values JAX refuses. */
+static bool rule_reduce_window_generic(bt_call *c) {
+  static const char *ones[] = {"base_dilation", "window_dilation", "window_dimensions", "window_strides"};
+  ft_prim p = c->e->prim;
+  int m = c->n_in / 2;
+  int64_t size = -1;
+  for (int k = m; k < c->n_in; k++)
+    if (c->xb[k] >= 0)
+      return tx_fail(c->t, FT_ERR_UNSUPPORTED, "vmap of reduce_window: reduce_window batching is not "
+                     "implemented for initial values (JAX 0.12's _generic_reduce_window_batch_rule)"), false;
+  for (int k = 0; k < m && size < 0; k++)
+    if (c->xb[k] >= 0) size = c->x[k]->aval.dims[c->xb[k]];
+  const ft_pval *pad = pget(p, c->params, "padding");
+  if (m < 1 || c->n_in > 64 || !pad || pad->tag != FT_PV_TUPLE)
+    return tx_fail(c->t, FT_ERR_TYPE, "vmap of reduce_window: bad operands or padding"), false;
+  ft_var *in[64];
+  for (int k = 0; k < m; k++)
+    if (!(in[k] = bt_match(c->t, c->x[k], c->xb[k], 0, size))) return false;
+  for (int k = m; k < c->n_in; k++) in[k] = c->x[k];
+  for (size_t q = 0; q < FT_COUNTOF(ones); q++) {
+    int64_t v[FT_MAX_RANK + 1];
+    int n = get_ints(c, ones[q], v);
+    if (n < 0) return false;
+    if (n >= FT_MAX_RANK) return tx_fail(c->t, FT_ERR_UNSUPPORTED, "vmap of reduce_window: rank"), false;
+    for (int i = n; i > 0; i--) v[i] = v[i - 1];
+    v[0] = 1;
+    set_ints(c, ones[q], n + 1, v);
+  }
+  ft_pval np = ft_pv_tuple(c->t->a, pad->n + 1);
+  if (!np.u.items) return tx_nomem(c->t), false;
+  np.list = pad->list;
+  int64_t z[2] = {0, 0};
+  np.u.items[0] = bt_ints(c->t, 2, z, pad->n ? pad->u.items[0].list : false);
+  for (int i = 0; i < pad->n; i++) np.u.items[i + 1] = pad->u.items[i];
+  pset(p, c->params, "padding", np);
+  for (int k = 0; k < c->n_out; k++) c->yb[k] = 0;
+  return tx_emitn(c->t, p, c->params, c->n_in, in, c->n_out, c->y);
+}
+
 /* reduce_window_*: a window of 1 along the batch axis. */
 static bool rule_reduce_window(bt_call *c) {
   static const char *ones[] = {"base_dilation", "window_dilation", "window_dimensions",
@@ -662,6 +704,7 @@ bool bt_rule(bt_call *c) {
   case FT_P_SEARCHSORTED: return rule_searchsorted(c);
   case FT_P_NONZERO: return rule_nonzero(c);
   case FT_P_REDUCE: return rule_reduce_generic(c);
+  case FT_P_REDUCE_WINDOW: return rule_reduce_window_generic(c);
   case FT_P_APPROX_TOP_K: { /* JAX's rule: the batch axis stays; the dimension maps past it */
     int64_t d = pget_int(p, c->params, "reduction_dimension", -1);
     int r = c->e->in[0]->aval.rank;

@@ -45,7 +45,8 @@ static bool jvp_eqn(jvp_state *s, tx *t, const ft_arena *from, const ft_eqn *e, 
   for (int k = 0; k < e->n_out; k++) dy[k] = NULL;
   jvp_call c = {.t = t, .e = e, .params = params, .x = x, .dx = dx, .y = y, .dy = dy};
   if (!any) return copy_eqn(t, e, params, x, y);
-  if (ft_prim_get(e->prim)->family == FT_FAM_CONTROL || e->prim == FT_P_SHARD_MAP || e->prim == FT_P_REDUCE)
+  if (ft_prim_get(e->prim)->family == FT_FAM_CONTROL || e->prim == FT_P_SHARD_MAP || e->prim == FT_P_REDUCE ||
+      e->prim == FT_P_REDUCE_WINDOW)
     return jvp_control(s, &c);
   if (!copy_eqn(t, e, params, x, y)) return false;
   bool inexact = false;

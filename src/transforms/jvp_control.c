@@ -515,6 +515,72 @@ static bool jvp_reduce_generic(jvp_state *s, jvp_call *c) {
   return !t->failed;
 }
 
+/* The generic reduce_window: JAX 0.12's reduce_window_jvp. Refused with
+ * JAX's words when an init value has a tangent; else one reduce_window over
+ * the operands then their tangents (zeros where absent), inits then zero
+ * inits, whose computation is the JVP of the jaxpr with JAX's wrapper's
+ * argument order: (acc primals, acc tangents, x primals, x tangents) ->
+ * (primals, tangents). Its results are the primal results, then their
+ * tangents. Non-float operands (an index operand's float0 tangent) are
+ * refused: not modelled here. */
+enum { RW_MAX = 8 }; /* operands of a generic reduce_window here (its JVP: twice as many) */
+
+static bool jvp_reduce_window_generic(jvp_state *s, jvp_call *c) {
+  tx *t = c->t;
+  const ft_eqn *e = c->e;
+  int m = e->n_in / 2;
+  const ft_pval *jv = pget(e->prim, e->params, "jaxpr");
+  const ft_jaxpr *red = jv && jv->tag == FT_PV_JAXPR ? jv->u.jaxpr : NULL;
+  if (!red || m < 1 || m > RW_MAX || red->n_in != 2 * m || red->n_out != m)
+    return tx_fail(t, FT_ERR_TYPE, "jvp of reduce_window: bad jaxpr (at most %d operands here)",
+                   RW_MAX), false;
+  for (int k = m; k < e->n_in; k++)
+    if (c->dx[k])
+      return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of reduce_window: reduce_window jvp does not support "
+                     "non-zero init_value_tangent. (JAX 0.12's reduce_window_jvp)"), false;
+  if (red->n_const)
+    return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of reduce_window: a computation that closes over constants"), false;
+  for (int k = 0; k < m; k++)
+    if (!ft_dtype_is_float(e->in[k]->aval.dtype))
+      return tx_fail(t, FT_ERR_UNSUPPORTED, "jvp of reduce_window: operand %d is %s: JAX gives its float0 "
+                     "tangent a reduce_window of its own, which is not modelled (float operands only)", k,
+                     ft_dtype_name(e->in[k]->aval.dtype)), false;
+  bool nz[2 * RW_MAX], inst[RW_MAX], onz[RW_MAX];
+  for (int k = 0; k < 2 * m; k++) nz[k] = true;
+  for (int k = 0; k < m; k++) inst[k] = true;
+  ft_jaxpr *J = jvp_jaxpr(s, t->a, red, nz, inst, onz);
+  if (!J) return t->failed = true, false;
+  if (J->n_in != 4 * m || J->n_out != 2 * m)
+    return tx_fail(t, FT_ERR_INTERNAL, "jvp of reduce_window: the computation's JVP has %d inputs, %d outputs",
+                   J->n_in, J->n_out), false;
+  ft_jaxpr *W = ft_arena_alloc(t->a, sizeof *W); /* J with JAX's wrapper's argument order */
+  ft_var **iv = W ? ft_arena_alloc(t->a, sizeof *iv * (size_t)(4 * m)) : NULL;
+  if (!iv) return tx_nomem(t), false;
+  *W = *J;
+  for (int k = 0; k < m; k++) {
+    iv[k] = J->invars[k];                 /* acc primals */
+    iv[m + k] = J->invars[2 * m + k];     /* acc tangents */
+    iv[2 * m + k] = J->invars[m + k];     /* x primals */
+    iv[3 * m + k] = J->invars[3 * m + k]; /* x tangents */
+  }
+  W->invars = iv;
+  ft_jaxpr_renew_serial(W);
+  ft_var *in[4 * RW_MAX], *out[2 * RW_MAX];
+  for (int k = 0; k < m; k++) {
+    in[k] = c->x[k];
+    in[m + k] = c->dx[k] ? c->dx[k] : tx_zeros(t, &e->in[k]->aval);
+    in[2 * m + k] = c->x[m + k];
+    in[3 * m + k] = tx_lit(t, e->in[k]->aval.dtype, 0);
+  }
+  ft_pval *ps = tx_params(t, e->prim);
+  if (!ps || t->failed) return false;
+  memcpy(ps, c->params, sizeof(ft_pval) * (size_t)ft_prim_get(e->prim)->n_params);
+  pset(e->prim, ps, "jaxpr", ft_pv_jaxpr(W));
+  if (!tx_emitn(t, e->prim, ps, 4 * m, in, 2 * m, out)) return false;
+  for (int k = 0; k < m; k++) c->y[k] = out[k], c->dy[k] = out[m + k];
+  return !t->failed;
+}
+
 bool jvp_control(jvp_state *s, jvp_call *c) {
   if (c->e->prim == FT_P_CUSTOM_VJP_CALL && custom_vjp_rule_missing(c)) return false;
   switch (c->e->prim) {
@@ -529,6 +595,7 @@ bool jvp_control(jvp_state *s, jvp_call *c) {
   case FT_P_CUSTOM_LINEAR_SOLVE: return jvp_custom_linear_solve(s, c); /* ad_linalg.c */
   case FT_P_CUSTOM_ROOT: return jvp_custom_root(c);
   case FT_P_REDUCE: return jvp_reduce_generic(s, c);
+  case FT_P_REDUCE_WINDOW: return jvp_reduce_window_generic(s, c);
   default: {
     const char *why = ft_jvp_rule_status(c->e->prim);
     return tx_fail(c->t, FT_ERR_UNSUPPORTED, "jvp of %s: %s", ft_prim_get(c->e->prim)->name,

@@ -131,9 +131,17 @@ static bool linearize_into(ft_ctx *ctx, ft_arena *a, const ft_jaxpr *j, const bo
   } else {
     ft_set_error(ctx, FT_ERR_NOMEM, "linearize: out of memory");
   }
+  bool rw = false; /* the generic reduce_window's JVP folds primals and tangents in one equation */
+  for (int i = 0; ok && i < L->J->n_eqn; i++) rw = rw || L->J->eqns[i].prim == FT_P_REDUCE_WINDOW;
   for (int k = 0; ok && k < j->n_out; k++)
     if (L->pe.out_unknown[k]) {
-      ft_set_error(ctx, FT_ERR_INTERNAL, "linearize: primal output %d depends on tangents", k);
+      if (rw)
+        ft_set_error(ctx, FT_ERR_UNSUPPORTED, "linearize: primal output %d depends on tangents through the "
+                     "generic reduce_window, whose JVP folds primals and tangents together; JAX 0.12 has no "
+                     "reverse mode for it either (\"Linearization failed to produce known values for all "
+                     "output primals\")", k);
+      else
+        ft_set_error(ctx, FT_ERR_INTERNAL, "linearize: primal output %d depends on tangents", k);
       ok = false;
     }
   free(unk), free(inst);

@@ -66,11 +66,6 @@
 #define NAIVE_VARIANCE "JAX is the less accurate: sum(x*x) - sum(x)**2/n over 5,000 f32 values " \
   "near 1000 cancels 5e9 against 5e9; the f64 value is 1667.6, ours 2048 (the pairwise sum, as " \
   "NumPy's f32), XLA's 2352.9; the bound is relative to the result, not to the 5e9 cancelled"
-#define GENERIC_REDUCE "parse: unknown primitive 'reduce_window': the program's generic reduces " \
-  "(max(u, v) + 0*v, an argmax over two operands) now parse and run (fixtures/ctlprims), but its " \
-  "third result is lax.reduce_window with a computation that is not a known monoid (a window " \
-  "product), JAX's generic reduce_window primitive, which src/ir/prims.def does not have; the " \
-  "program is refused at parse, never run wrongly"
 #define SCAN_SAME_VARS "print: JAX's jvp of two lax.scan calls over one body gives two Jaxpr " \
   "objects over the same variables; JAX prints both inline (not hoisted: distinct objects) " \
   "with the same names, and our parser gives each its own variables, so the second prints " \
@@ -126,7 +121,6 @@ const conf_known conf_known_failures[] = {
     {"ho_f32_long_sum_cancellation_f32", "eval:*", NAIVE_VARIANCE},
     {"ho_f32_long_sum_cancellation_f32", "*:jax:*", NAIVE_VARIANCE},
     {"ho_f32_long_sum_cancellation_f32", "*:ours:*", NAIVE_VARIANCE},
-    {"*ho_lax_reduce_custom_computation_f*", "*parse", GENERIC_REDUCE},
     {"ho_scan_unroll_true_reverse_f32", "jvp:print", SCAN_SAME_VARS},
     {"loop_horner_scan_wrt_x_f32", "grad:jax:*", HORNER_F32},
     {"loop_horner_scan_wrt_x_f32", "jacrev:jax:*", HORNER_F32},

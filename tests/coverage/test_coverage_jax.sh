@@ -55,6 +55,8 @@ row Nonzero 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque mu
 row all_gather "every pass (eval jvp transpose batch egraph lower)"
 row pmax 'eval batch lower; jvp: unsupported: JAX defines no JVP rule for pmax ("Differentiation rule for '"'"'pmax'"'"' not implemented"); transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 
+# the generic reduce and reduce_window (branches ctlprims, rwgeneric): no transpose (JAX: no reverse mode)
+row reduce_window 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 # one row per listed primitive, and a summary whose counts add up
 n_list=$(grep -vc '^#' "$LIST")
 n_rows=$(awk 'NF && !/^[0-9]+ JAX primitives/ {n++} END {print n}' "$out")

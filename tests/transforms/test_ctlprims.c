@@ -13,7 +13,11 @@
  *  - CustomRoot: the solve runs in both engines; jvp in the guess only
  *    (f's consts without tangent) is zero, as JAX's; a tangent on f's
  *    consts is refused naming why; vmap equals stacking;
- *  - eval_jaxpr: print, run, jvp, grad and vmap as a plain call. */
+ *  - eval_jaxpr: print, run, jvp, grad and vmap as a plain call;
+ *  - the generic reduce_window: one-hot order against a model of the
+ *    row-major window fold (padding, dilations, strides) in both engines,
+ *    vmap equals stacking, JAX's refusals, the refused high minor padding,
+ *    and its jvp's tangent fold. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -183,6 +187,165 @@ START_TEST(reduce_vmap_equals_stacking) {
 }
 END_TEST
 
+/* The generic reduce_window: a*0.5 + b over windows (2, 3), strides
+ * (1, 2), low padding (1, 2), base dilation (1, 2), window dilation (2, 1)
+ * of a 4x5 operand. */
+static const char *RW_HALVE = "{ lambda ; a:f64[4,5] z:f64[]. let\n"
+                              "    b:f64[%d,%d] = reduce_window[\n"
+                              "      base_dilation=(1, 2)\n"
+                              "      consts=()\n"
+                              "      jaxpr={ lambda ; c:f64[] d:f64[]. let\n"
+                              "          e:f64[] = mul c 0.5:f64[]\n"
+                              "          f:f64[] = add e d\n"
+                              "        in (f,) }\n"
+                              "      padding=((1, %d), (2, %d))\n"
+                              "      window_dilation=(2, 1)\n"
+                              "      window_dimensions=(2, 3)\n"
+                              "      window_strides=(1, 2)\n"
+                              "    ] a z\n"
+                              "  in (b,) }";
+
+/* The model (independent of src/): operand index of padded-dilated
+ * position p, or -1. */
+static int64_t rw_src(int64_t p, int64_t lo, int64_t dil, int64_t n) {
+  int64_t q = p - lo;
+  if (q < 0 || q % dil || q / dil >= n) return -1;
+  return q / dil;
+}
+
+START_TEST(reduce_window_order_one_hot) {
+  char text[2048];
+  /* rows: 4 + 1 = 5 padded, window 1 + 2*1 = 3: 3 outputs; cols: 9 + 2 = 11, window 3, stride 2: 5 */
+  snprintf(text, sizeof text, RW_HALVE, 3, 5, 0, 0);
+  ft_jaxpr *j = parse(text);
+  ck_assert_int_eq(j->eqns[0].out[0]->aval.dims[0], 3);
+  ck_assert_int_eq(j->eqns[0].out[0]->aval.dims[1], 5);
+  ft_array *z = ft_array_new(C, FT_F64, 0, NULL);
+  ft_set_f64(z, 0, 0.0);
+  for (int hot = 0; hot < 20; hot++) {
+    int64_t d[2] = {4, 5};
+    ft_array *x = ft_array_new(C, FT_F64, 2, d), *out[1];
+    for (int i = 0; i < 20; i++) ft_set_f64(x, i, i == hot ? 1.0 : 0.0);
+    ft_array *in[2] = {x, z};
+    run_both(j, 2, in, 1, out);
+    for (int oy = 0; oy < 3; oy++)
+      for (int ox = 0; ox < 5; ox++) {
+        int after = -1; /* the folds after the hot element's, row-major over the window */
+        for (int ky = 0; ky < 2; ky++)
+          for (int kx = 0; kx < 3; kx++) {
+            int64_t r = rw_src(oy + ky * 2, 1, 1, 4), c = rw_src(ox * 2 + kx, 2, 2, 5);
+            if (r < 0 || c < 0) continue;
+            if (after >= 0) after++;
+            if (r * 5 + c == hot) after = 0;
+          }
+        double want = after < 0 ? 0.0 : ldexp(1.0, -after), got = ft_get_f64(out[0], oy * 5 + ox);
+        ck_assert_msg(got == want, "hot %d out (%d,%d): got %a want %a", hot, oy, ox, got, want);
+      }
+    ft_array_free(out[0]), ft_array_free(x);
+  }
+  /* vmap equals stacking; a batched init value and an init tangent are refused with JAX's words */
+  int in_axes[2] = {0, FT_VMAP_NONE}, out_axes[1] = {0};
+  ft_jaxpr *v = ft_vmap(C, j, 2, in_axes, 1, out_axes, 2);
+  ck_assert_msg(v != NULL, "vmap: %s", ft_ctx_error(C));
+  int64_t bd[3] = {2, 4, 5};
+  ft_array *xb = ft_array_new(C, FT_F64, 3, bd), *ob[1];
+  for (int i = 0; i < 40; i++) ft_set_f64(xb, i, sin(0.71 * i) * 2.0);
+  ft_array *inb[2] = {xb, z};
+  run_both(v, 2, inb, 1, ob);
+  for (int b = 0; b < 2; b++) {
+    int64_t d[2] = {4, 5};
+    ft_array *x = ft_array_new(C, FT_F64, 2, d), *o[1];
+    for (int i = 0; i < 20; i++) ft_set_f64(x, i, ft_get_f64(xb, b * 20 + i));
+    ft_array *in[2] = {x, z};
+    run_both(j, 2, in, 1, o);
+    for (int k = 0; k < 15; k++) ck_assert(ft_get_f64(o[0], k) == ft_get_f64(ob[0], b * 15 + k));
+    ft_array_free(o[0]), ft_array_free(x);
+  }
+  ft_array_free(ob[0]), ft_array_free(xb);
+  ft_jaxpr_free(v);
+  int in_axes2[2] = {0, 0};
+  ck_assert_ptr_null(ft_vmap(C, j, 2, in_axes2, 1, out_axes, 2));
+  ck_assert_int_eq(ft_ctx_status(C), FT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "not implemented for initial values"));
+  ft_ctx_clear_error(C);
+  ck_assert_ptr_null(ft_jvp(C, j));
+  ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "non-zero init_value_tangent"));
+  ft_ctx_clear_error(C);
+  ft_jaxpr_free(j);
+  /* high padding on the minor axis under a window of 2 rows: XLA's order
+   * there is not row-major (measured); refused in both engines */
+  snprintf(text, sizeof text, RW_HALVE, 3, 6, 0, 2);
+  j = parse(text);
+  {
+    int64_t d[2] = {4, 5};
+    ft_array *x = ft_array_new(C, FT_F64, 2, d), *out[1] = {NULL};
+    ft_array *in[2] = {x, z};
+    ck_assert_int_eq(ft_eval(C, j, 2, (const ft_array *const *)in, 1, out), FT_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "high padding (2) on the minor axis"));
+    ft_ctx_clear_error(C);
+    ft_array_free(x);
+  }
+  ft_jaxpr_free(j);
+  ft_array_free(z);
+}
+END_TEST
+
+/* jvp: the tangent of the (linear) fold is the fold of the tangents, one
+ * reduce_window over (x, dx) as JAX's reduce_window_jvp emits it. */
+START_TEST(reduce_window_jvp_linear_fold) {
+  ft_jaxpr *j = parse("{ lambda ; a:f64[6]. let\n"
+                      "    b:f64[3] = reduce_window[\n"
+                      "      base_dilation=(1,)\n"
+                      "      consts=()\n"
+                      "      jaxpr={ lambda ; c:f64[] d:f64[]. let\n"
+                      "          e:f64[] = mul c 0.5:f64[]\n"
+                      "          f:f64[] = add e d\n"
+                      "        in (f,) }\n"
+                      "      padding=((0, 1),)\n"
+                      "      window_dilation=(1,)\n"
+                      "      window_dimensions=(3,)\n"
+                      "      window_strides=(2,)\n"
+                      "    ] a 0.0:f64[]\n"
+                      "  in (b,) }");
+  ft_jaxpr *J = ft_jvp(C, j);
+  ck_assert_msg(J != NULL, "jvp: %s", ft_ctx_error(C));
+  double xv[6] = {1, 2, 3, 4, 5, 6}, tv[6] = {0.5, -1, 2, 0.25, 8, -4};
+  ft_array *in[2] = {vec(6, xv), vec(6, tv)}, *out[2];
+  run_both(J, 2, in, 2, out);
+  for (int o = 0; o < 3; o++) {
+    double p = 0, t = 0;
+    for (int k = 0; k < 3; k++) /* positions 2o..2o+2; 6 is the high pad */
+      if (2 * o + k < 6) p = p * 0.5 + xv[2 * o + k], t = t * 0.5 + tv[2 * o + k];
+    ck_assert(ft_get_f64(out[0], o) == p);
+    ck_assert(ft_get_f64(out[1], o) == t);
+  }
+  for (int k = 0; k < 2; k++) ft_array_free(out[k]), ft_array_free(in[k]);
+  ft_jaxpr_free(J);
+  ft_jaxpr_free(j);
+  /* reverse mode: refused, quoting JAX, which has none either */
+  j = parse("{ lambda ; a:f64[6]. let\n"
+            "    b:f64[2] = reduce_window[\n"
+            "      base_dilation=(1,)\n"
+            "      consts=()\n"
+            "      jaxpr={ lambda ; c:f64[] d:f64[]. let\n"
+            "          e:f64[] = mul c 0.5:f64[]\n"
+            "          f:f64[] = add e d\n"
+            "        in (f,) }\n"
+            "      padding=((0, 0),)\n"
+            "      window_dilation=(1,)\n"
+            "      window_dimensions=(3,)\n"
+            "      window_strides=(3,)\n"
+            "    ] a 0.0:f64[]\n"
+            "    g:f64[] = reduce_sum[axes=(0,) out_sharding=None] b\n"
+            "  in (g,) }");
+  ck_assert_ptr_null(ft_grad(C, j, 1, (const int[]){0}, false));
+  ck_assert_int_eq(ft_ctx_status(C), FT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(ft_ctx_error(C), "Linearization failed to produce known values"));
+  ft_ctx_clear_error(C);
+  ft_jaxpr_free(j);
+}
+END_TEST
+
 /* sqrt(x) by Newton as lax.custom_root prints it: the solve's consts are
  * x, f's and tangent_solve's too (operands a, b, a, a); here the guess is
  * an input of its own. */
@@ -334,6 +497,8 @@ int main(void) {
   tcase_add_test(tc, reduce_order_one_hot);
   tcase_add_test(tc, reduce_two_operands_sequential);
   tcase_add_test(tc, reduce_vmap_equals_stacking);
+  tcase_add_test(tc, reduce_window_order_one_hot);
+  tcase_add_test(tc, reduce_window_jvp_linear_fold);
   tcase_add_test(tc, custom_root_solve_jvp_vmap);
   tcase_add_test(tc, custom_root_guess_tangent_is_zero);
   tcase_add_test(tc, eval_jaxpr_transforms);

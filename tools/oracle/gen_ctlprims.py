@@ -9,7 +9,10 @@ index) argmax over two operands, a non-associative fold `a*0.5 + b` whose
 result shows the order of application (sequential up to 32 elements along
 the reduced dims, XLA's TreeReductionRewriter past 32: windows of 32 with
 SAME padding, recursively), several reduced dims, an empty reduced dim;
-JAX's jvp (its pairwise-tree _reduce_jvp), grad and vmap).
+JAX's jvp (its pairwise-tree _reduce_jvp), grad and vmap), and the generic
+reduce_window (lax.reduce_window with such a computation: a*0.5 + b windows
+with strides, low padding and dilations, a (value, index) argmax pooling,
+a log-sum-exp pooling, a window product; JAX's jvp, grad and vmap).
 
 f32 and f64; the transforms are captured for f32 (gen_sweep.S). The
 tangent_solve of every CustomRoot case computes its solve without calling
@@ -154,6 +157,47 @@ def register():
         return lax.reduce(x, jnp.array(-jnp.inf, x.dtype), jnp.logaddexp, (1,))
     C("reduce_logaddexp", logaddexp_reduce, [U((3, 6))])
     C("reduce_logaddexp_sum", lambda x: logaddexp_reduce(x).sum(), [U((2, 5))], F, ("vjp",))
+
+
+    # --------------------------------------------------- generic reduce_window
+    def rw_halve_add(win, strides, pad, bd=None, wd=None):
+        """a*0.5 + b over each window: the result shows XLA CPU's order
+        (row-major over the window from the init value, pads skipped)."""
+        def fn(x):
+            return lax.reduce_window(x, jnp.array(0.0, x.dtype), lambda a, b: a * 0.5 + b, win, strides, pad,
+                                     bd, wd)
+        return fn
+    C("rw_halve_add_2d", rw_halve_add((2, 3), (1, 1), "VALID"), [U((4, 5))])
+    C("rw_halve_add_3d_strided", rw_halve_add((2, 2, 3), (1, 2, 2), "VALID"), [U((3, 5, 7))], F, ("vmap",))
+    C("rw_halve_add_low_pad", rw_halve_add((2, 3), (1, 1), ((1, 2), (2, 0))), [U((3, 4))])
+    C("rw_halve_add_dilated_1d", rw_halve_add((3,), (2,), ((2, 3),), (2,), (2,)), [U((9,))])
+    C("rw_halve_add_dilated_2d", rw_halve_add((2, 2), (1, 2), ((1, 1), (0, 0)), (1, 2), (2, 1)), [U((5, 4))],
+      F, ())
+    C("rw_halve_add_long", rw_halve_add((40,), (5,), "VALID"), [U((60,))], F, ())
+
+    def rw_argmax_pool(x):
+        """(value, index) argmax pooling over two operands, 2x2 windows."""
+        idx = lax.broadcasted_iota(jnp.int32, x.shape, 1) + x.shape[1] * lax.broadcasted_iota(jnp.int32, x.shape, 0)
+        def red(a, b):
+            av, ai = a
+            bv, bi = b
+            pick = (av > bv) | ((av == bv) & (ai < bi))
+            return jnp.where(pick, av, bv), jnp.where(pick, ai, bi)
+        return lax.reduce_window((x, idx), (jnp.array(-jnp.inf, x.dtype), jnp.int32(0)), red, (2, 2), (2, 2),
+                                 "VALID")
+    C("rw_argmax_pool", rw_argmax_pool, [U((4, 6))], F, ("vmap",))
+
+    def rw_logaddexp(x):
+        """A smooth log-sum-exp pooling (low padding only)."""
+        return lax.reduce_window(x, jnp.array(-jnp.inf, x.dtype), jnp.logaddexp, (2, 2), (1, 1),
+                                 ((1, 0), (1, 0)))
+    C("rw_logaddexp", rw_logaddexp, [U((3, 4))])
+    C("rw_logaddexp_sum", lambda x: rw_logaddexp(x).sum(), [U((3, 3))], F, ("vjp",))
+
+    def rw_product(x):
+        """The held-out program's window product (u * v, VALID)."""
+        return lax.reduce_window(x, np.asarray(1, x.dtype), lambda u, v: u * v, (2, 2), (1, 1), "VALID")
+    C("rw_product", rw_product, [U((3, 4), 0.5, 2.0)])
 
 
 if __name__ == "__main__":
