@@ -52,6 +52,8 @@ row Frexp 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque mult
 row Ldexp "$every"
 row approx_top_k 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 row Nonzero 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
+# ragged_dot_general (branch ragged): its transpose refuses modes RAGGED_CONTRACTING/BATCH at run time, as JAX
+row ragged_dot_general "$every"
 row all_gather "eval jvp transpose batch egraph; lower: unsupported: runs as an interpreter step: not compiled yet"
 row pmax 'eval batch; jvp: unsupported: JAX defines no JVP rule for pmax ("Differentiation rule for '"'"'pmax'"'"' not implemented"); transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only; lower: unsupported: runs as an interpreter step: not compiled yet'
 
