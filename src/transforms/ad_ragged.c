@@ -89,13 +89,13 @@ bool ad_ragged_transpose(tr_call *c) {
     return tx_fail(t, FT_ERR_UNSUPPORTED, "transpose of ragged_dot_general: unsupported: JAX 0.12 refuses it "
                    "(\"Unimplemented %s for ragged dot general in mode %s.\")",
                    c->lin[0] ? "grad_x_dims" : "grad_y_dims", ft_ragged_mode_name(m)), false;
-  int64_t xk[FT_MAX_RANK], yk[FT_MAX_RANK];
+  int64_t xk[FT_MAX_RANK] = {0}, yk[FT_MAX_RANK] = {0};
   int nxk = 0, nyk = 0, nb = d.nb, nc = d.nc;
   for (int i = 0; i < xa->rank; i++)
     if (!in(nc, d.lc, i) && !in(nb, d.lb, i)) xk[nxk++] = i;
   for (int i = 0; i < ya->rank; i++)
     if (!in(nc, d.rc, i) && !in(nb, d.rb, i) && !in(d.n_group, d.group, i)) yk[nyk++] = i;
-  int64_t ans_b[FT_MAX_RANK], ans_x[FT_MAX_RANK], ans_y[FT_MAX_RANK];
+  int64_t ans_b[FT_MAX_RANK] = {0}, ans_x[FT_MAX_RANK] = {0}, ans_y[FT_MAX_RANK] = {0};
   for (int i = 0; i < nb; i++) ans_b[i] = i;
   for (int i = 0; i < nxk; i++) ans_x[i] = nb + i;
   for (int i = 0; i < nyk; i++) ans_y[i] = nb + nxk + i;
