@@ -54,8 +54,8 @@ row approx_top_k 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaq
 row Nonzero 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 # ragged_dot_general (branch ragged): its transpose refuses modes RAGGED_CONTRACTING/BATCH at run time, as JAX
 row ragged_dot_general "$every"
-row all_gather "eval jvp transpose batch egraph; lower: unsupported: runs as an interpreter step: not compiled yet"
-row pmax 'eval batch; jvp: unsupported: JAX defines no JVP rule for pmax ("Differentiation rule for '"'"'pmax'"'"' not implemented"); transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only; lower: unsupported: runs as an interpreter step: not compiled yet'
+row all_gather "$every"  # compiled since branch spmdjit (routine steps in a compiled shard_map)
+row pmax 'eval batch lower; jvp: unsupported: JAX defines no JVP rule for pmax ("Differentiation rule for '"'"'pmax'"'"' not implemented"); transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 
 # one row per listed primitive, and a summary whose counts add up
 n_list=$(grep -vc '^#' "$LIST")
