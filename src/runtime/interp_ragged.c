@@ -79,6 +79,9 @@ static ft_status plan(ft_ctx *ctx, const ft_eqn *e, const ft_aval *l, const ft_a
     for (int i = 0; i < d->nb; i++) p->dn[2][i + 1] = d->lb[i] + 1, p->dn[3][i + 1] = d->rb[i] + 1;
     p->n[0] = p->n[1] = d->nc, p->n[2] = p->n[3] = d->nb + 1;
   }
+  if (!ft_aval_size_ok(&p->el) || !ft_aval_size_ok(&p->er))
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "ragged_dot_general: the group-expanded operand (%lld groups "
+                        "times the operand) would have more than 2^56 elements", (long long)p->G);
   return FT_OK;
 }
 
