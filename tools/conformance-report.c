@@ -8,7 +8,7 @@
  * input for keeping tests/conformance/conf_known.c exact.
  *
  * FIXTURES_DIR defaults to ./fixtures (golden/, conformance/, loops/,
- * sweep/, program2/, linalg/, spectral/, heldout/, heldout2/, ctlprims/). Exit status
+ * sweep/, program2/, linalg/, spectral/, heldout/, heldout2/, ctlprims/, ragged/). Exit status
  * 0 when every case passes or is a known failure, 1 otherwise, 2 on a usage
  * or I/O error. */
 #include <stdio.h>
@@ -40,10 +40,12 @@ int main(int argc, char **argv) {
   snprintf(ho, sizeof ho, "%s/heldout", fx);
   char cp[4096];
   snprintf(cp, sizeof cp, "%s/ctlprims", fx);
+  char rg[4096];
+  snprintf(rg, sizeof rg, "%s/ragged", fx);
   snprintf(ho2, sizeof ho2, "%s/heldout2", fx);
   snprintf(lax, sizeof lax, "%s/conformance/LAX_PRIMITIVES.json", fx);
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, sw, p2, la, sp, ho, ho2, cp},
-                 .n_more = 8};
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, sw, p2, la, sp, ho, ho2, cp, rg},
+                 .n_more = 9};
   if (dump_path && !(o.dump = fopen(dump_path, "w"))) {
     perror(dump_path);
     return 2;

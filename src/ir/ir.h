@@ -462,6 +462,28 @@ bool ft_infer_linalg(ft_ctx *ctx, ft_prim p, const ft_pval *params, int n_in, co
  * false when the field is missing or malformed. */
 bool ft_dimnums_field(const ft_pval *v, const char *name, int pos, int64_t *out, int *n);
 
+/* ================================================================ ragged.c */
+/* ragged_dot_general's RaggedDotDimensionNumbers (docs/primitives.md). */
+typedef struct ft_ragged_dims {
+  int64_t lc[FT_MAX_RANK], rc[FT_MAX_RANK], lb[FT_MAX_RANK], rb[FT_MAX_RANK];
+  int64_t ragged[FT_MAX_RANK], group[FT_MAX_RANK];
+  int nc, nb, n_ragged, n_group;
+} ft_ragged_dims;
+typedef enum ft_ragged_mode {
+  FT_RAGGED_BAD, FT_RAGGED_NONCONTRACTING, FT_RAGGED_CONTRACTING, FT_RAGGED_BATCH
+} ft_ragged_mode;
+/* Decodes JAX's printed RaggedDotDimensionNumbers(...); false if malformed. */
+bool ft_ragged_dims_read(const ft_pval *v, ft_ragged_dims *d);
+/* The param value (text, as JAX prints it with plain ints) of d. */
+bool ft_ragged_dims_pval(ft_arena *a, const ft_ragged_dims *d, ft_pval *out);
+/* JAX's _ragged_dot_mode: where the one lhs ragged dim is (BAD: not one dim
+ * in range). */
+ft_ragged_mode ft_ragged_mode_of(const ft_ragged_dims *d, int lhs_rank);
+const char *ft_ragged_mode_name(ft_ragged_mode m);
+/* JAX's _ragged_dot_prefix_dims: the lhs dims group_sizes is indexed by
+ * before its group axis; returns their count. */
+int ft_ragged_prefix(const ft_ragged_dims *d, ft_ragged_mode m, int lhs_rank, int64_t *out);
+
 /* =========================================================== shape_spmd.c */
 /* shard_map and the named-axis collectives (docs/spmd.md). */
 #define FT_SPMD_MAX_AXES 8

@@ -809,12 +809,23 @@ static ft_status get_dotdims(R *r, int64_t v[4][MAX_INTS], int n[4]) {
   return FT_OK;
 }
 
+/* The result of dot_general's dimension numbers v/n on operands 0 and 1
+ * (rhs axis rgroup, when >= 0, is left out of the result: ragged_dot's
+ * group axis). */
+static ft_status dot_core(R *r, int64_t v[4][MAX_INTS], const int n[4], int64_t rgroup, ft_aval *out);
+
 static ft_status rule_dot_general(R *r) {
-  const ft_aval *a = &r->in[0], *b = &r->in[1];
   int64_t v[4][MAX_INTS];
   int n[4];
   ft_status st = get_dotdims(r, v, n);
   if (st) return st;
+  ft_aval o;
+  if ((st = dot_core(r, v, n, -1, &o))) return st;
+  return put(r, o);
+}
+
+static ft_status dot_core(R *r, int64_t v[4][MAX_INTS], const int n[4], int64_t rgroup, ft_aval *out) {
+  const ft_aval *a = &r->in[0], *b = &r->in[1];
   const int64_t *lc = v[0], *rc = v[1], *lb = v[2], *rbt = v[3];
   if (n[0] != n[1] || n[2] != n[3])
     return fail(r, FT_ERR_SHAPE, "contracting dimensions %s/%s and batch dimensions %s/%s must "
@@ -871,7 +882,8 @@ static ft_status rule_dot_general(R *r) {
   bool used_a[FT_MAX_RANK] = {false}, used_b[FT_MAX_RANK] = {false};
   for (int i = 0; i < n[2]; i++) used_a[lb[i]] = used_b[rbt[i]] = true;
   for (int i = 0; i < n[0]; i++) used_a[lc[i]] = used_b[rc[i]] = true;
-  int rank = n[2] + (a->rank - n[2] - n[0]) + (b->rank - n[3] - n[1]);
+  if (rgroup >= 0) used_b[rgroup] = true;
+  int rank = n[2] + (a->rank - n[2] - n[0]) + (b->rank - n[3] - n[1]) - (rgroup >= 0);
   if (rank > FT_MAX_RANK)
     return fail(r, FT_ERR_SHAPE, "result of %s . %s exceeds rank %d", S(r, a), S(r, b), FT_MAX_RANK);
   for (int i = 0; i < n[2]; i++) o.dims[o.rank++] = a->dims[lb[i]];
@@ -880,6 +892,80 @@ static ft_status rule_dot_general(R *r) {
   for (int i = 0; i < b->rank; i++)
     if (!used_b[i]) o.dims[o.rank++] = b->dims[i];
   o.weak_type = all_weak(r, 0, 2);
+  *out = o;
+  return FT_OK;
+}
+
+/* ragged_dot_general (JAX 0.12's _ragged_dot_general_shape_rule and
+ * dtype rule): the dot of its dimension numbers, the rhs group axis left
+ * out (mode RAGGED_NONCONTRACTING), or a leading group axis (mode
+ * RAGGED_CONTRACTING). */
+static ft_status rule_ragged_dot(R *r) {
+  const ft_aval *a = &r->in[0], *b = &r->in[1], *gs = &r->in[2];
+  ft_ragged_dims d;
+  const ft_pval *go = param(r, "group_offset");
+  if (go)
+    return fail(r, FT_ERR_UNSUPPORTED, "group_offset is not supported (JAX 0.12 refuses it on CPU: "
+                "\"Unimplemented group_offset support.\")");
+  if (!ft_ragged_dims_read(param(r, "ragged_dot_dimension_numbers"), &d))
+    return fail(r, FT_ERR_TYPE, "param ragged_dot_dimension_numbers must be RaggedDotDimensionNumbers("
+                "dot_dimension_numbers=((lc, rc), (lb, rb)), lhs_ragged_dimensions=(d,), "
+                "rhs_group_dimensions=(...))");
+  if (d.n_ragged != 1) return fail(r, FT_ERR_TYPE, "expects exactly one lhs ragged dimension");
+  if (d.ragged[0] < 0 || d.ragged[0] >= a->rank)
+    return fail(r, FT_ERR_TYPE, "requires lhs ragged dimension numbers to be nonnegative and less than "
+                "the number of axes of the lhs value, got %lld for lhs of rank %d",
+                (long long)d.ragged[0], a->rank);
+  ft_ragged_mode m = ft_ragged_mode_of(&d, a->rank);
+  if (!ft_dtype_is_int(gs->dtype))
+    return fail(r, FT_ERR_TYPE, "requires that group_sizes.dtype is subtype of np.integer, got %s",
+                S(r, gs));
+  if (gs->rank == 0) return fail(r, FT_ERR_TYPE, "expected rank of group_sizes to be >=1.");
+  if (gs->rank != 1) {
+    int64_t pre[FT_MAX_RANK];
+    int np = ft_ragged_prefix(&d, m, a->rank, pre);
+    bool ok = gs->rank == np + 1;
+    for (int i = 0; ok && i < np; i++) ok = pre[i] >= 0 && pre[i] < a->rank && gs->dims[i] == a->dims[pre[i]];
+    if (!ok) return fail(r, FT_ERR_TYPE, "group_sizes %s does not have the shape [prefix dims of lhs %s..., g] "
+                         "that mode %s expects", S(r, gs), S(r, a), ft_ragged_mode_name(m));
+  }
+  int64_t g = gs->dims[gs->rank - 1], rgroup = -1;
+  if (m == FT_RAGGED_NONCONTRACTING) {
+    if (d.n_group != 1)
+      return fail(r, FT_ERR_TYPE, "requires exactly one rhs group dimension when lhs ragged dimension is "
+                  "noncontracting.");
+    rgroup = d.group[0];
+    if (rgroup < 0 || rgroup >= b->rank)
+      return fail(r, FT_ERR_TYPE, "requires rhs group dimension numbers to be nonnegative and less than "
+                  "the number of axes of the rhs value, got %lld for rhs of rank %d", (long long)rgroup, b->rank);
+    for (int i = 0; i < d.nc; i++)
+      if (d.rc[i] == rgroup) rgroup = -2;
+    for (int i = 0; i < d.nb; i++)
+      if (d.rb[i] == rgroup) rgroup = -2;
+    if (rgroup == -2)
+      return fail(r, FT_ERR_TYPE, "requires rhs group dimension numbers to be distinct from contracting "
+                  "and batch dimensions.");
+    if (b->dims[rgroup] != g)
+      return fail(r, FT_ERR_TYPE, "expected rhs group dimension size to be %lld, got %lld.", (long long)g,
+                  (long long)b->dims[rgroup]);
+  } else if (d.n_group != 0) {
+    return fail(r, FT_ERR_TYPE, "requires zero group dimensions in the rhs when lhs ragged dimension is "
+                "contracting or batch.");
+  }
+  int64_t v[4][MAX_INTS];
+  int n[4] = {d.nc, d.nc, d.nb, d.nb};
+  memcpy(v[0], d.lc, sizeof d.lc), memcpy(v[1], d.rc, sizeof d.rc);
+  memcpy(v[2], d.lb, sizeof d.lb), memcpy(v[3], d.rb, sizeof d.rb);
+  ft_aval o;
+  ft_status st = dot_core(r, v, n, rgroup, &o);
+  if (st) return st;
+  if (m == FT_RAGGED_CONTRACTING) {
+    if (o.rank + 1 > FT_MAX_RANK)
+      return fail(r, FT_ERR_SHAPE, "result of %s . %s exceeds rank %d", S(r, a), S(r, b), FT_MAX_RANK);
+    memmove(o.dims + 1, o.dims, sizeof(int64_t) * (size_t)o.rank);
+    o.dims[0] = g;
+    o.rank++;
+  }
   return put(r, o);
 }
 
@@ -2305,6 +2391,7 @@ static ft_status dispatch(R *r) {
   case FT_P_TOP_K: return rule_top_k(r);
   case FT_P_SEARCHSORTED: return rule_searchsorted(r);
   case FT_P_APPROX_TOP_K: return rule_approx_top_k(r);
+  case FT_P_RAGGED_DOT_GENERAL: return rule_ragged_dot(r);
   case FT_P_NONZERO: return rule_nonzero(r);
   case FT_P_FREXP: case FT_P_LDEXP: return rule_frexp_ldexp(r);
   case FT_P_QR: return rule_qr(r); /* linalg2 */

@@ -89,6 +89,7 @@ static ft_interp_rule rule_for(ft_prim p) {
     if (p == FT_P_CONV_GENERAL_DILATED) return ft_interp_conv;
     if (p == FT_P_TOP_K) return ft_interp_top_k;
     if (p == FT_P_SEARCHSORTED) return ft_interp_via_into; /* interp_reduce.c */
+    if (p == FT_P_RAGGED_DOT_GENERAL) return ft_interp_via_into; /* interp_ragged.c */
     if (p == FT_P_FREXP || p == FT_P_LDEXP || p == FT_P_NONZERO || p == FT_P_APPROX_TOP_K)
       return ft_interp_via_into; /* interp_misc.c */
     if (p == FT_P_REDUCE) return ft_interp_reduce_generic; /* interp_reduce.c */

@@ -242,11 +242,13 @@ typedef struct dims3 {
   int nb, nc, nf;
 } dims3;
 
-static bool split_dims(const ft_aval *a, const ft_pval *contract, const ft_pval *batch, dims3 *d) {
+static bool split_dims_ints(const ft_aval *a, const int64_t *contract, int nc, const int64_t *batch, int nb,
+                            dims3 *d) {
   bool used[FT_MAX_RANK] = {0};
-  if (!ft_pv_get_ints(contract, d->contract, FT_MAX_RANK, &d->nc) ||
-      !ft_pv_get_ints(batch, d->batch, FT_MAX_RANK, &d->nb) || d->nc > a->rank || d->nb > a->rank)
-    return false;
+  if (nc > a->rank || nb > a->rank || nc < 0 || nb < 0) return false;
+  d->nc = nc, d->nb = nb;
+  memcpy(d->contract, contract, sizeof(int64_t) * (size_t)nc);
+  memcpy(d->batch, batch, sizeof(int64_t) * (size_t)nb);
   for (int i = 0; i < d->nc; i++) {
     if (d->contract[i] < 0 || d->contract[i] >= a->rank || used[d->contract[i]]) return false;
     used[d->contract[i]] = true;
@@ -261,6 +263,15 @@ static bool split_dims(const ft_aval *a, const ft_pval *contract, const ft_pval 
   return true;
 }
 
+static bool split_dims(const ft_aval *a, const ft_pval *contract, const ft_pval *batch, dims3 *d) {
+  int64_t c[FT_MAX_RANK], b[FT_MAX_RANK];
+  int nc, nb;
+  if (!ft_pv_get_ints(contract, c, FT_MAX_RANK, &nc) || !ft_pv_get_ints(batch, b, FT_MAX_RANK, &nb) ||
+      nc > FT_MAX_RANK || nb > FT_MAX_RANK)
+    return false;
+  return split_dims_ints(a, c, nc, b, nb, d);
+}
+
 typedef struct dot_geo {
   int64_t B, M, N, K;
   int64_t *lb, *lm, *lk, *rb, *rk, *rn; /* element offsets per group */
@@ -269,6 +280,9 @@ typedef struct dot_geo {
 
 /* Checks the dimension numbers against the avals of l, r and o and sets
  * B, M, N, K. */
+static ft_status dot_check(ft_ctx *ctx, const ft_aval *l, const ft_aval *r, const ft_aval *o, dot_geo *g,
+                           dims3 *L, dims3 *R);
+
 static ft_status dot_shape(ft_ctx *ctx, const ft_eqn *e, const ft_aval *l, const ft_aval *r,
                            const ft_aval *o, dot_geo *g, dims3 *L, dims3 *R) {
   const ft_pval *dn = ft_eqn_param(e, "dimension_numbers");
@@ -279,6 +293,11 @@ static ft_status dot_shape(ft_ctx *ctx, const ft_eqn *e, const ft_aval *l, const
       !split_dims(r, &dn->u.items[0].u.items[1], &dn->u.items[1].u.items[1], R) ||
       L->nc != R->nc || L->nb != R->nb)
     return ft_set_error(ctx, FT_ERR_TYPE, "bad dimension_numbers");
+  return dot_check(ctx, l, r, o, g, L, R);
+}
+
+static ft_status dot_check(ft_ctx *ctx, const ft_aval *l, const ft_aval *r, const ft_aval *o, dot_geo *g,
+                           dims3 *L, dims3 *R) {
   for (int i = 0; i < L->nc; i++)
     if (l->dims[L->contract[i]] != r->dims[R->contract[i]])
       return ft_set_error(ctx, FT_ERR_SHAPE, "contracting dimensions differ in size");
@@ -426,6 +445,56 @@ ft_status ft_dot_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_arra
     if (!dot_float(in[0], in[1], out[0], &g, f64, A, Bm, C)) return ft_blas_nomem(ctx);
   } else {
     dot_loops(in[0], in[1], out[0], &g);
+  }
+  return FT_OK;
+}
+
+/* dot_general on arrays with dimension numbers given as ints (dn: lhs
+ * contract, rhs contract, lhs batch, rhs batch; n their counts): the body
+ * of ft_dot_into, for ragged_dot_general (interp_ragged.c). */
+static ft_status dot_raw_geo(ft_ctx *ctx, const ft_aval *l, const ft_aval *r, const ft_aval *o,
+                             const int64_t dn[4][FT_MAX_RANK], const int n[4], dot_geo *g, dims3 *L,
+                             dims3 *R) {
+  memset(g, 0, sizeof *g);
+  if (n[0] != n[1] || n[2] != n[3] || !split_dims_ints(l, dn[0], n[0], dn[2], n[2], L) ||
+      !split_dims_ints(r, dn[1], n[1], dn[3], n[3], R))
+    return ft_set_error(ctx, FT_ERR_TYPE, "bad dimension_numbers");
+  return dot_check(ctx, l, r, o, g, L, R);
+}
+
+size_t ft_dot_raw_scratch(const ft_aval *l, const ft_aval *r, const ft_aval *o,
+                          const int64_t dn[4][FT_MAX_RANK], const int n[4]) {
+  dot_geo g;
+  dims3 L, R;
+  if (dot_raw_geo(NULL, l, r, o, dn, n, &g, &L, &R)) return 0;
+  size_t k = region(sizeof(int64_t) * (size_t)(2 * g.B + g.M + 2 * g.K + g.N));
+  if (ft_dtype_is_float(o->dtype)) {
+    size_t es = o->dtype == FT_F64 ? sizeof(double) : sizeof(float);
+    k += region(es * (size_t)(g.B * g.M * g.K)) + region(es * (size_t)(g.B * g.K * g.N)) +
+         region(es * (size_t)(g.B * g.M * g.N));
+  }
+  return k;
+}
+
+ft_status ft_dot_raw(ft_ctx *ctx, const ft_array *l, const ft_array *r, ft_array *o,
+                     const int64_t dn[4][FT_MAX_RANK], const int n[4], void *scratch) {
+  dot_geo g;
+  dims3 L, R;
+  ft_status st = dot_raw_geo(ctx, &l->aval, &r->aval, &o->aval, dn, n, &g, &L, &R);
+  if (st) return st;
+  ft_dtype dt = o->aval.dtype;
+  bool fl = ft_dtype_is_float(dt), cpx = ft_dtype_is_complex(dt);
+  if (!fl && !cpx && !ft_dtype_is_int(dt) && dt != FT_BOOL)
+    return ft_set_error(ctx, FT_ERR_UNSUPPORTED, "dot into %s", ft_dtype_name(dt));
+  char *p = dot_offsets(&l->aval, &r->aval, &L, &R, &g, scratch);
+  if (fl) {
+    bool f64 = dt == FT_F64;
+    size_t es = f64 ? sizeof(double) : sizeof(float);
+    char *A = p, *Bm = A + region(es * (size_t)(g.B * g.M * g.K));
+    char *C = Bm + region(es * (size_t)(g.B * g.K * g.N));
+    if (!dot_float(l, r, o, &g, f64, A, Bm, C)) return ft_blas_nomem(ctx);
+  } else {
+    dot_loops(l, r, o, &g);
   }
   return FT_OK;
 }

@@ -43,6 +43,7 @@ ft_rule_into_fn ft_rule_into_for(ft_prim p) {
   case FT_P_REDUCE_XOR:
     return ft_reduce_into;
   case FT_P_DOT_GENERAL: return ft_dot_into;
+  case FT_P_RAGGED_DOT_GENERAL: return ft_ragged_dot_into;
   case FT_P_RANDOM_SEED: case FT_P_RANDOM_BITS: case FT_P_RANDOM_SPLIT: case FT_P_RANDOM_FOLD_IN:
   case FT_P_RANDOM_WRAP: case FT_P_RANDOM_UNWRAP: case FT_P_RANDOM_CLONE: case FT_P_THREEFRY2X32:
   case FT_P_RANDOM_GAMMA:
@@ -70,6 +71,7 @@ size_t ft_rule_scratch(const ft_eqn *e) {
   case FT_P_REDUCE_XOR:
     return ft_reduce_scratch(e);
   case FT_P_DOT_GENERAL: return ft_dot_scratch(e);
+  case FT_P_RAGGED_DOT_GENERAL: return ft_ragged_dot_scratch(e);
   default: return ft_linalg_rule_scratch(e);
   }
 }

@@ -473,6 +473,17 @@ size_t ft_top_k_scratch(const ft_eqn *e);
 size_t ft_conv_scratch(const ft_eqn *e);
 size_t ft_reduce_scratch(const ft_eqn *e);
 size_t ft_dot_scratch(const ft_eqn *e);
+/* dot_general's body on arrays with int dimension numbers (lhs contract,
+ * rhs contract, lhs batch, rhs batch), and its scratch (interp_linalg.c). */
+ft_status ft_dot_raw(ft_ctx *ctx, const ft_array *l, const ft_array *r, ft_array *o,
+                     const int64_t dn[4][FT_MAX_RANK], const int n[4], void *scratch);
+size_t ft_dot_raw_scratch(const ft_aval *l, const ft_aval *r, const ft_aval *o,
+                          const int64_t dn[4][FT_MAX_RANK], const int n[4]);
+/* ragged_dot_general (interp_ragged.c): JAX 0.12's CPU definition, the
+ * dense dot of the group-masked operands. */
+ft_status ft_ragged_dot_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array *const *out,
+                             void *scratch);
+size_t ft_ragged_dot_scratch(const ft_eqn *e);
 /* Runs a rule body as an interpreter rule: allocates out[] and the scratch. */
 ft_status ft_interp_via_into(ft_ctx *ctx, const ft_eqn *e, ft_array *const *in, ft_array **out);
 

@@ -685,6 +685,7 @@ bool bt_rule(bt_call *c) {
   default: break;
   }
   switch (p) {
+  case FT_P_RAGGED_DOT_GENERAL: return bt_ragged(c); /* ad_ragged.c */
   case FT_P_BROADCAST_IN_DIM: return rule_broadcast_in_dim(c);
   case FT_P_RESHAPE: return rule_reshape(c);
   case FT_P_TRANSPOSE: return rule_transpose(c);

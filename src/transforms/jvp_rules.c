@@ -725,6 +725,7 @@ bool jvp_rule(jvp_call *c) {
   case FT_P_SEARCHSORTED: case FT_P_NONZERO: /* integer results: float0 tangents (JAX's jvp) */
     return true;
   case FT_P_POLYNOMIAL: return polynomial(c);
+  case FT_P_RAGGED_DOT_GENERAL: return ad_ragged_jvp(c); /* ad_ragged.c */
   case FT_P_RANDOM_GAMMA: return random_gamma(c);
   /* issue 27: the collectives are linear: the same collective of the
    * tangents (one equation per nonzero tangent of a variadic one). */

@@ -255,6 +255,9 @@ bool transpose_rule(tr_state *s, tr_call *c);
 /* ad_spmd.c (issue 27): transposes of the linear collectives and of
  * shard_map. */
 bool tr_collective(tr_call *c);
+/* ad_ragged.c: ragged_dot_general's JVP and transpose (JAX 0.12's rules). */
+bool ad_ragged_jvp(jvp_call *c);
+bool ad_ragged_transpose(tr_call *c);
 bool tr_shard_map(tr_state *s, tr_call *c);
 
 /* ============================================================= ad_index.c */

@@ -34,6 +34,8 @@ const char *ft_transpose_rule_status(ft_prim p) {
   case FT_P_OPTIMIZATION_BARRIER: case FT_P_SELECT_AND_GATHER_ADD: case FT_P_SELECT_AND_SCATTER_ADD:
   case FT_P_LDEXP: /* linear in x (JAX's Ldexp.transpose) */
     return NULL;
+  case FT_P_RAGGED_DOT_GENERAL: /* ad_ragged.c: mode RAGGED_NONCONTRACTING, as JAX */
+    return NULL;
   case FT_P_WHILE: return TR_WHILE;
   case FT_P_SHARD_MAP: case FT_P_PSUM: case FT_P_PSUM_INVARIANT: case FT_P_PVARY: case FT_P_ALL_GATHER:
   case FT_P_REDUCE_SCATTER: case FT_P_ALL_TO_ALL: case FT_P_PPERMUTE: /* ad_spmd.c (issue 27) */
@@ -795,6 +797,7 @@ bool transpose_rule(tr_state *s, tr_call *c) {
   case FT_P_DYNAMIC_UPDATE_SLICE: return dynamic_update_slice(c);
   case FT_P_SELECT_N: return select_n(c);
   case FT_P_DOT_GENERAL: return dot_general(c);
+  case FT_P_RAGGED_DOT_GENERAL: return ad_ragged_transpose(c); /* ad_ragged.c */
   case FT_P_CUMSUM: return cumsum(c);
   case FT_P_FFT: return fft(c);
   case FT_P_REAL: case FT_P_IMAG: case FT_P_CONJ: case FT_P_COMPLEX: return ad_complex_transpose(c);

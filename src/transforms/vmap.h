@@ -86,6 +86,8 @@ bool bt_uses_lane_loop(ft_prim p);
 bool bt_rule(bt_call *c);
 /* ad_linalg.c */
 bool bt_linalg(bt_call *c);
+/* ad_ragged.c: ragged_dot_general (JAX's rule, every operand at axis 0) */
+bool bt_ragged(bt_call *c);
 
 /* ===================================================== batching_control.c */
 

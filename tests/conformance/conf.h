@@ -136,7 +136,7 @@ typedef struct conf_known conf_known;
 typedef struct conf_opts {
   const char *golden_dir;       /* NULL: skip the golden set */
   const char *conf_dir;         /* NULL: skip the conformance set */
-  const char *more_dirs[8];     /* further sets in the conformance format */
+  const char *more_dirs[12];     /* further sets in the conformance format */
   int n_more;                   /* (fixtures/sweep, fixtures/program2) */
   const char *only;             /* NULL or a case name prefix */
   bool verbose;                 /* print every failing check to stderr */

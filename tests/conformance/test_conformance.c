@@ -41,10 +41,12 @@ START_TEST(conformance_vs_jax) {
   snprintf(c, sizeof c, "%s/conformance", root);
   snprintf(l, sizeof l, "%s/loops", root);
   snprintf(cp, sizeof cp, "%s/ctlprims", root); /* CustomRoot, generic reduce (gen_ctlprims.py) */
+  char rg[4096];
+  snprintf(rg, sizeof rg, "%s/ragged", root); /* ragged_dot_general (gen_ragged.py) */
   snprintf(sw, sizeof sw, "%s/sweep", root);
   snprintf(p2, sizeof p2, "%s/program2", root);
   snprintf(la, sizeof la, "%s/linalg", root);
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, cp}, .n_more = 2,
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, cp, rg}, .n_more = 3,
                  .only = getenv("FT_CONF_ONLY"), .verbose = true};
   if (sweep_set) {
     o.golden_dir = o.conf_dir = NULL;

@@ -21,7 +21,9 @@ START_TEST(print_parse_roundtrip) {
   snprintf(c, sizeof c, "%s/conformance", root);
   snprintf(l, sizeof l, "%s/loops", root); /* JAX 0.12's loop transforms: nested ft_out filters */
   snprintf(cp, sizeof cp, "%s/ctlprims", root); /* CustomRoot, generic reduce */
-  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, cp}, .n_more = 2,
+  char rg[4096];
+  snprintf(rg, sizeof rg, "%s/ragged", root); /* ragged_dot_general */
+  conf_opts o = {.golden_dir = g, .conf_dir = c, .more_dirs = {l, cp, rg}, .n_more = 3,
                  .only = getenv("FT_CONF_ONLY"), .verbose = true, .interp_only = true, .roundtrip = true};
   conf_stats st;
   struct timespec t0, t1;

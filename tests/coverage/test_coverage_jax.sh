@@ -52,7 +52,9 @@ row Frexp 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque mult
 row Ldexp "$every"
 row approx_top_k 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 row Nonzero 'eval jvp batch lower; transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
-row all_gather "every pass (eval jvp transpose batch egraph lower)"
+# ragged_dot_general (branch ragged): its transpose refuses modes RAGGED_CONTRACTING/BATCH at run time, as JAX
+row ragged_dot_general "$every"
+row all_gather "$every"  # compiled since branch spmdjit (routine steps in a compiled shard_map)
 row pmax 'eval batch lower; jvp: unsupported: JAX defines no JVP rule for pmax ("Differentiation rule for '"'"'pmax'"'"' not implemented"); transpose: not linear; egraph: n/a: opaque multi-output node (outputs read by proj nodes): CSE and DCE only'
 
 # the generic reduce and reduce_window (branches ctlprims, rwgeneric): no transpose (JAX: no reverse mode)
