@@ -1900,6 +1900,27 @@ static ft_status rule_call(R *r) {
   return put_outs(r, j);
 }
 
+/* The computation of a generic reduce/reduce_window over m operands:
+ * (acc..., x...) -> m scalars of the operands' dtypes. */
+static ft_status check_computation(R *r, const ft_jaxpr *j, int m) {
+  if (j->n_in != 2 * m || j->n_out != m)
+    return fail(r, FT_ERR_TYPE, "jaxpr takes %d inputs and gives %d outputs; %d operands need %d and %d",
+                j->n_in, j->n_out, m, 2 * m, m);
+  for (int k = 0; k < 2 * m; k++) {
+    const ft_aval *v = &j->invars[k]->aval;
+    if (v->rank != 0 || v->dtype != r->in[k % m].dtype)
+      return fail(r, FT_ERR_TYPE, "jaxpr input %d is %s, not a %s scalar", k, S(r, v),
+                  ft_dtype_name(r->in[k % m].dtype));
+  }
+  for (int k = 0; k < m; k++) {
+    const ft_aval *v = &j->outvars[k]->aval;
+    if (v->rank != 0 || v->dtype != r->in[k].dtype)
+      return fail(r, FT_ERR_TYPE, "jaxpr output %d is %s, not a %s scalar", k, S(r, v),
+                  ft_dtype_name(r->in[k].dtype));
+  }
+  return FT_OK;
+}
+
 /* reduce (JAX's generic reduce_p): n operands of one shape, n scalar
  * inits of their dtypes (JAX's _reduce_shape_rule and _reduce_dtype_rule,
  * in their words), jaxpr (acc..., x...) -> n scalars; results: each
@@ -1932,21 +1953,7 @@ static ft_status rule_reduce_generic(R *r) {
     if (!ft_shape_eq(&r->in[k], &r->in[0]))
       return fail(r, FT_ERR_SHAPE, "operands must have one shape (XLA's Reduce), got %s and %s",
                   S(r, &r->in[0]), S(r, &r->in[k]));
-  if (j->n_in != 2 * m || j->n_out != m)
-    return fail(r, FT_ERR_TYPE, "jaxpr takes %d inputs and gives %d outputs; %d operands need %d and %d",
-                j->n_in, j->n_out, m, 2 * m, m);
-  for (int k = 0; k < 2 * m; k++) {
-    const ft_aval *v = &j->invars[k]->aval;
-    if (v->rank != 0 || v->dtype != r->in[k % m].dtype)
-      return fail(r, FT_ERR_TYPE, "jaxpr input %d is %s, not a %s scalar", k, S(r, v),
-                  ft_dtype_name(r->in[k % m].dtype));
-  }
-  for (int k = 0; k < m; k++) {
-    const ft_aval *v = &j->outvars[k]->aval;
-    if (v->rank != 0 || v->dtype != r->in[k].dtype)
-      return fail(r, FT_ERR_TYPE, "jaxpr output %d is %s, not a %s scalar", k, S(r, v),
-                  ft_dtype_name(r->in[k].dtype));
-  }
+  if ((st = check_computation(r, j, m))) return st;
   int64_t ax[MAX_INTS];
   int n;
   const ft_aval *a = &r->in[0];
@@ -1993,21 +2000,7 @@ static ft_status rule_reduce_window_generic(R *r) {
   if (j->n_const || (cs && (cs->tag != FT_PV_TUPLE || cs->n != 0)))
     return fail(r, FT_ERR_UNSUPPORTED, "a computation that closes over constants (consts and the jaxpr's "
                 "constvars must be empty: the text does not carry their values)");
-  if (j->n_in != 2 * m || j->n_out != m)
-    return fail(r, FT_ERR_TYPE, "jaxpr takes %d inputs and gives %d outputs; %d operands need %d and %d",
-                j->n_in, j->n_out, m, 2 * m, m);
-  for (int k = 0; k < 2 * m; k++) {
-    const ft_aval *v = &j->invars[k]->aval;
-    if (v->rank != 0 || v->dtype != r->in[k % m].dtype)
-      return fail(r, FT_ERR_TYPE, "jaxpr input %d is %s, not a %s scalar", k, S(r, v),
-                  ft_dtype_name(r->in[k % m].dtype));
-  }
-  for (int k = 0; k < m; k++) {
-    const ft_aval *v = &j->outvars[k]->aval;
-    if (v->rank != 0 || v->dtype != r->in[k].dtype)
-      return fail(r, FT_ERR_TYPE, "jaxpr output %d is %s, not a %s scalar", k, S(r, v),
-                  ft_dtype_name(r->in[k].dtype));
-  }
+  if ((st = check_computation(r, j, m))) return st;
   ft_aval o;
   if ((st = window_shape(r, &r->in[0], &o))) return st;
   for (int k = 0; k < m; k++) {

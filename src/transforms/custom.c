@@ -17,6 +17,7 @@
  *  vmap             calls with jaxpr rules and custom_lin are batched with
  *                   every operand at axis 0, the function and every rule
  *                   batched alike, so the rules keep fitting the call. */
+#include <math.h>
 #include <string.h>
 
 #include "custom.h"
@@ -174,12 +175,36 @@ static bool is_op_lit(const ft_eqn *e, ft_prim p, const ft_var *v, double val) {
          e->in[1]->lit.f == val && e->out[0]->kind == FT_VAR;
 }
 
+/* call is JAX 0.12's body of lax.logaddexp for real floats
+ * (jax/_src/lax/other.py): max, sub, ne, add, abs, neg, exp, log1p, add,
+ * select_n, wired as JAX traces it. */
+static bool is_logaddexp_body(const ft_jaxpr *b) {
+  static const ft_prim seq[] = {FT_P_MAX, FT_P_SUB, FT_P_NE,    FT_P_ADD, FT_P_ABS,
+                                FT_P_NEG, FT_P_EXP, FT_P_LOG1P, FT_P_ADD, FT_P_SELECT_N};
+  if (!b || b->n_const || b->n_in != 2 || b->n_out != 1 || b->n_eqn != 10) return false;
+  for (int i = 0; i < 10; i++)
+    if (b->eqns[i].prim != seq[i] || b->eqns[i].n_out != 1) return false;
+  const ft_eqn *q = b->eqns;
+  const ft_var *x1 = b->invars[0], *x2 = b->invars[1];
+  return q[0].in[0] == x1 && q[0].in[1] == x2 && q[1].in[0] == x1 && q[1].in[1] == x2 &&
+         q[2].in[0] == q[1].out[0] && q[2].in[1] == q[1].out[0] && q[3].in[0] == x1 &&
+         q[3].in[1] == x2 && q[4].in[0] == q[1].out[0] && q[5].in[0] == q[4].out[0] &&
+         q[6].in[0] == q[5].out[0] && q[7].in[0] == q[6].out[0] && q[8].in[0] == q[0].out[0] &&
+         q[8].in[1] == q[7].out[0] && q[9].in[0] == q[2].out[0] && q[9].in[1] == q[8].out[0] &&
+         q[9].in[2] == q[3].out[0] && b->outvars[0] == q[9].out[0];
+}
+
 /* The JAX library functions whose rule is known exactly (jax.nn.relu,
- * jax.nn.relu6: jax/_src/nn/functions.py). 0: none. */
-enum { LIB_NONE, LIB_RELU, LIB_RELU6 };
+ * jax.nn.relu6: jax/_src/nn/functions.py; jnp.logaddexp, and so softplus
+ * and log_sigmoid: jax/_src/lax/other.py). 0: none. */
+enum { LIB_NONE, LIB_RELU, LIB_RELU6, LIB_LOGADDEXP };
 static int known_library_rule(const ft_eqn *e, const ft_jaxpr *call) {
   const char *name = pstr(FT_P_CUSTOM_JVP_CALL, e->params, "name");
   const char *jvp = pstr(FT_P_CUSTOM_JVP_CALL, e->params, "jvp");
+  if (name && jvp && !strcmp(name, "logaddexp") && !strcmp(jvp, "_logaddexp_jvp") && e->n_in == 2 &&
+      e->n_out == 1 && ft_dtype_is_float(e->out[0]->aval.dtype) && !ft_dtype_is_complex(e->out[0]->aval.dtype) &&
+      is_logaddexp_body(call))
+    return LIB_LOGADDEXP;
   if (!name || !jvp || strcmp(jvp, "jvp") || e->n_in != 1 || e->n_out != 1 ||
       !ft_dtype_is_float(e->in[0]->aval.dtype))
     return LIB_NONE;
@@ -199,6 +224,28 @@ static int known_library_rule(const ft_eqn *e, const ft_jaxpr *call) {
 static bool jvp_named_rule(jvp_state *s, jvp_call *c, const ft_jaxpr *call, int nc) {
   tx *t = c->t;
   int lib = known_library_rule(c->e, call);
+  if (lib == LIB_LOGADDEXP) {
+    /* JAX's _logaddexp_jvp: t1 exp(r(x1) - r(y)) + t2 exp(r(x2) - r(y)),
+     * r(v) = select(v == +inf, 0, v); a zero tangent is instantiated as
+     * JAX does (symbolic_zeros=False), so 0 * inf gives its NaN too. */
+    ft_var *none[2] = {NULL, NULL}, *dy0[1] = {NULL};
+    if (!jvp_into(s, t, call, c->x, none, c->y, dy0)) return false;
+    c->dy[0] = NULL;
+    if (!c->dx[0] && !c->dx[1]) return true;
+    ft_var *y = c->y[0], *acc = NULL;
+    ft_dtype dt = y->aval.dtype;
+    ft_var *inf = tx_lit(t, dt, INFINITY);
+    ft_var *ry = tx_select(t, tx_binop(t, FT_P_EQ, y, inf), y, tx_zeros(t, &y->aval));
+    for (int k = 0; k < 2; k++) {
+      ft_var *x = c->x[k];
+      ft_var *dx = c->dx[k] ? c->dx[k] : tx_zeros(t, &x->aval);
+      ft_var *rx = tx_select(t, tx_binop(t, FT_P_EQ, x, inf), x, tx_zeros(t, &x->aval));
+      ft_var *term = tx_binop(t, FT_P_MUL, dx, tx_unop(t, FT_P_EXP, tx_binop(t, FT_P_SUB, rx, ry)));
+      acc = k ? tx_binop(t, FT_P_ADD, acc, term) : term;
+    }
+    c->dy[0] = acc;
+    return c->dy[0] != NULL && !t->failed;
+  }
   if (lib != LIB_NONE) {
     /* The primal is call_jaxpr's; the tangent JAX's rule:
      * relu: select(x > 0, g, 0); relu6: select((x > 0) & (x < 6), g, 0). */

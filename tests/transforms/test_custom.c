@@ -569,6 +569,67 @@ START_TEST(named_rule_known_library) {
 }
 END_TEST
 
+/* jnp.logaddexp (JAX 0.12's printout): grad of sum(logaddexp(a, b)) in
+ * both arguments equals jax.grad's bits at ties, infinities and huge
+ * values, JAX's quirks included (logaddexp(inf, 1): d/db = e, from
+ * _replace_inf; (-inf, -inf): NaN; (1e300, 1e300): 1 each). */
+#define LAE_TEXT(name, rule)                                                          \
+  "{ lambda ; a:f64[9] b:f64[9]. let\n"                                             \
+  "    c:f64[9] = custom_jvp_call[\n"                                              \
+  "      name=" name "\n"                                                           \
+  "      call_jaxpr={ lambda ; d:f64[9] e:f64[9]. let\n"                           \
+  "          f:f64[9] = max d e\n          g:f64[9] = sub d e\n"                  \
+  "          h:bool[9] = ne g g\n          i:f64[9] = add d e\n"                  \
+  "          j:f64[9] = abs g\n          k:f64[9] = neg j\n"                      \
+  "          l:f64[9] = exp k\n          m:f64[9] = log1p l\n"                    \
+  "          n:f64[9] = add f m\n          o:f64[9] = select_n h n i\n"           \
+  "        in (o,) }\n"                                                             \
+  "      jvp=" rule "\n"                                                            \
+  "      symbolic_zeros=False\n"                                                    \
+  "    ] a b\n"                                                                     \
+  "    p:f64[] = reduce_sum[axes=(0,) out_sharding=None] c\n"                      \
+  "  in (p,) }\n"
+
+static bool grad_lae(ft_ctx *ctx, const char *text, double g[2][9]) {
+  static const double a[9] = {0.0, 1.0, -INFINITY, INFINITY, -INFINITY, 3.0, -2.0, INFINITY, 1e300};
+  static const double b[9] = {0.0, -INFINITY, -INFINITY, 1.0, 2.0, 3.0, 5.0, INFINITY, 1e300};
+  ft_jaxpr *j = ft_parse(ctx, text, strlen(text), "f");
+  if (!j) return false;
+  int argnums[2] = {0, 1};
+  ft_jaxpr *gj = ft_grad(ctx, j, 2, argnums, false);
+  ft_jaxpr_free(j);
+  if (!gj) return false;
+  int64_t d9 = 9;
+  ft_array *in[2] = {ft_array_new(ctx, FT_F64, 1, &d9), ft_array_new(ctx, FT_F64, 1, &d9)}, *out[2] = {0};
+  memcpy(ft_array_data_mut(in[0]), a, sizeof a);
+  memcpy(ft_array_data_mut(in[1]), b, sizeof b);
+  ft_status st = ft_eval(ctx, gj, 2, (const ft_array *const *)in, 2, out);
+  ft_jaxpr_free(gj);
+  if (!st)
+    for (int k = 0; k < 2; k++) memcpy(g[k], ft_array_data(out[k]), sizeof g[k]);
+  for (int k = 0; k < 2; k++) ft_array_free(in[k]), ft_array_free(out[k]);
+  return st == FT_OK;
+}
+
+START_TEST(named_rule_logaddexp) {
+  static const double want[2][9] = {
+      {0x1p-1, 0x1p+0, NAN, 0x1p+0, 0x0p+0, 0x1.fffffffffffffp-2, 0x1.dda738adf1186p-11, 0x1p+0, 0x1p+0},
+      {0x1p-1, 0x0p+0, NAN, 0x1.5bf0a8b14576ap+1, 0x1p+0, 0x1.fffffffffffffp-2, 0x1.ff889631d4838p-1, 0x1p+0,
+       0x1p+0}};
+  double g[2][9];
+  ck_assert_msg(grad_lae(C, LAE_TEXT("logaddexp", "_logaddexp_jvp"), g), "%s", ft_ctx_error(C));
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 9; i++)
+      ck_assert_msg(isnan(want[k][i]) ? isnan(g[k][i]) : memcmp(&g[k][i], &want[k][i], 8) == 0,
+                    "d/d%s at %d: %a, JAX %a", k ? "b" : "a", i, g[k][i], want[k][i]);
+  /* the same body under another name or rule name is refused */
+  ck_assert(!grad_lae(C, LAE_TEXT("my_lae", "_logaddexp_jvp"), g));
+  assert_refused(C, "my_lae", "_logaddexp_jvp");
+  ck_assert(!grad_lae(C, LAE_TEXT("logaddexp", "my_jvp"), g));
+  assert_refused(C, "logaddexp", "my_jvp");
+}
+END_TEST
+
 /* A user's function that only shares the name (another body, or another
  * rule name) is not taken for the library's: refused by default. */
 START_TEST(named_rule_lookalikes_refused) {
@@ -666,6 +727,7 @@ static Suite *suite(void) {
   tcase_add_test(t, misuse);
   tcase_add_test(t, named_rule_known_library);
   tcase_add_test(t, named_rule_lookalikes_refused);
+  tcase_add_test(t, named_rule_logaddexp);
   tcase_add_test(t, named_rule_safe_norm);
   suite_add_tcase(s, t);
   return s;

@@ -558,12 +558,25 @@ START_TEST(golden_programs) {
   ck_assert_msg(g != NULL, "%s", ft_ctx_error(C));
   verify(g);
   ft_jaxpr_free(g), ft_jaxpr_free(j);
-  /* custom_jvp_call with a Python rule: call_jaxpr is differentiated */
+  /* custom_jvp_call with a Python rule (jvp=softplus_jvp, only a name):
+   * refused by default; differentiated as call_jaxpr under the opt-in */
   j = golden("custom_jvp_user.jaxpr");
-  g = ft_jvp(C, j);
-  ck_assert_msg(g != NULL, "%s", ft_ctx_error(C));
-  verify(g);
-  ft_jaxpr_free(g), ft_jaxpr_free(j);
+  ck_assert_ptr_null(ft_jvp(C, j));
+  ck_assert_msg(strstr(ft_ctx_error(C), "its jvp rule is only a name in the printout (jvp=softplus_jvp)"),
+                "%s", ft_ctx_error(C));
+  ft_ctx_clear_error(C);
+  {
+    ft_ctx_options po = FT_CTX_OPTIONS_INIT;
+    po.custom_jvp = FT_CUSTOM_JVP_PRIMAL;
+    ft_ctx *P = ft_ctx_new(&po);
+    ck_assert_ptr_nonnull(P);
+    g = ft_jvp(P, j);
+    ck_assert_msg(g != NULL, "%s", ft_ctx_error(P));
+    verify(g);
+    ft_jaxpr_free(g);
+    ft_ctx_free(P);
+  }
+  ft_jaxpr_free(j);
   /* custom_vjp_call as JAX prints it names its bwd rule (bwd=bwd) without
    * holding it: reverse mode fails closed, naming the primitive and why,
    * instead of differentiating call_jaxpr (a silently wrong gradient) */
